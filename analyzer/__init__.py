@@ -1,0 +1,1 @@
+"""thunder-lint: analyzer."""

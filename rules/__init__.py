@@ -1,0 +1,1 @@
+"""The rule table: code -> rule. One module per rule beside this file."""

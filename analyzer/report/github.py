@@ -1,0 +1,37 @@
+"""GitHub Actions workflow commands: one ``::error``/``::warning``/``::notice`` annotation per finding.
+
+Escaping follows the runner's rules: in the message ``%``, CR and LF are percent-encoded; in property
+values ``:`` and ``,`` are too, since they delimit the properties.
+"""
+
+from __future__ import annotations
+
+from ..diagnostics import Diagnostic
+
+_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(s: str) -> str:
+    return escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(diagnostics: list[Diagnostic]) -> str:
+    lines = []
+    for d in diagnostics:
+        level = _LEVEL.get(d.severity.value, "error")
+        props = ",".join(
+            [
+                f"file={escape_property(d.path)}",
+                f"line={d.line}",
+                f"col={d.column}",
+                f"endLine={d.end_line}",
+                f"endColumn={d.end_column}",
+                f"title={escape_property(d.code)}",
+            ]
+        )
+        lines.append(f"::{level} {props}::{escape_data(d.message)}\n")
+    return "".join(lines)

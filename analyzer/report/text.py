@@ -1,0 +1,103 @@
+"""Human formats: ``concise`` (one line per finding) and ``full`` (with the source lines underlined).
+
+``[*]`` marks a finding that ``--fix`` can fix (a safe fix); one with only unsafe fixes is marked ``[-]``
+(it needs ``--unsafe-fixes``), as the summary lines of the CLI explain.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from ..diagnostics import Applicability, Diagnostic
+
+MAX_LINE_CHARS = 160  # a minified 10 MB line must not flood the terminal
+TAB = 4
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the line breaks Python's tokenizer counts, nothing else
+
+
+def fix_marker(d: Diagnostic) -> str:
+    kinds = {f.applicability for f in d.fixes}
+    if Applicability.SAFE in kinds:
+        return "[*] "
+    if Applicability.UNSAFE in kinds:
+        return "[-] "
+    return ""
+
+
+def _header(d: Diagnostic) -> str:
+    return f"{d.path}:{d.line}:{d.column}: {d.code} {fix_marker(d)}{d.message}"
+
+
+def _fix_lines(d: Diagnostic, indent: str) -> list[str]:
+    out = []
+    for f in d.fixes:
+        note = "" if f.applicability is Applicability.SAFE else f" ({f.applicability.value} fix)"
+        out.append(f"{indent}= help: {f.title}{note}")
+    return out
+
+
+def _edit_lines(d: Diagnostic, indent: str) -> list[str]:
+    out = []
+    for f in d.fixes:
+        for e in f.edits:
+            out.append(f"{indent}{f.title}: {e.line}:{e.column}-{e.end_line}:{e.end_column} -> {e.content!r}")
+    return out
+
+
+def render_concise(diagnostics: list[Diagnostic], *, show_fixes: bool = False) -> str:
+    lines = []
+    for d in diagnostics:
+        lines.append(_header(d))
+        if show_fixes:
+            lines.extend(_fix_lines(d, "    "))
+            lines.extend(_edit_lines(d, "        "))
+    return "".join(line + "\n" for line in lines)
+
+
+def _display(line: str) -> str:
+    return line.expandtabs(TAB)
+
+
+def _clip(s: str) -> str:
+    return s if len(s) <= MAX_LINE_CHARS else s[: MAX_LINE_CHARS - 1] + "…"
+
+
+def _snippet(d: Diagnostic, lines: list[str]) -> list[str]:
+    """The finding's line with one line of context each side, and a caret underline."""
+    if not (1 <= d.line <= len(lines)):
+        return []
+    first = max(1, d.line - 1)
+    last = min(len(lines), max(d.end_line, d.line) + 1, d.line + 3)
+    gutter = len(str(last))
+    out = [f"{' ' * gutter} |"]
+    for n in range(first, last + 1):
+        src = lines[n - 1]
+        out.append(f"{n:>{gutter}} | {_clip(_display(src))}".rstrip())
+        if n == d.line:
+            col0 = max(d.column - 1, 0)
+            end0 = d.end_column - 1 if d.end_line == d.line else len(src)
+            start = len(_display(src[:col0]))
+            width = max(1, len(_display(src[:max(end0, col0)])) - start)
+            if start < MAX_LINE_CHARS:
+                width = min(width, MAX_LINE_CHARS - start)
+                out.append(f"{' ' * gutter} | {' ' * start}{'^' * width} {d.code}")
+    out.append(f"{' ' * gutter} |")
+    return out
+
+
+def render_full(diagnostics: list[Diagnostic], *, show_fixes: bool = False, sources: Mapping[str, str]) -> str:
+    blocks = []
+    split_cache: dict[str, list[str]] = {}
+    for d in diagnostics:
+        block = [_header(d)]
+        text = sources.get(d.path)
+        if text is not None:
+            if d.path not in split_cache:
+                split_cache[d.path] = _LINE_BREAK.split(text)
+            block.extend(_snippet(d, split_cache[d.path]))
+        block.extend(_fix_lines(d, "  "))
+        if show_fixes:
+            block.extend(_edit_lines(d, "      "))
+        blocks.append("\n".join(block) + "\n")
+    return "\n".join(blocks)

@@ -1,1 +1,58 @@
-"""The rule table: code -> rule. One module per rule beside this file."""
+"""The rule table: code -> rule. One module per rule beside this file.
+
+``RULES`` maps each code (in code order) to its ``RuleInfo``; ``STATIC_CHECKS`` maps the codes that have
+a static check to it. TL001/TL002 are meta rules: the engine (TL001) and the CLI (TL002) emit them.
+"""
+
+from __future__ import annotations
+
+from . import (
+    tl001_syntax_error,
+    tl002_unreadable_file,
+    tl101_reshape_inplace,
+    tl102_view_inplace_input,
+    tl201_global_capture,
+    tl202_closure_capture,
+    tl203_captured_write,
+    tl204_side_effect_call,
+    tl301_symbolic_control_flow,
+    tl302_data_dependent_control_flow,
+)
+from .base import DOC_HEADINGS, Finding, FixRequest, RuleInfo
+
+_MODULES = (
+    tl001_syntax_error,
+    tl002_unreadable_file,
+    tl101_reshape_inplace,
+    tl102_view_inplace_input,
+    tl201_global_capture,
+    tl202_closure_capture,
+    tl203_captured_write,
+    tl204_side_effect_call,
+    tl301_symbolic_control_flow,
+    tl302_data_dependent_control_flow,
+)
+
+RULES: dict[str, RuleInfo] = {m.INFO.code: m.INFO for m in sorted(_MODULES, key=lambda m: m.INFO.code)}
+STATIC_CHECKS = {m.INFO.code: m.check for m in _MODULES if hasattr(m, "check")}
+# The rules whose checks only look at jitted functions (the engine skips them when a file has none).
+JIT_ONLY = frozenset({"TL102", "TL201", "TL202", "TL203", "TL204", "TL301", "TL302"})
+
+
+def render_docs(code: str) -> str:
+    """The markdown docs page of a rule: a title line, its docs, and its examples. Unknown code -> KeyError."""
+    info = RULES[code.strip().upper()] if isinstance(code, str) else RULES[code]
+    parts = [f"# {info.code} ({info.name})", "", f"{info.summary}", "", f"Severity: {info.severity}. "
+             f"Fix: {'available (see Fix safety)' if info.fixable else 'none'}.", "", info.docs.rstrip(), ""]
+    if info.invalid:
+        parts += ["## Examples that are reported", ""]
+        for ex in info.invalid:
+            parts += ["```python", ex.rstrip("\n") if len(ex) < 2000 else ex[:200] + "...", "```", ""]
+    if info.valid:
+        parts += ["## Examples that are not reported", ""]
+        for ex in info.valid:
+            parts += ["```python", ex.rstrip("\n"), "```", ""]
+    return "\n".join(parts)
+
+
+__all__ = ["RULES", "STATIC_CHECKS", "JIT_ONLY", "render_docs", "RuleInfo", "Finding", "FixRequest", "DOC_HEADINGS"]

@@ -23,3 +23,28 @@ class RuleInfo:
     valid: list[str] = field(default_factory=list)  # programs that must produce no finding of this code
     invalid: list[str] = field(default_factory=list)  # programs that must produce at least one
     fixable: bool = False
+
+
+# --- What a rule's static check hands back to the engine ------------------------------------------
+# Rules never import the analyzer: the engine gives each check a context object (duck-typed, see
+# analyzer/static/context.py) and turns the Findings below into Diagnostics and libcst edits.
+
+
+@dataclass(frozen=True)
+class FixRequest:
+    """A rewrite of one expression: the engine finds ``target``'s libcst node and calls ``rewrite`` on it."""
+
+    title: str
+    target: object  # the ast node whose source span is replaced
+    rewrite: object  # Callable[[libcst.BaseExpression], libcst.BaseExpression]
+    applicability: str = "unsafe"  # "safe" | "unsafe" | "display"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One hazard at ``node`` (an ast node carrying lineno/col_offset/end_lineno/end_col_offset)."""
+
+    node: object
+    message: str
+    fixes: tuple[FixRequest, ...] = ()
+

@@ -1,1 +1,66 @@
-"""thunder-lint: analyzer/static."""
+"""The static linter: source text in, Diagnostics (and fixed source) out. Nothing is executed.
+
+    lint_source(text, path="<string>", *, select=None, ignore=None, extend_select=None,
+                jit_decorators=(), with_fixes=True) -> list[Diagnostic]
+    fix_source(text, path="<string>", *, select=None, ignore=None, extend_select=None,
+               jit_decorators=(), unsafe=False) -> FixOutcome
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..diagnostics import Diagnostic
+from ..fixes import FixOutcome, apply_fixes
+from .engine import enabled_codes, lint
+
+# Fixing is repeated until nothing changes; a fix that produces a new fixable finding gets a few rounds.
+_MAX_FIX_ROUNDS = 8
+
+
+def lint_source(
+    text: str,
+    path: str = "<string>",
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    extend_select: Iterable[str] | None = None,
+    jit_decorators: Iterable[str] = (),
+    with_fixes: bool = True,
+) -> list[Diagnostic]:
+    """Lint one file's text. Sorted by (line, column, code); honours ``# noqa``.
+
+    Never raises on any text: unparsable input becomes one TL001 finding. An unknown rule selector
+    raises ``analyzer.selection.SelectionError`` (a usage error, not an input error).
+    """
+    enabled = enabled_codes(select, ignore, extend_select)
+    return lint(text, path, enabled=enabled, jit_decorators=tuple(jit_decorators), with_fixes=with_fixes)
+
+
+def fix_source(
+    text: str,
+    path: str = "<string>",
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    extend_select: Iterable[str] | None = None,
+    jit_decorators: Iterable[str] = (),
+    unsafe: bool = False,
+) -> FixOutcome:
+    """Apply every applicable fix (unsafe ones only with ``unsafe=True``), re-lint, and report both."""
+    enabled = enabled_codes(select, ignore, extend_select)
+    decorators = tuple(jit_decorators)
+    current = text
+    applied: list[Diagnostic] = []
+    for _ in range(_MAX_FIX_ROUNDS):
+        diagnostics = lint(current, path, enabled=enabled, jit_decorators=decorators, with_fixes=True)
+        new, fixed = apply_fixes(current, diagnostics, unsafe)
+        if not fixed or new == current:
+            break
+        applied.extend(fixed)
+        current = new
+    remaining = lint(current, path, enabled=enabled, jit_decorators=decorators, with_fixes=True)
+    return FixOutcome(current, applied, remaining)
+
+
+__all__ = ["lint_source", "fix_source", "FixOutcome", "Diagnostic"]

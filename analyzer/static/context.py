@@ -1,0 +1,80 @@
+"""The object every rule's static check receives: one parsed file and the facts derived from it.
+
+Facts are computed lazily and shared: the module index (statements only) for every file, function facts
+only for functions a rule asks about, scopes only for jitted functions. Rules read these and never walk
+the whole tree themselves.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+
+from . import prefilter
+from .flow import FunctionFacts, build_facts
+from .jitted import JitTarget, find_jitted
+from .module_index import FunctionInfo, ModuleIndex, build_module_index
+from .scopes import Scope, build_scopes
+from .source import SourceFile
+
+
+class FileContext:
+    def __init__(self, source: SourceFile, tree: ast.Module, jit_decorators: tuple[str, ...] = ()):
+        self.source = source
+        self.tree = tree
+        self.jit_decorators = tuple(jit_decorators)
+        self._facts: dict[int, FunctionFacts] = {}
+        self._scopes: dict[int, Scope] = {}
+        # Line numbers from the text are only trusted when lines end the way ast counts them.
+        text = source.text
+        self._line_prefilter_ok = "\r" not in text or text.count("\r") == text.count("\r\n")
+
+    @cached_property
+    def index(self) -> ModuleIndex:
+        return build_module_index(self.tree)
+
+    @cached_property
+    def jitted(self) -> list[JitTarget]:
+        text = self.source.text
+        if not prefilter.JIT_TEXT.search(text) and not any(d.rsplit(".", 1)[-1] in text for d in self.jit_decorators):
+            return []
+        return find_jitted(text, self.index, self.jit_decorators)
+
+    def facts(self, func) -> FunctionFacts:
+        key = id(func)
+        f = self._facts.get(key)
+        if f is None:
+            f = self._facts[key] = build_facts(func)
+        return f
+
+    def function_scope(self, info: FunctionInfo) -> Scope:
+        """The scope of ``info``'s function, inside the scope tree of its outermost enclosing function."""
+        key = id(info.node)
+        if key in self._scopes:
+            return self._scopes[key]
+        outer = next((p for p in info.parents if not isinstance(p, ast.ClassDef)), info.node)
+        root = build_scopes(outer)
+        for s in root.walk():
+            if s.kind in ("function", "lambda", "class"):
+                self._scopes.setdefault(id(s.node), s)
+        return self._scopes[key]
+
+    def functions_with_lines(self, *line_sets: list[int]) -> list[FunctionInfo]:
+        """Functions whose span holds at least one line from every set (all functions if lines are unreliable)."""
+        if not self._line_prefilter_ok:
+            return list(self.index.functions)
+        out = []
+        for info in self.index.functions:
+            n = info.node
+            if all(prefilter.any_in_range(lines, n.lineno, n.end_lineno) for lines in line_sets):
+                out.append(info)
+        return out
+
+    def text_lines(self, pattern) -> list[int]:
+        return prefilter.matching_lines(pattern, self.source.text)
+
+    def resolve(self, expr) -> str | None:
+        return self.index.resolve(expr)
+
+    def segment(self, node) -> str:
+        return self.source.segment(node)

@@ -1,0 +1,150 @@
+"""The static engine: one ``ast`` parse per file, shared facts, every enabled rule's check, Diagnostics.
+
+The parse is the only full pass over the file. Rules read lazily built facts (see context.py); a file
+whose text cannot hold a finding for a rule is never walked for it. libcst runs only when a finding has
+a fix and fixes are wanted.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections.abc import Iterable
+
+import rules as rule_table
+
+from ..diagnostics import Diagnostic, Severity
+from ..fixes import SpannedRequest, build_fixes
+from ..selection import resolve
+from .context import FileContext
+from .noqa import is_suppressed, noqa_lines
+from .source import SourceFile
+
+# A depth at which we stop trusting recursion (ours or the parser's) and report the file as unparsable.
+_NESTING_LIMIT = 200
+
+
+def enabled_codes(select=None, ignore=None, extend_select=None) -> frozenset[str]:
+    return resolve(rule_table.RULES.keys(), select, ignore, extend_select)
+
+
+def _diagnostic(code: str, message: str, path: str, span: tuple[int, int, int, int], fixes=()) -> Diagnostic:
+    info = rule_table.RULES[code]
+    line, col, end_line, end_col = span
+    return Diagnostic(
+        code=code,
+        name=info.name,
+        severity=Severity(info.severity),
+        message=message,
+        path=path,
+        line=line,
+        column=col,
+        end_line=end_line,
+        end_column=end_col,
+        origin="static",
+        fixes=tuple(fixes),
+    )
+
+
+def _deep_nesting_position(source: SourceFile) -> tuple[int, int]:
+    """Where bracket nesting first gets too deep (1-based line/column), else the start of the file."""
+    depth = 0
+    line, col = 1, 0
+    for ch in source.text:
+        col += 1
+        if ch == "\n":
+            line, col = line + 1, 0
+        elif ch in "([{":
+            depth += 1
+            if depth >= _NESTING_LIMIT:
+                return line, col
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+    return 1, 1
+
+
+def syntax_error_diagnostic(source: SourceFile, exc: BaseException) -> Diagnostic:
+    text = source.text
+    if isinstance(exc, (RecursionError, MemoryError)):
+        line, col = _deep_nesting_position(source)
+        message = "the file is too deeply nested to parse or analyze"
+        return _diagnostic("TL001", message, source.path, (line, col, line, col + 1))
+    message = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
+    nul = text.find("\0")
+    if "null bytes" in message and nul != -1:
+        line = text.count("\n", 0, nul) + 1
+        col = nul - (text.rfind("\n", 0, nul) + 1) + 1
+        return _diagnostic("TL001", "the file contains a null byte", source.path, (line, col, line, col + 1))
+    n_lines = max(1, len(source.lines))
+    line = getattr(exc, "lineno", None) or 1
+    line = min(max(1, line), n_lines)
+    col = getattr(exc, "offset", None) or 1
+    width = len(source.line(line))
+    col = min(max(1, col), width + 1)
+    end_line = getattr(exc, "end_lineno", None) or line
+    end_col = getattr(exc, "end_offset", None) or col + 1
+    if end_line != line or end_col <= col:
+        end_line, end_col = line, col + 1
+    return _diagnostic("TL001", f"syntax error: {message}", source.path, (line, col, end_line, end_col))
+
+
+def lint(
+    text: str,
+    path: str = "<string>",
+    *,
+    enabled: frozenset[str],
+    jit_decorators: Iterable[str] = (),
+    with_fixes: bool = True,
+) -> list[Diagnostic]:
+    source = SourceFile(text, path)
+    try:
+        tree = ast.parse(text, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return [syntax_error_diagnostic(source, exc)]
+
+    ctx = FileContext(source, tree, tuple(jit_decorators))
+    found = []  # (code, Finding)
+    try:
+        has_jit = None
+        for code, check in rule_table.STATIC_CHECKS.items():
+            if code not in enabled:
+                continue
+            if code in rule_table.JIT_ONLY:
+                if has_jit is None:
+                    has_jit = bool(ctx.jitted)
+                if not has_jit:
+                    continue
+            try:
+                found.extend((code, f) for f in check(ctx))
+            except (RecursionError, MemoryError):
+                raise
+            except Exception as exc:  # a bug in one rule must not cost the file its other findings
+                warnings.warn(f"thunder-lint: rule {code} failed on {path}: {exc!r}", RuntimeWarning, stacklevel=2)
+    except (RecursionError, MemoryError) as exc:
+        return [syntax_error_diagnostic(source, exc)]
+
+    noqa = noqa_lines(text)
+    kept = []
+    for code, finding in found:
+        span = source.span(finding.node)
+        if is_suppressed(code, span[0], noqa):
+            continue
+        kept.append((code, finding, span))
+
+    fixes_per_finding = [()] * len(kept)
+    if with_fixes and any(f.fixes for _, f, _ in kept):
+        requests = [
+            (span, [SpannedRequest(r, source.span(r.target)) for r in finding.fixes]) for _, finding, span in kept
+        ]
+        fixes_per_finding = build_fixes(text, requests)
+
+    diagnostics = []
+    seen = set()
+    for (code, finding, span), fixes in zip(kept, fixes_per_finding):
+        key = (code, span)
+        if key in seen:
+            continue
+        seen.add(key)
+        diagnostics.append(_diagnostic(code, finding.message, path, span, fixes))
+    diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
+    return diagnostics

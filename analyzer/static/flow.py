@@ -1,0 +1,238 @@
+"""Per-function facts in source order: where each local name is bound and read, and every in-place write.
+
+Built by one walk of a function (nested functions are walked for their reads only: a closure that reads
+a name reads it). Control flow is approximated by source order, which is what "read again after the
+mutation" needs; a mutation inside a loop also counts reads anywhere in that loop (the next iteration).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from dataclasses import dataclass, field
+
+# `add_`, `masked_fill_`, `copy_`: PyTorch's in-place method convention (not dunders, not `_private`).
+_INPLACE = re.compile(r"^[a-z][a-z0-9_]*[a-z0-9]_$")
+# Trailing-underscore methods that change flags or storage bookkeeping, not the tensor's values.
+NOT_DATA_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream_", "pin_memory_"})
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def is_inplace_method(name: str) -> bool:
+    return bool(_INPLACE.match(name)) and name not in NOT_DATA_WRITES
+
+
+@dataclass
+class Binding:
+    name: str
+    pos: tuple[int, int]  # where the binding takes effect: the end of its statement
+    value: ast.AST | None  # the bound expression, when it is one plain expression
+    kind: str  # "assign" | "loop" | "with" | "other"
+    stmt: ast.stmt
+
+
+@dataclass
+class Mutation:
+    kind: str  # "method" (x.add_()), "augassign" (x += 1), "setitem" (x[i] = v / x[i] += v), "out" (out=x)
+    target: ast.AST  # the expression whose memory is written
+    node: ast.AST  # what to report
+    stmt: ast.stmt
+    loop: ast.AST | None  # innermost enclosing loop
+    method: str = ""
+
+
+@dataclass
+class FunctionFacts:
+    node: ast.AST
+    params: list[str] = field(default_factory=list)
+    annotations: dict[str, ast.AST] = field(default_factory=dict)
+    defaults: dict[str, ast.AST] = field(default_factory=dict)
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    loads: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    mutations: list[Mutation] = field(default_factory=list)
+    calls: list[ast.Call] = field(default_factory=list)  # own scope only
+    tests: list[tuple[str, ast.AST]] = field(default_factory=list)  # ("if"|"while"|"ifexp"|"assert"|"for", expr)
+    aug_names: set[str] = field(default_factory=set)
+    attribute_uses: dict[str, list[ast.Attribute]] = field(default_factory=dict)  # name -> name.attr nodes
+    subscript_uses: set[str] = field(default_factory=set)
+
+    # -- queries ---------------------------------------------------------------------------------
+    def is_local(self, name: str) -> bool:
+        return name in self.bindings or name in self.params
+
+    def binding_at(self, name: str, pos: tuple[int, int]) -> Binding | str | None:
+        """What ``name`` holds just before ``pos``: a Binding, "param", "unknown" (bound only later), or None (not local)."""
+        items = self.bindings.get(name)
+        if items:
+            i = bisect.bisect_left([b.pos for b in items], pos)
+            if i:
+                return items[i - 1]
+        if name in self.params:
+            return "param"
+        return "unknown" if items else None
+
+    def read_after(self, name: str, after: tuple[int, int], loop: ast.AST | None = None) -> bool:
+        """Is ``name``'s current value read after ``after`` (before it is rebound), or anywhere in ``loop``?"""
+        loads = self.loads.get(name, ())
+        stores = [b.pos for b in self.bindings.get(name, ())]
+        j = bisect.bisect_right(stores, after)
+        next_store = stores[j] if j < len(stores) else (1 << 30, 0)
+        i = bisect.bisect_right(loads, after)
+        if i < len(loads) and loads[i] < next_store:
+            return True
+        if loop is not None:
+            span_start, span_end = (loop.lineno, loop.col_offset), (loop.end_lineno, loop.end_col_offset)
+            rebound_in_loop = any(span_start <= p <= span_end for p in stores)
+            if not rebound_in_loop:
+                k = bisect.bisect_left(loads, span_start)
+                if k < len(loads) and loads[k] <= span_end:
+                    return True
+        return False
+
+
+def _end(node) -> tuple[int, int]:
+    return (node.end_lineno, node.end_col_offset)
+
+
+def _start(node) -> tuple[int, int]:
+    return (node.lineno, node.col_offset)
+
+
+def _names_in_target(target, value):
+    """(Name, value-or-None) pairs of an assignment target, pairing tuple elements when both sides are tuples."""
+    if isinstance(target, ast.Name):
+        yield target, value
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        vals = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
+        for k, t in enumerate(target.elts):
+            if isinstance(t, ast.Starred):
+                t = t.value
+            yield from _names_in_target(t, vals[k] if vals else None)
+    elif isinstance(target, ast.Starred):
+        yield from _names_in_target(target.value, None)
+
+
+def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> FunctionFacts:
+    facts = FunctionFacts(func)
+    args = func.args
+    all_args = args.posonlyargs + args.args + args.kwonlyargs
+    for a in all_args + [x for x in (args.vararg, args.kwarg) if x]:
+        facts.params.append(a.arg)
+        if a.annotation is not None:
+            facts.annotations[a.arg] = a.annotation
+    positional = args.posonlyargs + args.args
+    for a, d in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
+        facts.defaults[a.arg] = d
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        if d is not None:
+            facts.defaults[a.arg] = d
+
+    def bind(name_node, value, kind, stmt):
+        facts.bindings.setdefault(name_node.id, []).append(Binding(name_node.id, _end(stmt), value, kind, stmt))
+
+    body = func.body if isinstance(func.body, list) else [func.body]
+    # (node, enclosing statement, innermost loop, nested: inside a nested def/lambda/class)
+    work = [(s, s, None, False) for s in reversed(body)]
+    loads = facts.loads
+    while work:
+        node, stmt, loop, nested = work.pop()
+        t = type(node)
+        if t is ast.Name:
+            if isinstance(node.ctx, ast.Load):
+                loads.setdefault(node.id, []).append((node.lineno, node.col_offset))
+            continue
+        if isinstance(node, ast.stmt):
+            stmt = node
+            if not nested:
+                if t is ast.Assign:
+                    for target in node.targets:
+                        for name, value in _names_in_target(target, node.value):
+                            bind(name, value, "assign", node)
+                        if isinstance(target, ast.Subscript):
+                            facts.mutations.append(Mutation("setitem", target.value, target, node, loop))
+                elif t is ast.AnnAssign:
+                    if node.value is not None and isinstance(node.target, ast.Name):
+                        bind(node.target, node.value, "assign", node)
+                elif t is ast.AugAssign:
+                    tgt = node.target
+                    if isinstance(tgt, ast.Subscript):
+                        facts.mutations.append(Mutation("setitem", tgt.value, tgt, node, loop))
+                    else:
+                        facts.mutations.append(Mutation("augassign", tgt, node, node, loop))
+                    if isinstance(tgt, ast.Name):
+                        facts.aug_names.add(tgt.id)
+                        loads.setdefault(tgt.id, []).append((tgt.lineno, tgt.col_offset))
+                elif t in (ast.For, ast.AsyncFor):
+                    for name, _ in _names_in_target(node.target, None):
+                        facts.bindings.setdefault(name.id, []).append(
+                            Binding(name.id, _end(node.target), node.iter, "loop", node)
+                        )
+                    facts.tests.append(("for", node.iter))
+                elif t in (ast.With, ast.AsyncWith):
+                    for item in node.items:
+                        if item.optional_vars is not None:
+                            for name, _ in _names_in_target(item.optional_vars, None):
+                                facts.bindings.setdefault(name.id, []).append(
+                                    Binding(name.id, _end(item.optional_vars), item.context_expr, "with", node)
+                                )
+                elif t is ast.If or t is ast.While:
+                    facts.tests.append(("if" if t is ast.If else "while", node.test))
+                elif t is ast.Assert:
+                    facts.tests.append(("assert", node.test))
+                elif t is ast.Delete:
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            bind(target, None, "other", node)
+                elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                    facts.bindings.setdefault(node.name, []).append(Binding(node.name, _start(node), None, "other", node))
+                elif t in (ast.Import, ast.ImportFrom):
+                    for alias in node.names:
+                        local = alias.asname or alias.name.split(".")[0]
+                        facts.bindings.setdefault(local, []).append(Binding(local, _end(node), None, "other", node))
+            if t in _LOOPS:
+                loop = node
+        elif not nested:
+            if t is ast.Call:
+                facts.calls.append(node)
+                func_expr = node.func
+                if isinstance(func_expr, ast.Attribute) and is_inplace_method(func_expr.attr):
+                    facts.mutations.append(Mutation("method", func_expr.value, node, stmt, loop, func_expr.attr))
+                for kw in node.keywords:
+                    if kw.arg == "out":
+                        facts.mutations.append(Mutation("out", kw.value, kw.value, stmt, loop))
+            elif t is ast.Attribute:
+                if isinstance(node.value, ast.Name):
+                    facts.attribute_uses.setdefault(node.value.id, []).append(node)
+            elif t is ast.Subscript:
+                if isinstance(node.value, ast.Name):
+                    facts.subscript_uses.add(node.value.id)
+            elif t is ast.IfExp:
+                facts.tests.append(("ifexp", node.test))
+            elif t is ast.NamedExpr:
+                bind(node.target, node.value, "assign", stmt)
+        if t in _SCOPES:
+            nested_now = True
+            if not nested and t is not ast.ClassDef and t is not ast.Lambda:
+                # Defaults and decorators belong to this function; the body is another function's.
+                for d in node.decorator_list:
+                    work.append((d, stmt, loop, nested))
+            children = node.body if isinstance(node.body, list) else [node.body]
+            for c in reversed(children):
+                work.append((c, stmt, loop, nested_now))
+            continue
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for v in reversed(value):
+                    if isinstance(v, ast.AST):
+                        work.append((v, stmt, loop, nested))
+            elif isinstance(value, ast.AST):
+                work.append((value, stmt, loop, nested))
+    for v in loads.values():
+        v.sort()
+    for v in facts.bindings.values():
+        v.sort(key=lambda b: b.pos)
+    return facts

@@ -1,0 +1,245 @@
+"""Which functions of a module are compiled, and with which options.
+
+A function is jitted when it is decorated with a jit entry point (``@thunder.jit``, ``@torch.compile(...)``,
+``@partial(thunder.jit, ...)``, a configured decorator) or passed to one (``thunder.jit(f)``), or when it is
+the ``forward`` of a class whose instance the same module compiles (``torch.compile(MyModel())``,
+``thunder.jit(model)`` with ``model = MyModel(...)``, ``model.compile()``).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from dataclasses import dataclass
+
+from .module_index import FunctionInfo, ModuleIndex
+
+JIT_ENTRY_POINTS = frozenset(
+    {
+        "thunder.jit",
+        "thunder.functional.jit",
+        "torch.compile",
+        "compiler.jit",
+        "analyzer.jit",
+    }
+)
+_PARTIAL = frozenset({"functools.partial", "partial"})
+_SYMBOLIC_CACHE = "symbolic values"
+
+
+@dataclass
+class JitTarget:
+    info: FunctionInfo
+    symbolic: bool  # compiled with symbolic/dynamic values
+    how: str  # e.g. "@torch.compile" or "thunder.jit(f) at line 12"
+
+
+class JitMatcher:
+    """Decides whether an expression names a jit entry point (with aliases and configured names)."""
+
+    def __init__(self, index: ModuleIndex, extra: tuple[str, ...] = ()):
+        self.index = index
+        self.dotted = set(JIT_ENTRY_POINTS)
+        self.bare = set()
+        for name in extra:
+            name = name.strip()
+            if not name:
+                continue
+            (self.dotted if "." in name else self.bare).add(name.lstrip("@"))
+
+    def is_jit(self, expr) -> bool:
+        name = self.index.resolve(expr)
+        if name is None:
+            return False
+        if name in self.dotted:
+            return True
+        # A configured bare name matches the decorator however it was imported.
+        return bool(self.bare) and name.rsplit(".", 1)[-1] in self.bare and (
+            isinstance(expr, ast.Name) or name in self.bare
+        )
+
+    def jit_call_options(self, call: ast.Call) -> tuple[bool, list[ast.keyword]] | None:
+        """For ``jit(...)`` or ``partial(jit, ...)``: (is jit, its keywords); None when not a jit."""
+        if self.is_jit(call.func):
+            return True, call.keywords
+        if self.index.resolve(call.func) in _PARTIAL and call.args and self.is_jit(call.args[0]):
+            return True, call.keywords
+        return None
+
+
+def is_symbolic(keywords: list[ast.keyword]) -> bool:
+    for kw in keywords:
+        v = kw.value
+        if kw.arg == "cache":
+            if isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.strip().lower() == _SYMBOLIC_CACHE:
+                return True
+            if isinstance(v, ast.Attribute) and v.attr == "SYMBOLIC_VALUES":
+                return True
+        if kw.arg == "dynamic" and isinstance(v, ast.Constant) and v.value is True:
+            return True
+    return False
+
+
+def _call_text_pattern(matcher: JitMatcher) -> re.Pattern:
+    names = {"jit", "compile", "partial"} | {n.rsplit(".", 1)[-1] for n in matcher.bare | matcher.dotted}
+    return re.compile(r"\b(?:%s)\b" % "|".join(sorted(map(re.escape, names))))
+
+
+def statements_on_lines(tree: ast.Module, lines: set[int]):
+    """Innermost simple statements (and decorator-free headers) whose line range holds one of ``lines``.
+
+    Descends only into compound statements that contain a wanted line, so a file with three
+    interesting lines costs a few dozen node visits, not a walk of the whole tree.
+    """
+    wanted = sorted(lines)
+
+    def holds(node) -> bool:
+        start = node.lineno
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.decorator_list:
+            start = node.decorator_list[0].lineno
+        i = bisect.bisect_left(wanted, start)
+        return i < len(wanted) and wanted[i] <= node.end_lineno
+
+    stack = list(reversed(tree.body))
+    while stack:
+        stmt = stack.pop()
+        if not holds(stmt):
+            continue
+        children = []
+        for attr in ("body", "orelse", "finalbody"):
+            v = getattr(stmt, attr, None)
+            if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
+                children.extend(v)
+        for h in getattr(stmt, "handlers", ()) or ():
+            children.extend(h.body)
+        for c in getattr(stmt, "cases", ()) or ():
+            children.extend(c.body)
+        if children:
+            yield stmt  # its header expressions (test, iter, decorators...) may hold the line too
+            stack.extend(reversed(children))
+        else:
+            yield stmt
+
+
+def _header_nodes(stmt):
+    """Expressions of a statement that are not nested statements."""
+    for name, value in ast.iter_fields(stmt):
+        if name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            continue
+        if isinstance(value, ast.AST):
+            yield value
+        elif isinstance(value, list):
+            for v in value:
+                if isinstance(v, ast.AST) and not isinstance(v, ast.stmt):
+                    yield v
+
+
+def find_jitted(text: str, index: ModuleIndex, extra_decorators: tuple[str, ...] = ()) -> list[JitTarget]:
+    matcher = JitMatcher(index, tuple(extra_decorators))
+    pattern = _call_text_pattern(matcher)
+    if not pattern.search(text):
+        return []
+    found: dict[int, JitTarget] = {}
+
+    def add(info: FunctionInfo, symbolic: bool, how: str) -> None:
+        old = found.get(id(info.node))
+        if old is None:
+            found[id(info.node)] = JitTarget(info, symbolic, how)
+        elif symbolic and not old.symbolic:
+            old.symbolic = True
+
+    # 1. Decorators.
+    for info in index.functions:
+        for dec in info.node.decorator_list:
+            if isinstance(dec, ast.Call):
+                opts = matcher.jit_call_options(dec)
+                if opts:
+                    add(info, is_symbolic(opts[1]), "decorator")
+            elif matcher.is_jit(dec):
+                add(info, False, "decorator")
+
+    # 2. Calls: only statements on lines whose text names a jit entry point are visited.
+    lines = {n for n, line in enumerate(re.split(r"\r\n|\r|\n", text), 1) if pattern.search(line)}
+    for stmt in statements_on_lines(index.tree, lines):
+        roots = list(_header_nodes(stmt)) if hasattr(stmt, "body") else [stmt]
+        for root in roots:
+            for node in ast.walk(root):
+                if not isinstance(node, ast.Call):
+                    continue
+                opts = matcher.jit_call_options(node)
+                if opts is not None:
+                    if index.resolve(node.func) in _PARTIAL:
+                        continue  # partial(thunder.jit, ...) itself: its call partial(...)(f) is matched below
+                elif isinstance(node.func, ast.Call) and matcher.jit_call_options(node.func):
+                    # torch.compile(dynamic=True)(f), partial(thunder.jit, cache=...)(f)
+                    opts = (True, matcher.jit_call_options(node.func)[1] + node.keywords)
+                else:
+                    # model.compile(...): nn.Module.compile is torch.compile on the module in place.
+                    if isinstance(node.func, ast.Attribute) and node.func.attr == "compile":
+                        for info in _forward_of(node.func.value, stmt, index):
+                            add(info, is_symbolic(node.keywords), f"line {node.lineno}")
+                    continue
+                args = node.args
+                if not args:
+                    continue
+                symbolic = is_symbolic(opts[1])
+                for info in _functions_named_by(args[0], stmt, index):
+                    add(info, symbolic, f"line {node.lineno}")
+    return list(found.values())
+
+
+def _enclosing_functions(stmt, index: ModuleIndex):
+    """FunctionInfos whose body holds ``stmt`` (innermost first)."""
+    out = []
+    for info in index.functions:
+        n = info.node
+        if n.lineno <= stmt.lineno and stmt.end_lineno <= n.end_lineno and n is not stmt:
+            out.append(info)
+    out.sort(key=lambda i: -len(i.parents))
+    return out
+
+
+def _functions_named_by(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
+    if isinstance(expr, ast.Name):
+        # A function defined in the scope of the call, else at module level.
+        candidates = [i for i in index.functions if i.node.name == expr.id and i.class_node is None]
+        enclosing = _enclosing_functions(stmt, index)
+        for scope in enclosing:
+            local = [i for i in candidates if i.parents and i.parents[-1] is scope.node]
+            if local:
+                return local
+        top = [i for i in candidates if not i.parents]
+        if top:
+            return top
+        if candidates:
+            return candidates
+        return _forward_of(expr, stmt, index)
+    if isinstance(expr, ast.Attribute) and expr.attr == "forward":
+        return _forward_of(expr.value, stmt, index)
+    if isinstance(expr, ast.Call):
+        return _forward_of(expr, stmt, index)
+    return []
+
+
+def _forward_of(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
+    """``forward`` of the module class instantiated by ``expr`` (``MyModel(...)`` or a name bound to one)."""
+    cls_name = None
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+        cls_name = expr.func.id
+    elif isinstance(expr, ast.Name):
+        cls_name = _class_assigned_to(expr.id, index)
+    if cls_name is None or cls_name not in index.classes:
+        return []
+    cls = index.classes[cls_name]
+    return [i for i in index.functions if i.class_node is cls and i.node.name == "forward"]
+
+
+def _class_assigned_to(name: str, index: ModuleIndex) -> str | None:
+    """The class ``C`` of some ``name = C(...)`` in the module (statements only, any depth)."""
+    for node in ast.walk(index.tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                if node.value.func.id in index.classes:
+                    return node.value.func.id
+    return None

@@ -1,0 +1,178 @@
+"""What a module defines, from a walk over statements only (never into expressions).
+
+This is the cheap first layer every file gets: imports and their aliases, the kinds of every module-level
+binding (for "is this global a module, function, class or constant?"), and every function and class with
+the chain of scopes around it. Expressions are visited later, and only where a rule can fire.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+_FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Compound statements whose nested statement lists we descend into.
+_BODIES = ("body", "orelse", "finalbody")
+
+
+@dataclass
+class FunctionInfo:
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    parents: tuple  # enclosing FunctionDef/ClassDef nodes, outermost first
+    class_node: ast.ClassDef | None  # the class when this is a method
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def qualname(self) -> str:
+        return ".".join([p.name for p in self.parents] + [self.node.name])
+
+
+@dataclass
+class ModuleIndex:
+    tree: ast.Module
+    imports: dict[str, str] = field(default_factory=dict)  # local name -> dotted origin ("np" -> "numpy")
+    bindings: dict[str, list[str]] = field(default_factory=dict)  # module name -> binding kinds in order
+    global_writes: set[str] = field(default_factory=set)  # names some function declares `global`
+    functions: list[FunctionInfo] = field(default_factory=list)
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # by name, any depth
+    function_of: dict[int, FunctionInfo] = field(default_factory=dict)  # id(FunctionDef) -> info
+
+    def resolve(self, expr) -> str | None:
+        """Dotted name of a Name/Attribute chain with import aliases applied (``th.jit`` -> ``thunder.jit``)."""
+        parts = []
+        while isinstance(expr, ast.Attribute):
+            parts.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return None
+        parts.append(self.imports.get(expr.id, expr.id))
+        return ".".join(reversed(parts))
+
+    def module_name_kind(self, name: str) -> str:
+        """How a jitted function's read of module global ``name`` should be judged.
+
+        "none": not bound at module level (a builtin or a star import); "static": a module, function,
+        class, or UPPER_CASE constant bound once and never rebound; "mutable": anything else.
+        """
+        kinds = self.bindings.get(name)
+        if not kinds:
+            return "none"
+        if name in self.global_writes:
+            return "mutable"
+        if name.startswith("__") and name.endswith("__"):
+            return "static"
+        structural = [k for k in kinds if k in ("import", "def", "class")]
+        others = [k for k in kinds if k not in ("import", "def", "class")]
+        if structural and all(k == "none" for k in others):  # try: import x / except: x = None
+            return "static"
+        if not others:
+            return "static"
+        # A constant by convention: UPPER_CASE, bound exactly once.
+        if len(kinds) == 1 and kinds[0] in ("assign", "none") and name.upper() == name and any(c.isalpha() for c in name):
+            return "static"
+        return "mutable"
+
+
+def _bind(index: ModuleIndex, name: str, kind: str) -> None:
+    index.bindings.setdefault(name, []).append(kind)
+
+
+def _target_names(target) -> list[str]:
+    out = []
+    stack = [target]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, ast.Name):
+            out.append(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            stack.extend(t.elts)
+        elif isinstance(t, ast.Starred):
+            stack.append(t.value)
+    return out
+
+
+def _value_kind(value) -> str:
+    return "none" if isinstance(value, ast.Constant) and value.value is None else "assign"
+
+
+def build_module_index(tree: ast.Module) -> ModuleIndex:
+    index = ModuleIndex(tree)
+    # (statement, parents, class_node, at_module_level)
+    stack = [(s, (), None, True) for s in reversed(tree.body)]
+    while stack:
+        stmt, parents, cls, top = stack.pop()
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                if isinstance(stmt, ast.Import):
+                    local = alias.asname or alias.name.split(".")[0]
+                    origin = alias.name if alias.asname else alias.name.split(".")[0]
+                else:
+                    if alias.name == "*":
+                        continue
+                    local = alias.asname or alias.name
+                    origin = f"{stmt.module}.{alias.name}" if stmt.module else alias.name
+                # First import wins for aliases: later shadowing is rare and not worth flow analysis.
+                index.imports.setdefault(local, origin)
+                if top:
+                    _bind(index, local, "import")
+            continue
+        if isinstance(stmt, _FUNC):
+            info = FunctionInfo(stmt, parents, cls)
+            index.functions.append(info)
+            index.function_of[id(stmt)] = info
+            if top:
+                _bind(index, stmt.name, "def")
+            inner = parents + (stmt,)
+            stack.extend((s, inner, None, False) for s in reversed(stmt.body))
+            continue
+        if isinstance(stmt, ast.ClassDef):
+            index.classes.setdefault(stmt.name, stmt)
+            if top:
+                _bind(index, stmt.name, "class")
+            inner = parents + (stmt,)
+            stack.extend((s, inner, stmt, False) for s in reversed(stmt.body))
+            continue
+        if isinstance(stmt, ast.Global):
+            index.global_writes.update(stmt.names)
+            continue
+        if top:
+            if isinstance(stmt, ast.Assign):
+                kind = _value_kind(stmt.value)
+                for t in stmt.targets:
+                    for n in _target_names(t):
+                        _bind(index, n, kind)
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                for n in _target_names(stmt.target):
+                    _bind(index, n, _value_kind(stmt.value))
+            elif isinstance(stmt, ast.AugAssign):
+                for n in _target_names(stmt.target):
+                    _bind(index, n, "aug")
+            elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+                for n in _target_names(stmt.target):
+                    _bind(index, n, "loop")
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                for item in stmt.items:
+                    if item.optional_vars is not None:
+                        for n in _target_names(item.optional_vars):
+                            _bind(index, n, "other")
+            elif isinstance(stmt, ast.Delete):
+                for t in stmt.targets:
+                    for n in _target_names(t):
+                        _bind(index, n, "del")
+        # Descend into compound statements, keeping the same scope.
+        for attr in _BODIES:
+            body = getattr(stmt, attr, None)
+            if body and isinstance(body, list):
+                stack.extend((s, parents, cls, top) for s in reversed(body))
+        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            for h in stmt.handlers:
+                if top and h.name:
+                    _bind(index, h.name, "other")
+                stack.extend((s, parents, cls, top) for s in reversed(h.body))
+        elif isinstance(stmt, ast.Match):
+            for case in stmt.cases:
+                stack.extend((s, parents, cls, top) for s in reversed(case.body))
+    return index

@@ -1,0 +1,82 @@
+"""What the rules know about PyTorch's API, and small expression helpers shared by several rules."""
+
+from __future__ import annotations
+
+import ast
+
+# Methods whose result may be a view of the receiver or a fresh copy, depending on strides/dtype/device.
+MAYBE_VIEW_METHODS = frozenset({"reshape", "reshape_as", "flatten", "ravel", "contiguous"})
+# Conversions that return ``self`` when nothing needs converting.
+CAST_METHODS = frozenset(
+    {"to", "type", "type_as", "float", "half", "double", "bfloat16", "int", "long", "short", "bool", "byte", "char",
+     "cpu", "cuda"}
+)
+MAYBE_VIEW_FUNCTIONS = frozenset({"torch.reshape", "torch.flatten", "torch.ravel"})
+
+# Methods and attributes that always return a view of the receiver.
+VIEW_METHODS = frozenset(
+    {"view", "view_as", "transpose", "t", "permute", "squeeze", "unsqueeze", "expand", "expand_as", "narrow",
+     "select", "diagonal", "unflatten", "as_strided", "detach", "movedim", "moveaxis", "swapaxes", "swapdims",
+     "unfold", "split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "indices", "values", "view_as_real"}
+)
+VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
+# Calls that always produce new memory.
+FRESH_METHODS = frozenset({"clone", "copy", "detach_copy"})
+FRESH_FUNCTIONS = frozenset({"copy.deepcopy", "copy.copy", "torch.clone"})
+
+# Reading these gives metadata, never tensor values.
+METADATA_ATTRIBUTES = frozenset(
+    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "layout", "names", "is_sparse", "grad_fn",
+     "is_leaf", "training"}
+)
+METADATA_METHODS = frozenset(
+    {"size", "dim", "numel", "stride", "storage_offset", "is_contiguous", "element_size", "nelement", "ndimension",
+     "get_device", "is_floating_point", "is_complex", "data_ptr", "type"}
+)
+
+
+def receiver_call(expr, names) -> tuple[str, ast.AST] | None:
+    """(method, receiver) for ``receiver.method(...)`` with method in ``names``."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in names:
+        return expr.func.attr, expr.func.value
+    return None
+
+
+def is_basic_index(index) -> bool:
+    """An index that certainly selects a view (ints, slices, None, ...), not advanced indexing (a copy)."""
+    if isinstance(index, ast.Tuple):
+        return all(is_basic_index(e) for e in index.elts)
+    if isinstance(index, ast.Slice):
+        return True
+    if isinstance(index, ast.Constant):
+        return index.value is None or index.value is Ellipsis or type(index.value) is int
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        return isinstance(index.operand, ast.Constant) and type(index.operand.value) is int
+    return False
+
+
+def is_none_check(expr) -> bool:
+    """``x is None`` / ``x is not None`` (never a decision on a value)."""
+    return isinstance(expr, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in expr.ops)
+
+
+def start(node) -> tuple[int, int]:
+    return (node.lineno, node.col_offset)
+
+
+def end(node) -> tuple[int, int]:
+    return (node.end_lineno, node.end_col_offset)
+
+
+def written_tensor(ctx, facts, mutation):
+    """The tensor a mutation writes: ``x`` in ``x.add_(1)``, but ``w`` in ``torch.nn.init.normal_(w)``."""
+    target = mutation.target
+    if mutation.kind != "method":
+        return target
+    root = target
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(root, ast.Name) and root.id in ctx.index.imports and not facts.is_local(root.id):
+        call = mutation.node
+        return call.args[0] if call.args else None
+    return target

@@ -1,0 +1,150 @@
+"""Conservative classification of a jitted function's values: tensors, symbolic scalars, metadata."""
+
+from __future__ import annotations
+
+import ast
+
+from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
+
+_SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"})
+_TENSOR_ANNOTATIONS = ("Tensor",)
+# torch.* functions that return Python values or objects, not tensors.
+_TORCH_NON_TENSOR = ("torch.is_", "torch.Size", "torch.cuda", "torch.jit", "torch.compiler", "torch.get_",
+                     "torch.backends", "torch.distributed", "torch.finfo", "torch.iinfo", "torch.device",
+                     "torch.dtype", "torch.no_grad", "torch.enable_grad", "torch.autocast", "torch._")
+_SHAPE_FUNCTIONS = frozenset({"len"})
+_SCALAR_FUNCTIONS = frozenset({"int", "float", "abs", "min", "max", "round", "sum"})
+
+
+def _annotation_name(ann) -> str:
+    return ast.unparse(ann) if ann is not None else ""
+
+
+class Values:
+    """Which names of one function are tensors, and which are symbolic scalars."""
+
+    def __init__(self, ctx, info, facts):
+        self.ctx = ctx
+        self.facts = facts
+        params = list(facts.params)
+        if info.class_node is not None and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        self.params = params
+        self.tensors: set[str] = set()
+        self.scalars: set[str] = set()
+        self._classify_params()
+        self._propagate()
+
+    # -- parameters ---------------------------------------------------------------------------------
+    def _classify_params(self) -> None:
+        facts = self.facts
+        vararg = facts.node.args.vararg.arg if facts.node.args.vararg else None
+        kwarg = facts.node.args.kwarg.arg if facts.node.args.kwarg else None
+        for p in self.params:
+            if p in (vararg, kwarg):
+                continue
+            ann = _annotation_name(facts.annotations.get(p))
+            uses = facts.attribute_uses.get(p, [])
+            if any(t in ann for t in _TENSOR_ANNOTATIONS) or any(
+                u.attr in METADATA_ATTRIBUTES or u.attr in METADATA_METHODS or u.attr in ("sum", "mean", "any", "all",
+                "item", "tolist", "max", "min", "abs", "view", "reshape", "float", "to") for u in uses
+            ):
+                self.tensors.add(p)
+                continue
+            if ann:
+                if ann.split("[")[-1].rstrip("]").split("|")[0].strip() in _SCALAR_ANNOTATIONS or ann in _SCALAR_ANNOTATIONS:
+                    self.scalars.add(p)
+                continue
+            default = facts.defaults.get(p)
+            if default is not None and isinstance(default, ast.Constant) and isinstance(default.value, (bool, str)):
+                continue  # flags and modes are specialized by every compiler
+            if uses or p in facts.subscript_uses:
+                continue  # an object or a container
+            self.scalars.add(p)
+
+    # -- propagation through assignments ------------------------------------------------------------
+    def _propagate(self) -> None:
+        for _ in range(3):
+            changed = False
+            for name, bindings in self.facts.bindings.items():
+                for b in bindings:
+                    if b.kind != "assign" or b.value is None:
+                        continue
+                    if name not in self.tensors and self.is_tensor(b.value):
+                        self.tensors.add(name)
+                        changed = True
+                    elif name not in self.scalars and name not in self.tensors and self.is_symbolic(b.value):
+                        self.scalars.add(name)
+                        changed = True
+            if not changed:
+                break
+
+    # -- expressions --------------------------------------------------------------------------------
+    def is_tensor(self, e) -> bool:
+        if isinstance(e, ast.Name):
+            return e.id in self.tensors
+        if isinstance(e, ast.Call):
+            name = self.ctx.resolve(e.func) or ""
+            if name.startswith("torch.") and not name.startswith(_TORCH_NON_TENSOR) and name.count(".") == 1:
+                return True
+            if isinstance(e.func, ast.Attribute):
+                attr = e.func.attr
+                if attr in METADATA_METHODS or attr in ("item", "tolist") or attr.startswith("is_"):
+                    return False
+                return self.is_tensor(e.func.value)
+            return False
+        if isinstance(e, ast.BinOp):
+            return self.is_tensor(e.left) or self.is_tensor(e.right)
+        if isinstance(e, ast.UnaryOp):
+            return not isinstance(e.op, ast.Not) and self.is_tensor(e.operand)
+        if isinstance(e, ast.Compare):
+            if is_none_check(e):
+                return False
+            return any(self.is_tensor(x) for x in [e.left, *e.comparators])
+        if isinstance(e, ast.Subscript):
+            return self.is_tensor(e.value)
+        if isinstance(e, ast.Attribute):
+            return e.attr in ("T", "mT", "real", "imag", "data", "grad") and self.is_tensor(e.value)
+        return False
+
+    def is_symbolic(self, e) -> bool:
+        """A Python scalar (or shape) that a symbolic-values compile keeps symbolic."""
+        if isinstance(e, ast.Name):
+            return e.id in self.scalars
+        if isinstance(e, ast.Attribute):
+            return e.attr == "shape" and not self._is_self_attr(e)
+        if isinstance(e, ast.Subscript):
+            return self.is_symbolic(e.value)
+        if isinstance(e, ast.Call):
+            func = e.func
+            if isinstance(func, ast.Attribute) and func.attr in ("size", "numel", "nelement"):
+                return not self._is_self_attr(func.value)
+            if isinstance(func, ast.Name) and func.id in _SHAPE_FUNCTIONS and e.args:
+                return self.is_tensor(e.args[0])
+            if isinstance(func, ast.Name) and func.id in _SCALAR_FUNCTIONS:
+                return any(self.is_symbolic(a) for a in e.args)
+            name = self.ctx.resolve(func) or ""
+            if name.startswith("math."):
+                return any(self.is_symbolic(a) for a in e.args)
+            return False
+        if isinstance(e, ast.BinOp):
+            return (self.is_symbolic(e.left) or self.is_symbolic(e.right)) and not (
+                self.is_tensor(e.left) or self.is_tensor(e.right)
+            )
+        if isinstance(e, ast.UnaryOp):
+            return self.is_symbolic(e.operand)
+        if isinstance(e, ast.Compare):
+            if is_none_check(e):
+                return False
+            return any(self.is_symbolic(x) for x in [e.left, *e.comparators])
+        if isinstance(e, ast.BoolOp):
+            return any(self.is_symbolic(v) for v in e.values)
+        if isinstance(e, (ast.Tuple, ast.List)):
+            return any(self.is_symbolic(x) for x in e.elts)
+        return False
+
+    @staticmethod
+    def _is_self_attr(e) -> bool:
+        while isinstance(e, ast.Attribute):
+            e = e.value
+        return isinstance(e, ast.Name) and e.id == "self"

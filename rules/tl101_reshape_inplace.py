@@ -1,0 +1,375 @@
+"""TL101 reshape-inplace: an in-place write to the result of an op that may return a view or a copy."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ._torch_api import (
+    CAST_METHODS,
+    FRESH_FUNCTIONS,
+    FRESH_METHODS,
+    MAYBE_VIEW_FUNCTIONS,
+    MAYBE_VIEW_METHODS,
+    VIEW_ATTRIBUTES,
+    VIEW_METHODS,
+    end,
+    is_basic_index,
+    start,
+    written_tensor,
+)
+from .base import Finding, FixRequest, RuleInfo
+
+INFO = RuleInfo(
+    code="TL101",
+    name="reshape-inplace",
+    severity="error",
+    summary="In-place write to the result of reshape/flatten/contiguous/a cast, which may or may not alias its input.",
+    fixable=True,
+    docs="""\
+## What it does
+Reports an in-place write (`y.add_(...)`, `y += ...`, `y[i] = ...`, `out=y`) to the result of an operation
+that returns a view *or* a copy depending on runtime facts: `reshape`, `reshape_as`, `flatten`, `ravel`,
+`contiguous`, and casts such as `to`, `type`, `float` that return `self` when nothing needs converting.
+It reports only when the input of that operation is observable afterwards: a function argument, an
+attribute, a global, or a local that is read again after the write. A reshape of a dead temporary
+changes nothing anyone can see and is not reported.
+
+## Why is this bad?
+Whether the write reaches the original tensor depends on its strides (or dtype, or device). PyTorch's
+documentation says user code must not rely on either behaviour, and compilers (thunder, torch.compile)
+may pick differently from eager mode: the same program then silently computes different values.
+
+## Example
+```python
+def scale_(x):
+    y = x.reshape(-1)
+    y.mul_(2)  # changes x only when x was contiguous
+    return x
+```
+
+## Use instead
+Say which behaviour you want: a view that is guaranteed to alias (and fails loudly when it cannot),
+```python
+def scale_(x):
+    y = x.view(-1)
+    y.mul_(2)
+    return x
+```
+or an explicit copy that never touches the input: `y = x.reshape(-1).clone()`.
+
+## Fix safety
+Two fixes are offered, both unsafe because they change behaviour for some inputs: "make the aliasing
+explicit" (`reshape` -> `view`, `flatten()` -> `view(-1)`; `view` raises on tensors whose strides do not
+allow a view) and "make the copy explicit" (append `.clone()`; the input is then never modified). The one
+listed first matches the evidence: when the input is read after the write, the code seems to rely on
+aliasing and the view comes first.
+
+## References
+- [torch.reshape](https://pytorch.org/docs/stable/generated/torch.reshape.html)
+- [Tensor views](https://pytorch.org/docs/stable/tensor_view.html)
+- [lightning-thunder #957: support for reshape + in-place](https://github.com/Lightning-AI/lightning-thunder/issues/957)
+""",
+    valid=[
+        # a fresh temporary: nobody else holds it
+        "import torch\ndef f(a, b):\n    y = (a + b).reshape(-1)\n    y.add_(1)\n    return y\n",
+        # an explicit copy
+        "import torch\ndef f(x):\n    y = x.reshape(-1).clone()\n    y.add_(1)\n    return y\n",
+        # an always-view op: the aliasing is guaranteed and deterministic
+        "import torch\ndef f(x):\n    y = x.view(-1)\n    y.add_(1)\n    return x\n",
+        # a dead local: the reshaped local is never read again
+        "import torch\ndef f(n):\n    t = torch.zeros(n, n)\n    y = t.reshape(-1)\n    y[0] = 1\n    return y\n",
+        # NumPy: flatten always copies
+        "import numpy as np\nimport torch\ndef f(a):\n    arr = np.asarray(a)\n    flat = arr.flatten()\n    flat[0] = 0\n    return arr\n",
+        # the name is rebound before the write
+        "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y = y * 2\n    y.add_(1)\n    return y\n",
+    ],
+    invalid=[
+        "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y.mul_(2)\n    return x\n",
+        "import torch\ndef f(x):\n    x.flatten()[0] = 1\n",
+        "import torch\ndef f(x, s):\n    y = torch.reshape(x, s)\n    y += 1\n    return y\n",
+        "import torch\ndef f(n):\n    t = torch.zeros(n, n)\n    y = t.reshape(-1)\n    y[0] = 1\n    return t\n",
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        torch.add(x, 1, out=self.buf.reshape(-1))\n        return x\n",
+        "import torch\ndef f(x):\n    h = x.float()\n    h.mul_(0.5)\n    return h\n",
+    ],
+)
+
+_MAX_DEPTH = 8
+
+
+def _maybe_view(ctx, call) -> tuple[str, ast.AST] | None:
+    """(op name, its input) when ``call`` may return a view or a copy."""
+    if not isinstance(call, ast.Call):
+        return None
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if func.attr in MAYBE_VIEW_METHODS:
+            if ctx.resolve(func) in MAYBE_VIEW_FUNCTIONS and call.args:  # torch.reshape(x, s)
+                return func.attr, call.args[0]
+            return func.attr, func.value
+        if func.attr in CAST_METHODS:
+            # `x.type()` with no argument returns a string; `to(..., copy=True)` always copies.
+            if func.attr == "type" and not call.args and not call.keywords:
+                return None
+            if any(k.arg == "copy" for k in call.keywords):
+                return None
+            return func.attr, func.value
+    return None
+
+
+def _is_numpy(ctx, facts, expr, depth=0) -> bool:
+    """Is ``expr`` (conservatively) a NumPy array? Those are not PyTorch's concern."""
+    if depth > _MAX_DEPTH:
+        return False
+    node = expr
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Call):
+            name = ctx.resolve(node.func) or ""
+            if name.startswith(("numpy.", "np.")):
+                return True
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "numpy":
+                return True
+            node = node.func
+        else:
+            node = node.value
+    if isinstance(node, ast.Name):
+        if (ctx.resolve(node) or "").startswith("numpy"):
+            return True
+        if node is not expr or isinstance(expr, ast.Name):
+            b = facts.binding_at(node.id, start(expr))
+            if b == "param":
+                ann = facts.annotations.get(node.id)
+                return ann is not None and "ndarray" in ast.dump(ann)
+            if b is not None and not isinstance(b, str) and b.value is not None:
+                return _is_numpy(ctx, facts, b.value, depth + 1)
+    return False
+
+
+def _source_of_write(ctx, facts, target, pos, depth=0):
+    """The maybe-view call whose result ``target`` is (or is a view of), with its op and input."""
+    if depth > _MAX_DEPTH:
+        return None
+    found = _maybe_view(ctx, target)
+    if found:
+        return target, found[0], found[1]
+    if isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) and target.func.attr in VIEW_METHODS:
+        return _source_of_write(ctx, facts, target.func.value, pos, depth + 1)
+    if isinstance(target, ast.Subscript):
+        return _source_of_write(ctx, facts, target.value, pos, depth + 1)
+    if isinstance(target, ast.Attribute) and target.attr in VIEW_ATTRIBUTES:
+        return _source_of_write(ctx, facts, target.value, pos, depth + 1)
+    if isinstance(target, ast.Name):
+        b = facts.binding_at(target.id, pos)
+        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
+            return None
+        return _source_of_write(ctx, facts, b.value, start(b.stmt), depth + 1)
+    return None
+
+
+def _observer(ctx, facts, base, pos, mutation, depth=0) -> tuple[str, bool] | None:
+    """Who can see a write through ``base`` (as of ``pos``): (description, read after the write?)."""
+    if depth > _MAX_DEPTH or _is_numpy(ctx, facts, base):
+        return None
+    after = end(mutation.stmt)
+    if isinstance(base, ast.Name):
+        name = base.id
+        b = facts.binding_at(name, pos)
+        read_later = facts.read_after(name, after, mutation.loop)
+        if b == "param":
+            if name in ("self", "cls"):
+                return None
+            return f"the argument `{name}`", read_later
+        if b is None:
+            if ctx.index.module_name_kind(name) == "mutable":
+                return f"the global `{name}`", read_later
+            return None
+        if b == "unknown" or b.value is None:
+            return (f"the local `{name}`", True) if read_later else None
+        if b.kind == "assign" and not _is_fresh(ctx, b.value):
+            inner = _view_input(ctx, b.value)
+            if inner is not None:
+                seen = _observer(ctx, facts, inner, start(b.stmt), mutation, depth + 1)
+                if seen is not None:
+                    return seen[0], seen[1] or read_later
+        return (f"the local `{name}`, which is read after the write", True) if read_later else None
+    if isinstance(base, ast.Attribute):
+        if base.attr in VIEW_ATTRIBUTES:
+            return _observer(ctx, facts, base.value, pos, mutation, depth + 1)
+        return f"the attribute `{ctx.segment(base)}`", False
+    inner = _view_input(ctx, base)
+    if inner is not None:
+        return _observer(ctx, facts, inner, pos, mutation, depth + 1)
+    return None
+
+
+def _is_fresh(ctx, expr) -> bool:
+    if isinstance(expr, ast.Call):
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr in FRESH_METHODS:
+            return True
+        return ctx.resolve(expr.func) in FRESH_FUNCTIONS
+    return False
+
+
+def _view_input(ctx, expr):
+    """The tensor that ``expr`` is (or may be) a view of; None for fresh values."""
+    if isinstance(expr, ast.Subscript):
+        return expr.value if is_basic_index(expr.slice) else None
+    if isinstance(expr, ast.Attribute) and expr.attr in VIEW_ATTRIBUTES:
+        return expr.value
+    found = _maybe_view(ctx, expr)
+    if found:
+        return found[1]
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in VIEW_METHODS:
+        if (ctx.resolve(expr.func) or "").startswith("torch."):
+            return expr.args[0] if expr.args else None
+        return expr.func.value
+    if isinstance(expr, ast.Name):
+        return expr
+    return None
+
+
+def _describe(mutation) -> str:
+    if mutation.kind == "method":
+        return f"`{mutation.method}`"
+    if mutation.kind == "augassign":
+        return "augmented assignment"
+    if mutation.kind == "setitem":
+        return "item assignment"
+    return "`out=`"
+
+
+# Text pre-filter: a function can only hold a finding if its text has a maybe-view call and a write.
+MAYBE_VIEW_TEXT = re.compile(
+    r"\.(?:reshape|reshape_as|flatten|ravel|contiguous|to|type|type_as|float|half|double|bfloat16|int|long|"
+    r"short|bool|byte|char|cpu|cuda)\s*\("
+)
+INPLACE_TEXT = re.compile(r"[a-z0-9]_\s*\(|[-+*/%@&|^]=|<<=|>>=|\]\s*=[^=]|\bout\s*=")
+
+
+def check(ctx):
+    if "torch" not in ctx.source.text:
+        return  # no PyTorch in this file: reshape/flatten here are NumPy's or someone else's
+    maybe_view_lines = ctx.text_lines(MAYBE_VIEW_TEXT)
+    if not maybe_view_lines:
+        return
+    inplace_lines = ctx.text_lines(INPLACE_TEXT)
+    for info in ctx.functions_with_lines(maybe_view_lines, inplace_lines):
+        facts = ctx.facts(info.node)
+        reported = set()
+        for mutation in facts.mutations:
+            target = written_tensor(ctx, facts, mutation)
+            if target is None:
+                continue
+            src = _source_of_write(ctx, facts, target, start(mutation.node))
+            if src is None:
+                continue
+            call, op, base = src
+            if id(call) in reported:
+                continue
+            seen = _observer(ctx, facts, base, start(call), mutation)
+            if seen is None:
+                continue
+            who, read_later = seen
+            reported.add(id(call))
+            yield Finding(
+                mutation.node,
+                f"in-place {_describe(mutation)} writes to the result of `{op}`, which may be a view of {who} or a "
+                f"copy depending on its strides, dtype or device; compiled code may differ from eager here",
+                _fixes(ctx, call, op, read_later),
+            )
+
+
+# -- fixes ----------------------------------------------------------------------------------------
+
+
+def _fixes(ctx, call, op, read_later) -> tuple[FixRequest, ...]:
+    fixes = []
+    view = _view_rewrite(ctx, call, op)
+    if view is not None:
+        fixes.append(FixRequest("Make the aliasing explicit (use `view`)", call, view))
+    fixes.append(FixRequest("Make the copy explicit (append `.clone()`)", call, _append_clone))
+    if not read_later:
+        fixes.reverse()  # nobody reads the input again: the copy is the likelier intent
+    return tuple(fixes)
+
+
+def _append_clone(node):
+    import libcst as cst
+
+    return cst.Call(func=cst.Attribute(value=node, attr=cst.Name("clone")))
+
+
+def _int_constant(expr) -> int | None:
+    if isinstance(expr, ast.Constant) and type(expr.value) is int:
+        return expr.value
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        v = _int_constant(expr.operand)
+        return -v if v is not None else None
+    return None
+
+
+def _view_rewrite(ctx, call, op):
+    """A libcst rewrite of ``call`` into a ``view`` with the same shape, or None when there is no such view."""
+    if op not in ("reshape", "reshape_as", "flatten", "ravel"):
+        return None
+    is_function = ctx.resolve(call.func) in MAYBE_VIEW_FUNCTIONS
+    args = call.args[1:] if is_function else call.args
+    keywords = [k.arg for k in call.keywords]
+    if op == "reshape_as":
+        return None if is_function else _rename_method("view_as")
+    if op == "reshape":
+        if keywords and keywords != ["shape"]:
+            return None
+        return _function_to_view if is_function else _rename_method("view")
+    # flatten(start_dim, end_dim) / ravel(): only constant dims have a view spelling
+    if keywords:
+        return None
+    dims = [_int_constant(a) for a in args]
+    if any(d is None for d in dims) or len(dims) > 2:
+        return None
+    start_dim = dims[0] if dims else 0
+    end_dim = dims[1] if len(dims) > 1 else -1
+    if start_dim < 0 or (end_dim < 0 and end_dim != -1) or (end_dim >= 0 and end_dim < start_dim):
+        return None
+    return _flatten_to_view(is_function, start_dim, end_dim)
+
+
+def _rename_method(new):
+    def rewrite(node):
+        import libcst as cst
+
+        return node.with_changes(func=node.func.with_changes(attr=cst.Name(new)))
+
+    return rewrite
+
+
+def _function_to_view(node):
+    """torch.reshape(x, s) -> x.view(s)"""
+    import libcst as cst
+
+    tensor = node.args[0].value
+    rest = [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT) for a in node.args[1:]]
+    if rest:
+        rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return cst.Call(func=cst.Attribute(value=tensor, attr=cst.Name("view")), args=rest)
+
+
+def _flatten_to_view(is_function, start_dim, end_dim):
+    def rewrite(node):
+        import libcst as cst
+
+        tensor = node.args[0].value if is_function else node.func.value
+        if start_dim == 0 and end_dim == -1:
+            return cst.Call(func=cst.Attribute(value=tensor, attr=cst.Name("view")), args=[cst.Arg(cst.Integer("-1"))])
+        if not isinstance(tensor, (cst.Name, cst.Attribute)):
+            return None  # the shape spelling would evaluate the tensor expression twice
+        src = cst.Module([]).code_for_node(tensor)
+        parts = []
+        if start_dim > 0:
+            parts.append(f"*{src}.shape[:{start_dim}]")
+        parts.append("-1")
+        if end_dim != -1:
+            parts.append(f"*{src}.shape[{end_dim + 1}:]")
+        return cst.parse_expression(f"{src}.view({', '.join(parts)})")
+
+    return rewrite

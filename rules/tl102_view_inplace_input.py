@@ -1,0 +1,107 @@
+"""TL102 view-inplace-input: a jitted function writes in place through a view of one of its inputs."""
+
+from __future__ import annotations
+
+import ast
+
+from ._torch_api import VIEW_ATTRIBUTES, VIEW_METHODS, is_basic_index, start, written_tensor
+from .base import Finding, RuleInfo
+
+INFO = RuleInfo(
+    code="TL102",
+    name="view-inplace-input",
+    severity="error",
+    summary="A jitted function mutates one of its inputs through a view (a side effect the caller sees).",
+    docs="""\
+## What it does
+Inside a jitted function, reports an in-place write (`v.add_(...)`, `v += ...`, `v[i] = ...`, `out=v`) to a
+view of a function argument: `x.view(...)`, `x.transpose(...)`, `x[0]`, `x.T`, ... It also reports
+`x[i] += ...` on an argument, which writes through the view `x[i]`.
+
+## Why is this bad?
+The caller's tensor changes. Compilers that functionalize a program have to replay such writes back into
+the input's memory, through every view in between; where they do not (or do it in another order than
+eager PyTorch), the caller silently sees different values.
+
+## Example
+```python
+@thunder.jit
+def f(x):
+    row = x[0]
+    row.zero_()
+    return x.sum()
+```
+
+## Use instead
+Compute a new tensor and return it, leaving the input untouched:
+```python
+@thunder.jit
+def f(x):
+    x = x.clone()
+    x[0].zero_()
+    return x.sum()
+```
+
+## Fix safety
+There is no automatic fix: whether the caller relies on the mutation is a design decision.
+
+## References
+- [Tensor views](https://pytorch.org/docs/stable/tensor_view.html)
+- [lightning-thunder #1193: copy_to_out](https://github.com/Lightning-AI/lightning-thunder/pull/1193)
+""",
+    valid=[
+        "import thunder\n@thunder.jit\ndef f(x):\n    y = x.clone()\n    y[0].zero_()\n    return y\n",
+        # not jitted: a plain function may document that it mutates its argument
+        "def f(x):\n    x[0].zero_()\n    return x\n",
+        "import thunder\n@thunder.jit\ndef f(x, idx):\n    y = x[idx]\n    y.add_(1)\n    return y\n",
+    ],
+    invalid=[
+        "import thunder\n@thunder.jit\ndef f(x):\n    row = x[0]\n    row.zero_()\n    return x.sum()\n",
+        "import torch\ndef f(x):\n    x.transpose(0, 1).mul_(2)\n    return x\ng = torch.compile(f)\n",
+        "import thunder\n@thunder.jit\ndef f(x):\n    x[0] += 1\n    return x\n",
+    ],
+)
+
+
+def _view_of_argument(facts, expr, pos, through_view=False, depth=0):
+    """The argument name that ``expr`` is a view of (None if not, or if no view op is in between)."""
+    if depth > 8:
+        return None
+    if isinstance(expr, ast.Name):
+        b = facts.binding_at(expr.id, pos)
+        if b == "param":
+            return expr.id if through_view and expr.id not in ("self", "cls") else None
+        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
+            return None
+        return _view_of_argument(facts, b.value, start(b.stmt), through_view, depth + 1)
+    if isinstance(expr, ast.Subscript):
+        if not is_basic_index(expr.slice):
+            return None
+        return _view_of_argument(facts, expr.value, pos, True, depth + 1)
+    if isinstance(expr, ast.Attribute) and expr.attr in VIEW_ATTRIBUTES:
+        return _view_of_argument(facts, expr.value, pos, True, depth + 1)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in VIEW_METHODS:
+        if expr.func.attr in ("split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit"):
+            return None  # returns a tuple: writes go through an element, which the target would subscript
+        return _view_of_argument(facts, expr.func.value, pos, True, depth + 1)
+    return None
+
+
+def check(ctx):
+    for target in ctx.jitted:
+        facts = ctx.facts(target.info.node)
+        for mutation in facts.mutations:
+            written = written_tensor(ctx, facts, mutation)
+            if written is None:
+                continue
+            pos = start(mutation.node)
+            # x[i] += v: the write goes through the view x[i] (plain x[i] = v is a copy_ into x, not reported)
+            through = mutation.kind == "setitem" and isinstance(mutation.stmt, ast.AugAssign)
+            arg = _view_of_argument(facts, written, pos, through)
+            if arg is None:
+                continue
+            yield Finding(
+                mutation.node,
+                f"in-place write through a view of the input `{arg}` inside a jitted function: the caller's "
+                f"tensor changes, and compiled code may replay the write differently from eager PyTorch",
+            )

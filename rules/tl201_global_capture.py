@@ -1,0 +1,66 @@
+"""TL201 global-capture: a jitted function reads a module global that can change between calls."""
+
+from __future__ import annotations
+
+from ._jit_scopes import free_reads, jitted_scopes
+from .base import Finding, RuleInfo
+
+INFO = RuleInfo(
+    code="TL201",
+    name="global-capture",
+    severity="warning",
+    summary="A jitted function reads a module global that is not a module, function, class or constant.",
+    docs="""\
+## What it does
+Reports the first read, inside a jitted function, of a module-level variable that is not a module, a
+function, a class, or an UPPER_CASE constant assigned exactly once. A lowercase `x = 5` is a variable.
+
+## Why is this bad?
+A global is a hidden input. A compiler that bakes its value into the compiled trace keeps returning
+results for the old value after the global changes; one that guards it recompiles on every change. Either
+way the function's result depends on more than its arguments.
+
+## Example
+```python
+scale = 5
+
+@thunder.jit
+def f(x):
+    return x * scale
+```
+
+## Use instead
+Pass the value in, or make it a real constant:
+```python
+@thunder.jit
+def f(x, scale):
+    return x * scale
+```
+
+## Fix safety
+There is no automatic fix.
+
+## References
+- [lightning-thunder #132: functional jit loading closures sharp edge](https://github.com/Lightning-AI/lightning-thunder/issues/132)
+""",
+    valid=[
+        "import thunder\nimport torch\nSCALE = 5\n@thunder.jit\ndef f(x):\n    return torch.sin(x) * SCALE\n",
+        "import thunder\ndef helper(x):\n    return x + 1\n@thunder.jit\ndef f(x):\n    return helper(x)\n",
+        "x = 5\ndef f():\n    return x\n",  # not jitted
+    ],
+    invalid=[
+        "import thunder\nx = 5\n@thunder.jit\ndef foo():\n    return x\n",
+        "import torch\nSCALE = 5\nSCALE = 6\ndef f(x):\n    return x * SCALE\ng = torch.compile(f)\n",
+    ],
+)
+
+
+def check(ctx):
+    for target, scope in jitted_scopes(ctx):
+        for node, kind, _ in free_reads(ctx, scope):
+            if kind == "global":
+                yield Finding(
+                    node,
+                    f"jitted function `{target.info.name}` reads the module global `{node.id}`: a hidden input that "
+                    f"a compiled trace may bake in and keep using after it changes",
+                )

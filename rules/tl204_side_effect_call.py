@@ -1,0 +1,94 @@
+"""TL204 side-effect-call: print/open/input/random/time/globals() inside a jitted function."""
+
+from __future__ import annotations
+
+import ast
+
+from ._jit_scopes import jitted_scopes
+from .base import Finding, RuleInfo
+
+_BUILTINS = frozenset({"print", "open", "input", "breakpoint", "globals", "locals", "vars"})
+_MODULES = ("random", "time")
+
+INFO = RuleInfo(
+    code="TL204",
+    name="side-effect-call",
+    severity="warning",
+    summary="A jitted function calls print/open/input, module-level random.* or time.*, or globals()/locals()/vars().",
+    docs="""\
+## What it does
+Reports calls with side effects or hidden inputs inside a jitted function: `print`, `open`, `input`,
+`breakpoint`, functions of the `random` and `time` modules, and `globals()`/`locals()`/`vars()`.
+
+## Why is this bad?
+A compiler traces the function once and replays the trace: the print happens only while tracing, the
+random number or the time stamp is baked in as a constant, and the introspection sees the compiler's
+frames rather than yours. The compiled function silently behaves differently from the Python one.
+
+## Example
+```python
+@torch.compile
+def step(x):
+    print("step", x.shape)
+    return x * random.random()
+```
+
+## Use instead
+Keep side effects outside the compiled region and use tensor randomness:
+```python
+@torch.compile
+def step(x):
+    return x * torch.rand(())
+```
+
+## Fix safety
+There is no automatic fix.
+
+## References
+- [torch.compile: graph breaks and side effects](https://pytorch.org/docs/stable/torch.compiler_faq.html)
+- [lightning-thunder #132](https://github.com/Lightning-AI/lightning-thunder/issues/132)
+""",
+    valid=[
+        "import torch\n@torch.compile\ndef f(x):\n    return x * torch.rand(())\n",
+        "import thunder\n@thunder.jit\ndef f(x):\n    def print(*a):\n        return a\n    print(x)\n    return x\n",
+        "import random\ndef f(x):\n    print(x)\n    return random.random()\n",  # not jitted
+    ],
+    invalid=[
+        "import torch\n@torch.compile\ndef f(x):\n    print('step', x.shape)\n    return x\n",
+        "import random\nimport thunder\n@thunder.jit\ndef f(x):\n    return x * random.random()\n",
+        "import thunder\nfrom time import time\n@thunder.jit\ndef f(x):\n    t = time()\n    return x + t\n",
+    ],
+)
+
+
+def _side_effect(ctx, scope, func) -> str | None:
+    if isinstance(func, ast.Name):
+        if scope.owner_of(func.id) is not None:
+            return None  # a local or closure function of that name
+        if func.id in _BUILTINS and func.id not in ctx.index.bindings:
+            return f"`{func.id}()`"
+        origin = ctx.index.imports.get(func.id, "")
+        if origin.split(".")[0] in _MODULES and func.id in ctx.index.bindings:
+            return f"`{origin}()`"
+        return None
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(root, ast.Name) and scope.owner_of(root.id) is None:
+        name = ctx.resolve(func) or ""
+        if name.split(".")[0] in _MODULES and ctx.index.imports.get(root.id, "").split(".")[0] in _MODULES:
+            return f"`{name}()`"
+    return None
+
+
+def check(ctx):
+    for target, jit_scope in jitted_scopes(ctx):
+        for scope in jit_scope.walk():
+            for call in scope.calls:
+                what = _side_effect(ctx, scope, call.func)
+                if what:
+                    yield Finding(
+                        call,
+                        f"{what} inside jitted function `{target.info.name}` runs only while tracing: the "
+                        f"compiled function skips it or bakes its result in",
+                    )

@@ -1,0 +1,99 @@
+"""TL302 data-dependent-control-flow: control flow or Python values decided by tensor data."""
+
+from __future__ import annotations
+
+import ast
+
+from ._values import Values
+from .base import Finding, RuleInfo
+
+_CONVERSIONS = frozenset({"bool", "int", "float"})
+
+INFO = RuleInfo(
+    code="TL302",
+    name="data-dependent-control-flow",
+    severity="warning",
+    summary="A jitted function turns tensor data into Python values: .item(), .tolist(), bool(t), `if t.sum() > 0:`.",
+    docs="""\
+## What it does
+Inside a jitted function, reports `.item()` and `.tolist()` calls, `bool(t)`/`int(t)`/`float(t)` of a tensor,
+and `if`/`while`/conditional expressions/`assert` whose test is a tensor (`if t.sum() > 0:`, `if mask.any():`).
+
+## Why is this bad?
+The compiled trace is built from one call's data. A value read out of a tensor becomes a constant of the
+trace (or forces a graph break); later calls with other data reuse the trace built for the first one, or
+pay for a device synchronisation and a recompilation each time.
+
+## Example
+```python
+@thunder.jit
+def f(x):
+    if x.sum() > 0:
+        return x
+    return -x
+```
+
+## Use instead
+```python
+@thunder.jit
+def f(x):
+    return torch.where(x.sum() > 0, x, -x)
+```
+
+## Fix safety
+There is no automatic fix.
+
+## References
+- [torch.compile: data-dependent control flow](https://pytorch.org/docs/stable/torch.compiler_faq.html)
+- [lightning-thunder #262](https://github.com/Lightning-AI/lightning-thunder/issues/262)
+""",
+    valid=[
+        "import thunder, torch\n@thunder.jit\ndef f(x):\n    return torch.where(x.sum() > 0, x, -x)\n",
+        "import thunder\n@thunder.jit\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n",
+        "def f(x):\n    return x.item()\n",  # not jitted
+    ],
+    invalid=[
+        "import thunder\n@thunder.jit\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n",
+        "import torch\n@torch.compile\ndef f(x):\n    n = x.max().item()\n    return x / n\n",
+        "import thunder, torch\n@thunder.jit\ndef f(x: torch.Tensor):\n    while x:\n        x = x - 1\n    return x\n",
+    ],
+)
+
+
+def check(ctx):
+    for target in ctx.jitted:
+        facts = ctx.facts(target.info.node)
+        values = Values(ctx, target.info, facts)
+        name = target.info.name
+        reported = set()
+        for call in facts.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and not call.args:
+                reported.add((call.lineno, call.col_offset))
+                yield Finding(
+                    call,
+                    f"`.{func.attr}()` in jitted function `{name}` reads tensor data into Python: the compiled "
+                    f"trace bakes the value in (or breaks the graph)",
+                )
+            elif isinstance(func, ast.Name) and func.id in _CONVERSIONS and len(call.args) == 1:
+                if values.is_tensor(call.args[0]) and not facts.is_local(func.id):
+                    reported.add((call.lineno, call.col_offset))
+                    yield Finding(call, f"`{func.id}()` of a tensor in jitted function `{name}` reads tensor data")
+        for kind, test in facts.tests:
+            if kind == "for" or (test.lineno, test.col_offset) in reported:
+                continue
+            if _has_item(test):
+                continue  # the .item() is reported already
+            if values.is_tensor(test) or (isinstance(test, ast.BoolOp) and any(values.is_tensor(v) for v in test.values)):
+                yield Finding(
+                    test,
+                    f"control flow on tensor data in jitted function `{name}`: the branch is taken while "
+                    f"tracing and replayed for other data",
+                )
+
+
+def _has_item(expr) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("item", "tolist")
+        for n in ast.walk(expr)
+    )

@@ -1,1 +1,76 @@
-"""thunder-lint: compiler."""
+"""thunder-lint's compiler: traces a PyTorch function into primitive ops, transforms the trace, runs it
+with eager-identical results, and caches it behind guards. It emits events (compiler.events) to observers.
+
+Public API: jit, last_traces, last_prologue_traces, cache_hits, cache_misses, last_events; the torch
+symbol table (compiler.torchlang.TORCH_SYMBOLS); the front-end seam (compiler.frontend.native_frontend).
+"""
+from __future__ import annotations
+
+import torch
+
+from . import events  # noqa: F401
+from .cache import CACHE_OPTIONS, JittedFunction, JittedModule
+from .errors import (CompilerError, DataDependentError, DeviceMismatchError, ExecutorError,  # noqa: F401
+                     UnsupportedInputError, UnsupportedOpError)
+from .torchlang import TORCH_SYMBOLS  # noqa: F401
+
+
+def jit(fn_or_module, *, cache: str = "constant values", executors=None, observers=None, frontend=None,
+        passes=None):
+    """Compile a function or nn.Module.
+
+    cache: "constant values" (guard every input's metadata and number values; re-trace on a mismatch)
+      or "no caching" (trace on every call). "symbolic values" is a later issue and raises.
+    executors: priority list (default: torch executor, python executor).
+    observers: callables receiving compiler.events.Event while a function is traced.
+    frontend: replaces the native front end (same signature as compiler.frontend.native_frontend).
+    passes: trace passes run before executor assignment (default: DCE, CSE).
+    """
+    options = dict(cache=cache, executors=executors, observers=observers, frontend=frontend, passes=passes)
+    if isinstance(fn_or_module, torch.nn.Module):
+        return JittedModule(fn_or_module, **options)
+    if not callable(fn_or_module):
+        raise TypeError(f"jit expects a function or nn.Module, got {type(fn_or_module).__qualname__}")
+    return JittedFunction(fn_or_module, **options)
+
+
+def _jitted(jfn) -> JittedFunction:
+    if isinstance(jfn, JittedModule):
+        return jfn._jitted
+    if isinstance(jfn, JittedFunction):
+        return jfn
+    raise TypeError(f"expected the result of compiler.jit, got {type(jfn).__qualname__}")
+
+
+def _last_entry(jfn):
+    entry = _jitted(jfn).last_entry
+    if entry is None:
+        raise RuntimeError("the jitted function has not been called yet")
+    return entry
+
+
+def last_traces(jfn) -> list:
+    """Computation traces of the last call's cache entry: front end, each pass, then the execution trace."""
+    return list(_last_entry(jfn).traces)
+
+
+def last_prologue_traces(jfn) -> list:
+    return list(_last_entry(jfn).prologue_traces)
+
+
+def last_events(jfn) -> list:
+    """Events emitted when the last call's cache entry was traced."""
+    return list(_last_entry(jfn).events)
+
+
+def cache_hits(jfn) -> int:
+    return _jitted(jfn).hits
+
+
+def cache_misses(jfn) -> int:
+    return _jitted(jfn).misses
+
+
+__all__ = ["jit", "last_traces", "last_prologue_traces", "last_events", "cache_hits", "cache_misses",
+           "CACHE_OPTIONS", "CompilerError", "UnsupportedOpError", "UnsupportedInputError", "DataDependentError",
+           "DeviceMismatchError", "ExecutorError", "TORCH_SYMBOLS"]

@@ -1,0 +1,120 @@
+"""Cache entries and the jitted callable.
+
+A call tries each entry's prologue (generated guard code) in turn; the first that returns inputs runs
+that entry's computation (generated code calling torch directly). No match: trace, transform, build,
+append an entry. Autograd: the computation runs the real torch ops, so when inputs require grad, eager's
+autograd records them as it would in eager mode (no separate backward trace).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from .executors import assign_executors, resolve_executors
+from .frontend import FrontendResult, native_frontend
+from .passes import run_passes
+from .trace import Trace
+
+CACHE_OPTIONS = ("constant values", "no caching")
+
+
+@dataclass
+class CacheEntry:
+    prologue: object  # callable(args, kwargs) -> tuple of computation inputs, or None
+    computation: object  # callable(*inputs) -> outputs
+    traces: list[Trace]
+    prologue_traces: list[Trace]
+    events: list = field(default_factory=list)
+    compile_seconds: float = 0.0
+
+
+class JittedFunction:
+    def __init__(self, fn, *, cache: str = "constant values", executors=None, observers=None, frontend=None,
+                 module: torch.nn.Module | None = None, passes=None):
+        if cache == "symbolic values":
+            raise NotImplementedError('cache="symbolic values" is not implemented yet (a later issue): '
+                                      'use "constant values" or "no caching"')
+        if cache not in CACHE_OPTIONS:
+            raise ValueError(f"unknown cache option {cache!r}; expected one of {CACHE_OPTIONS}")
+        self.fn = fn
+        self.cache_option = cache
+        self.executors = resolve_executors(executors)
+        self.observers = list(observers or ())
+        self.frontend = frontend or native_frontend
+        self.module = module
+        self.passes = passes
+        self.entries: list[CacheEntry] = []
+        self.last_entry: CacheEntry | None = None
+        self.hits = 0
+        self.misses = 0
+        self.__wrapped__ = fn
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    def __call__(self, *args, **kwargs):
+        for entry in self.entries:
+            inputs = entry.prologue(args, kwargs)
+            if inputs is not None:
+                self.hits += 1
+                self.last_entry = entry
+                return entry.computation(*inputs)
+        return self._miss(args, kwargs)
+
+    def _miss(self, args, kwargs):
+        self.misses += 1
+        entry = self.compile(args, kwargs)
+        inputs = entry.prologue(args, kwargs)
+        if inputs is None:
+            raise RuntimeError("internal error: a fresh prologue rejected the inputs it was built from:\n"
+                               + str(entry.prologue_traces[-1]))
+        if self.cache_option == "constant values":
+            self.entries.append(entry)
+        self.last_entry = entry
+        return entry.computation(*inputs)
+
+    def compile(self, args, kwargs) -> CacheEntry:
+        start = time.perf_counter()
+        kw = {"observers": self.observers}
+        if self.module is not None:
+            kw["module"] = self.module
+        result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
+        traces = run_passes(result.computation, *(() if self.passes is None else (self.passes,)))
+        execution = assign_executors(traces[-1], self.executors)
+        traces.append(execution)
+        computation = execution.python_callable()
+        if any(b.symbol.name == "torch._C._set_grad_enabled" for b in execution.bsyms):
+            computation = _restoring_grad_mode(computation)
+        prologue = result.prologue.python_callable()
+        return CacheEntry(prologue, computation, traces, [result.prologue], result.events,
+                          time.perf_counter() - start)
+
+
+def _restoring_grad_mode(computation):
+    # The trace switches grad mode (a `no_grad` block); if an op raises midway, put the caller's mode back.
+    def run(*inputs):
+        mode = torch.is_grad_enabled()
+        try:
+            return computation(*inputs)
+        finally:
+            torch._C._set_grad_enabled(mode)
+
+    return run
+
+
+class JittedModule(torch.nn.Module):
+    """jit(module): a module whose forward runs the compiled trace; parameters and buffers stay the
+    original module's (they are inputs of every call, so updates and optimizers work as usual)."""
+
+    def __init__(self, module: torch.nn.Module, **options):
+        super().__init__()
+        self._model = module
+        # The trace calls the module's __call__ (hooks included) with parameters swapped for proxies.
+        self._jitted = JittedFunction(module, module=module, **options)
+
+    def forward(self, *args, **kwargs):
+        return self._jitted(*args, **kwargs)
+
+    def __call__(self, *args, **kwargs):  # skip nn.Module.__call__'s hook machinery: the trace has it
+        return self._jitted(*args, **kwargs)

@@ -1,0 +1,28 @@
+"""Structured events the compiler emits to observers (the analysis layer attaches here).
+
+An observer is any callable taking one Event. Observers run synchronously while a function is traced
+(first call and every recompile); an exception an observer raises propagates out of the jitted call.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Event kinds (strings, so observers need not import this module to match them).
+INPLACE_ON_MAY_VIEW = "inplace_on_may_view"  # in-place op on the result of reshape/flatten/contiguous/to...
+INPLACE_ON_INPUT = "inplace_on_input"  # in-place op whose effect the caller sees (input or view of one)
+CAPTURED_TENSOR = "captured_tensor"  # a tensor not passed as an argument (global/closure) was used
+DECOMPOSITION_FAILED = "decomposition_failed"  # a torch op could not be decomposed into prims (analysis only)
+
+
+@dataclass
+class Event:
+    kind: str
+    message: str
+    location: Any = None  # compiler.source.SourceLocation of the user's line, or None
+    op: str | None = None  # the symbol's printed name, e.g. "Tensor.add_"
+    details: dict = field(default_factory=dict)
+
+    def __str__(self):
+        where = f"{self.location}: " if self.location else ""
+        return f"{where}[{self.kind}] {self.message}"

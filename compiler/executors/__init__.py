@@ -1,0 +1,68 @@
+"""Executors, in priority order: each bound symbol runs on the first executor that claims it; a symbol
+no executor claims is replaced by its decomposition (sub-symbols), recursively. The nvFuser executor
+(a later issue) plugs in by going first in the list and claiming what it can fuse."""
+from __future__ import annotations
+
+from ..errors import ExecutorError
+from ..symbols import BoundSymbol
+from ..trace import Trace
+from .python_executor import PythonExecutor, python_executor
+from .torch_executor import TorchExecutor, torch_executor
+
+
+class Executor:
+    """Interface: `name`, `can_execute(bsym) -> bool`, `callee(bsym, trace) -> str` (a Python expression
+    resolvable in the trace's namespace; register the callable with `trace.const_expr` if it has no name)."""
+
+    name = "executor"
+
+    def can_execute(self, bsym: BoundSymbol) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def callee(self, bsym: BoundSymbol, trace: Trace) -> str:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+DEFAULT_EXECUTORS = (torch_executor, python_executor)
+
+
+def resolve_executors(executors) -> tuple:
+    if executors is None:
+        return DEFAULT_EXECUTORS
+    executors = tuple(executors)
+    for e in executors:
+        if not (hasattr(e, "can_execute") and hasattr(e, "callee")):
+            raise TypeError(f"not an executor: {e!r} (needs can_execute(bsym) and callee(bsym, trace))")
+    return executors
+
+
+def assign_executors(trace: Trace, executors) -> Trace:
+    """The execution trace: every bound symbol claimed by an executor (or flattened into its sub-symbols)."""
+    out = trace.copy_with([], "execution trace: " + ", ".join(getattr(e, "name", type(e).__name__) for e in executors))
+    for bsym in trace.bsyms:
+        out.bsyms.extend(_claim(bsym, executors, out))
+    return out
+
+
+def _claim(bsym: BoundSymbol, executors, trace: Trace) -> list[BoundSymbol]:
+    if bsym.symbol.printer is not None:
+        return [bsym]
+    for ex in executors:
+        if ex.can_execute(bsym):
+            claimed = BoundSymbol(bsym.symbol, bsym.args, bsym.kwargs, bsym.output, bsym.subsymbols, bsym.location)
+            claimed.impl = (ex, ex.callee(bsym, trace))
+            return [claimed]
+    if bsym.subsymbols:
+        result = []
+        for sub in bsym.subsymbols:
+            if sub.location is None:
+                sub.location = bsym.location
+            result.extend(_claim(sub, executors, trace))
+        return result
+    where = f" (called at {bsym.location.describe()})" if bsym.location else ""
+    raise ExecutorError(f"no executor in {[getattr(e, 'name', e) for e in executors]} can run {bsym.symbol.name}{where}, "
+                        "and it has no decomposition into prims")
+
+
+__all__ = ["Executor", "TorchExecutor", "PythonExecutor", "torch_executor", "python_executor",
+           "DEFAULT_EXECUTORS", "assign_executors", "resolve_executors"]

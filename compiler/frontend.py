@@ -1,0 +1,62 @@
+"""The front end: (fn, args, kwargs) -> computation trace + prologue trace.
+
+This one calls the user's function natively over proxies, with a TorchFunctionMode routing every torch
+call through the symbol table. The bytecode interpreter (next issue) replaces it behind the same
+signature: `jit(..., frontend=...)` takes any callable with the signature of `native_frontend`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils import _pytree as pytree
+
+from .prologue import PrologueBuilder
+from .proxies import TensorProxy
+from .torchlang import TracingMode
+from .trace import SET_GRAD_ENABLED, BoundSymbol, Trace, TracingState, tracing
+
+
+@dataclass
+class FrontendResult:
+    computation: Trace
+    prologue: Trace
+    events: list = field(default_factory=list)
+
+
+def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, observers=(),
+                    decompose: bool = True) -> FrontendResult:
+    """Trace `fn(*args, **kwargs)`; with `module`, its parameters and buffers are inputs too."""
+    state = TracingState(observers, decompose)
+    builder = PrologueBuilder(state)
+    pargs, pkwargs = builder.arguments(args, kwargs)
+    swaps = builder.module_tensors(module, "module") if module is not None else []
+    grad_enabled = torch.is_grad_enabled()
+    try:
+        with tracing(state), TracingMode():
+            out = fn(*pargs, **pkwargs)
+            out = state.normalize(out)  # numbers -> values, returned real tensors -> captured inputs
+    finally:
+        for d, name, real in swaps:
+            d[name] = real
+        torch._C._set_grad_enabled(grad_enabled)
+    if state.grad_enabled != grad_enabled:  # a `no_grad` block left open cannot happen; restore anyway
+        state.trace.bsyms.append(BoundSymbol(SET_GRAD_ENABLED, (grad_enabled,), {}, None))
+    _check_outputs(out)
+    trace = state.trace
+    trace.args = list(state.inputs) + [p for _, p in state.captured]
+    trace.output = out
+    trace.header = "computation trace from the native front end"
+    prologue = builder.finish(state.captured, grad_enabled)
+    return FrontendResult(trace, prologue, state.events)
+
+
+def _check_outputs(out) -> None:
+    from .errors import UnsupportedInputError
+
+    for leaf in pytree.tree_leaves(out):
+        if isinstance(leaf, TensorProxy) or leaf is None or isinstance(
+                leaf, (bool, int, float, complex, str, torch.dtype, torch.device, torch.Size, slice)):
+            continue
+        raise UnsupportedInputError(f"the jitted function returns a {type(leaf).__qualname__}, which the compiler "
+                                    "cannot reproduce on later calls; return tensors, numbers or containers of them")

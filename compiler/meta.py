@@ -1,0 +1,141 @@
+"""Meta functions: output metadata of a torch op, computed by running the real op on meta tensors.
+
+Meta tensors carry shape, dtype, strides, requires_grad and view relationships but no data, so running
+the op on them reproduces eager PyTorch's type promotion, broadcasting, shape errors, autograd leaf rules
+and - the fact TL101 is about - whether `reshape`/`flatten`/`contiguous`/`to` returned a view, a copy or
+the input itself. Devices are tracked beside the meta tensor (it cannot be both "meta" and "cuda").
+"""
+from __future__ import annotations
+
+import torch
+from torch.utils import _pytree as pytree
+
+from .errors import DataDependentError, DeviceMismatchError
+from .proxies import TensorProxy
+
+# Ops where eager PyTorch lets tensors on different devices meet (the result lives on the first's).
+CROSS_DEVICE_OK = {"Tensor.copy_", "Tensor.__setitem__", "Tensor.__getitem__", "Tensor.index_put_",
+                   "torch.index_put", "Tensor.index_put"}
+
+
+def meta_like(t: torch.Tensor) -> torch.Tensor:
+    """A meta tensor with `t`'s layout and autograd role (leaf or not) - never itself a view."""
+    m = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="meta")
+    if t.requires_grad:
+        m.requires_grad_(True)
+        if not t.is_leaf:
+            m = m.clone(memory_format=torch.preserve_format)  # non-leaf: in-place ops allowed, like eager
+    return m
+
+
+def default_device() -> torch.device:
+    return torch.get_default_device()
+
+
+def infer_device(symbol, args, kwargs) -> torch.device:
+    dev = kwargs.get("device")
+    if dev is not None:
+        return torch.device(dev)
+    tensors = [p for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)]
+    if not tensors:
+        return default_device()
+    first = tensors[0].device
+    if symbol.name in CROSS_DEVICE_OK:
+        return first
+    others = {p.device for p in tensors if p.device != first and not (p.device.type == "cpu" and p.ndim == 0)}
+    if others and not (first.type == "cpu" and tensors[0].ndim == 0 and len(others) == 1):
+        from .source import user_location
+
+        loc = user_location(4)
+        where = f" at {loc.describe()}" if loc else ""
+        devs = ", ".join(f"{p.name} on {p.device}" for p in tensors)
+        raise DeviceMismatchError(f"{symbol.name}{where}: expected all tensors on one device, got {devs}")
+    if first.type == "cpu" and tensors[0].ndim == 0 and others:
+        return next(iter(others))
+    return first
+
+
+def _new_proxy(m: torch.Tensor, device: torch.device) -> TensorProxy:
+    from .trace import current_state
+
+    return TensorProxy(current_state().trace.new_name("t"), m, device)
+
+
+def run_on_meta(fn, args, kwargs, device):
+    """Run `fn` with proxies replaced by their meta tensors; wrap meta results back into proxies."""
+    by_id = {}
+
+    def to_meta(x):
+        if isinstance(x, TensorProxy):
+            by_id[id(x.meta)] = x
+            return x.meta
+        if isinstance(x, torch.Generator):
+            return None  # meta ops draw no random numbers
+        return x
+
+    margs, mkwargs = pytree.tree_map(to_meta, (args, kwargs))
+    if "device" in mkwargs and mkwargs["device"] is not None:
+        mkwargs["device"] = "meta"
+    elif _takes_device(fn) and not any(isinstance(a, TensorProxy) for a in pytree.tree_leaves(args)):
+        mkwargs["device"] = "meta"  # creation op on the default device
+    if "generator" in mkwargs:
+        mkwargs.pop("generator")
+    mkwargs.pop("pin_memory", None)
+    try:
+        with torch._C.DisableTorchFunction():
+            mout = fn(*margs, **mkwargs)
+    except NotImplementedError as e:
+        if "data-independent" in str(e) or "data-dependent" in str(e) or "nonzero" in str(e):
+            raise DataDependentError(f"output shape depends on tensor values ({str(e).splitlines()[0][:120]})") from e
+        raise
+
+    def wrap(m):
+        if isinstance(m, torch.Tensor):
+            return by_id.get(id(m)) or _new_proxy(m, device)
+        return m
+
+    return pytree.tree_map(wrap, mout)
+
+
+# Creation functions that take `device=` (and so must be told "meta" when called without one).
+_CREATION = set()
+
+
+def _takes_device(fn) -> bool:
+    return fn in _CREATION
+
+
+def generic_meta(symbol, args, kwargs):
+    return run_on_meta(symbol.fn, args, kwargs, infer_device(symbol, args, kwargs))
+
+
+def _parse_to(args, kwargs, self_proxy):
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, TensorProxy):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, torch.dtype):
+            dtype = a
+        elif isinstance(a, (torch.device, str, int)) and not isinstance(a, bool):
+            device = a
+    return (torch.device(device) if device is not None else self_proxy.device), dtype
+
+
+def to_meta(symbol, args, kwargs):
+    """Tensor.to / cuda / cpu: the device changes beside the meta tensor; a device change always copies."""
+    self = args[0]
+    name = symbol.name
+    if name == "Tensor.cuda":
+        dev = args[1] if len(args) > 1 else kwargs.get("device", "cuda")
+        device, dtype = torch.device("cuda", dev) if isinstance(dev, int) else torch.device(dev), None
+    elif name == "Tensor.cpu":
+        device, dtype = torch.device("cpu"), None
+    else:
+        device, dtype = _parse_to(args[1:], kwargs, self)
+    if device.type == "cuda" and device.index is None and self.device.type == "cuda":
+        device = self.device
+    copy = bool(kwargs.get("copy", False)) or device != self.device
+    mf = kwargs.get("memory_format", torch.preserve_format)
+    with torch._C.DisableTorchFunction():
+        m = self.meta.to(dtype=dtype or self.dtype, copy=copy, memory_format=mf)
+    return self if m is self.meta else _new_proxy(m, device)

@@ -1,0 +1,65 @@
+"""Common subexpression elimination, restricted so that it can never change what the caller observes.
+
+Merging two identical ops makes one tensor stand for two. That is only invisible if neither is mutated
+and neither escapes: so a trace with any in-place op is left alone, creation and random ops are never
+merged, and an op whose result (or a view of it) is returned is not merged with another whose result is -
+the caller would get one tensor twice where eager returns two.
+"""
+from __future__ import annotations
+
+from torch.utils import _pytree as pytree
+
+from ..proxies import TensorProxy
+from ..symbols import EFFECTFUL, Tag
+from ..trace import Trace
+
+_NEVER_MERGE = EFFECTFUL | Tag.CREATION
+
+
+def _escaping(trace: Trace) -> set[str]:
+    escaping = {p.name for p in pytree.tree_leaves(trace.output) if isinstance(p, TensorProxy)}
+    for bsym in reversed(trace.bsyms):
+        if bsym.symbol.tags & (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW) and \
+                any(o.name in escaping for o in bsym.tensor_outputs()):
+            escaping.update(p.name for p in bsym.tensor_args())
+    return escaping
+
+
+def cse(trace: Trace) -> Trace:
+    if any(b.symbol.tags & Tag.INPLACE for b in trace.bsyms):
+        return trace.copy_with(trace.bsyms, "after common subexpression elimination (skipped: trace has in-place ops)")
+    escaping = _escaping(trace)
+    seen: dict = {}
+    rename: dict[str, TensorProxy] = {}
+    kept = []
+
+    def sub(x):
+        return rename.get(x.name, x) if isinstance(x, TensorProxy) else x
+
+    for bsym in trace.bsyms:
+        args, kwargs = pytree.tree_map(sub, (bsym.args, bsym.kwargs))
+        if args is not bsym.args or kwargs is not bsym.kwargs:
+            bsym = _rebind(bsym, args, kwargs)
+        if bsym.symbol.tags & _NEVER_MERGE or not bsym.tensor_outputs():
+            kept.append(bsym)
+            continue
+        key = bsym.key()
+        prev = seen.get(key)
+        outs = bsym.flat_outputs()
+        if prev is not None and not (any(o.name in escaping for o in bsym.tensor_outputs())
+                                     and any(o.name in escaping for o in prev.tensor_outputs())):
+            for o, po in zip(outs, prev.flat_outputs()):
+                if isinstance(o, TensorProxy):
+                    rename[o.name] = po
+            continue
+        seen.setdefault(key, bsym)
+        kept.append(bsym)
+    new = trace.copy_with(kept, f"after common subexpression elimination (merged {len(trace.bsyms) - len(kept)})")
+    new.output = pytree.tree_map(sub, trace.output)
+    return new
+
+
+def _rebind(bsym, args, kwargs):
+    from ..symbols import BoundSymbol
+
+    return BoundSymbol(bsym.symbol, tuple(args), dict(kwargs), bsym.output, bsym.subsymbols, bsym.location)

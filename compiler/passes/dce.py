@@ -1,0 +1,21 @@
+"""Dead code elimination: drop bound symbols whose outputs nothing needs. In-place ops, random ops (RNG
+state is a side effect: dropping one shifts every later random number) and grad-mode switches stay."""
+from __future__ import annotations
+
+from torch.utils import _pytree as pytree
+
+from ..proxies import TensorProxy
+from ..symbols import EFFECTFUL
+from ..trace import Trace
+
+
+def dce(trace: Trace) -> Trace:
+    needed = {p.name for p in pytree.tree_leaves(trace.output) if isinstance(p, TensorProxy)}
+    kept = []
+    for bsym in reversed(trace.bsyms):
+        outs = {o.name for o in bsym.tensor_outputs()}
+        if bsym.symbol.tags & EFFECTFUL or outs & needed:
+            kept.append(bsym)
+            needed.update(p.name for p in bsym.tensor_args())
+    removed = len(trace.bsyms) - len(kept)
+    return trace.copy_with(list(reversed(kept)), f"after dead code elimination (removed {removed})")

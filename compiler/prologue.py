@@ -1,0 +1,209 @@
+"""Prologue: the guard function of a cache entry.
+
+It checks every assumption the computation trace was built on - argument structure and types, each
+tensor's dtype/shape/strides/device/requires_grad (strides decide whether reshape views or copies),
+number values, module flags, grad mode, default dtype and device - and returns the computation's inputs,
+or None when any assumption fails. Guards are symbols run by the Python executor; each prints as plain
+attribute checks, so a cache hit costs one generated Python function with no per-op dispatch.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .errors import UnsupportedInputError
+from .meta import meta_like
+from .proxies import FloatProxy, IntegerProxy, TensorProxy
+from .symbols import BoundSymbol, Symbol, Tag
+from .trace import Trace
+
+SUPPORTED_INPUTS = ("torch.Tensor, nn.Parameter, int, float, bool, complex, str, None, torch.dtype, "
+                    "torch.device, slice, and tuple/list/dict (str keys) of these")
+
+
+def _guard(name: str, printer) -> Symbol:
+    return Symbol(f"guards.{name}", None, Tag.EFFECT, meta=None, printer=printer)
+
+
+def _fail_if(cond: str) -> list[str]:
+    return [f"if {cond}: return None"]
+
+
+def _print_unpack(bsym, trace):
+    target, source = bsym.args
+    return [f"{target} = {source}"]
+
+
+def _print_structure(bsym, trace):
+    name, kind, keys = bsym.args
+    if kind == "args":
+        n, kwkeys = keys
+        return _fail_if(f"len({name}) != {n}") + _fail_if(f"kwargs.keys() != {set(kwkeys) if kwkeys else 'set()'}" if kwkeys else "kwargs")
+    if kind in ("tuple", "list"):
+        return _fail_if(f"type({name}) is not {kind} or len({name}) != {keys}")
+    return _fail_if(f"type({name}) is not dict or tuple({name}) != {tuple(keys)!r}")
+
+
+def _device_check(name: str, dev: torch.device) -> str:
+    if dev.type == "cpu":
+        return f"{name}.is_cpu is not True"
+    if dev.type == "meta":
+        return f"{name}.is_meta is not True"
+    if dev.type == "cuda":
+        return f"{name}.get_device() != {dev.index or 0}"
+    return f"{name}.device != torch.device({str(dev)!r})"
+
+
+def _print_tensor(bsym, trace):
+    name, t = bsym.args
+    tname = trace.const_expr(type(t))
+    conds = [f"type({name}) is not {tname}", f"{name}.dtype is not {t.dtype}",
+             f"{name}.shape != {tuple(t.shape)!r}", f"{name}.stride() != {tuple(t.stride())!r}",
+             _device_check(name, t.device), f"{name}.requires_grad is not {t.requires_grad}"]
+    if t.requires_grad:
+        conds.append(f"({name}.grad_fn is None) is not {t.is_leaf}")
+    return _fail_if(" or ".join(conds))
+
+
+def _print_value(bsym, trace):
+    name, value = bsym.args
+    if isinstance(value, bool) or value is None:
+        return _fail_if(f"{name} is not {value!r}")
+    if isinstance(value, float) and math.isnan(value):
+        return _fail_if(f"type({name}) is not float or {name} == {name}")
+    if isinstance(value, (int, float, complex, str)):
+        return _fail_if(f"type({name}) is not {type(value).__name__} or {name} != {trace.const_expr(value)}")
+    if isinstance(value, (torch.dtype, torch.device)):
+        return _fail_if(f"{name} != {trace.const_expr(value)}")
+    return _fail_if(f"{name} != {trace.const_expr(value)}")
+
+
+def _print_module_flag(bsym, trace):
+    module, flag = bsym.args
+    return _fail_if(f"{trace.const_expr(module)}.training is not {flag}")
+
+
+def _print_globals(bsym, trace):
+    grad, dtype, device = bsym.args
+    return _fail_if(f"torch.is_grad_enabled() is not {grad} or torch.get_default_dtype() is not {dtype} "
+                    f"or torch.get_default_device() != {trace.const_expr(device)}")
+
+
+def _print_return(bsym, trace):
+    return [f"return ({''.join(n + ', ' for n in bsym.args[0])})"]
+
+
+UNPACK = _guard("unpack", _print_unpack)
+CHECK_STRUCTURE = _guard("check_structure", _print_structure)
+CHECK_TENSOR = _guard("check_tensor", _print_tensor)
+CHECK_VALUE = _guard("check_value", _print_value)
+CHECK_MODULE_FLAG = _guard("check_module_training", _print_module_flag)
+CHECK_GLOBAL_STATE = _guard("check_global_state", _print_globals)
+RETURN_INPUTS = _guard("return_inputs", _print_return)
+
+
+class PrologueBuilder:
+    """Walks the arguments once: makes the proxies the trace sees and the guards the prologue checks."""
+
+    def __init__(self, state):
+        self.state = state
+        self.bsyms: list[BoundSymbol] = []
+        self.input_names: list[str] = []  # prologue variables returned to the computation, in order
+        self._n = 0
+        self._trace_for_consts = Trace("prologue")
+        self._trace_for_consts.wrap_try = True
+
+    def _var(self) -> str:
+        self._n += 1
+        return f"v{self._n}"
+
+    def _emit(self, sym, *args):
+        self.bsyms.append(BoundSymbol(sym, args, {}, None))
+
+    def tensor_input(self, var: str, t: torch.Tensor, origin: str) -> TensorProxy:
+        p = TensorProxy(self.state.trace.new_name("t"), meta_like(t), t.device, origin=origin)
+        self._emit(CHECK_TENSOR, var, t)
+        self.state.inputs.append(p)
+        self.input_names.append(var)
+        return p
+
+    def arguments(self, args, kwargs):
+        self._emit(CHECK_STRUCTURE, "args", "args", (len(args), tuple(kwargs)))
+        pargs = tuple(self.value(f"args[{i}]", a, f"args[{i}]") for i, a in enumerate(args))
+        pkwargs = {k: self.value(f"kwargs[{k!r}]", v, f"kwargs[{k!r}]") for k, v in kwargs.items()}
+        return pargs, pkwargs
+
+    def value(self, source: str, x, origin: str):
+        t = type(x)
+        if t is torch.Tensor or t is torch.nn.Parameter:
+            var = self._var()
+            self._emit(UNPACK, var, source)
+            return self.tensor_input(var, x, origin)
+        if x is None or t in (bool, str, complex, slice) or isinstance(x, (torch.dtype, torch.device)):
+            var = self._var()
+            self._emit(UNPACK, var, source)
+            self._emit(CHECK_VALUE, var, x)
+            return x
+        if t is int or t is float:
+            var = self._var()
+            self._emit(UNPACK, var, source)
+            self._emit(CHECK_VALUE, var, x)
+            name = self.state.trace.new_name("i" if t is int else "f")
+            return (IntegerProxy if t is int else FloatProxy)(name, x)
+        if t in (tuple, list):
+            var = self._var()
+            self._emit(UNPACK, var, source)
+            self._emit(CHECK_STRUCTURE, var, t.__name__, len(x))
+            return t(self.value(f"{var}[{i}]", v, f"{origin}[{i}]") for i, v in enumerate(x))
+        if t is dict and all(type(k) is str for k in x):
+            var = self._var()
+            self._emit(UNPACK, var, source)
+            self._emit(CHECK_STRUCTURE, var, "dict", tuple(x))
+            return {k: self.value(f"{var}[{k!r}]", v, f"{origin}[{k!r}]") for k, v in x.items()}
+        if isinstance(x, torch.Tensor):
+            raise UnsupportedInputError(f"unsupported input at {origin}: tensor subclass {t.__qualname__} "
+                                        "(only torch.Tensor and nn.Parameter are traced)")
+        raise UnsupportedInputError(f"unsupported input at {origin}: a value of type {t.__module__}.{t.__qualname__}; "
+                                    f"the compiler can guard and pass {SUPPORTED_INPUTS}")
+
+    def module_tensors(self, module: torch.nn.Module, label: str):
+        """Parameters and buffers become inputs (fetched from the module on every call); training flags are guarded."""
+        swaps = []  # (dict, key, real tensor), to restore after tracing
+        proxies = {}  # id(real tensor) -> proxy: tied weights become one input
+        for prefix, sub in module.named_modules(remove_duplicate=False):
+            self._emit(CHECK_MODULE_FLAG, sub, sub.training)
+            for store in ("_parameters", "_buffers"):
+                d = getattr(sub, store)
+                for name, t in list(d.items()):
+                    if t is None:
+                        continue
+                    existing = proxies.get(id(t))
+                    if existing is None:
+                        var = self._var()
+                        self._emit(UNPACK, var, f"{{m}}.{store}[{name!r}]".replace("{m}", self._module_expr(sub)))
+                        existing = self.tensor_input(var, t, f"{label}.{prefix + '.' if prefix else ''}{name}")
+                        proxies[id(t)] = existing
+                    swaps.append((d, name, t))
+                    d[name] = existing
+        return swaps
+
+    def _module_expr(self, sub) -> str:
+        return self._trace_for_consts.const_expr(sub)
+
+    def finish(self, captured, grad_enabled) -> Trace:
+        tr = self._trace_for_consts
+        for real, proxy in captured:
+            var = tr.const_expr(real)
+            self._emit(CHECK_TENSOR, var, real)
+            self.input_names.append(var)
+        self._emit(CHECK_GLOBAL_STATE, grad_enabled, torch.get_default_dtype(), torch.get_default_device())
+        self._emit(RETURN_INPUTS, tuple(self.input_names))
+        tr.bsyms = self.bsyms
+        tr.args = ["args", "kwargs"]
+        tr.header = "prologue: checks every assumption of the computation trace, returns its inputs or None"
+        return tr
+
+
+def new_prologue_trace() -> Trace:
+    return Trace("prologue")

@@ -1,0 +1,229 @@
+"""Proxies: stand-ins for the user's values while a function is traced.
+
+A TensorProxy carries the metadata eager PyTorch would see (shape, dtype, device, requires_grad, strides)
+as a tensor on the "meta" device: running the real torch op on it gives exactly eager's output metadata,
+including whether `reshape` returned a view (the layout fact behind TL101) and autograd's leaf rules.
+
+Number proxies subclass int/float so that Python arithmetic and torch calls behave natively; under
+"constant values" caching their value is guarded by the prologue. A later "symbolic values" mode can
+record operations on them instead.
+"""
+from __future__ import annotations
+
+import torch
+
+# Set by compiler.torchlang on import; proxies call it for every torch function/method/operator.
+DISPATCH = None
+
+
+def _dispatch(func, args, kwargs=None):
+    return DISPATCH(func, args, kwargs or {})
+
+
+class Proxy:
+    __slots__ = ()
+
+
+class TensorProxy(Proxy):
+    """A tensor seen at trace time. `meta` is a meta-device tensor with the same shape/strides/dtype."""
+
+    __slots__ = ("name", "meta", "device", "producer", "origin", "__weakref__")
+
+    def __init__(self, name: str, meta: torch.Tensor, device: torch.device, producer=None, origin=None):
+        self.name = name
+        self.meta = meta
+        self.device = device
+        self.producer = producer  # the BoundSymbol that made it (None for inputs)
+        self.origin = origin  # for inputs: where the value came from, e.g. "args[0]"
+
+    # --- metadata, answered from trace-time facts (guarded by the prologue) ---
+    shape = property(lambda self: self.meta.shape)
+    dtype = property(lambda self: self.meta.dtype)
+    ndim = property(lambda self: self.meta.ndim)
+    requires_grad = property(lambda self: self.meta.requires_grad)
+    is_leaf = property(lambda self: self.meta.is_leaf)
+    is_cuda = property(lambda self: self.device.type == "cuda")
+    is_cpu = property(lambda self: self.device.type == "cpu")
+    is_meta = property(lambda self: self.device.type == "meta")
+    layout = property(lambda self: self.meta.layout)
+    T = property(lambda self: _dispatch(torch.Tensor.permute, (self, *reversed(range(self.ndim)))))
+    mT = property(lambda self: _dispatch(torch.Tensor.transpose, (self, -2, -1)))
+
+    def size(self, dim=None):
+        return self.meta.size() if dim is None else self.meta.size(dim)
+
+    def stride(self, dim=None):
+        return self.meta.stride() if dim is None else self.meta.stride(dim)
+
+    def dim(self):
+        return self.meta.dim()
+
+    def numel(self):
+        return self.meta.numel()
+
+    nelement = numel
+
+    def element_size(self):
+        return self.meta.element_size()
+
+    def is_contiguous(self, memory_format=torch.contiguous_format):
+        return self.meta.is_contiguous(memory_format=memory_format)
+
+    def is_floating_point(self):
+        return self.meta.is_floating_point()
+
+    def is_complex(self):
+        return self.meta.is_complex()
+
+    def get_device(self):
+        return -1 if self.device.type == "cpu" else (self.device.index or 0)
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.meta.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(_dispatch(torch.Tensor.unbind, (self, 0)))
+
+    def __repr__(self):
+        return f"<TensorProxy {self.name} shape={tuple(self.shape)} dtype={self.dtype} device={self.device}>"
+
+    __hash__ = object.__hash__
+
+    # Values are unknown at trace time: these need data, so they raise a clear error.
+    def _needs_data(self, what):
+        from .errors import DataDependentError
+        from .source import user_location
+
+        loc = user_location(3)
+        where = f" at {loc.describe()}" if loc else ""
+        raise DataDependentError(
+            f"{what} needs the values of tensor {self.name}{where}; the compiler traces with metadata only. "
+            "Keep the computation in tensors (e.g. torch.where) or move it outside the jitted function."
+        )
+
+    def __bool__(self):
+        self._needs_data("bool(tensor) (an `if`/`while`/`and`/`or` on a tensor)")
+
+    def __int__(self):
+        self._needs_data("int(tensor)")
+
+    def __float__(self):
+        self._needs_data("float(tensor)")
+
+    def __index__(self):
+        self._needs_data("using a tensor as an index")
+
+    def item(self):
+        self._needs_data("tensor.item()")
+
+    def tolist(self):
+        self._needs_data("tensor.tolist()")
+
+    def numpy(self, *a, **k):
+        self._needs_data("tensor.numpy()")
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return _dispatch(func, args, kwargs)
+
+    def __getattr__(self, name):
+        # Any other tensor method: route the real torch.Tensor method through the symbol table, so the
+        # table decides (unsupported -> UnsupportedOpError naming the op and the user's line).
+        method = getattr(torch.Tensor, name, None)
+        if method is None or not callable(method):
+            raise AttributeError(f"'Tensor' object has no attribute '{name}' (tracing {self.name})")
+
+        def bound(*args, **kwargs):
+            return _dispatch(method, (self, *args), kwargs)
+
+        bound.__name__ = name
+        return bound
+
+
+def _binary(name):
+    method = getattr(torch.Tensor, name)
+
+    def op(self, other):
+        return _dispatch(method, (self, other))
+
+    op.__name__ = name
+    return op
+
+
+def _unary(name):
+    method = getattr(torch.Tensor, name)
+
+    def op(self):
+        return _dispatch(method, (self,))
+
+    op.__name__ = name
+    return op
+
+
+for _n in (
+    "__add__ __radd__ __iadd__ __sub__ __rsub__ __isub__ __mul__ __rmul__ __imul__ __truediv__ __rtruediv__ "
+    "__itruediv__ __floordiv__ __rfloordiv__ __ifloordiv__ __mod__ __rmod__ __imod__ __pow__ __rpow__ __ipow__ "
+    "__matmul__ __rmatmul__ __and__ __rand__ __iand__ __or__ __ror__ __ior__ __xor__ __rxor__ __ixor__ "
+    "__lshift__ __rshift__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __getitem__"
+).split():
+    setattr(TensorProxy, _n, _binary(_n))
+for _n in "__neg__ __pos__ __abs__ __invert__".split():
+    setattr(TensorProxy, _n, _unary(_n))
+TensorProxy.__hash__ = object.__hash__
+
+
+def _setitem(self, key, value):
+    _dispatch(torch.Tensor.__setitem__, (self, key, value))
+
+
+TensorProxy.__setitem__ = _setitem
+
+
+class NumberProxy:
+    """Mixin for number inputs: the value is real (int/float subclass), the name records where it came from."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.name}={self.value!r})"
+
+
+class IntegerProxy(NumberProxy, int):
+
+    def __new__(cls, name: str, value: int):
+        obj = int.__new__(cls, value)
+        obj.name = name
+        return obj
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+
+class FloatProxy(NumberProxy, float):
+
+    def __new__(cls, name: str, value: float):
+        obj = float.__new__(cls, value)
+        obj.name = name
+        return obj
+
+    @property
+    def value(self) -> float:
+        return float(self)
+
+
+# bool cannot be subclassed: bool inputs are passed as plain bools and guarded by value.
+BOOL_PROXY_NOTE = "bool inputs are plain bools guarded by value"
+
+
+def unwrap_number(x):
+    """NumberProxy -> its plain value (what a cached trace may bake in under constant-values caching)."""
+    if isinstance(x, IntegerProxy):
+        return int(x)
+    if isinstance(x, FloatProxy):
+        return float(x)
+    return x

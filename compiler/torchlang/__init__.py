@@ -1,0 +1,119 @@
+"""The torch language: torch functions, tensor methods and operators, each mapped to a Symbol.
+
+`TORCH_SYMBOLS` (callable -> Symbol) is public: the native front end dispatches through it today and the
+bytecode interpreter (next issue) will use it as its table of lookasides. A call of a torch callable with
+no entry raises UnsupportedOpError naming the op and the user's source line.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
+
+from .. import proxies
+from ..errors import UnsupportedOpError
+from ..meta import _CREATION, generic_meta
+from ..proxies import TensorProxy
+from ..source import user_location
+from ..symbols import Symbol, Tag
+
+TORCH_SYMBOLS: dict[object, Symbol] = {}
+_BY_NAME: dict[str, Symbol] = {}
+_PREFIXES = (("torch.nn.functional.", "F."), ("torch.Tensor.", "Tensor."))
+
+
+def printed_name(qualname: str) -> str:
+    for long, short in _PREFIXES:
+        if qualname.startswith(long):
+            return short + qualname[len(long):]
+    return qualname
+
+
+def resolve(qualname: str):
+    obj = torch
+    for part in qualname.split(".")[1:]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def register(qualname: str, tags: Tag = Tag.NONE, *, meta=None, decomposition=None, inplace_arg: int | None = None):
+    """Map the torch callable `qualname` to a new Symbol. Names missing from this torch version are skipped."""
+    fn = resolve(qualname)
+    if fn is None or fn in TORCH_SYMBOLS:
+        return None
+    sym = Symbol(printed_name(qualname), fn, tags, meta or generic_meta, decomposition)
+    sym.inplace_arg = inplace_arg
+    TORCH_SYMBOLS[fn] = sym
+    _BY_NAME[sym.name] = sym
+    if tags & Tag.CREATION:
+        _CREATION.add(fn)
+    return sym
+
+
+def symbol_for(name: str) -> Symbol:
+    """The symbol printed as `name` ("torch.add", "Tensor.reshape", "F.linear")."""
+    return _BY_NAME[name]
+
+
+_VARIANTS: dict[int, Symbol] = {}
+
+
+def _inplace_variant(sym: Symbol) -> Symbol:
+    """The same op called with `out=` or `inplace=True`: it writes into a tensor, so it is tagged INPLACE."""
+    v = _VARIANTS.get(id(sym))
+    if v is None:
+        v = dataclasses.replace(sym, tags=sym.tags | Tag.INPLACE, decomposition=None)
+        _VARIANTS[id(sym)] = v
+    return v
+
+
+def _has_proxy(args, kwargs) -> bool:
+    return any(isinstance(x, TensorProxy) for x in pytree.tree_leaves((args, kwargs)))
+
+
+def _callable_name(func) -> str:
+    mod = getattr(func, "__module__", None) or ""
+    qn = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    if getattr(func, "__objclass__", None) is torch._C.TensorBase or qn.startswith("TensorBase."):
+        return "Tensor." + qn.split(".")[-1]
+    if mod.startswith("torch.nn.functional"):
+        return "F." + qn
+    if mod in ("torch", "torch._C._VariableFunctions", "") or mod.startswith("torch._C"):
+        return f"torch.{qn}"
+    return f"{mod}.{qn}"
+
+
+def dispatch(func, args, kwargs):
+    sym = TORCH_SYMBOLS.get(func)
+    if sym is None:
+        if not _has_proxy(args, kwargs):
+            # No traced value involved (e.g. reading a real tensor's .shape): run it natively.
+            with torch._C.DisableTorchFunction():
+                return func(*args, **kwargs)
+        loc = user_location(3)
+        where = f" at {loc.describe()}" if loc else ""
+        raise UnsupportedOpError(f"{_callable_name(func)} is not supported by the thunder-lint compiler{where}")
+    if kwargs.get("out") is not None:
+        sym = _inplace_variant(sym)
+    elif sym.inplace_arg is not None:
+        flag = kwargs.get("inplace", args[sym.inplace_arg] if len(args) > sym.inplace_arg else False)
+        if flag:
+            sym = _inplace_variant(sym)
+    return sym(*args, **kwargs)
+
+
+proxies.DISPATCH = dispatch
+
+
+class TracingMode(TorchFunctionMode):
+    """Routes every torch call made while tracing (also those with no proxy argument, e.g. torch.zeros)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return dispatch(func, args, kwargs or {})
+
+
+from . import ops  # noqa: E402,F401  (fills the table)

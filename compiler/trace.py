@@ -1,0 +1,363 @@
+"""Traces: a program of bound symbols that prints as readable Python and executes as that Python."""
+from __future__ import annotations
+
+import math
+import os
+import types
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from . import events as ev
+from .errors import CompilerError, DataDependentError, DeviceMismatchError, UnsupportedOpError
+from .proxies import FloatProxy, IntegerProxy, TensorProxy
+from .source import user_location
+from .symbols import BoundSymbol, Symbol, Tag
+
+# Names every printed trace may use; a trace's own constants are added per trace.
+BASE_CTX: dict[str, Any] = {"torch": torch, "F": torch.nn.functional, "Tensor": torch.Tensor, "inf": math.inf,
+                            "nan": math.nan}
+
+
+def register_ctx_name(name: str, obj) -> None:
+    """Modules of symbols (e.g. `prims`) make their printed names resolvable here."""
+    BASE_CTX[name] = obj
+
+
+class Trace:
+    def __init__(self, name: str = "computation"):
+        self.name = name
+        self.args: list = []  # parameters of the printed function (proxies, or plain names for prologues)
+        self.bsyms: list[BoundSymbol] = []
+        self.output: Any = None
+        self.constants: dict[str, Any] = {}  # printed name -> object, for values with no literal form
+        self.header: str = ""  # first comment line (which pass produced it)
+        self._counter = 0
+        self._callable = None
+        self.extra_lines: list[str] | None = None  # for traces whose body is generated directly
+        self.wrap_try = False  # prologue: any exception while checking means "does not match"
+
+    def new_name(self, prefix: str = "t") -> str:
+        name = f"{prefix}{self._counter}"
+        self._counter += 1
+        return name
+
+    def copy_with(self, bsyms, header: str) -> "Trace":
+        t = Trace(self.name)
+        t.args, t.bsyms, t.output, t.constants = self.args, list(bsyms), self.output, dict(self.constants)
+        t.header, t._counter, t.extra_lines, t.wrap_try = header, self._counter, self.extra_lines, self.wrap_try
+        return t
+
+    # ---- printing ----
+    def const_expr(self, x) -> str:
+        if x is None or isinstance(x, (bool, str)) or type(x) is int:
+            return repr(x)
+        if type(x) is float:
+            if math.isnan(x):
+                return "nan"
+            if math.isinf(x):
+                return "inf" if x > 0 else "-inf"
+            return repr(x)
+        if isinstance(x, (IntegerProxy, FloatProxy)):
+            return self.const_expr(x.value)
+        if type(x) is complex:
+            return repr(x)
+        if x is Ellipsis:
+            return "..."
+        if isinstance(x, torch.dtype):
+            return str(x)  # "torch.float32"
+        if isinstance(x, torch.device):
+            return f"torch.device({str(x)!r})"
+        if isinstance(x, torch.Size):
+            return f"torch.Size({list(x)!r})"
+        if isinstance(x, slice):
+            return f"slice({self.expr(x.start)}, {self.expr(x.stop)}, {self.expr(x.step)})"
+        if isinstance(x, torch.memory_format) or isinstance(x, torch.layout):
+            return str(x)
+        if x is torch.Tensor:
+            return "Tensor"
+        if x is torch.nn.Parameter:
+            return "torch.nn.Parameter"
+        # No literal: keep the object itself in the trace's namespace.
+        for k, v in self.constants.items():
+            if v is x:
+                return k
+        name = f"_k{len(self.constants)}"
+        self.constants[name] = x
+        return name
+
+    def expr(self, x) -> str:
+        if isinstance(x, TensorProxy):
+            return x.name
+        if type(x) is tuple:
+            inner = ", ".join(self.expr(i) for i in x)
+            return f"({inner},)" if len(x) == 1 else f"({inner})"
+        if type(x) is list:
+            return "[" + ", ".join(self.expr(i) for i in x) + "]"
+        if type(x) is dict:
+            return "{" + ", ".join(f"{self.expr(k)}: {self.expr(v)}" for k, v in x.items()) + "}"
+        if isinstance(x, tuple) and hasattr(x, "_fields") is False and type(x).__module__ == "torch.return_types":
+            return self.const_expr(type(x)) + "((" + ", ".join(self.expr(i) for i in x) + ",))"
+        return self.const_expr(x)
+
+    def _target(self, out, defined: set) -> str:
+        """Assignment target for a bsym's output; names already bound (in-place results) become `_`."""
+        if isinstance(out, TensorProxy):
+            return "_" if out.name in defined else out.name
+        if isinstance(out, (tuple, list)):
+            return "(" + "".join(self._target(o, defined) + ", " for o in out) + ")"
+        return "_"
+
+    def call_expr(self, bsym: BoundSymbol, callee: str | None = None) -> str:
+        callee = callee or (bsym.impl[1] if bsym.impl else bsym.symbol.name)
+        parts = [self.expr(a) for a in bsym.args] + [f"{k}={self.expr(v)}" for k, v in bsym.kwargs.items()]
+        return f"{callee}({', '.join(parts)})"
+
+    def python_source(self, with_comments: bool = True) -> str:
+        lines = []
+        if self.header and with_comments:
+            lines.append(f"# {self.header}")
+        params = ", ".join(a.name if isinstance(a, TensorProxy) else str(a) for a in self.args)
+        lines.append(f"def {self.name}({params}):")
+        if self.extra_lines is not None:
+            lines += ["  " + ln for ln in self.extra_lines]
+        else:
+            defined = {a.name for a in self.args if isinstance(a, TensorProxy)}
+            last_loc = None
+            for bsym in self.bsyms:
+                if with_comments and bsym.location is not None and bsym.location != last_loc:
+                    loc = bsym.location
+                    lines.append(f"  # {os.path.basename(loc.filename)}:{loc.lineno} {loc.function}: {loc.line}")
+                    last_loc = loc
+                if bsym.symbol.printer is not None:
+                    lines += ["  " + ln for ln in bsym.symbol.printer(bsym, self)]
+                    continue
+                target = self._target(bsym.output, defined)
+                call = self.call_expr(bsym)
+                lines.append(f"  {call}" if target.strip("(),_ ") == "" else f"  {target} = {call}")
+                if with_comments:
+                    for sub in bsym.subsymbols:
+                        lines.append(f"    # {self._target(sub.output, set())} = {self.call_expr(sub, sub.symbol.name)}")
+                defined.update(o.name for o in bsym.tensor_outputs())
+            lines.append(f"  return {self.expr(self.output)}")
+        if self.wrap_try:
+            start = 2 if self.header and with_comments else 1
+            body = ["  " + ln for ln in lines[start:]]
+            lines = lines[:start] + ["  try:"] + body + ["  except Exception:", "    return None"]
+        return "\n".join(lines) + "\n"
+
+    def __str__(self):
+        return self.python_source()
+
+    def python_ctx(self) -> dict:
+        self.python_source()  # registers constants
+        ctx = dict(BASE_CTX)
+        ctx.update(self.constants)
+        return ctx
+
+    def python_callable(self):
+        """Compile the printed source once; the cache calls the result directly on every hit."""
+        if self._callable is None:
+            src = self.python_source()
+            ctx = self.python_ctx()
+            code = compile(src, f"<thunder-lint {self.name} trace>", "exec")
+            exec(code, ctx)
+            self._callable = ctx[self.name]
+        return self._callable
+
+
+# ---------------------------------------------------------------- recording
+
+# `with torch.no_grad():` inside the user's function is no torch call: the recorder notices the grad mode
+# change at the next op and records this symbol, so the computation runs each op in eager's grad mode.
+SET_GRAD_ENABLED = Symbol("torch._C._set_grad_enabled", torch._C._set_grad_enabled, Tag.EFFECT,
+                          meta=lambda sym, args, kwargs: None)
+
+
+class TracingState:
+    """What one run of the front end records: the trace, its inputs, captured tensors, events."""
+
+    def __init__(self, observers=(), decompose: bool = True):
+        self.trace = Trace("computation")
+        self.scopes: list[list] = [self.trace.bsyms]
+        self.observers = list(observers)
+        self.events: list[ev.Event] = []
+        self.captured: list[tuple[torch.Tensor, TensorProxy]] = []
+        self.inputs: list[TensorProxy] = []
+        self.decompose = decompose
+        self.may_view_origin: dict[str, BoundSymbol] = {}
+        self.current_location = None
+        self.grad_enabled = torch.is_grad_enabled()
+        self.initial_grad_enabled = self.grad_enabled
+
+    def sync_grad_mode(self, loc=None) -> None:
+        g = torch.is_grad_enabled()
+        if g != self.grad_enabled:
+            self.scopes[-1].append(BoundSymbol(SET_GRAD_ENABLED, (g,), {}, None, location=loc))
+            self.grad_enabled = g
+
+    @property
+    def depth(self) -> int:
+        return len(self.scopes) - 1
+
+    def emit(self, event: ev.Event) -> None:
+        self.events.append(event)
+        for obs in self.observers:
+            obs(event)
+
+    def capture(self, t: torch.Tensor) -> TensorProxy:
+        for real, proxy in self.captured:
+            if real is t:
+                return proxy
+        from .meta import meta_like
+
+        proxy = TensorProxy(self.trace.new_name("c"), meta_like(t), t.device, origin="captured")
+        self.captured.append((t, proxy))
+        self.emit(ev.Event(ev.CAPTURED_TENSOR, f"tensor {proxy.name} {tuple(t.shape)} is used but is not an "
+                           "argument of the jitted function (global, closure or attribute); it is held by reference",
+                           self.current_location, details={"proxy": proxy.name}))
+        return proxy
+
+    def normalize(self, x):
+        def f(v):
+            if isinstance(v, (IntegerProxy, FloatProxy)):
+                return v.value
+            if isinstance(v, torch.Tensor):
+                return self.capture(v)
+            return v
+
+        return pytree.tree_map(f, x)
+
+
+_STATES: list[TracingState] = []
+
+
+def current_state() -> TracingState | None:
+    return _STATES[-1] if _STATES else None
+
+
+class tracing:
+    def __init__(self, state: TracingState):
+        self.state = state
+
+    def __enter__(self):
+        _STATES.append(self.state)
+        return self.state
+
+    def __exit__(self, *exc):
+        _STATES.pop()
+
+
+def _rethrow(symbol, loc, e: Exception):
+    if isinstance(e, (CompilerError,)):
+        raise e
+    where = f" at {loc.describe()}" if loc else ""
+    msg = f"{symbol.name}{where}: {e}"
+    try:
+        new = type(e)(msg)
+    except Exception:
+        new = CompilerError(msg)
+    raise new from e
+
+
+def record_call(symbol, args, kwargs):
+    state = current_state()
+    if state is None:
+        raise CompilerError(f"{symbol.name} called outside of tracing")
+    top = state.depth == 0
+    loc = user_location(3) if top else state.current_location
+    if top:
+        state.current_location = loc
+        state.sync_grad_mode(loc)
+    args, kwargs = state.normalize((args, kwargs))
+    try:
+        out = symbol.meta(symbol, args, kwargs)
+    except Exception as e:  # eager would fail here too (shape/dtype/leaf errors): say where
+        _rethrow(symbol, loc, e)
+    bsym = BoundSymbol(symbol, tuple(args), dict(kwargs), out, location=loc)
+    input_names = {p.name for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)}
+    for o in bsym.tensor_outputs():
+        if o.producer is None and o.origin is None and o.name not in input_names:
+            o.producer = bsym
+    if symbol.decomposition is not None and state.decompose:
+        _decompose(state, bsym)
+    state.scopes[-1].append(bsym)
+    if top:
+        _events_for(state, bsym)
+    return out
+
+
+def _decompose(state: TracingState, bsym: BoundSymbol) -> None:
+    state.scopes.append(bsym.subsymbols)
+    try:
+        dout = bsym.symbol.decomposition(*bsym.args, **bsym.kwargs)
+        problem = None
+        douts, outs = pytree.tree_leaves(dout), bsym.flat_outputs()
+        if len(douts) != len(outs):
+            problem = "output count differs"
+        else:
+            for d, o in zip(douts, outs):
+                if isinstance(o, TensorProxy) and (not isinstance(d, TensorProxy) or d.shape != o.shape
+                                                   or d.dtype != o.dtype):
+                    problem = f"decomposition gives {getattr(d, 'shape', d)}/{getattr(d, 'dtype', '')}, op gives {o.shape}/{o.dtype}"
+    except (CompilerError, RuntimeError, TypeError, ValueError, IndexError) as e:
+        problem = f"{type(e).__name__}: {e}"
+    finally:
+        state.scopes.pop()
+    if problem is not None:
+        bsym.subsymbols = []
+        state.emit(ev.Event(ev.DECOMPOSITION_FAILED, f"{bsym.symbol.name} was not decomposed into prims ({problem}); "
+                            "it still runs as the torch op", bsym.location, bsym.symbol.name))
+        return
+    # The decomposition's final proxies stand for the op's outputs: rename them.
+    rename = {d.name: o for d, o in zip(douts, outs) if isinstance(d, TensorProxy)}
+
+    def sub(x):
+        return rename.get(x.name, x) if isinstance(x, TensorProxy) else x
+
+    for s in bsym.subsymbols:
+        s.args, s.kwargs = pytree.tree_map(sub, (s.args, s.kwargs))
+        s.output = pytree.tree_map(sub, s.output)
+
+
+def _events_for(state: TracingState, bsym: BoundSymbol) -> None:
+    tags = bsym.symbol.tags
+    if tags & (Tag.MAY_RETURN_VIEW):
+        for o in bsym.tensor_outputs():
+            state.may_view_origin[o.name] = bsym
+    if not tags & Tag.INPLACE:
+        return
+    target = bsym.kwargs.get("out", bsym.args[0] if bsym.args else None)
+    if not isinstance(target, TensorProxy):
+        return
+    origin = state.may_view_origin.get(target.name)
+    reaches = _input_reached(state, target)
+    if origin is not None:
+        src = origin.args[0] if origin.args and isinstance(origin.args[0], TensorProxy) else None
+        returned_view = src is not None and (target is src or target.meta._base is not None)
+        loc = origin.location
+        state.emit(ev.Event(
+            ev.INPLACE_ON_MAY_VIEW,
+            f"in-place {bsym.symbol.name} on the result of {origin.symbol.name}"
+            f"{f' (line {loc.lineno})' if loc else ''}, which may return a view or a copy; here it returned "
+            f"{'a view (or the tensor itself)' if returned_view else 'a copy'} because of the input's layout",
+            bsym.location, bsym.symbol.name,
+            {"view_op": origin.symbol.name, "view_location": loc, "returned_view": returned_view,
+             "reaches_input": reaches is not None, "input": reaches.origin if reaches is not None else None}))
+    if reaches is not None:
+        state.emit(ev.Event(
+            ev.INPLACE_ON_INPUT,
+            f"in-place {bsym.symbol.name} writes into input {reaches.origin}"
+            f"{' through a view' if reaches is not target else ''}; the caller sees the change",
+            bsym.location, bsym.symbol.name,
+            {"input": reaches.origin, "through_view": reaches is not target}))
+
+
+def _input_reached(state: TracingState, target: TensorProxy):
+    """The input proxy whose memory `target` is (or views), judged from the meta tensors' view bases."""
+    base = target.meta._base if target.meta._base is not None else target.meta
+    for p in state.inputs:
+        if p.meta is base or p.meta is target.meta:
+            return p
+    return None

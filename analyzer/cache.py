@@ -1,0 +1,117 @@
+"""The results cache: one file per (tool, settings) key, mapping a file to its content hash and findings.
+
+One pickle of plain builtins loads in milliseconds even for thousands of files (one file, not one per
+source file). The key covers the tool version, a fingerprint of the engine and rule sources (so an
+edited rule in a development checkout is never answered from stale results), the Python version and
+every setting that changes findings. A file is a hit only when its content hash matches; a damaged or
+foreign cache file is ignored and rewritten, never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+
+from .diagnostics import Diagnostic
+
+CACHE_DIR_NAME = ".thunder-lint-cache"
+FORMAT = 1
+
+
+def content_hash(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _engine_fingerprint() -> str:
+    """Size and mtime of every engine/rule source file: cheap, and changes whenever the code does."""
+    here = Path(__file__).resolve().parent
+    roots = [here / "static", here.parent / "rules"]
+    parts = []
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(dirpath, name))
+                    parts.append(f"{os.path.relpath(os.path.join(dirpath, name), here.parent)}:{st.st_size}:{st.st_mtime_ns}")
+    for extra in ("fixes.py", "diagnostics.py", "selection.py", "file_reader.py"):
+        p = here / extra
+        if p.is_file():
+            st = p.stat()
+            parts.append(f"{extra}:{st.st_size}:{st.st_mtime_ns}")
+    return "|".join(sorted(parts))
+
+
+def settings_key(version: str, settings: object) -> str:
+    material = "\n".join([f"format={FORMAT}", f"version={version}", f"python={sys.version_info[:2]}", _engine_fingerprint(), repr(settings)])
+    return hashlib.blake2b(material.encode(), digest_size=12).hexdigest()
+
+
+def diag_to_entry(d: Diagnostic) -> tuple:
+    j = d.to_json()
+    del j["path"]  # the path is the cache key; a moved file is a miss anyway
+    return tuple(sorted(j.items()))
+
+
+def entry_to_diag(entry: tuple, path: str) -> Diagnostic:
+    j = dict(entry)
+    j["path"] = path
+    return Diagnostic.from_json(j)
+
+
+class ResultCache:
+    """``entries``: absolute path -> (content hash, tuple of diagnostic entries)."""
+
+    def __init__(self, directory: str | os.PathLike, key: str):
+        self.directory = Path(directory)
+        self.key = key
+        self.file = self.directory / f"results-{key}.pickle"
+        self.entries: dict[str, tuple[bytes, tuple]] = {}
+        self.dirty = False
+
+    def load(self) -> "ResultCache":
+        try:
+            with open(self.file, "rb") as f:
+                data = pickle.load(f)
+            if isinstance(data, dict) and data.get("key") == self.key and isinstance(data.get("entries"), dict):
+                self.entries = data["entries"]
+        except Exception:  # missing, truncated, or written by something else: start afresh
+            self.entries = {}
+        return self
+
+    def known_hashes(self) -> dict[str, bytes]:
+        return {path: entry[0] for path, entry in self.entries.items()}
+
+    def get(self, abspath: str, digest: bytes) -> tuple | None:
+        entry = self.entries.get(abspath)
+        if entry is not None and entry[0] == digest:
+            return entry[1]
+        return None
+
+    def put(self, abspath: str, digest: bytes, diagnostics: list[Diagnostic]) -> None:
+        self.entries[abspath] = (digest, tuple(diag_to_entry(d) for d in diagnostics))
+        self.dirty = True
+
+    def save(self) -> str | None:
+        """Write atomically (temp file + rename); returns a warning instead of raising."""
+        if not self.dirty:
+            return None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            gitignore = self.directory / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text("# Created by thunder-lint automatically.\n*\n")
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump({"key": self.key, "entries": self.entries}, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.file)
+            self.dirty = False
+        except OSError as e:
+            return f"could not write the cache in {self.directory}: {e.strerror or e}"
+        return None

@@ -1,0 +1,465 @@
+"""``thunder-lint``: the command line, after ruff's conventions.
+
+    thunder-lint [PATHS...] [--select/--ignore/--extend-select CODES] [--fix [--unsafe-fixes]] [--diff]
+                 [--show-fixes] [--statistics] [--format FMT] [--output-file F] [--exit-zero]
+                 [--stdin-filename NAME] [--no-cache] [-j N]
+    thunder-lint rule TL101      the rule's documentation
+    thunder-lint rules           the table of rules
+    thunder-lint serve ...       the HTTP service
+
+Exit status: 0 no findings, 1 findings (or, with --diff, fixes to show), 2 usage or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+import tokenize
+from collections.abc import Sequence
+from io import BytesIO
+
+from . import config as config_mod
+from .diagnostics import Applicability, Diagnostic
+from .report import FORMATS, render, render_statistics
+from .version import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+STDIN_DEFAULT_NAME = "<stdin>"
+
+
+class UsageError(Exception):
+    pass
+
+
+def _codes(values: list[str] | None) -> tuple[str, ...] | None:
+    """``--select A,B --select C`` -> ("A", "B", "C"); None when the option was not given."""
+    if values is None:
+        return None
+    return tuple(c.strip() for v in values for c in v.split(",") if c.strip())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="thunder-lint",
+        description="Find the places where compiled PyTorch code can silently differ from eager PyTorch.",
+        epilog="Subcommands: `thunder-lint rule CODE` (a rule's docs), `thunder-lint rules` (all rules), "
+        "`thunder-lint serve` (HTTP service). Exit status: 0 clean, 1 findings, 2 usage or internal error.",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); `-` reads stdin")
+    sel = p.add_argument_group("rule selection (codes, prefixes such as TL1, or ALL; comma-separated)")
+    sel.add_argument("--select", action="append", metavar="CODES", help="lint only these rules (replaces the config's select and ignore)")
+    sel.add_argument("--ignore", action="append", metavar="CODES", help="do not report these rules")
+    sel.add_argument("--extend-select", action="append", metavar="CODES", help="add these rules to the selection")
+    fix = p.add_argument_group("fixes")
+    fix.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    fix.add_argument("--unsafe-fixes", action="store_true", help="also apply (with --fix) or show (with --diff) unsafe fixes")
+    fix.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
+    fix.add_argument("--show-fixes", action="store_true", help="list each finding's fixes and their edits")
+    out = p.add_argument_group("output")
+    out.add_argument("--format", choices=FORMATS, default="full", help="output format (default: full)")
+    out.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    out.add_argument("--statistics", action="store_true", help="print a count per rule instead of the findings")
+    out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    out.add_argument("--quiet", "-q", action="store_true", help="no summary lines, no progress bar")
+    run = p.add_argument_group("running")
+    run.add_argument("--stdin-filename", metavar="NAME", help="read the source from stdin and report it as NAME")
+    run.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml instead of searching for one")
+    run.add_argument("--no-cache", action="store_true", help="neither read nor write the results cache")
+    run.add_argument("--cache-dir", metavar="DIR", help="where the results cache lives (default: <project root>/.thunder-lint-cache)")
+    run.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="worker processes (default: all cores)")
+    p.add_argument("--version", action="version", version=f"thunder-lint {__version__}")
+    return p
+
+
+def _jobs(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of jobs, got {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError("the number of jobs cannot be negative")
+    return n  # 0 means "all cores"
+
+
+# --- the pieces of a lint run --------------------------------------------------------------------------
+def effective_config(args: argparse.Namespace, paths: Sequence[str]) -> config_mod.Config:
+    """The pyproject config with the command line on top (the command line wins)."""
+    if args.config:
+        cfg = config_mod.load_file(args.config)
+    else:
+        cfg = config_mod.discover(list(paths))
+    select = _codes(args.select)
+    ignore = _codes(args.ignore) or ()
+    extend = _codes(args.extend_select) or ()
+    if select is not None:
+        # As in ruff, a rule named on the command line is not switched off again by the config's ignore.
+        cfg_ignore: tuple[str, ...] = ()
+    else:
+        select, cfg_ignore = cfg.select, cfg.ignore
+    return config_mod.Config(
+        select=select,
+        ignore=cfg_ignore + ignore,
+        extend_select=cfg.extend_select + extend,
+        per_file_ignores=cfg.per_file_ignores,
+        jit_decorators=cfg.jit_decorators,
+        exclude=cfg.exclude,
+        root=cfg.root,
+        source=cfg.source,
+    )
+
+
+def validate_selection(cfg: config_mod.Config) -> None:
+    """Unknown codes are a usage error, reported before any file is read."""
+    from rules import RULES
+
+    from .selection import resolve
+
+    known = list(RULES)
+    resolve(known, cfg.select, cfg.ignore, cfg.extend_select)
+    for _, codes in cfg.per_file_ignores:
+        resolve(known, (), codes, ())
+
+
+def _encoding_of(data: bytes) -> str:
+    try:
+        return tokenize.detect_encoding(BytesIO(data).readline)[0]
+    except SyntaxError:
+        return "utf-8"
+
+
+def _unified_diff(path: str, before: str, after: str) -> str:
+    return "".join(
+        difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}")
+    )
+
+
+def _write_fixed(path: str, digest: bytes | None, fixed: str) -> str | None:
+    """Write fixed text back in the file's own encoding, unless the file changed since it was read."""
+    from .cache import content_hash
+    from .file_reader import Unreadable, read_bytes
+
+    try:
+        current = read_bytes(path)
+    except Unreadable as e:
+        return f"{path}: not fixed: {e}"
+    if digest is not None and content_hash(current) != digest:
+        return f"{path}: not fixed: the file changed while it was being linted"
+    tmp = f"{path}.thunder-lint-tmp"
+    try:
+        data = fixed.encode(_encoding_of(current))
+        with open(tmp, "wb") as f:
+            f.write(data)
+        try:
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        except OSError:
+            pass
+        os.replace(tmp, path)
+    except (OSError, UnicodeEncodeError, LookupError) as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return f"{path}: not fixed: {e}"
+    return None
+
+
+def _sources_for(diagnostics: list[Diagnostic], known: dict[str, str]) -> dict[str, str]:
+    """The text of each file that has findings (for the code frames of the full format)."""
+    from .file_reader import Unreadable, decode, read_bytes
+
+    sources = dict(known)
+    for path in {d.path for d in diagnostics if d.code != "TL002"} - set(sources):
+        try:
+            sources[path] = decode(read_bytes(path))
+        except Unreadable:
+            pass
+    return sources
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def summary_lines(diagnostics: list[Diagnostic], *, fixed: int | None, unsafe_fixes: bool) -> list[str]:
+    lines = []
+    n = len(diagnostics)
+    if fixed is not None:
+        lines.append(f"Found {_plural(n + fixed, 'error')} ({fixed} fixed, {n} remaining).")
+    elif n:
+        lines.append(f"Found {_plural(n, 'error')}.")
+    else:
+        lines.append("All checks passed!")
+    safe = sum(1 for d in diagnostics if any(f.applicability is Applicability.SAFE for f in d.fixes))
+    unsafe = sum(
+        1 for d in diagnostics if d.fixes and all(f.applicability is not Applicability.SAFE for f in d.fixes) and any(f.applicability is Applicability.UNSAFE for f in d.fixes)
+    )
+    if unsafe_fixes:
+        if safe + unsafe:
+            lines.append(f"[*] {_plural(safe + unsafe, 'fixable finding')} with `--fix --unsafe-fixes`.")
+    else:
+        if safe:
+            lines.append(f"[*] {_plural(safe, 'fixable finding')} with the `--fix` option.")
+        if unsafe:
+            lines.append(f"[-] {_plural(unsafe, 'hidden fix')} can be enabled with the `--unsafe-fixes` option.")
+    return lines
+
+
+# --- subcommands -------------------------------------------------------------------------------------
+def cmd_rule(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="thunder-lint rule", description="Print a rule's documentation.")
+    p.add_argument("code", help="a rule code, e.g. TL101")
+    args = p.parse_args(argv)
+    from rules import RULES, render_docs
+
+    code = args.code.strip().upper()
+    by_name = {info.name: c for c, info in RULES.items()}
+    code = by_name.get(args.code.strip(), code)
+    if code not in RULES:
+        print(f"thunder-lint: error: unknown rule {args.code!r}; `thunder-lint rules` lists them", file=sys.stderr)
+        return EXIT_ERROR
+    sys.stdout.write(render_docs(code).rstrip("\n") + "\n")
+    return EXIT_CLEAN
+
+
+def cmd_rules(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="thunder-lint rules", description="List every rule.")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    args = p.parse_args(argv)
+    from rules import RULES
+
+    if args.format == "json":
+        import json
+
+        rows = [
+            {"code": c, "name": i.name, "severity": i.severity, "summary": i.summary, "fixable": i.fixable}
+            for c, i in RULES.items()
+        ]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return EXIT_CLEAN
+    name_w = max([len(i.name) for i in RULES.values()] + [4])
+    lines = [f"{'code':<6}  {'name':<{name_w}}  fix  summary"]
+    for code, info in RULES.items():
+        lines.append(f"{code:<6}  {info.name:<{name_w}}  {'yes' if info.fixable else '   '}  {info.summary}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return EXIT_CLEAN
+
+
+def cmd_serve(argv: list[str]) -> int:
+    try:
+        from server.cli import serve_main  # imported here only: server sits above analyzer
+    except ImportError as e:
+        print(f"thunder-lint: error: the HTTP service is not available in this installation ({e})", file=sys.stderr)
+        return EXIT_ERROR
+    return int(serve_main(argv) or 0)
+
+
+# --- the lint run ------------------------------------------------------------------------------------
+def cmd_check(argv: list[str]) -> int:
+    parser = build_parser()
+    args = parser.parse_intermixed_args(argv)  # paths may come before, between or after options
+    stdin_mode = args.stdin_filename is not None or args.paths == ["-"]
+    if stdin_mode and args.paths not in ([], ["-"]):
+        parser.error("--stdin-filename reads one source from stdin: give no other paths (or `-`)")
+    if "-" in args.paths and not stdin_mode:
+        parser.error("`-` (stdin) cannot be mixed with other paths")
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        pass  # only changes the summary's hints, as in ruff
+    paths = args.paths or ["."]
+    fix_mode = ("unsafe" if args.unsafe_fixes else "safe") if (args.fix or args.diff) else None
+
+    config_paths = [args.stdin_filename] if stdin_mode and args.stdin_filename else ([] if stdin_mode else paths)
+    cfg = effective_config(args, config_paths or [os.getcwd()])
+    validate_selection(cfg)
+
+    from .runner import Settings
+
+    settings = Settings.from_config(cfg, fix=fix_mode)
+    if stdin_mode:
+        return _check_stdin(args, settings)
+    return _check_paths(args, paths, cfg, settings)
+
+
+def _emit(args: argparse.Namespace, text: str) -> None:
+    if args.output_file:
+        try:
+            with open(args.output_file, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise UsageError(f"cannot write the report to {args.output_file}: {e.strerror or e}") from None
+    else:
+        sys.stdout.write(text)
+
+
+def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = "") -> None:
+    """Render the findings (or the statistics) and, for the human formats, the summary lines."""
+    human = args.format in ("full", "concise")
+    if args.statistics:
+        body = render_statistics(diagnostics)
+    else:
+        body = render(
+            diagnostics,
+            args.format,
+            root=os.getcwd(),
+            show_fixes=args.show_fixes,
+            sources=_sources_for(diagnostics, sources) if args.format == "full" else None,
+        )
+    if human and not args.quiet:
+        lines = summary_lines(diagnostics, fixed=fixed, unsafe_fixes=args.unsafe_fixes)
+        body = body + ("\n" if body and args.format == "full" else "") + "\n".join(lines) + "\n"
+    _emit(args, extra_head + body)
+
+
+def _exit_code(args, n_findings: int, errors: list[str]) -> int:
+    if errors:
+        return EXIT_ERROR
+    return EXIT_CLEAN if (n_findings == 0 or args.exit_zero) else EXIT_FINDINGS
+
+
+def _check_stdin(args: argparse.Namespace, settings) -> int:
+    from .file_reader import Unreadable, decode, unreadable_diagnostic
+    from .runner import lint_text
+    from . import static
+
+    name = args.stdin_filename or STDIN_DEFAULT_NAME
+    data = sys.stdin.buffer.read()
+    try:
+        text = decode(data)
+    except Unreadable as e:
+        diagnostics = [unreadable_diagnostic(name, e)]
+        _report(args, diagnostics, {}, fixed=None)
+        return _exit_code(args, 1, [])
+    if settings.fix is None:
+        diagnostics = lint_text(text, name, settings)
+        _report(args, diagnostics, {name: text}, fixed=None)
+        return _exit_code(args, len(diagnostics), [])
+    outcome = static.fix_source(
+        text, name, select=settings.select, ignore=settings.ignore_for(name), extend_select=settings.extend_select,
+        jit_decorators=settings.jit_decorators, unsafe=settings.fix == "unsafe",
+    )
+    if args.diff:
+        diff = _unified_diff(name, text, outcome.text)
+        _emit(args, diff)
+        return EXIT_FINDINGS if diff and not args.exit_zero else EXIT_CLEAN
+    # --fix on stdin: the fixed source goes to stdout (as in ruff), the remaining findings to stderr.
+    sys.stdout.write(outcome.text)
+    remaining = list(outcome.remaining)
+    if remaining:
+        sys.stderr.write(render(remaining, "concise"))
+    return _exit_code(args, len(remaining), [])
+
+
+def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> int:
+    from .cache import CACHE_DIR_NAME, ResultCache, settings_key
+    from .discovery import discover
+    from .file_reader import unreadable_diagnostic
+    from .progress import ProgressBar
+    from .runner import run
+
+    found = discover(paths, exclude=cfg.exclude)
+    cache = None
+    if not args.no_cache:
+        directory = args.cache_dir or os.environ.get("THUNDER_LINT_CACHE_DIR") or os.path.join(cfg.root, CACHE_DIR_NAME)
+        cache = ResultCache(directory, settings_key(__version__, settings)).load()
+    progress = ProgressBar(sys.stderr) if not args.quiet else None
+    try:
+        result = run(found.files, settings, jobs=args.jobs, cache=cache, progress=progress)
+    finally:
+        if progress:
+            progress.close()
+    diagnostics = list(result.diagnostics) + [unreadable_diagnostic(p, why) for p, why in found.problems]
+    diagnostics.sort(key=Diagnostic.sort_key)
+    errors = list(result.errors)
+    for e in errors:
+        print(f"thunder-lint: error: {e}", file=sys.stderr)
+    if cache is not None:
+        warning = cache.save()
+        if warning:
+            print(f"thunder-lint: warning: {warning}", file=sys.stderr)
+
+    if args.diff:
+        diffs = [_unified_diff(r.path, r.original, r.fixed) for r in result.files if r.fixed is not None]
+        _emit(args, "".join(diffs))
+        if not args.quiet and not args.output_file:
+            n = sum(len(r.applied) for r in result.files)
+            print(f"Would fix {_plural(n, 'error')} in {_plural(len(diffs), 'file')}.", file=sys.stderr)
+        if errors:
+            return EXIT_ERROR
+        return EXIT_FINDINGS if diffs and not args.exit_zero else EXIT_CLEAN
+
+    fixed = None
+    head = ""
+    if args.fix:
+        fixed = 0
+        fixed_lines = []
+        for r in result.files:
+            if r.fixed is None:
+                continue
+            problem = _write_fixed(r.path, r.digest, r.fixed)
+            if problem:
+                print(f"thunder-lint: warning: {problem}", file=sys.stderr)
+                continue
+            fixed += len(r.applied)
+            if args.show_fixes:
+                fixed_lines.append(f"{r.path}:")
+                for d in r.applied:
+                    fixed_lines.append(f"    {d.line}:{d.column} {d.code} ({d.name})")
+        if fixed_lines and args.format in ("full", "concise"):
+            head = "Fixed:\n" + "\n".join(fixed_lines) + "\n\n"
+    _report(args, diagnostics, {}, fixed=fixed, extra_head=head)
+    return _exit_code(args, len(diagnostics), errors)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "rule":
+            return cmd_rule(argv[1:])
+        if argv and argv[0] == "rules":
+            return cmd_rules(argv[1:])
+        if argv and argv[0] == "serve":
+            return cmd_serve(argv[1:])
+        if argv and argv[0] == "check":  # ruff's spelling works too
+            argv = argv[1:]
+        return cmd_check(argv)
+    except SystemExit as e:  # argparse: --help/--version (0) or a usage error (2)
+        return e.code if isinstance(e.code, int) else (EXIT_CLEAN if e.code is None else EXIT_ERROR)
+    except (config_mod.ConfigError, UsageError) as e:
+        print(f"thunder-lint: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except ValueError as e:
+        from .selection import SelectionError
+
+        if isinstance(e, SelectionError):
+            print(f"thunder-lint: error: {e}", file=sys.stderr)
+            return EXIT_ERROR
+        return _internal_error(e)
+    except KeyboardInterrupt:
+        print("thunder-lint: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`thunder-lint . | head`): stop quietly.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        return EXIT_FINDINGS
+    except Exception as e:
+        return _internal_error(e)
+
+
+def _internal_error(e: BaseException) -> int:
+    import traceback
+
+    print(f"thunder-lint: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+    if os.environ.get("THUNDER_LINT_DEBUG"):
+        traceback.print_exc()
+    else:
+        print("(set THUNDER_LINT_DEBUG=1 for the traceback)", file=sys.stderr)
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

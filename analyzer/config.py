@@ -1,0 +1,142 @@
+"""``[tool.thunder-lint]`` in pyproject.toml.
+
+Keys (after ruff's spelling): ``select``, ``ignore``, ``extend-select``, ``per-file-ignores``
+(glob -> codes), ``jit-decorators`` (extra decorator names that mark a function as compiled) and
+``exclude`` (extra directory/file globs to skip). The file is found by walking up from the linted
+paths; the first pyproject.toml that has the table wins, and its folder is the project root
+(per-file-ignores globs are relative to it).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TABLE = "thunder-lint"
+KNOWN_KEYS = ("select", "ignore", "extend-select", "per-file-ignores", "jit-decorators", "exclude")
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the CLI reports it and exits 2."""
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] | None = None  # None: every rule
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    jit_decorators: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    root: str = field(default_factory=os.getcwd)  # folder of the pyproject.toml (or the cwd)
+    source: str | None = None  # the pyproject.toml it came from
+
+    def ignored_for(self, path: str) -> tuple[str, ...]:
+        """Codes that per-file-ignores switch off for ``path``."""
+        if not self.per_file_ignores:
+            return ()
+        rel = relative_posix(path, self.root)
+        name = rel.rsplit("/", 1)[-1]
+        codes: list[str] = []
+        for pattern, pattern_codes in self.per_file_ignores:
+            # A pattern without "/" also matches the bare file name anywhere, as in ruff.
+            if fnmatch.fnmatchcase(rel, pattern) or ("/" not in pattern and fnmatch.fnmatchcase(name, pattern)):
+                codes.extend(pattern_codes)
+        return tuple(codes)
+
+
+def relative_posix(path: str, root: str) -> str:
+    absolute = os.path.abspath(path)
+    try:
+        rel = os.path.relpath(absolute, root)
+    except ValueError:  # another drive on Windows
+        return Path(absolute).as_posix()
+    return Path(rel).as_posix()
+
+
+def _str_list(value: object, key: str, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: `{key}` must be a list of strings, got {value!r}")
+    return tuple(v.strip() for v in value if v.strip())
+
+
+def parse_table(table: dict, *, root: str, source: str | None) -> Config:
+    where = source or "[tool.thunder-lint]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [tool.{TABLE}] must be a table")
+    unknown = sorted(set(table) - set(KNOWN_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) in [tool.{TABLE}]: {', '.join(unknown)} (known: {', '.join(KNOWN_KEYS)})")
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
+    return Config(
+        select=_str_list(table["select"], "select", where) if "select" in table else None,
+        ignore=_str_list(table.get("ignore", []), "ignore", where),
+        extend_select=_str_list(table.get("extend-select", []), "extend-select", where),
+        per_file_ignores=tuple((str(glob), _str_list(codes, f"per-file-ignores.{glob}", where)) for glob, codes in pfi.items()),
+        jit_decorators=_str_list(table.get("jit-decorators", []), "jit-decorators", where),
+        exclude=_str_list(table.get("exclude", []), "exclude", where),
+        root=root,
+        source=source,
+    )
+
+
+def load_file(pyproject: str | os.PathLike) -> Config:
+    """Read ``[tool.thunder-lint]`` from one pyproject.toml (a missing table gives the defaults)."""
+    pyproject = os.path.abspath(pyproject)
+    try:
+        with open(pyproject, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"cannot read {pyproject}: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{pyproject}: invalid TOML: {e}") from None
+    table = data.get("tool", {}).get(TABLE, {}) if isinstance(data.get("tool"), dict) else {}
+    return parse_table(table, root=os.path.dirname(pyproject), source=pyproject)
+
+
+def find_pyproject(start: str | os.PathLike) -> str | None:
+    """The nearest pyproject.toml at or above ``start`` that has a [tool.thunder-lint] table."""
+    here = Path(os.path.abspath(start))
+    if not here.is_dir():
+        here = here.parent
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                with open(candidate, "rb") as f:
+                    data = tomllib.load(f)
+            except (OSError, tomllib.TOMLDecodeError):
+                # A broken pyproject.toml that is not ours must not stop the run; one that is ours is
+                # reported by load_file when it is named or is the match.
+                if _mentions_table(candidate):
+                    return str(candidate)
+                continue
+            tool = data.get("tool")
+            if isinstance(tool, dict) and TABLE in tool:
+                return str(candidate)
+    return None
+
+
+def _mentions_table(candidate: Path) -> bool:
+    try:
+        return f"[tool.{TABLE}" in candidate.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def discover(paths: list[str] | tuple[str, ...], cwd: str | None = None) -> Config:
+    """The config for a run over ``paths``: found from their common folder, else defaults rooted at cwd."""
+    cwd = cwd or os.getcwd()
+    existing = [os.path.abspath(p) for p in paths if os.path.exists(p)]
+    start = os.path.commonpath(existing) if existing else cwd
+    found = find_pyproject(start)
+    if found is None:
+        return Config(root=cwd)
+    return load_file(found)

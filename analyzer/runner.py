@@ -1,0 +1,251 @@
+"""Linting many files: in-process for small runs, a process pool for large ones, with the results cache.
+
+Workers get a chunk of paths, read, hash, lint and return compact results, so the parent never reads a
+file it does not have to. The cache's known hashes go to the workers once, at start-up: a file whose
+hash matches is answered "hit" without being decoded or parsed. Forked workers start in milliseconds
+and inherit the imported engine; where forking is unsafe (other threads alive) the pool spawns.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+
+from . import static
+from .cache import ResultCache, content_hash
+from .config import Config
+from .diagnostics import Diagnostic
+from .file_reader import Unreadable, decode, read_bytes, unreadable_diagnostic
+
+SERIAL_BELOW = 24  # fewer files than this: a pool costs more than it saves
+CHUNKS_PER_JOB = 8  # enough chunks to balance uneven files, few enough to keep IPC cheap
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that changes what a file's findings are (it is part of the cache key)."""
+
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    jit_decorators: tuple[str, ...] = ()
+    root: str = "."
+    fix: str | None = None  # None: lint only; "safe" or "unsafe": compute fixed text too
+
+    @classmethod
+    def from_config(cls, config: Config, *, fix: str | None = None) -> "Settings":
+        return cls(
+            select=config.select,
+            ignore=config.ignore,
+            extend_select=config.extend_select,
+            per_file_ignores=config.per_file_ignores,
+            jit_decorators=config.jit_decorators,
+            root=config.root,
+            fix=fix,
+        )
+
+    def ignore_for(self, path: str) -> tuple[str, ...]:
+        if not self.per_file_ignores:
+            return self.ignore
+        extra = Config(per_file_ignores=self.per_file_ignores, root=self.root).ignored_for(path)
+        return self.ignore + extra
+
+
+@dataclass
+class FileResult:
+    path: str
+    digest: bytes | None = None  # None when the file could not be read
+    diagnostics: list[Diagnostic] | None = None  # None: a cache hit, the parent fills it in
+    original: str | None = None  # fix mode, when the fixed text differs
+    fixed: str | None = None
+    applied: list[Diagnostic] = field(default_factory=list)  # fix mode: what was fixed
+    error: str | None = None  # an internal error while linting this file
+
+
+@dataclass
+class RunResult:
+    diagnostics: list[Diagnostic]
+    files: list[FileResult]
+    errors: list[str]  # internal errors, one line each
+    cache_hits: int = 0
+    elapsed: float = 0.0
+
+
+def lint_text(text: str, path: str, settings: Settings) -> list[Diagnostic]:
+    return static.lint_source(
+        text,
+        path,
+        select=settings.select,
+        ignore=settings.ignore_for(path),
+        extend_select=settings.extend_select,
+        jit_decorators=settings.jit_decorators,
+        with_fixes=True,
+    )
+
+
+def process_file(path: str, settings: Settings, known: dict[str, bytes]) -> FileResult:
+    """Read, hash and lint one file; never raises."""
+    result = FileResult(path)
+    try:
+        data = read_bytes(path)
+        result.digest = content_hash(data)
+        if known.get(os.path.abspath(path)) == result.digest and settings.fix is None:
+            return result  # hit: the parent has the findings
+        text = decode(data)
+    except Unreadable as problem:
+        result.diagnostics = [unreadable_diagnostic(path, problem)]
+        return result
+    try:
+        if settings.fix is None:
+            result.diagnostics = lint_text(text, path, settings)
+        else:
+            outcome = static.fix_source(
+                text,
+                path,
+                select=settings.select,
+                ignore=settings.ignore_for(path),
+                extend_select=settings.extend_select,
+                jit_decorators=settings.jit_decorators,
+                unsafe=settings.fix == "unsafe",
+            )
+            result.diagnostics = list(outcome.remaining)
+            result.applied = list(outcome.applied)
+            if outcome.text != text:
+                result.original, result.fixed = text, outcome.text
+    except BaseException as e:  # the engine promises not to raise; if it does, this file is reported, the run goes on
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        result.diagnostics = []
+        result.error = f"{path}: internal error while linting: {type(e).__name__}: {e}".rstrip()
+        if os.environ.get("THUNDER_LINT_DEBUG"):
+            result.error += "\n" + traceback.format_exc()
+    return result
+
+
+# --- worker side -------------------------------------------------------------------------------------
+_worker_settings: Settings | None = None
+_worker_known: dict[str, bytes] = {}
+
+
+def _init_worker(settings: Settings, known: dict[str, bytes]) -> None:
+    global _worker_settings, _worker_known
+    _worker_settings, _worker_known = settings, known
+
+
+def _run_chunk(paths: list[str]) -> list[FileResult]:
+    assert _worker_settings is not None
+    return [process_file(p, _worker_settings, _worker_known) for p in paths]
+
+
+# --- parent side -------------------------------------------------------------------------------------
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def _chunks(paths: list[str], n_chunks: int) -> list[list[str]]:
+    """Split by size so that every chunk holds about the same number of bytes, big files first."""
+    sizes = {}
+    for p in paths:
+        try:
+            sizes[p] = max(os.stat(p).st_size, 1)
+        except OSError:
+            sizes[p] = 1
+    chunks: list[list[str]] = [[] for _ in range(max(1, min(n_chunks, len(paths))))]
+    loads = [0] * len(chunks)
+    for p in sorted(paths, key=sizes.__getitem__, reverse=True):
+        i = loads.index(min(loads))
+        chunks[i].append(p)
+        loads[i] += sizes[p]
+    return [c for c in chunks if c]
+
+
+def _pool_context():
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def run(
+    paths: list[str],
+    settings: Settings,
+    *,
+    jobs: int | None = None,
+    cache: ResultCache | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> RunResult:
+    """Lint ``paths`` (files, already discovered); results sorted by path, line, column, code."""
+    start = time.perf_counter()
+    jobs = default_jobs() if jobs is None or jobs <= 0 else jobs
+    known = cache.known_hashes() if cache is not None and settings.fix is None else {}
+    results: list[FileResult] = []
+    errors: list[str] = []
+    total = len(paths)
+
+    if jobs == 1 or total < SERIAL_BELOW:
+        for i, p in enumerate(paths, 1):
+            results.append(process_file(p, settings, known))
+            if progress:
+                progress(i, total)
+    else:
+        chunks = _chunks(paths, jobs * CHUNKS_PER_JOB)
+        done_files = 0
+        try:
+            with ProcessPoolExecutor(
+                max_workers=min(jobs, len(chunks)), mp_context=_pool_context(), initializer=_init_worker, initargs=(settings, known)
+            ) as pool:
+                pending = {pool.submit(_run_chunk, c): c for c in chunks}
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        chunk = pending.pop(fut)
+                        try:
+                            results.extend(fut.result())
+                        except BrokenProcessPool:
+                            raise
+                        except Exception as e:  # a result that failed to come back: lint that chunk here
+                            errors.append(f"worker failed ({type(e).__name__}: {e}); linting {len(chunk)} file(s) in-process")
+                            results.extend(process_file(p, settings, known) for p in chunk)
+                        done_files += len(chunk)
+                        if progress:
+                            progress(done_files, total)
+        except BrokenProcessPool:
+            # A worker died (killed, out of memory, a crash in C code): finish the rest here, one by one,
+            # so that the run still ends with every file accounted for.
+            finished = {r.path for r in results}
+            rest = [p for p in paths if p not in finished]
+            errors.append(f"a worker process died; linting the remaining {len(rest)} file(s) in-process")
+            for p in rest:
+                results.append(process_file(p, settings, known))
+
+    hits = 0
+    for r in results:
+        if r.diagnostics is None:
+            entry = cache.get(os.path.abspath(r.path), r.digest) if cache is not None and r.digest is not None else None
+            if entry is None:  # the cache changed under us: lint it now
+                fresh = process_file(r.path, settings, {})
+                r.diagnostics, r.error = fresh.diagnostics, fresh.error
+            else:
+                from .cache import entry_to_diag
+
+                r.diagnostics = [entry_to_diag(e, r.path) for e in entry]
+                hits += 1
+        elif cache is not None and r.digest is not None and r.error is None and settings.fix is None:
+            cache.put(os.path.abspath(r.path), r.digest, r.diagnostics)
+        if r.error:
+            errors.append(r.error)
+
+    results.sort(key=lambda r: r.path)
+    diagnostics = sorted((d for r in results for d in r.diagnostics or ()), key=Diagnostic.sort_key)
+    return RunResult(diagnostics, results, errors, cache_hits=hits, elapsed=time.perf_counter() - start)

@@ -1,0 +1,42 @@
+"""Shared by the CLI tests: sample sources and a way to run the CLI as a separate process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+# A real TL101 hazard: the in-place add_ may or may not reach `x` (reshape may return a view).
+TL101_SRC = "import torch\n\n\ndef f(x):\n    y = x.reshape(-1)\n    y.add_(1)\n    return x\n"
+CLEAN_SRC = "def f(x):\n    return x + 1\n"
+SYNTAX_ERROR_SRC = "def f(:\n    pass\n"
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def run_process(args: list[str], cwd: Path, stdin: bytes | None = None, timeout: float = 120) -> Result:
+    """The CLI as users run it: a fresh interpreter (`python3 -m analyzer.cli`)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", *args], cwd=cwd, input=stdin, capture_output=True, timeout=timeout, env=env
+    )
+    return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path

@@ -174,7 +174,7 @@ def _observer(ctx, facts, base, pos, mutation, depth=0) -> tuple[str, bool] | No
     if isinstance(base, ast.Name):
         name = base.id
         b = facts.binding_at(name, pos)
-        read_later = facts.read_after(name, after, mutation.loop)
+        read_later = facts.read_after(name, after, mutation.loop, since=pos)
         if b == "param":
             if name in ("self", "cls"):
                 return None
@@ -185,6 +185,9 @@ def _observer(ctx, facts, base, pos, mutation, depth=0) -> tuple[str, bool] | No
             return None
         if b == "unknown" or b.value is None:
             return (f"the local `{name}`", True) if read_later else None
+        if b.kind == "assign" and _is_held_elsewhere(b.value):
+            # `h = outputs.last_hidden_state`: the object that owns the tensor still holds it
+            return f"`{ctx.segment(b.value)}` (through `{name}`)", read_later
         if b.kind == "assign" and not _is_fresh(ctx, b.value):
             inner = _view_input(ctx, b.value)
             if inner is not None:
@@ -196,10 +199,21 @@ def _observer(ctx, facts, base, pos, mutation, depth=0) -> tuple[str, bool] | No
         if base.attr in VIEW_ATTRIBUTES:
             return _observer(ctx, facts, base.value, pos, mutation, depth + 1)
         return f"the attribute `{ctx.segment(base)}`", False
+    if _is_held_elsewhere(base):
+        return f"`{ctx.segment(base)}`", False
     inner = _view_input(ctx, base)
     if inner is not None:
         return _observer(ctx, facts, inner, pos, mutation, depth + 1)
     return None
+
+
+def _is_held_elsewhere(expr) -> bool:
+    """An attribute (``obj.t``) or a string-keyed item (``state["t"]``): some object keeps the tensor."""
+    if isinstance(expr, ast.Attribute):
+        return expr.attr not in VIEW_ATTRIBUTES
+    if isinstance(expr, ast.Subscript):
+        return isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str)
+    return False
 
 
 def _is_fresh(ctx, expr) -> bool:
@@ -270,6 +284,10 @@ def check(ctx):
             if seen is None:
                 continue
             who, read_later = seen
+            if op in CAST_METHODS and not read_later:
+                # A cast aliases only when nothing needs converting; authors usually know the dtypes
+                # differ. Report it only where this function would see the aliasing itself.
+                continue
             reported.add(id(call))
             yield Finding(
                 mutation.node,

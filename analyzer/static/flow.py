@@ -17,6 +17,14 @@ _INPLACE = re.compile(r"^[a-z][a-z0-9_]*[a-z0-9]_$")
 # Trailing-underscore methods that change flags or storage bookkeeping, not the tensor's values.
 NOT_DATA_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream_", "pin_memory_"})
 
+# Reading these attributes reads a tensor's metadata, not its values: such a read observes no write.
+METADATA_READS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout", "size", "dim", "numel",
+                            "requires_grad", "is_floating_point", "is_contiguous", "stride"})
+
+# In-place methods that overwrite every element without reading the old ones: `x.copy_(y)` is no read of x.
+OVERWRITES = frozenset({"copy_", "fill_", "zero_", "set_", "normal_", "uniform_", "random_", "bernoulli_",
+                        "exponential_", "geometric_", "cauchy_", "log_normal_"})
+
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
@@ -58,6 +66,11 @@ class FunctionFacts:
     aug_names: set[str] = field(default_factory=set)
     attribute_uses: dict[str, list[ast.Attribute]] = field(default_factory=dict)  # name -> name.attr nodes
     subscript_uses: set[str] = field(default_factory=set)
+    # (body start, body end, orelse start, orelse end) of every if/else: the two sides exclude each other
+    branches: list[tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int]]] = field(
+        default_factory=list
+    )
+    returns: list[tuple[tuple[int, int], tuple[int, int]]] = field(default_factory=list)  # return/raise spans
 
     # -- queries ---------------------------------------------------------------------------------
     def is_local(self, name: str) -> bool:
@@ -74,15 +87,29 @@ class FunctionFacts:
             return "param"
         return "unknown" if items else None
 
-    def read_after(self, name: str, after: tuple[int, int], loop: ast.AST | None = None) -> bool:
-        """Is ``name``'s current value read after ``after`` (before it is rebound), or anywhere in ``loop``?"""
+    def read_after(
+        self, name: str, after: tuple[int, int], loop: ast.AST | None = None, since: tuple[int, int] | None = None
+    ) -> bool:
+        """Is the value ``name`` held at ``since`` still read after ``after`` (or anywhere in ``loop``)?
+
+        A rebinding of ``name`` between ``since`` and ``after`` (``x = x.reshape(...)``) means later reads
+        see another value.
+        """
         loads = self.loads.get(name, ())
         stores = [b.pos for b in self.bindings.get(name, ())]
+        if since is not None:
+            k = bisect.bisect_right(stores, since)
+            if k < len(stores) and stores[k] <= after:
+                return False
         j = bisect.bisect_right(stores, after)
         next_store = stores[j] if j < len(stores) else (1 << 30, 0)
         i = bisect.bisect_right(loads, after)
-        if i < len(loads) and loads[i] < next_store:
-            return True
+        exits = self._ends_path(after)
+        if not exits:
+            while i < len(loads) and loads[i] < next_store:
+                if self.reachable(after, loads[i]):
+                    return True
+                i += 1
         if loop is not None:
             span_start, span_end = (loop.lineno, loop.col_offset), (loop.end_lineno, loop.end_col_offset)
             rebound_in_loop = any(span_start <= p <= span_end for p in stores)
@@ -91,6 +118,21 @@ class FunctionFacts:
                 if k < len(loads) and loads[k] <= span_end:
                     return True
         return False
+
+    def reachable(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
+        """Can execution get from position ``a`` to the later position ``b`` (ignoring loops)?"""
+        return not any(_exclusive(a, b, br) for br in self.branches)
+
+    def _ends_path(self, pos: tuple[int, int]) -> bool:
+        """Is ``pos`` inside a return/raise statement (nothing after it runs)?"""
+        return any(start <= pos <= stop for start, stop in self.returns)
+
+
+def _exclusive(a, b, branch) -> bool:
+    body_start, body_end, else_start, else_end = branch
+    a_body, b_body = body_start <= a <= body_end, body_start <= b <= body_end
+    a_else, b_else = else_start <= a <= else_end, else_start <= b <= else_end
+    return (a_body and b_else) or (a_else and b_body)
 
 
 def _end(node) -> tuple[int, int]:
@@ -137,11 +179,12 @@ def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> Fu
     # (node, enclosing statement, innermost loop, nested: inside a nested def/lambda/class)
     work = [(s, s, None, False) for s in reversed(body)]
     loads = facts.loads
+    not_reads: set[int] = set()  # Name nodes that are only written (`x` in `x.copy_(y)`)
     while work:
         node, stmt, loop, nested = work.pop()
         t = type(node)
         if t is ast.Name:
-            if isinstance(node.ctx, ast.Load):
+            if isinstance(node.ctx, ast.Load) and id(node) not in not_reads:
                 loads.setdefault(node.id, []).append((node.lineno, node.col_offset))
             continue
         if isinstance(node, ast.stmt):
@@ -180,6 +223,12 @@ def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> Fu
                                 )
                 elif t is ast.If or t is ast.While:
                     facts.tests.append(("if" if t is ast.If else "while", node.test))
+                    if t is ast.If and node.orelse:
+                        facts.branches.append(
+                            (_start(node.body[0]), _end(node.body[-1]), _start(node.orelse[0]), _end(node.orelse[-1]))
+                        )
+                elif t is ast.Return or t is ast.Raise:
+                    facts.returns.append((_start(node), _end(node)))
                 elif t is ast.Assert:
                     facts.tests.append(("assert", node.test))
                 elif t is ast.Delete:
@@ -200,12 +249,16 @@ def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> Fu
                 func_expr = node.func
                 if isinstance(func_expr, ast.Attribute) and is_inplace_method(func_expr.attr):
                     facts.mutations.append(Mutation("method", func_expr.value, node, stmt, loop, func_expr.attr))
+                    if func_expr.attr in OVERWRITES and isinstance(func_expr.value, ast.Name):
+                        not_reads.add(id(func_expr.value))
                 for kw in node.keywords:
                     if kw.arg == "out":
                         facts.mutations.append(Mutation("out", kw.value, kw.value, stmt, loop))
             elif t is ast.Attribute:
                 if isinstance(node.value, ast.Name):
                     facts.attribute_uses.setdefault(node.value.id, []).append(node)
+                    if node.attr in METADATA_READS:
+                        continue  # `x.dtype` reads no values of x
             elif t is ast.Subscript:
                 if isinstance(node.value, ast.Name):
                     facts.subscript_uses.add(node.value.id)

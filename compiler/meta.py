@@ -11,7 +11,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .errors import DataDependentError, DeviceMismatchError
-from .proxies import TensorProxy
+from .proxies import OpaqueProxy, TensorProxy
 
 # Ops where eager PyTorch lets tensors on different devices meet (the result lives on the first's).
 CROSS_DEVICE_OK = {"Tensor.copy_", "Tensor.__setitem__", "Tensor.__getitem__", "Tensor.index_put_",
@@ -69,7 +69,7 @@ def run_on_meta(fn, args, kwargs, device):
         if isinstance(x, TensorProxy):
             by_id[id(x.meta)] = x
             return x.meta
-        if isinstance(x, torch.Generator):
+        if isinstance(x, (torch.Generator, OpaqueProxy)):
             return None  # meta ops draw no random numbers
         return x
 
@@ -91,7 +91,8 @@ def run_on_meta(fn, args, kwargs, device):
 
     def wrap(m):
         if isinstance(m, torch.Tensor):
-            return by_id.get(id(m)) or _new_proxy(m, device)
+            p = by_id.get(id(m))  # an in-place op returns its input: the same proxy
+            return p if p is not None else _new_proxy(m, device)
         return m
 
     return pytree.tree_map(wrap, mout)

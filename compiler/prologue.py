@@ -14,12 +14,12 @@ import torch
 
 from .errors import UnsupportedInputError
 from .meta import meta_like
-from .proxies import FloatProxy, IntegerProxy, TensorProxy
+from .proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
 from .symbols import BoundSymbol, Symbol, Tag
 from .trace import Trace
 
 SUPPORTED_INPUTS = ("torch.Tensor, nn.Parameter, int, float, bool, complex, str, None, torch.dtype, "
-                    "torch.device, slice, and tuple/list/dict (str keys) of these")
+                    "torch.device, slice, torch.Generator, and tuple/list/dict (str keys) of these")
 
 
 def _guard(name: str, printer) -> Symbol:
@@ -66,6 +66,11 @@ def _print_tensor(bsym, trace):
     return _fail_if(" or ".join(conds))
 
 
+def _print_generator(bsym, trace):
+    name, g = bsym.args
+    return _fail_if(f"type({name}) is not torch.Generator or {name}.device != {trace.const_expr(g.device)}")
+
+
 def _print_value(bsym, trace):
     name, value = bsym.args
     if isinstance(value, bool) or value is None:
@@ -98,6 +103,7 @@ UNPACK = _guard("unpack", _print_unpack)
 CHECK_STRUCTURE = _guard("check_structure", _print_structure)
 CHECK_TENSOR = _guard("check_tensor", _print_tensor)
 CHECK_VALUE = _guard("check_value", _print_value)
+CHECK_GENERATOR = _guard("check_generator", _print_generator)
 CHECK_MODULE_FLAG = _guard("check_module_training", _print_module_flag)
 CHECK_GLOBAL_STATE = _guard("check_global_state", _print_globals)
 RETURN_INPUTS = _guard("return_inputs", _print_return)
@@ -151,6 +157,15 @@ class PrologueBuilder:
             self._emit(CHECK_VALUE, var, x)
             name = self.state.trace.new_name("i" if t is int else "f")
             return (IntegerProxy if t is int else FloatProxy)(name, x)
+        if t is torch.Generator:
+            var = self._var()
+            self._emit(UNPACK, var, source)
+            self._emit(CHECK_GENERATOR, var, x)
+            p = OpaqueProxy(self.state.trace.new_name("g"), x, origin)
+            self.state.inputs.append(p)
+            self.state.opaque[id(x)] = p  # torch's argument parser wants the real object; ops record the proxy
+            self.input_names.append(var)
+            return x
         if t in (tuple, list):
             var = self._var()
             self._emit(UNPACK, var, source)

@@ -10,7 +10,12 @@ record operations on them instead.
 """
 from __future__ import annotations
 
+import operator
+
 import torch
+
+# Tensor properties that are ops (views): dispatched through these getters, registered in the torch table.
+PROPERTY_GETTERS = {n: operator.attrgetter(n) for n in ("T", "mT", "H", "mH", "real", "imag")}
 
 # Set by compiler.torchlang on import; proxies call it for every torch function/method/operator.
 DISPATCH = None
@@ -46,8 +51,12 @@ class TensorProxy(Proxy):
     is_cpu = property(lambda self: self.device.type == "cpu")
     is_meta = property(lambda self: self.device.type == "meta")
     layout = property(lambda self: self.meta.layout)
-    T = property(lambda self: _dispatch(torch.Tensor.permute, (self, *reversed(range(self.ndim)))))
-    mT = property(lambda self: _dispatch(torch.Tensor.transpose, (self, -2, -1)))
+    T = property(lambda self: _dispatch(PROPERTY_GETTERS["T"], (self,)))
+    mT = property(lambda self: _dispatch(PROPERTY_GETTERS["mT"], (self,)))
+    H = property(lambda self: _dispatch(PROPERTY_GETTERS["H"], (self,)))
+    mH = property(lambda self: _dispatch(PROPERTY_GETTERS["mH"], (self,)))
+    real = property(lambda self: _dispatch(PROPERTY_GETTERS["real"], (self,)))
+    imag = property(lambda self: _dispatch(PROPERTY_GETTERS["imag"], (self,)))
 
     def size(self, dim=None):
         return self.meta.size() if dim is None else self.meta.size(dim)
@@ -181,6 +190,19 @@ def _setitem(self, key, value):
 
 
 TensorProxy.__setitem__ = _setitem
+
+
+class OpaqueProxy(Proxy):
+    """An input passed to the computation by reference, untouched (a torch.Generator): a parameter of the
+    trace, fetched fresh by the prologue on every call so that its state is the caller's."""
+
+    __slots__ = ("name", "value", "origin")
+
+    def __init__(self, name: str, value, origin: str):
+        self.name, self.value, self.origin = name, value, origin
+
+    def __repr__(self):
+        return f"<OpaqueProxy {self.name} {type(self.value).__qualname__}>"
 
 
 class NumberProxy:

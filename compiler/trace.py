@@ -10,8 +10,8 @@ import torch
 from torch.utils import _pytree as pytree
 
 from . import events as ev
-from .errors import CompilerError, DataDependentError, DeviceMismatchError, UnsupportedOpError
-from .proxies import FloatProxy, IntegerProxy, TensorProxy
+from .errors import CompilerError, UnsupportedInputError
+from .proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
 from .source import user_location
 from .symbols import BoundSymbol, Symbol, Tag
 
@@ -88,7 +88,7 @@ class Trace:
         return name
 
     def expr(self, x) -> str:
-        if isinstance(x, TensorProxy):
+        if isinstance(x, (TensorProxy, OpaqueProxy)):
             return x.name
         if type(x) is tuple:
             inner = ", ".join(self.expr(i) for i in x)
@@ -118,7 +118,7 @@ class Trace:
         lines = []
         if self.header and with_comments:
             lines.append(f"# {self.header}")
-        params = ", ".join(a.name if isinstance(a, TensorProxy) else str(a) for a in self.args)
+        params = ", ".join(a.name if isinstance(a, (TensorProxy, OpaqueProxy)) else str(a) for a in self.args)
         lines.append(f"def {self.name}({params}):")
         if self.extra_lines is not None:
             lines += ["  " + ln for ln in self.extra_lines]
@@ -184,7 +184,8 @@ class TracingState:
         self.observers = list(observers)
         self.events: list[ev.Event] = []
         self.captured: list[tuple[torch.Tensor, TensorProxy]] = []
-        self.inputs: list[TensorProxy] = []
+        self.inputs: list = []  # TensorProxy and OpaqueProxy parameters of the computation, in order
+        self.opaque: dict[int, OpaqueProxy] = {}  # id(real object) -> its proxy (generators)
         self.decompose = decompose
         self.may_view_origin: dict[str, BoundSymbol] = {}
         self.current_location = None
@@ -225,6 +226,12 @@ class TracingState:
                 return v.value
             if isinstance(v, torch.Tensor):
                 return self.capture(v)
+            if isinstance(v, torch.Generator):
+                p = self.opaque.get(id(v))
+                if p is None:
+                    raise UnsupportedInputError("a torch.Generator that is not an argument of the jitted function "
+                                                "(global or closure) is used; pass it as an argument")
+                return p
             return v
 
         return pytree.tree_map(f, x)
@@ -358,6 +365,6 @@ def _input_reached(state: TracingState, target: TensorProxy):
     """The input proxy whose memory `target` is (or views), judged from the meta tensors' view bases."""
     base = target.meta._base if target.meta._base is not None else target.meta
     for p in state.inputs:
-        if p.meta is base or p.meta is target.meta:
+        if isinstance(p, TensorProxy) and p.meta is base or p.meta is target.meta:
             return p
     return None

@@ -54,6 +54,19 @@ def register(qualname: str, tags: Tag = Tag.NONE, *, meta=None, decomposition=No
     return sym
 
 
+def register_property(attr: str, tags: Tag = Tag.NONE) -> Symbol:
+    """A tensor property that computes (x.mT): its symbol prints and runs as the attribute read itself."""
+    getter = proxies.PROPERTY_GETTERS[attr]
+
+    def printer(bsym, trace):
+        return [f"{bsym.output.name} = {trace.expr(bsym.args[0])}.{attr}"]
+
+    sym = Symbol(f"Tensor.{attr}", getter, tags, generic_meta, printer=printer)
+    TORCH_SYMBOLS[getter] = sym
+    _BY_NAME[sym.name] = sym
+    return sym
+
+
 def symbol_for(name: str) -> Symbol:
     """The symbol printed as `name` ("torch.add", "Tensor.reshape", "F.linear")."""
     return _BY_NAME[name]

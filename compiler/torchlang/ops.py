@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..meta import to_meta
 from ..symbols import Tag
 from . import decompositions as D
-from . import register
+from . import register, register_property
 
 I, V, MV, R, C = Tag.INPLACE, Tag.RETURNS_VIEW, Tag.MAY_RETURN_VIEW, Tag.RANDOM, Tag.CREATION
 
@@ -109,6 +109,10 @@ for n in ("view view_as permute transpose swapaxes swapdims t expand expand_as s
 for n in ("transpose_", "t_", "squeeze_", "unsqueeze_", "detach_", "as_strided_"):
     register(f"torch.Tensor.{n}", I)
 register("torch.Tensor.__getitem__", V)  # basic indexing views; tensor indices copy (the meta tensor knows)
+
+# ---- tensor properties that are ops (x.T, x.mT, ...): printed as attribute reads ----
+for _n in ("T", "mT", "H", "mH", "real", "imag"):
+    register_property(_n, V)
 
 # ---- views: a view or a copy depending on the layout (TL101) ----
 for n in "reshape flatten ravel".split():

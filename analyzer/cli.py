@@ -185,7 +185,7 @@ def _plural(n: int, word: str) -> str:
 def summary_lines(diagnostics: list[Diagnostic], *, fixed: int | None, unsafe_fixes: bool) -> list[str]:
     lines = []
     n = len(diagnostics)
-    if fixed is not None:
+    if fixed:
         lines.append(f"Found {_plural(n + fixed, 'error')} ({fixed} fixed, {n} remaining).")
     elif n:
         lines.append(f"Found {_plural(n, 'error')}.")
@@ -383,7 +383,10 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
         _emit(args, "".join(diffs))
         if not args.quiet and not args.output_file:
             n = sum(len(r.applied) for r in result.files)
-            print(f"Would fix {_plural(n, 'error')} in {_plural(len(diffs), 'file')}.", file=sys.stderr)
+            if diffs:
+                print(f"Would fix {_plural(n, 'error')} in {_plural(len(diffs), 'file')}.", file=sys.stderr)
+            else:
+                print("No fixes to apply.", file=sys.stderr)
         if errors:
             return EXIT_ERROR
         return EXIT_FINDINGS if diffs and not args.exit_zero else EXIT_CLEAN

@@ -1,0 +1,202 @@
+"""The runner (serial and process pool), the results cache, the Python API and the progress bar."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import pytest
+
+import analyzer
+from analyzer import runner as runner_mod
+from analyzer import static
+from analyzer.cache import ResultCache, settings_key
+from analyzer.progress import ProgressBar
+from analyzer.runner import Settings, run
+from cli_helpers import CLEAN_SRC, SYNTAX_ERROR_SRC, TL101_SRC, write
+
+
+def make_tree(root, n=40):
+    paths = []
+    for i in range(n):
+        src = (TL101_SRC, CLEAN_SRC, SYNTAX_ERROR_SRC)[i % 3]
+        paths.append(str(write(root / f"pkg{i % 4}" / f"m{i:03}.py", src)))
+    return paths
+
+
+def as_json(diagnostics):
+    return [d.to_json() for d in diagnostics]
+
+
+def test_pool_and_serial_give_identical_results(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path)]
+    serial = run(paths, Settings(), jobs=1)
+    pooled = run(paths, Settings(), jobs=2)
+    assert not serial.errors and not pooled.errors
+    assert as_json(pooled.diagnostics) == as_json(serial.diagnostics)
+    assert len([d for d in serial.diagnostics if d.code == "TL101"]) == 14
+    assert len([d for d in serial.diagnostics if d.code == "TL001"]) == 13
+
+
+def counting_engine(monkeypatch):
+    calls = []
+    real = static.lint_source
+
+    def counted(text, path="<string>", **kw):
+        calls.append(path)
+        return real(text, path, **kw)
+
+    monkeypatch.setattr(static, "lint_source", counted)
+    return calls
+
+
+def test_cache_answers_unchanged_files_and_relints_changed_ones(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=12)]
+    settings = Settings()
+    key = settings_key("test", settings)
+    cold_cache = ResultCache(tmp_path / "cache", key).load()
+    cold = run(paths, settings, jobs=1, cache=cold_cache)
+    assert cold.cache_hits == 0
+    assert cold_cache.save() is None and cold_cache.file.exists()
+
+    calls = counting_engine(monkeypatch)
+    warm = run(paths, settings, jobs=1, cache=ResultCache(tmp_path / "cache", key).load())
+    assert warm.cache_hits == 12 and calls == []
+    assert as_json(warm.diagnostics) == as_json(cold.diagnostics)
+
+    # Same size, same mtime granularity is irrelevant: the content hash decides.
+    write(tmp_path / paths[1], TL101_SRC)  # was clean, now has a finding
+    calls.clear()
+    changed = run(paths, settings, jobs=1, cache=ResultCache(tmp_path / "cache", key).load())
+    assert calls == [paths[1]] and changed.cache_hits == 11
+    assert any(d.path == paths[1] and d.code == "TL101" for d in changed.diagnostics)
+
+
+def test_cache_key_changes_with_settings_and_version():
+    base = settings_key("1", Settings())
+    assert settings_key("1", Settings()) == base
+    assert settings_key("2", Settings()) != base
+    assert settings_key("1", Settings(ignore=("TL101",))) != base
+    assert settings_key("1", Settings(jit_decorators=("my_jit",))) != base
+    assert settings_key("1", Settings(per_file_ignores=(("a.py", ("TL1",)),))) != base
+
+
+def test_damaged_cache_file_is_ignored(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=6)]
+    key = settings_key("test", Settings())
+    cache = ResultCache(tmp_path / "cache", key)
+    cache.directory.mkdir()
+    cache.file.write_bytes(b"\x80\x05not a pickle at all")
+    result = run(paths, Settings(), jobs=1, cache=cache.load())
+    assert result.cache_hits == 0 and len(result.diagnostics) == 4
+    assert cache.save() is None
+    assert ResultCache(tmp_path / "cache", key).load().entries.keys() == {os.path.abspath(p) for p in paths}
+
+
+def test_cli_warm_run_uses_the_cache_and_no_cache_writes_nothing(cli, tmp_path, monkeypatch):
+    make_tree(tmp_path, n=9)
+    first = cli(".", "--format", "json", "-j", "1")
+    cache_dir = tmp_path / ".cache-under-test"
+    assert list(cache_dir.glob("results-*.pickle"))
+    assert (cache_dir / ".gitignore").read_text().strip().endswith("*")
+    calls = counting_engine(monkeypatch)
+    second = cli(".", "--format", "json", "-j", "1")
+    assert second.out == first.out and calls == []
+    for f in cache_dir.iterdir():
+        f.unlink()
+    third = cli(".", "--format", "json", "-j", "1", "--no-cache")
+    assert third.out == first.out and len(calls) == 9
+    assert not list(cache_dir.iterdir())
+
+
+def test_a_dying_worker_does_not_lose_files(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=30)]
+    parent = os.getpid()
+    real = runner_mod.process_file
+
+    def fragile(path, settings, known):
+        if os.getpid() != parent and path.endswith("m007.py"):
+            os._exit(3)  # a crash in a worker (as if killed or out of memory)
+        return real(path, settings, known)
+
+    monkeypatch.setattr(runner_mod, "process_file", fragile)
+    result = run(paths, Settings(), jobs=2)
+    expected = run(paths, Settings(), jobs=1)
+    assert any("worker process died" in e for e in result.errors)
+    assert as_json(result.diagnostics) == as_json(expected.diagnostics)
+
+
+def test_engine_exception_is_reported_per_file_and_the_run_goes_on(cli, tmp_path, monkeypatch):
+    write(tmp_path / "a.py", TL101_SRC)
+    write(tmp_path / "b.py", TL101_SRC)
+    real = static.lint_source
+
+    def flaky(text, path="<string>", **kw):
+        if path.endswith("a.py"):
+            raise RuntimeError("boom")
+        return real(text, path, **kw)
+
+    monkeypatch.setattr(static, "lint_source", flaky)
+    r = cli(".", "--format", "json", "-j", "1", "--no-cache")
+    assert r.code == 2
+    assert "a.py: internal error while linting: RuntimeError: boom" in r.err
+    assert [d["path"] for d in json.loads(r.out)] == ["b.py"]
+
+
+def test_python_api(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_tree(tmp_path, n=6)
+    write(tmp_path / "pyproject.toml", '[tool.thunder-lint]\nignore = ["TL001"]\n')  # TL001 stays on anyway
+    found = analyzer.lint_paths(".", cache=False)
+    assert sorted({d.code for d in found}) == ["TL001", "TL101"]
+    assert analyzer.lint_paths(["."], select=["TL2"], cache=False) == [d for d in found if d.code == "TL001"]
+    assert analyzer.lint_paths(".", ignore=["TL101"], jobs=1) == [d for d in found if d.code != "TL101"]
+    assert {d.code for d in analyzer.lint_paths(".", config={"ignore": ["TL1"]}, cache=False)} == {"TL001"}
+    assert [d.code for d in analyzer.lint_paths("missing.py", cache=False)] == ["TL002"]
+    assert analyzer.lint_source(TL101_SRC)[0].code == "TL101"
+    assert analyzer.fix_source(TL101_SRC) == TL101_SRC  # TL101's fixes are unsafe
+    assert analyzer.fix_source(TL101_SRC, unsafe_fixes=True) == TL101_SRC.replace("x.reshape(-1)", "x.view(-1)")
+    for name in ("Diagnostic", "Fix", "Edit", "Severity"):
+        assert hasattr(analyzer, name)
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_only_on_a_terminal_and_only_when_slow():
+    tty = FakeTTY()
+    bar = ProgressBar(tty, show_after=0.0)
+    for i in range(1, 11):
+        bar(i, 10)
+    assert "10/10 files" in tty.getvalue() and "[####" in tty.getvalue()
+    bar.close()
+    assert tty.getvalue().endswith("\r")
+    quick = FakeTTY()
+    ProgressBar(quick, show_after=60.0)(5, 10)
+    assert quick.getvalue() == ""
+    pipe = io.StringIO()
+    ProgressBar(pipe, show_after=0.0)(5, 10)
+    assert pipe.getvalue() == ""
+
+
+def test_version_matches_pyproject():
+    import tomllib
+
+    from analyzer.version import __version__
+
+    with open(os.path.join(os.path.dirname(os.path.dirname(analyzer.__file__)), "pyproject.toml"), "rb") as f:
+        assert tomllib.load(f)["project"]["version"] == __version__
+
+
+@pytest.mark.parametrize("jobs", ["0", "2"])
+def test_jobs_option(cli, tmp_path, jobs):
+    make_tree(tmp_path, n=30)
+    r = cli(".", "--format", "json", "-j", jobs, "--no-cache")
+    assert r.code == 1 and len(json.loads(r.out)) == 20

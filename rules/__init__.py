@@ -11,6 +11,7 @@ from . import (
     tl002_unreadable_file,
     tl101_reshape_inplace,
     tl102_view_inplace_input,
+    tl103_inplace_alias_hazard,
     tl201_global_capture,
     tl202_closure_capture,
     tl203_captured_write,
@@ -25,6 +26,7 @@ _MODULES = (
     tl002_unreadable_file,
     tl101_reshape_inplace,
     tl102_view_inplace_input,
+    tl103_inplace_alias_hazard,
     tl201_global_capture,
     tl202_closure_capture,
     tl203_captured_write,
@@ -36,7 +38,7 @@ _MODULES = (
 RULES: dict[str, RuleInfo] = {m.INFO.code: m.INFO for m in sorted(_MODULES, key=lambda m: m.INFO.code)}
 STATIC_CHECKS = {m.INFO.code: m.check for m in _MODULES if hasattr(m, "check")}
 # The rules whose checks only look at jitted functions (the engine skips them when a file has none).
-JIT_ONLY = frozenset({"TL102", "TL201", "TL202", "TL203", "TL204", "TL301", "TL302"})
+JIT_ONLY = frozenset({"TL102", "TL103", "TL201", "TL202", "TL203", "TL204", "TL301", "TL302"})
 
 
 def render_docs(code: str) -> str:

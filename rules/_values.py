@@ -47,7 +47,9 @@ class Values:
             uses = facts.attribute_uses.get(p, [])
             if any(t in ann for t in _TENSOR_ANNOTATIONS) or any(
                 u.attr in METADATA_ATTRIBUTES or u.attr in METADATA_METHODS or u.attr in ("sum", "mean", "any", "all",
-                "item", "tolist", "max", "min", "abs", "view", "reshape", "float", "to") for u in uses
+                "item", "tolist", "max", "min", "abs", "view", "reshape", "float", "to", "sum", "transpose", "permute", "t",
+                "contiguous", "clone", "detach", "unsqueeze", "squeeze", "matmul", "softmax", "flatten", "expand")
+                or (u.attr.endswith("_") and not u.attr.startswith("_")) for u in uses
             ):
                 self.tensors.add(p)
                 continue

@@ -81,6 +81,8 @@ aliasing and the view comes first.
         "import torch\ndef f(n):\n    t = torch.zeros(n, n)\n    y = t.reshape(-1)\n    y[0] = 1\n    return y\n",
         # NumPy: flatten always copies
         "import numpy as np\nimport torch\ndef f(a):\n    arr = np.asarray(a)\n    flat = arr.flatten()\n    flat[0] = 0\n    return arr\n",
+        # a cast whose input is not read again: authors cast to change the dtype
+        "import torch\ndef f(image):\n    return image.to(torch.float32).mul_(1 / 255)\n",
         # the name is rebound before the write
         "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y = y * 2\n    y.add_(1)\n    return y\n",
     ],
@@ -90,7 +92,8 @@ aliasing and the view comes first.
         "import torch\ndef f(x, s):\n    y = torch.reshape(x, s)\n    y += 1\n    return y\n",
         "import torch\ndef f(n):\n    t = torch.zeros(n, n)\n    y = t.reshape(-1)\n    y[0] = 1\n    return t\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        torch.add(x, 1, out=self.buf.reshape(-1))\n        return x\n",
-        "import torch\ndef f(x):\n    h = x.float()\n    h.mul_(0.5)\n    return h\n",
+        # a cast returns `self` when x is already float: x is read after the write
+        "import torch\ndef f(x):\n    h = x.float()\n    h.mul_(0.5)\n    return x + h\n",
     ],
 )
 
@@ -261,7 +264,8 @@ INPLACE_TEXT = re.compile(r"[a-z0-9]_\s*\(|[-+*/%@&|^]=|<<=|>>=|\]\s*=[^=]|\bout
 
 
 def check(ctx):
-    if "torch" not in ctx.source.text:
+    text = ctx.source.text
+    if "torch" not in text and "thunder" not in text and "Tensor" not in text:
         return  # no PyTorch in this file: reshape/flatten here are NumPy's or someone else's
     maybe_view_lines = ctx.text_lines(MAYBE_VIEW_TEXT)
     if not maybe_view_lines:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from ._torch_api import VIEW_ATTRIBUTES, VIEW_METHODS, is_basic_index, start, written_tensor
+from ._values import Values
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(
@@ -58,7 +59,7 @@ There is no automatic fix: whether the caller relies on the mutation is a design
     invalid=[
         "import thunder\n@thunder.jit\ndef f(x):\n    row = x[0]\n    row.zero_()\n    return x.sum()\n",
         "import torch\ndef f(x):\n    x.transpose(0, 1).mul_(2)\n    return x\ng = torch.compile(f)\n",
-        "import thunder\n@thunder.jit\ndef f(x):\n    x[0] += 1\n    return x\n",
+        "import thunder, torch\n@thunder.jit\ndef f(x: torch.Tensor):\n    x[0] += 1\n    return x\n",
     ],
 )
 
@@ -100,6 +101,8 @@ def check(ctx):
             arg = _view_of_argument(facts, written, pos, through)
             if arg is None:
                 continue
+            if through and arg not in Values(ctx, target.info, facts).tensors:
+                continue  # `xs[0] += 1` on a list argument is no tensor view
             yield Finding(
                 mutation.node,
                 f"in-place write through a view of the input `{arg}` inside a jitted function: the caller's "

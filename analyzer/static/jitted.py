@@ -54,10 +54,8 @@ class JitMatcher:
             return False
         if name in self.dotted:
             return True
-        # A configured bare name matches the decorator however it was imported.
-        return bool(self.bare) and name.rsplit(".", 1)[-1] in self.bare and (
-            isinstance(expr, ast.Name) or name in self.bare
-        )
+        # A configured bare name matches the decorator however it was imported or qualified.
+        return name.rsplit(".", 1)[-1] in self.bare
 
     def jit_call_options(self, call: ast.Call) -> tuple[bool, list[ast.keyword]] | None:
         """For ``jit(...)`` or ``partial(jit, ...)``: (is jit, its keywords); None when not a jit."""

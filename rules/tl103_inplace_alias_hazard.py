@@ -1,0 +1,98 @@
+"""TL103 inplace-alias-hazard: a jitted function writes into an input in place and reads it again."""
+
+from __future__ import annotations
+
+import ast
+
+from ._torch_api import end, start, written_tensor
+from ._values import Values
+from .base import Finding, RuleInfo
+
+INFO = RuleInfo(
+    code="TL103",
+    name="inplace-alias-hazard",
+    severity="warning",
+    summary="A jitted function writes an input in place and then reads it again (or writes it twice).",
+    docs="""\
+## What it does
+Inside a jitted function, reports an in-place write into a function argument (`q.index_copy_(...)`,
+`k += v`, `out=q`) when the same argument is read again, or written again, later in the function. The
+trace check of this rule sees the exact fusion regions; the static check reports the source pattern
+that creates them.
+
+## Why is this bad?
+A compiler functionalizes the write (computes a new tensor) and copies the result back into the input
+buffer at some point of the fused region. Reads of the input after the write must see the new values,
+and two write-backs into one buffer must happen in order. When the compiler reorders the copy-back, or
+lets the copy's destination alias its source, a later read sees the wrong memory (lightning-thunder #1193:
+`q.index_copy_` followed by attention over `q`).
+
+## Example
+```python
+@partial(thunder.jit, disable_inplace_copy_check=True)
+def f(q, k, v, mask, idx, src):
+    q.index_copy_(2, idx, src)
+    k.index_copy_(2, idx, src)
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, mask)
+```
+
+## Use instead
+Use the out-of-place op and the new tensor:
+```python
+@thunder.jit
+def f(q, k, v, mask, idx, src):
+    q2 = q.index_copy(2, idx, src)
+    k2 = k.index_copy(2, idx, src)
+    return torch.nn.functional.scaled_dot_product_attention(q2, k2, v, mask)
+```
+
+## Fix safety
+There is no automatic fix.
+
+## References
+- [lightning-thunder #1193: prims.copy_to_out_](https://github.com/Lightning-AI/lightning-thunder/pull/1193)
+""",
+    valid=[
+        "import thunder, torch\n@thunder.jit\ndef f(q, idx, src):\n    q2 = q.index_copy(2, idx, src)\n    return q2.sum()\n",
+        # written once and never read again
+        "import thunder\n@thunder.jit\ndef f(x, y):\n    x.add_(y)\n",
+        # not jitted
+        "import torch\ndef f(q, idx, src):\n    q.index_copy_(2, idx, src)\n    return q.sum()\n",
+    ],
+    invalid=[
+        "import torch\nimport thunder\nfrom functools import partial\n\n"
+        "@partial(thunder.jit, disable_inplace_copy_check=True)\ndef f(q, k, v, mask, idx, src):\n"
+        "    q.index_copy_(2, idx, src)\n    k.index_copy_(2, idx, src)\n"
+        "    return torch.nn.functional.scaled_dot_product_attention(q, k, v, mask)\n",
+        "import torch\n@torch.compile\ndef f(x, y):\n    x += y\n    x.mul_(2)\n",
+    ],
+)
+
+
+def check(ctx):
+    for target in ctx.jitted:
+        facts = ctx.facts(target.info.node)
+        values = None
+        reported = set()
+        for mutation in facts.mutations:
+            written = written_tensor(ctx, facts, mutation)
+            if not isinstance(written, ast.Name) or written.id in reported or written.id in ("self", "cls"):
+                continue
+            if facts.binding_at(written.id, start(mutation.node)) != "param":
+                continue
+            if mutation.kind == "setitem" and isinstance(mutation.stmt, ast.AugAssign):
+                continue  # `x[i] += v` writes through the view x[i]: TL102's finding
+            name = written.id
+            if mutation.kind == "augassign":
+                values = values or Values(ctx, target.info, facts)
+                if name not in values.tensors:
+                    continue  # `n += 1` on a Python number rebinds, it writes nothing
+            if not facts.read_after(name, end(mutation.stmt), mutation.loop):
+                continue
+            reported.add(name)
+            yield Finding(
+                mutation.node,
+                f"in-place write into the input `{name}` of jitted function `{target.info.name}`, which is used "
+                f"again afterwards: the compiler must copy the result back into `{name}` before that use, and "
+                f"reordered or aliased write-backs make it read the wrong memory",
+            )

@@ -9,6 +9,7 @@ stays as written.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -49,29 +50,51 @@ def build_fixes(text: str, spans_and_requests) -> list[tuple[Fix, ...]]:
         if isinstance(node, cst.BaseExpression):
             key = (rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1)
             by_span.setdefault(key, node)
-    empty = cst.Module([])
+    offsets = _line_offsets(text)
     for i, (_, requests) in enumerate(spans_and_requests):
         fixes = []
         for req in requests:
-            target_span = req.target_span
-            node = by_span.get(target_span)
+            node = by_span.get(req.target_span)
             if node is None:
                 continue
             try:
                 new = req.request.rewrite(node)
                 if new is None:
                     continue
-                content = empty.code_for_node(new)
-                ast.parse(content, mode="eval")  # the replacement alone must be a valid expression
+                # Render the whole module with the node replaced, so indentation and comments inside the
+                # node come out exactly as the surrounding code has them; the edit is the changed part.
+                new_text = module.deep_replace(node, new).code
+                ast.parse(new_text)
             except Exception:
                 continue
-            line, col, end_line, end_col = target_span
-            fixes.append(
-                Fix(req.request.title, Applicability(req.request.applicability),
-                    (Edit(line, col, end_line, end_col, content),))
-            )
+            edit = _minimal_edit(text, new_text, offsets)
+            if edit is None:
+                continue
+            fixes.append(Fix(req.request.title, Applicability(req.request.applicability), (edit,)))
         out[i] = tuple(fixes)
     return out
+
+
+def _minimal_edit(old: str, new: str, offsets: list[int]) -> Edit | None:
+    """One Edit turning ``old`` into ``new``: the span between their common prefix and common suffix."""
+    if old == new:
+        return None
+    limit = min(len(old), len(new))
+    prefix = 0
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
+        suffix += 1
+    start, stop = prefix, len(old) - suffix
+    line, col = _position(start, offsets)
+    end_line, end_col = _position(stop, offsets)
+    return Edit(line, col, end_line, end_col, new[prefix : len(new) - suffix])
+
+
+def _position(offset: int, offsets: list[int]) -> tuple[int, int]:
+    line = bisect.bisect_right(offsets, offset)
+    return line, offset - offsets[line - 1] + 1
 
 
 @dataclass(frozen=True)

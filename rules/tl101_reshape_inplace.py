@@ -382,7 +382,8 @@ def _flatten_to_view(is_function, start_dim, end_dim):
 
         tensor = node.args[0].value if is_function else node.func.value
         if start_dim == 0 and end_dim == -1:
-            return cst.Call(func=cst.Attribute(value=tensor, attr=cst.Name("view")), args=[cst.Arg(cst.Integer("-1"))])
+            minus_one = cst.UnaryOperation(operator=cst.Minus(), expression=cst.Integer("1"))
+            return cst.Call(func=cst.Attribute(value=tensor, attr=cst.Name("view")), args=[cst.Arg(minus_one)])
         if not isinstance(tensor, (cst.Name, cst.Attribute)):
             return None  # the shape spelling would evaluate the tensor expression twice
         src = cst.Module([]).code_for_node(tensor)

@@ -128,4 +128,4 @@ def test_json_shape_of_a_fix():
     (d,) = lint_source(TL101_SRC)
     j = d.to_json()
     assert j["fixes"][0]["applicability"] == "unsafe"
-    assert j["fixes"][0]["edits"][0] == {"line": 3, "column": 9, "end_line": 3, "end_column": 22, "content": "x.view(-1)"}
+    assert j["fixes"][0]["edits"][0] == {"line": 3, "column": 11, "end_line": 3, "end_column": 18, "content": "view"}

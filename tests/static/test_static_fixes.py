@@ -1,0 +1,104 @@
+"""TL101 fixes: libcst-built edits, applied only when unsafe fixes are allowed, formatting kept, idempotent."""
+
+import pytest
+
+from analyzer.diagnostics import Diagnostic, Edit, Fix
+from analyzer.fixes import apply_edits, apply_fixes
+from analyzer.static import fix_source, lint_source
+
+
+def fixed(src, **kw):
+    return fix_source(src, unsafe=True, **kw).text
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        ("y = x.reshape(-1)", "y = x.view(-1)"),
+        ("y = x.reshape( 2 ,  -1 )", "y = x.view( 2 ,  -1 )"),
+        ("y = torch.reshape(x, (2, -1))", "y = x.view((2, -1))"),
+        ("y = x.flatten()", "y = x.view(-1)"),
+        ("y = x.ravel()", "y = x.view(-1)"),
+        ("y = x.flatten(1)", "y = x.view(*x.shape[:1], -1)"),
+        ("y = x.flatten(0, 1)", "y = x.view(-1, *x.shape[2:])"),
+        ("y = torch.flatten(x)", "y = x.view(-1)"),
+        ("y = x.reshape_as(z)", "y = x.view_as(z)"),
+    ],
+)
+def test_view_fix_when_the_input_is_read_after_the_write(before, after):
+    src = f"import torch\ndef f(x, z):\n    {before}\n    y.add_(1)\n    return x\n"
+    out = fixed(src)
+    assert out == src.replace(before, after)
+    assert fix_source(src, unsafe=True).remaining == []
+
+
+def test_clone_fix_first_when_the_input_is_not_read_again():
+    src = "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y.add_(1)\n    return y\n"
+    (d,) = lint_source(src)
+    assert d.fixes[0].title.startswith("Make the copy explicit")
+    assert fixed(src) == src.replace("x.reshape(-1)", "x.reshape(-1).clone()")
+
+
+def test_contiguous_has_only_the_clone_fix():
+    src = "import torch\ndef f(x):\n    y = x.contiguous()\n    y.add_(1)\n    return x\n"
+    (d,) = lint_source(src)
+    assert [f.title.split(" (")[0] for f in d.fixes] == ["Make the copy explicit"]
+
+
+def test_unsafe_fixes_need_unsafe():
+    src = "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y.add_(1)\n    return x\n"
+    out = fix_source(src)
+    assert out.text == src and out.applied == [] and [d.code for d in out.remaining] == ["TL101"]
+
+
+def test_comments_and_formatting_are_kept_and_fixing_twice_changes_nothing():
+    src = (
+        "import torch\n\n\ndef f(x,   z):  # keep me\n    # a comment\n    y = x.reshape(  # shape below\n"
+        "        -1,\n    )\n    y[0] = 1  # write\n    return x\n"
+    )
+    once = fix_source(src, unsafe=True)
+    assert [d.code for d in once.applied] == ["TL101"]
+    assert once.text == src.replace("x.reshape(", "x.view(")
+    twice = fix_source(once.text, unsafe=True)
+    assert twice.text == once.text and twice.applied == []
+
+
+def test_several_findings_in_one_file_are_all_fixed():
+    src = (
+        "import torch\ndef f(x):\n    a = x.reshape(-1)\n    a.add_(1)\n    return x\n"
+        "def g(x):\n    x.flatten()[0] = 1\n"
+    )
+    out = fix_source(src, unsafe=True)
+    assert len(out.applied) == 2 and out.remaining == []
+    assert "x.view(-1)" in out.text and "x.flatten().clone()[0] = 1" in out.text
+
+
+def test_noqa_finding_is_not_fixed():
+    src = "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y.add_(1)  # noqa: TL101\n    return x\n"
+    assert fix_source(src, unsafe=True).text == src
+
+
+def test_a_fix_that_would_not_parse_is_never_applied():
+    src = "x = 1\ny = 2\n"
+    bad = Diagnostic("TL101", "reshape-inplace", "error", "m", "<s>", 1, 1, 1, 2,
+                     fixes=(Fix("break it", "safe", (Edit(1, 1, 1, 2, "def ("),)),))
+    good = Diagnostic("TL101", "reshape-inplace", "error", "m", "<s>", 2, 5, 2, 6,
+                      fixes=(Fix("ok", "safe", (Edit(2, 5, 2, 6, "3"),)),))
+    from analyzer.diagnostics import Applicability, Severity
+
+    bad = Diagnostic("TL101", "reshape-inplace", Severity.ERROR, "m", "<s>", 1, 1, 1, 2,
+                     fixes=(Fix("break it", Applicability.SAFE, (Edit(1, 1, 1, 2, "def ("),)),))
+    good = Diagnostic("TL101", "reshape-inplace", Severity.ERROR, "m", "<s>", 2, 5, 2, 6,
+                      fixes=(Fix("ok", Applicability.SAFE, (Edit(2, 5, 2, 6, "3"),)),))
+    text, applied = apply_fixes(src, [bad, good], unsafe=False)
+    assert text == "x = 1\ny = 3\n" and applied == [good]
+
+
+def test_apply_edits_with_non_ascii_and_crlf():
+    src = "é = 1\r\nz = 'ü'; y = x\r\n"
+    assert apply_edits(src, [Edit(2, 14, 2, 15, "w")]) == "é = 1\r\nz = 'ü'; y = w\r\n"
+
+
+def test_fix_source_on_a_syntax_error_returns_the_text_unchanged():
+    out = fix_source("def f(:\n", unsafe=True)
+    assert out.text == "def f(:\n" and [d.code for d in out.remaining] == ["TL001"]

@@ -158,6 +158,8 @@ def _source_of_write(ctx, facts, target, pos, depth=0):
     if isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) and target.func.attr in VIEW_METHODS:
         return _source_of_write(ctx, facts, target.func.value, pos, depth + 1)
     if isinstance(target, ast.Subscript):
+        if not is_basic_index(target.slice):
+            return None  # advanced indexing copies: writes to the result reach nothing else
         return _source_of_write(ctx, facts, target.value, pos, depth + 1)
     if isinstance(target, ast.Attribute) and target.attr in VIEW_ATTRIBUTES:
         return _source_of_write(ctx, facts, target.value, pos, depth + 1)

@@ -82,6 +82,29 @@ def assert_inputs_like_eager(args, eager_args, pristine_args, *, where: str) -> 
                     f"(eager changed it: {eager_changed}, compiled changed it: {compiled_changed})")
 
 
+def _tensors(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in _tensors(item)]
+    return []
+
+
+def _aliased_inputs(outputs, args) -> list[tuple[int, ...]]:
+    """For each output tensor, the indices of the inputs whose memory it shares."""
+    return [tuple(i for i, a in enumerate(args)
+                  if isinstance(a, torch.Tensor) and a.numel() and out.numel()
+                  and out.untyped_storage().data_ptr() == a.untyped_storage().data_ptr())
+            for out in _tensors(outputs)]
+
+
+def assert_aliasing_like_eager(actual, args, expected, eager_args, *, where: str) -> None:
+    """A view of an input stays a view, a copy stays a copy: the caller can observe the difference
+    by writing into the output."""
+    got, want = _aliased_inputs(actual, args), _aliased_inputs(expected, eager_args)
+    assert got == want, f"{where}: outputs share memory with inputs {got}, eager's with {want}"
+
+
 def call(fn, args, manual_seed):
     """(result, None) or (None, exception): eager errors are part of the expected behaviour."""
     if manual_seed is not None:
@@ -110,6 +133,7 @@ def check_against_eager(fn, make_args, *, manual_seed=None, expect_error=False, 
             raise AssertionError(f"{attempt}: compiled raised {type(error).__name__}: {error}") from error
         assert_same(actual, expected, where=f"{attempt}: output", meta_only=meta_only, rtol=rtol, atol=atol)
         assert_inputs_like_eager(args, eager_args, make_args(), where=attempt)
+        assert_aliasing_like_eager(actual, args, expected, eager_args, where=attempt)
 
     if eager_error is None:
         assert compiler.cache_misses(jfn) == 1, f"cache misses: {compiler.cache_misses(jfn)}, expected 1"
@@ -139,6 +163,123 @@ def test_op_matches_eager(sample: OpSample):
     check_against_eager(sample.fn, sample.make_args, manual_seed=sample.manual_seed,
                         expect_error=sample.expect_error, meta_only=sample.compare == "meta",
                         rtol=sample.rtol, atol=sample.atol)
+
+
+def _sample_groups() -> list:
+    """Samples that share one function object (a loop over shapes/dtypes/layouts), as one case each."""
+    groups: dict[int, list[OpSample]] = {}
+    for s in SAMPLES:
+        if s.id not in KNOWN_GAPS and s.manual_seed is None:
+            groups.setdefault(id(s.fn), []).append(s)
+    cases, seen = [], {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        op = members[0].op
+        seen[op] = seen.get(op, 0) + 1
+        cases.append(pytest.param(members, id=op if seen[op] == 1 else f"{op}#{seen[op]}"))
+    return cases
+
+
+@pytest.mark.parametrize("members", _sample_groups())
+def test_one_jitted_function_across_inputs(members: list[OpSample]):
+    """One jitted function called with every input of its group in turn, then the first again.
+
+    Each new shape/dtype/layout must miss the cache and recompile (a stale entry reused for a
+    transposed input would get reshape-then-in-place wrong); a failing call must not poison it.
+    """
+    jfn = compiler.jit(members[0].fn)
+    for s in members + members[:1]:
+        eager_args = s.make_args()
+        expected, eager_error = call(s.fn, eager_args, None)
+        args = s.make_args()
+        actual, error = call(jfn, args, None)
+        where = f"input of {s.id}"
+        if eager_error is not None:
+            assert error is not None, f"{where}: eager raised {eager_error!r}, compiled returned a result"
+            continue
+        if error is not None:
+            raise AssertionError(f"{where}: compiled raised {type(error).__name__}: {error}") from error
+        assert_same(actual, expected, where=f"{where}: output", meta_only=s.compare == "meta",
+                    rtol=s.rtol, atol=s.atol)
+        assert_inputs_like_eager(args, eager_args, s.make_args(), where=where)
+        assert_aliasing_like_eager(actual, args, expected, eager_args, where=where)
+    assert compiler.cache_hits(jfn) >= 1, "calling again with the first input must hit its cache entry"
+
+
+@pytest.mark.parametrize("sample", [_param(s.id, s) for s in SAMPLES[::10]])
+def test_no_caching_matches_eager(sample: OpSample):
+    """cache="no caching" retraces every call and must still match eager, with no cache hits."""
+    jfn = compiler.jit(sample.fn, cache="no caching")
+    eager_args = sample.make_args()
+    expected, eager_error = call(sample.fn, eager_args, sample.manual_seed)
+    for attempt in ("first call", "second call"):
+        args = sample.make_args()
+        actual, error = call(jfn, args, sample.manual_seed)
+        if eager_error is not None:
+            assert error is not None, f"{attempt}: eager raised {eager_error!r}, compiled returned a result"
+            continue
+        if error is not None:
+            raise AssertionError(f"{attempt}: compiled raised {type(error).__name__}: {error}") from error
+        assert_same(actual, expected, where=f"{attempt}: output", meta_only=sample.compare == "meta",
+                    rtol=sample.rtol, atol=sample.atol)
+        assert_inputs_like_eager(args, eager_args, sample.make_args(), where=attempt)
+    assert compiler.cache_hits(jfn) == 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# Gradients
+# ---------------------------------------------------------------------------------------------------
+
+def _grad_args(sample: OpSample) -> tuple:
+    """Fresh inputs where every float32/float64 tensor is a leaf that requires grad (same strides)."""
+    return tuple(a.detach().requires_grad_() if isinstance(a, torch.Tensor) and a.dtype in (torch.float32, torch.float64)
+                 else a for a in sample.make_args())
+
+
+def _output_and_grads(fn, args, manual_seed):
+    """fn's output and the gradients of a fixed random projection of its differentiable outputs."""
+    if manual_seed is not None:
+        torch.manual_seed(manual_seed)
+    out = fn(*args)
+    gen = torch.Generator().manual_seed(0)
+    loss = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype)).sum()
+               for o in _tensors(out) if o.requires_grad)
+    inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    return out, torch.autograd.grad(loss, inputs, allow_unused=True)
+
+
+def _is_differentiable(sample: OpSample) -> bool:
+    """Eager runs with grad-requiring inputs and gives at least one output that requires grad."""
+    if sample.expect_error or sample.compare != "values" or sample.id in KNOWN_GAPS:
+        return False
+    try:
+        out = sample.fn(*_grad_args(sample))
+    except Exception:  # noqa: BLE001 - e.g. in-place ops on a leaf: eager refuses, nothing to compare
+        return False
+    return any(o.requires_grad for o in _tensors(out))
+
+
+GRAD_SAMPLES = [s for s in SAMPLES if _is_differentiable(s)]
+
+
+@pytest.mark.parametrize("sample", [pytest.param(s, id=s.id) for s in GRAD_SAMPLES])
+def test_gradients_match_eager(sample: OpSample):
+    expected, eager_error = call(_output_and_grads, (sample.fn, _grad_args(sample), sample.manual_seed), None)
+    jfn = compiler.jit(sample.fn)
+    actual, error = call(_output_and_grads, (jfn, _grad_args(sample), sample.manual_seed), None)
+    if eager_error is not None:  # e.g. no derivative, or a saved tensor modified in place
+        assert error is not None, f"eager's backward raised {eager_error!r}, compiled computed gradients"
+        return
+    if error is not None:
+        raise AssertionError(f"compiled raised {type(error).__name__}: {error}") from error
+    (expected, expected_grads), (actual, grads) = expected, actual
+    assert_same(actual, expected, where="output", rtol=sample.rtol, atol=sample.atol)
+    assert [g is None for g in grads] == [g is None for g in expected_grads], \
+        "inputs that got a gradient differ from eager"
+    for i, (g, e) in enumerate(zip(grads, expected_grads)):
+        if e is not None:
+            assert_same(g, e, where=f"gradient of input {i}", rtol=1e-4 if e.dtype == torch.float32 else None)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -268,3 +409,5 @@ def test_harness_catches_wrong_values_dtypes_shapes_and_inputs():
     assert_same(x.bfloat16() + 0.01, x.bfloat16(), where="out")  # within bf16 tolerance
     with pytest.raises(pytest.fail.Exception, match="eager changed it: True, compiled changed it: False"):
         assert_inputs_like_eager((x.clone(),), (x + 1,), (x.clone(),), where="call")
+    with pytest.raises(AssertionError, match="share memory"):
+        assert_aliasing_like_eager(x.clone().view(-1), (x,), x.view(-1), (x,), where="call")

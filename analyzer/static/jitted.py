@@ -184,7 +184,32 @@ def find_jitted(text: str, index: ModuleIndex, extra_decorators: tuple[str, ...]
                 symbolic = is_symbolic(opts[1])
                 for info in _functions_named_by(args[0], stmt, index):
                     add(info, symbolic, f"line {node.lineno}")
+    # 3. Submodules: a compiled forward calls the forward of every module it holds (self.attn = Attn(...)).
+    pending = [t for t in found.values() if t.info.class_node is not None and t.info.name == "forward"]
+    while pending:
+        parent = pending.pop()
+        for cls_name in _submodule_classes(parent.info.class_node, index):
+            for info in index.functions:
+                if info.class_node is index.classes[cls_name] and info.name == "forward" and id(info.node) not in found:
+                    add(info, parent.symbolic, f"submodule of {parent.info.qualname}")
+                    pending.append(found[id(info.node)])
     return list(found.values())
+
+
+def _submodule_classes(cls: ast.ClassDef, index: ModuleIndex) -> list[str]:
+    """Classes of this module instantiated into ``self.<name>`` inside the class's methods."""
+    out = []
+    for stmt in cls.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                func = node.value.func
+                if isinstance(func, ast.Name) and func.id in index.classes and func.id != cls.name:
+                    if any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                           for t in node.targets):
+                        out.append(func.id)
+    return out
 
 
 def _enclosing_functions(stmt, index: ModuleIndex):

@@ -52,3 +52,14 @@ def test_configured_decorators_dotted_and_bare():
     src = "import mylib\nfrom mylib import fast\n@mylib.compile_me\ndef f(x): pass\n@fast\ndef g(x): pass\n"
     assert jitted(src) == []
     assert jitted(src, ("mylib.compile_me", "fast")) == [("f", False), ("g", False)]
+
+
+def test_submodules_of_a_compiled_module_are_jitted_too():
+    src = (
+        "import torch\nclass Attn(torch.nn.Module):\n    def forward(self, x): pass\n"
+        "class Block(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.attn = Attn()\n"
+        "    def forward(self, x): return self.attn(x)\n"
+        "class Unused(torch.nn.Module):\n    def forward(self, x): pass\n"
+        "m = torch.compile(Block(), dynamic=True)\n"
+    )
+    assert jitted(src) == [("Attn.forward", True), ("Block.forward", True)]

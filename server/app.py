@@ -1,0 +1,269 @@
+"""The FastAPI application: POST /analyze, the rule docs, health and version.
+
+Linting never runs on the event loop: each /analyze request is one job for the worker pool, so a slow
+file holds one worker, not the server. The app itself only validates, dispatches and assembles JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import platform
+from collections import Counter
+from contextlib import asynccontextmanager
+from typing import Annotated
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from analyzer.selection import SelectionError, resolve
+from analyzer.version import __version__
+from rules import RULES, render_docs
+
+from . import errors
+from .errors import ApiError
+from .middleware import AccessLogMiddleware, BearerAuthMiddleware, BodyLimitMiddleware
+from .models import (
+    AnalyzeRequest,
+    AnalyzeResponse,
+    ErrorResponse,
+    HealthOut,
+    OutputFormat,
+    RuleDocsOut,
+    RuleOut,
+    VersionOut,
+)
+from .pool import JobFailed, JobTimeout, PoolBusy, WorkerCrashed, WorkerPool
+from .settings import ServerSettings
+from .worker import Job, SubmittedFile
+
+MEDIA_TYPES = {"json": "application/json", "sarif": "application/sarif+json", "github": "text/plain; charset=utf-8"}
+
+_ERRORS = {
+    401: {"model": ErrorResponse, "description": "Missing or wrong bearer token (when auth is on)."},
+}
+_ANALYZE_ERRORS = {
+    **_ERRORS,
+    413: {"model": ErrorResponse, "description": "Body, file count or a file over its limit."},
+    415: {"model": ErrorResponse, "description": "The body is not sent as JSON."},
+    422: {"model": ErrorResponse, "description": "Malformed JSON, wrong types or unknown rule codes; `fields` names them."},
+    500: {"model": ErrorResponse, "description": "The worker linting this request died; it has been replaced."},
+    503: {"model": ErrorResponse, "description": "Every worker is busy; retry later."},
+    504: {"model": ErrorResponse, "description": "The request ran past the time limit; its worker was replaced."},
+}
+
+
+def _selectors(values: list[str] | None) -> tuple[str, ...] | None:
+    """["TL1,TL2", " TL301 "] -> ("TL1", "TL2", "TL301"), as the CLI splits --select."""
+    if values is None:
+        return None
+    return tuple(s.strip() for v in values for s in v.split(",") if s.strip())
+
+
+def _check_selection(req: AnalyzeRequest) -> tuple[tuple[str, ...] | None, tuple[str, ...], tuple[str, ...], frozenset[str]]:
+    select, ignore, extend = _selectors(req.select), _selectors(req.ignore) or (), _selectors(req.extend_select) or ()
+    fields = []
+    for name, value in (("select", select), ("ignore", ignore), ("extend_select", extend)):
+        for i, selector in enumerate(value or ()):
+            try:
+                resolve(RULES, [selector])
+            except SelectionError as e:
+                fields.append({"field": f"{name}[{i}]", "message": str(e)})
+    if fields:
+        raise ApiError(422, "invalid_request", "unknown rule selector(s): " + ", ".join(f["field"] for f in fields), fields)
+    return select, ignore, extend, resolve(RULES, select, ignore, extend)
+
+
+def _check_limits(req: AnalyzeRequest, settings: ServerSettings) -> list[SubmittedFile]:
+    if len(req.files) > settings.max_files:
+        raise ApiError(
+            413, "too_many_files", f"{len(req.files)} files is more than the limit of {settings.max_files} per request",
+            [{"field": "files", "message": f"at most {settings.max_files} files"}],
+        )
+    seen: dict[str, int] = {}
+    submitted = []
+    for i, f in enumerate(req.files):
+        if f.path in seen:
+            raise ApiError(
+                422, "invalid_request", f"files[{i}].path repeats files[{seen[f.path]}].path",
+                [{"field": f"files[{i}].path", "message": "the same path twice in one request"}],
+            )
+        seen[f.path] = i
+        if f.raw_size() > settings.max_file_bytes:
+            raise ApiError(
+                413, "file_too_large", f"files[{i}] is larger than the limit of {settings.max_file_bytes} bytes per file",
+                [{"field": f"files[{i}].content" if f.content is not None else f"files[{i}].content_base64",
+                  "message": f"at most {settings.max_file_bytes} bytes"}],
+            )
+        if f.content is not None:
+            submitted.append(SubmittedFile(f.path, text=f.content))
+        else:
+            submitted.append(SubmittedFile(f.path, data=base64.b64decode(f.content_base64)))
+    return submitted
+
+
+def settings_hash(enabled: frozenset[str], fix: str | None) -> str:
+    canonical = json.dumps({"enabled": sorted(enabled), "fix": fix, "version": __version__}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _response_body(result, enabled: frozenset[str], fix: str | None) -> dict:
+    files = []
+    for o in result.files:
+        entry = {"path": o.path, "sha256": o.sha256}
+        if o.error is not None:
+            entry["error"] = o.error
+        if fix is not None:
+            entry["fixed_content"] = o.fixed_content
+        files.append(entry)
+    diagnostics = result.diagnostics
+    return {
+        "version": __version__,
+        "diagnostics": diagnostics,
+        "files": files,
+        "summary": {
+            "files": len(files),
+            "diagnostics": len(diagnostics),
+            "files_with_errors": sum(1 for o in result.files if o.error is not None),
+            "fixed": sum(o.applied for o in result.files),
+            "by_code": dict(sorted(Counter(d["code"] for d in diagnostics).items())),
+            "by_severity": dict(sorted(Counter(d["severity"] for d in diagnostics).items())),
+            "version": __version__,
+            "settings_hash": settings_hash(enabled, fix),
+        },
+    }
+
+
+def create_app(settings: ServerSettings | None = None) -> FastAPI:
+    settings = settings or ServerSettings()
+    pool = WorkerPool(settings.workers, max_waiting=settings.max_waiting)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        await pool.start()
+        try:
+            yield
+        finally:
+            await pool.close()
+
+    app = FastAPI(
+        title="thunder-lint",
+        version=__version__,
+        description="Lints submitted PyTorch source for the places where compiled code can silently differ "
+        "from eager PyTorch. Source is parsed, never executed; paths are labels, never opened.",
+        lifespan=lifespan,
+        docs_url=None,  # the interactive docs load scripts from a CDN; /openapi.json is the contract
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.pool = pool
+    errors.install(app)
+
+    @app.post(
+        "/analyze",
+        response_model=AnalyzeResponse,
+        responses={
+            **_ANALYZE_ERRORS,
+            200: {
+                "description": "The findings (JSON), or with `?format=sarif` a SARIF 2.1.0 log, or with "
+                "`?format=github` GitHub workflow annotations: the same bytes the CLI prints.",
+                "content": {"application/sarif+json": {"schema": {"type": "object"}}, "text/plain": {"schema": {"type": "string"}}},
+            },
+        },
+        summary="Lint files",
+    )
+    async def analyze(
+        req: AnalyzeRequest,
+        request: Request,
+        format: Annotated[OutputFormat, Query(description="json (default), sarif or github")] = "json",
+    ):
+        request.state.file_count = len(req.files)
+        submitted = _check_limits(req, settings)
+        select, ignore, extend, enabled = _check_selection(req)
+        fix = ("unsafe" if req.unsafe_fixes else "safe") if req.fix else None
+        job = Job(tuple(submitted), select, ignore, extend, fix, format)
+        try:
+            result = await pool.run(job, timeout=settings.timeout_s, wait_timeout=settings.wait_timeout_s)
+        except PoolBusy as e:
+            raise ApiError(503, e.code, f"the server is busy: {e}", headers={"Retry-After": "5"}) from None
+        except JobTimeout:
+            raise ApiError(
+                504, JobTimeout.code,
+                f"linting ran past the time limit of {settings.timeout_s:g} s; the request was stopped and its "
+                "worker replaced (send fewer or smaller files per request)",
+            ) from None
+        except WorkerCrashed:
+            raise ApiError(500, WorkerCrashed.code, "the worker linting this request died; it has been replaced") from None
+        except JobFailed as e:
+            raise ApiError(500, JobFailed.code, f"internal error while linting: {e}") from None
+        if format != "json":
+            return Response(result.rendered, media_type=MEDIA_TYPES[format])
+        return JSONResponse(_response_body(result, enabled, fix))
+
+    @app.get("/rules", response_model=list[RuleOut], responses=_ERRORS, summary="List the rules")
+    async def list_rules():
+        return [_rule_out(info) for info in RULES.values()]
+
+    @app.get(
+        "/rules/{code}",
+        response_model=RuleDocsOut,
+        responses={**_ERRORS, 404: {"model": ErrorResponse, "description": "No such rule."}},
+        summary="A rule's documentation",
+    )
+    async def rule_docs(code: str):
+        by_name = {info.name: c for c, info in RULES.items()}
+        key = by_name.get(code.strip(), code.strip().upper())
+        if key not in RULES:
+            raise ApiError(404, "unknown_rule", f"no rule {code!r}; GET /rules lists them")
+        return {**_rule_out(RULES[key]), "docs": render_docs(key)}
+
+    @app.get("/healthz", response_model=HealthOut, responses={503: {"model": HealthOut, "description": "No worker alive."}})
+    async def healthz():
+        alive = pool.alive
+        body = {"status": "ok" if alive else "degraded", "workers": alive, "idle_workers": pool.idle, "replaced_workers": pool.replaced}
+        return JSONResponse(body, status_code=200 if alive else 503)
+
+    @app.get("/version", response_model=VersionOut, responses=_ERRORS)
+    async def version():
+        return {"name": "thunder-lint", "version": __version__, "python": platform.python_version(), "rules": list(RULES)}
+
+    _add_security_scheme(app, settings)
+    # Added last = outermost: the access log sees every request, auth runs before the body is read.
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    if settings.token is not None:
+        app.add_middleware(BearerAuthMiddleware, token=settings.token)
+    if settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware, allow_origins=list(settings.cors_origins), allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-ID"], expose_headers=["X-Request-ID"],
+        )
+    app.add_middleware(AccessLogMiddleware)
+    return app
+
+
+def _rule_out(info) -> dict:
+    return {"code": info.code, "name": info.name, "severity": info.severity, "summary": info.summary, "fixable": info.fixable}
+
+
+def _add_security_scheme(app: FastAPI, settings: ServerSettings) -> None:
+    """With auth on, /openapi.json says so (bearer on everything but /healthz)."""
+    if settings.token is None:
+        return
+    default_openapi = app.openapi
+
+    def openapi():
+        if app.openapi_schema is None:
+            schema = default_openapi()
+            schema.setdefault("components", {})["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
+            for path, ops in schema.get("paths", {}).items():
+                if path == "/healthz":
+                    continue
+                for op in ops.values():
+                    op["security"] = [{"bearerAuth": []}]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi

@@ -1,0 +1,133 @@
+"""``thunder-lint serve``: run the HTTP service under uvicorn.
+
+    thunder-lint serve [--host 127.0.0.1] [--port 8000] [--workers N] [--timeout S] [--max-body-bytes N]
+                       [--max-files N] [--max-file-bytes N] [--token-file F] [--cors-origin O ...]
+
+Auth: a token from --token-file, $THUNDER_LINT_TOKEN_FILE or $THUNDER_LINT_TOKEN turns bearer auth on.
+Once listening, one line ``thunder-lint: serving on http://HOST:PORT`` goes to stderr (with --port 0 it
+carries the port the system chose). Exit 0 after a clean shutdown, 2 for bad options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from .settings import ServerSettings, SettingsError, read_token
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
+
+
+def _port(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {value!r}") from None
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError("a port is between 0 and 65535")
+    return n
+
+
+def _seconds(value: str) -> float:
+    try:
+        s = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {value!r}") from None
+    if not s > 0 or s == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return s
+
+
+def build_parser() -> argparse.ArgumentParser:
+    d = ServerSettings()
+    p = argparse.ArgumentParser(prog="thunder-lint serve", description="Serve the linter over HTTP (POST /analyze).")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1; 0.0.0.0 for all)")
+    p.add_argument("--port", type=_port, default=8000, help="port (default: 8000; 0 picks a free one)")
+    p.add_argument("--workers", type=_positive_int, default=None, help="lint worker processes (default: the number of cores)")
+    p.add_argument("--timeout", type=_seconds, default=d.timeout_s, help=f"seconds a request may lint for (default: {d.timeout_s:g})")
+    p.add_argument("--max-body-bytes", type=_positive_int, default=d.max_body_bytes, help=f"largest request body (default: {d.max_body_bytes})")
+    p.add_argument("--max-files", type=_positive_int, default=d.max_files, help=f"most files per request (default: {d.max_files})")
+    p.add_argument("--max-file-bytes", type=_positive_int, default=d.max_file_bytes, help=f"largest file (default: {d.max_file_bytes})")
+    p.add_argument("--token-file", help="a file holding the bearer token clients must send (or set $THUNDER_LINT_TOKEN[_FILE])")
+    p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN", help="allow browser calls from ORIGIN (default: none)")
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    return p
+
+
+class _JsonFormatter(logging.Formatter):
+    """Access lines are JSON already; other records become {"level", "logger", "message"} lines."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name == "thunder_lint.access":
+            return record.getMessage()
+        entry = {"level": record.levelname.lower(), "logger": record.name, "message": record.getMessage()}
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def _log_config(level: str) -> dict:
+    handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
+    logger = {"handlers": ["stderr"], "level": level.upper(), "propagate": False}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": _JsonFormatter}},
+        "handlers": {"stderr": handler},
+        "loggers": {name: logger for name in ("uvicorn", "uvicorn.error", "thunder_lint")},
+    }
+
+
+def serve_main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        settings = ServerSettings(
+            workers=args.workers or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)),
+            timeout_s=args.timeout,
+            max_body_bytes=args.max_body_bytes,
+            max_files=args.max_files,
+            max_file_bytes=args.max_file_bytes,
+            token=read_token(args.token_file),
+            cors_origins=tuple(args.cors_origin),
+        )
+    except SettingsError as e:
+        print(f"thunder-lint serve: error: {e}", file=sys.stderr)
+        return 2
+
+    import uvicorn
+
+    from .app import create_app
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets=None):
+            await super().startup(sockets=sockets)
+            if self.started:
+                for server in self.servers:
+                    for sock in server.sockets:
+                        host, port = sock.getsockname()[:2]
+                        print(f"thunder-lint: serving on http://{host}:{port}", file=sys.stderr, flush=True)
+
+    config = uvicorn.Config(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        access_log=False,  # our own structured access log replaces uvicorn's
+        log_config=_log_config(args.log_level),
+        server_header=False,
+        timeout_graceful_shutdown=10,
+    )
+    server = _Server(config)
+    server.run()
+    return 0 if server.started else 2

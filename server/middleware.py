@@ -1,0 +1,180 @@
+"""ASGI middleware: request ids and access logs, bearer-token auth, and the request body size limit.
+
+Plain ASGI rather than Starlette's BaseHTTPMiddleware so that the body limit applies while the body
+streams in (a 1 GB upload is refused after max_body_bytes, not buffered) and auth is checked before a
+single body byte is read.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import time
+import uuid
+
+from starlette.exceptions import HTTPException
+
+from .errors import error_body
+
+access_log = logging.getLogger("thunder_lint.access")
+
+REQUEST_ID_HEADER = b"x-request-id"
+_SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+# Open to everyone even with auth on: load balancers and orchestrators probe it without credentials.
+PUBLIC_PATHS = frozenset({"/healthz"})
+
+
+async def send_json(send, status: int, body: dict, headers: list[tuple[bytes, bytes]] = ()) -> None:
+    data = json.dumps(body).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+            + list(headers),
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+def _header(scope, name: bytes) -> bytes | None:
+    for k, v in scope.get("headers", ()):
+        if k == name:
+            return v
+    return None
+
+
+class AccessLogMiddleware:
+    """Gives every request an id (the client's X-Request-ID if it is sane) and logs one JSON line per
+    request: id, method, path, status, duration, file count, body sizes. Never the body or source text."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        given = (_header(scope, REQUEST_ID_HEADER) or b"").decode("latin-1")
+        request_id = given if _SAFE_REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
+        started = time.perf_counter()
+        status = [0]
+        sent = [0]
+
+        async def send_with_id(message):
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+                headers = [h for h in message.get("headers", []) if h[0].lower() != REQUEST_ID_HEADER]
+                message = {**message, "headers": headers + [(REQUEST_ID_HEADER, request_id.encode())]}
+            elif message["type"] == "http.response.body":
+                sent[0] += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            entry = {
+                "event": "request",
+                "request_id": request_id,
+                "method": scope.get("method"),
+                "path": scope.get("path"),
+                "status": status[0] or 500,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                "files": state.get("file_count"),
+                "bytes_in": state.get("bytes_in", 0),
+                "bytes_out": sent[0],
+                "client": (scope.get("client") or ("", 0))[0],
+            }
+            if state.get("error_code"):
+                entry["error"] = state["error_code"]
+            access_log.info(json.dumps(entry, separators=(",", ":")))
+
+
+class BearerAuthMiddleware:
+    """401 unless ``Authorization: Bearer <token>`` matches (constant-time compare)."""
+
+    def __init__(self, app, token: str) -> None:
+        self.app = app
+        self.token = token.encode("utf-8")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("path") in PUBLIC_PATHS:
+            return await self.app(scope, receive, send)
+        given = _header(scope, b"authorization") or b""
+        scheme, _, credentials = given.partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self.token):
+            return await self.app(scope, receive, send)
+        state = scope.setdefault("state", {})
+        state["error_code"] = "unauthorized"
+        message = "missing bearer token" if not given else "invalid bearer token"
+        await send_json(
+            send,
+            401,
+            error_body("unauthorized", f"{message}: send `Authorization: Bearer <token>`", state.get("request_id")),
+            [(b"www-authenticate", b'Bearer realm="thunder-lint"')],
+        )
+
+
+class BodyTooLarge(HTTPException):
+    """Raised from ``receive``: an HTTPException, so that FastAPI's body parsing passes it on unchanged."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is larger than the limit of {limit} bytes")
+
+
+class BodyLimitMiddleware:
+    """413 for a body over ``limit`` bytes: at once from Content-Length, else as soon as the stream passes it."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        state = scope.setdefault("state", {})
+        declared = _header(scope, b"content-length")
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                size = -1
+            if size < 0:
+                return await self._refuse(send, state, 400, "bad_request", "the Content-Length header is not a number")
+            if size > self.limit:
+                return await self._too_large(send, state)
+        received = [0]
+        started = [False]
+
+        async def limited_receive():
+            message = await receive()
+            if message["type"] == "http.request":
+                received[0] += len(message.get("body", b""))
+                state["bytes_in"] = received[0]
+                if received[0] > self.limit:
+                    raise BodyTooLarge(self.limit)
+            return message
+
+        async def tracking_send(message):
+            if message["type"] == "http.response.start":
+                started[0] = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except BodyTooLarge:
+            if not started[0]:
+                await self._too_large(send, state)
+
+    async def _too_large(self, send, state) -> None:
+        await self._refuse(
+            send, state, 413, "body_too_large", f"the request body is larger than the limit of {self.limit} bytes"
+        )
+
+    @staticmethod
+    async def _refuse(send, state, status: int, code: str, message: str) -> None:
+        state["error_code"] = code
+        await send_json(send, status, error_body(code, message, state.get("request_id")), [(b"connection", b"close")])

@@ -1,0 +1,184 @@
+"""Request and response models: the HTTP contract, and the source of /openapi.json.
+
+Requests are strict (no "true" for true, no 1 for "1") and reject unknown fields, so a typo in a field
+name is a 422 naming it rather than a silently ignored option.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+OutputFormat = Literal["json", "sarif", "github"]
+
+
+class SourceFile(BaseModel):
+    model_config = _STRICT
+
+    path: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="A label for the file in the results (e.g. its repository path). Never opened, read or "
+        "written: absolute paths and `..` are just text.",
+        examples=["pkg/model.py"],
+    )
+    content: str | None = Field(default=None, description="The source text.")
+    content_base64: str | None = Field(
+        default=None,
+        description="The file's raw bytes in base64, instead of `content`: decoded exactly as the CLI decodes "
+        "a file (PEP 263 coding cookie, BOM); undecodable bytes are a per-file TL002 result.",
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _no_nul(cls, v: str) -> str:
+        if "\0" in v:
+            raise ValueError("the path must not contain NUL characters")
+        return v
+
+    @field_validator("content")
+    @classmethod
+    def _encodable(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise ValueError(f"not valid Unicode text (a lone surrogate at character {e.start})") from None
+        return v
+
+    @field_validator("content_base64")
+    @classmethod
+    def _base64(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                base64.b64decode(v, validate=True)
+            except (binascii.Error, ValueError):
+                raise ValueError("not valid base64") from None
+        return v
+
+    @model_validator(mode="after")
+    def _one_content(self) -> "SourceFile":
+        if (self.content is None) == (self.content_base64 is None):
+            raise ValueError("give exactly one of `content` and `content_base64`")
+        return self
+
+    def raw_size(self) -> int:
+        if self.content is not None:
+            return len(self.content.encode("utf-8"))
+        return len(base64.b64decode(self.content_base64 or ""))
+
+
+class AnalyzeRequest(BaseModel):
+    model_config = _STRICT
+
+    files: list[SourceFile] = Field(description="The files to lint (may be empty).")
+    select: list[str] | None = Field(
+        default=None, description="Rule codes or prefixes to enable (`TL1`, `ALL`); default: every rule."
+    )
+    ignore: list[str] = Field(default_factory=list, description="Rule codes or prefixes to switch off.")
+    extend_select: list[str] = Field(default_factory=list, description="Rule codes or prefixes to add to `select`.")
+    fix: bool = Field(default=False, description="Apply fixes and return each file's `fixed_content`; the "
+                      "diagnostics are then those that remain, as with `thunder-lint --fix`.")
+    unsafe_fixes: bool = Field(default=False, description="With `fix`, apply unsafe fixes too.")
+
+
+class EditOut(BaseModel):
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+
+class FixOut(BaseModel):
+    title: str
+    applicability: Literal["safe", "unsafe", "display"]
+    edits: list[EditOut]
+
+
+class DiagnosticOut(BaseModel):
+    """One finding: the same object as in `thunder-lint --format json`."""
+
+    code: str
+    name: str
+    severity: Literal["error", "warning", "info"]
+    message: str
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    origin: Literal["static", "trace"]
+    fixes: list[FixOut]
+
+
+class FileResultOut(BaseModel):
+    path: str
+    sha256: str = Field(description="SHA-256 of the file's bytes (`content` as UTF-8, or the decoded base64).")
+    error: str | None = Field(default=None, description="Present when the file could not be read or parsed.")
+    fixed_content: str | None = Field(default=None, description="Present when `fix` was asked for.")
+
+
+class SummaryOut(BaseModel):
+    files: int
+    diagnostics: int
+    files_with_errors: int
+    fixed: int = Field(description="Findings whose fix was applied (0 unless `fix`).")
+    by_code: dict[str, int]
+    by_severity: dict[str, int]
+    version: str
+    settings_hash: str = Field(description="SHA-256 of the effective settings (enabled rules, fix mode, version).")
+
+
+class AnalyzeResponse(BaseModel):
+    version: str
+    diagnostics: list[DiagnosticOut]
+    files: list[FileResultOut]
+    summary: SummaryOut
+
+
+class FieldErrorOut(BaseModel):
+    field: str = Field(description="Where in the request: `files[0].path`, `select`, `format`, `body`.")
+    message: str
+
+
+class ErrorDetailOut(BaseModel):
+    code: str = Field(description="A stable machine-readable reason, e.g. `invalid_request`, `body_too_large`.")
+    message: str
+    request_id: str | None = None
+    fields: list[FieldErrorOut] | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetailOut
+
+
+class RuleOut(BaseModel):
+    code: str
+    name: str
+    severity: str
+    summary: str
+    fixable: bool
+
+
+class RuleDocsOut(RuleOut):
+    docs: str = Field(description="The rule's documentation page (markdown), as `thunder-lint rule CODE` prints it.")
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok", "degraded"]
+    workers: int = Field(description="Lint worker processes alive.")
+    idle_workers: int
+    replaced_workers: int
+
+
+class VersionOut(BaseModel):
+    name: str
+    version: str
+    python: str
+    rules: list[str]

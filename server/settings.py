@@ -1,0 +1,62 @@
+"""The service's settings: limits, pool size, time limit, auth token, CORS. One frozen object per app.
+
+The bearer token comes from ``THUNDER_LINT_TOKEN`` or from a file named by ``THUNDER_LINT_TOKEN_FILE``
+(or ``--token-file``); a file keeps the secret out of process listings and environment dumps.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+TOKEN_ENV = "THUNDER_LINT_TOKEN"
+TOKEN_FILE_ENV = "THUNDER_LINT_TOKEN_FILE"
+
+
+class SettingsError(ValueError):
+    """The service cannot start with these settings."""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    workers: int = 2
+    timeout_s: float = 30.0  # per request, the time a worker may spend on it
+    wait_timeout_s: float = 60.0  # the longest a request waits for a free worker before a 503
+    max_waiting: int = 256  # requests waiting for a worker beyond this get a 503 at once
+    max_body_bytes: int = 10 * 1024 * 1024
+    max_files: int = 500
+    max_file_bytes: int = 1024 * 1024
+    token: str | None = field(default=None, repr=False)  # None: no auth
+    cors_origins: tuple[str, ...] = ()  # empty: no CORS headers at all
+
+    def __post_init__(self) -> None:
+        for name in ("workers", "max_body_bytes", "max_files", "max_file_bytes", "max_waiting"):
+            if getattr(self, name) < 1:
+                raise SettingsError(f"{name.replace('_', '-')} must be at least 1")
+        for name in ("timeout_s", "wait_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise SettingsError(f"{name.removesuffix('_s').replace('_', '-')} must be a positive number of seconds")
+        if self.token is not None and not self.token:
+            raise SettingsError("the auth token is empty")
+
+
+def read_token(token_file: str | None = None, environ: dict | None = None) -> str | None:
+    """The bearer token: ``token_file`` if given, else $THUNDER_LINT_TOKEN_FILE, else $THUNDER_LINT_TOKEN."""
+    env = os.environ if environ is None else environ
+    path = token_file or env.get(TOKEN_FILE_ENV)
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                token = f.read().strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise SettingsError(f"cannot read the token file {path}: {getattr(e, 'strerror', None) or e}") from None
+        if not token:
+            raise SettingsError(f"the token file {path} is empty")
+        return token
+    token = env.get(TOKEN_ENV)
+    if token is None:
+        return None
+    token = token.strip()
+    if not token:
+        raise SettingsError(f"${TOKEN_ENV} is set but empty")
+    return token

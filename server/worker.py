@@ -1,0 +1,161 @@
+"""What a lint worker process does: take a job (files + settings), lint, return plain results.
+
+This module is imported in the worker processes, so it imports only the analyzer (never FastAPI, never
+torch). ``analyze_job`` is a pure function of its job, usable in-process too; ``worker_main`` is the
+process loop around it. Submitted text is parsed, never executed, and never written or read as a path:
+file paths are labels only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import sys
+import traceback
+from dataclasses import dataclass, field
+
+from analyzer import static
+from analyzer.diagnostics import Diagnostic
+from analyzer.file_reader import Unreadable, decode, unreadable_diagnostic
+from analyzer.report import render
+
+# The per-file "error" comes from these: the file could not be read or parsed, so nothing was checked.
+_FILE_ERROR_CODES = ("TL001", "TL002")
+
+
+@dataclass(frozen=True)
+class SubmittedFile:
+    path: str  # a label, never opened
+    text: str | None = None  # the content as text ...
+    data: bytes | None = None  # ... or as bytes, decoded the way the CLI decodes a file
+
+
+@dataclass(frozen=True)
+class Job:
+    files: tuple[SubmittedFile, ...]
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    fix: str | None = None  # None, "safe" or "unsafe"
+    fmt: str = "json"  # "json", "sarif" or "github": the latter two are rendered here, as the CLI does
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    sha256: str
+    error: str | None = None
+    fixed_content: str | None = None
+    applied: int = 0
+
+
+@dataclass
+class JobResult:
+    files: list[FileOutcome]
+    diagnostics: list[dict] = field(default_factory=list)  # Diagnostic.to_json(), sorted as the CLI sorts
+    rendered: str | None = None  # the sarif/github report, byte for byte what the CLI prints
+
+
+def _source_text(f: SubmittedFile) -> tuple[bytes, str]:
+    """(the bytes that are hashed, the text to lint); raises Unreadable as the CLI's reader would."""
+    if f.data is not None:
+        return f.data, decode(f.data)
+    data = f.text.encode("utf-8")
+    text = f.text
+    if "\0" in text:
+        decode(data)  # NUL near the start: the CLI calls this a binary file (TL002); further on, TL001
+    if text.startswith("\ufeff"):
+        text = text[1:]  # a BOM, as Python's own decoding drops it
+    return data, text
+
+
+def _analyze_file(f: SubmittedFile, job: Job) -> tuple[FileOutcome, list[Diagnostic]]:
+    try:
+        data, text = _source_text(f)
+    except Unreadable as problem:
+        digest = hashlib.sha256(f.data if f.data is not None else f.text.encode("utf-8")).hexdigest()
+        d = unreadable_diagnostic(f.path, problem)
+        return FileOutcome(f.path, digest, error=d.message), [d]
+    outcome = FileOutcome(f.path, hashlib.sha256(data).hexdigest())
+    try:
+        if job.fix is None:
+            diagnostics = static.lint_source(
+                text, f.path, select=job.select, ignore=job.ignore, extend_select=job.extend_select
+            )
+        else:
+            fixed = static.fix_source(
+                text, f.path, select=job.select, ignore=job.ignore, extend_select=job.extend_select,
+                unsafe=job.fix == "unsafe",
+            )
+            diagnostics = list(fixed.remaining)
+            outcome.fixed_content = fixed.text
+            outcome.applied = len(fixed.applied)
+    except Exception as e:  # the engine promises not to raise; if it does, this file says so, the rest go on
+        outcome.error = f"internal error while linting: {type(e).__name__}: {e}".rstrip()
+        return outcome, []
+    for d in diagnostics:
+        if d.code in _FILE_ERROR_CODES:
+            outcome.error = d.message
+            break
+    return outcome, diagnostics
+
+
+def analyze_job(job: Job) -> JobResult:
+    outcomes: list[FileOutcome] = []
+    diagnostics: list[Diagnostic] = []
+    for f in job.files:
+        outcome, found = _analyze_file(f, job)
+        outcomes.append(outcome)
+        diagnostics.extend(found)
+    diagnostics.sort(key=Diagnostic.sort_key)
+    result = JobResult(outcomes)
+    if job.fmt == "json":
+        result.diagnostics = [d.to_json() for d in diagnostics]
+    else:
+        # root: the worker's cwd ("/"), as the CLI uses its cwd, so relative labels give the same URIs
+        # and nothing about the server's own folders can appear in a report.
+        result.rendered = render(diagnostics, job.fmt, root=os.getcwd())
+    return result
+
+
+_WARM_UP = """\
+import torch
+
+@torch.compile
+def f(x, n):
+    y = x.reshape(-1)
+    y.add_(1)
+    if n > 2:
+        print(SCALE)
+    return y
+"""
+
+
+def worker_main(conn) -> None:
+    """Serve jobs from ``conn`` until it closes (or a None job): ("ok", JobResult) or ("error", text)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it stops us
+    # Make the import path independent of the cwd before leaving it: lazy imports must still work.
+    sys.path[:] = [os.path.abspath(p) for p in sys.path]
+    # Load the engine, the rules and libcst now, so that the first request pays no import cost.
+    static.fix_source(_WARM_UP, "warm_up.py", unsafe=True)
+    os.chdir("/")
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return  # the server went away
+        if job is None:
+            return
+        try:
+            reply = ("ok", analyze_job(job))
+        except BaseException as e:  # report, never die on a job: MemoryError, RecursionError, ...
+            detail = f"{type(e).__name__}: {e}".rstrip()
+            if os.environ.get("THUNDER_LINT_DEBUG"):
+                detail += "\n" + traceback.format_exc()
+            reply = ("error", detail)
+        try:
+            conn.send(reply)
+        except (OSError, ValueError):
+            return

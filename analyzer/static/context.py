@@ -25,9 +25,6 @@ class FileContext:
         self.jit_decorators = tuple(jit_decorators)
         self._facts: dict[int, FunctionFacts] = {}
         self._scopes: dict[int, Scope] = {}
-        # Line numbers from the text are only trusted when lines end the way ast counts them.
-        text = source.text
-        self._line_prefilter_ok = "\r" not in text or text.count("\r") == text.count("\r\n")
 
     @cached_property
     def index(self) -> ModuleIndex:
@@ -60,9 +57,7 @@ class FileContext:
         return self._scopes[key]
 
     def functions_with_lines(self, *line_sets: list[int]) -> list[FunctionInfo]:
-        """Functions whose span holds at least one line from every set (all functions if lines are unreliable)."""
-        if not self._line_prefilter_ok:
-            return list(self.index.functions)
+        """Functions whose span holds at least one line from every set."""
         out = []
         for info in self.index.functions:
             n = info.node

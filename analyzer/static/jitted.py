@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from .module_index import FunctionInfo, ModuleIndex
+from .prefilter import matching_lines
 
 JIT_ENTRY_POINTS = frozenset(
     {
@@ -158,7 +159,7 @@ def find_jitted(text: str, index: ModuleIndex, extra_decorators: tuple[str, ...]
                 add(info, False, "decorator")
 
     # 2. Calls: only statements on lines whose text names a jit entry point are visited.
-    lines = {n for n, line in enumerate(re.split(r"\r\n|\r|\n", text), 1) if pattern.search(line)}
+    lines = set(matching_lines(pattern, text))
     for stmt in statements_on_lines(index.tree, lines):
         roots = list(_header_nodes(stmt)) if hasattr(stmt, "body") else [stmt]
         for root in roots:

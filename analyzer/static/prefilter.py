@@ -14,27 +14,18 @@ JIT_TEXT = re.compile(r"\b(?:jit|compile)\b")
 
 
 def matching_lines(pattern: re.Pattern, text: str) -> list[int]:
-    """Sorted 1-based line numbers where ``pattern`` matches (one pass over the text, no line split)."""
-    lines = []
-    newline_positions = None
-    last = -1
+    """Sorted 1-based line numbers where ``pattern`` matches (newlines are counted in C, between matches)."""
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        text = re.sub(r"\r\n?", "\n", text)  # old Mac line ends: ast counts a lone \r as a line end too
+    lines: list[int] = []
+    line, last = 1, 0
     for m in pattern.finditer(text):
-        if newline_positions is None:
-            newline_positions = _newlines(text)
-        line = bisect.bisect_right(newline_positions, m.start()) + 1
-        if line != last:
+        start = m.start()
+        line += text.count("\n", last, start)
+        last = start
+        if not lines or lines[-1] != line:
             lines.append(line)
-            last = line
     return lines
-
-
-def _newlines(text: str) -> list[int]:
-    out = []
-    i = text.find("\n")
-    while i != -1:
-        out.append(i)
-        i = text.find("\n", i + 1)
-    return out
 
 
 def any_in_range(lines: list[int], start: int, end: int) -> bool:

@@ -129,3 +129,8 @@ def test_json_shape_of_a_fix():
     j = d.to_json()
     assert j["fixes"][0]["applicability"] == "unsafe"
     assert j["fixes"][0]["edits"][0] == {"line": 3, "column": 11, "end_line": 3, "end_column": 18, "content": "view"}
+
+
+def test_old_mac_line_endings_still_find_jit_calls():
+    src = "import thunder\nx = 5\ndef foo():\n    return x\njfoo = thunder.jit(foo)\n".replace("\n", "\r")
+    assert [(d.code, d.line) for d in lint_source(src)] == [("TL201", 4)]

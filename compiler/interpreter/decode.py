@@ -1,0 +1,57 @@
+"""Decode a code object once: instructions, offset -> index, exception table, fast-local layout."""
+from __future__ import annotations
+
+import dis
+import functools
+import sys
+
+from .errors import InterpreterError
+from .exception_table import ExceptionTableError, find_handler, parse_exception_table
+
+VERSION = sys.version_info[:2]
+SUPPORTED_VERSIONS = ((3, 11), (3, 12), (3, 13))
+
+CO_VARARGS = 0x04
+CO_VARKEYWORDS = 0x08
+CO_GENERATOR = 0x20
+CO_COROUTINE = 0x80
+CO_ITERABLE_COROUTINE = 0x100
+CO_ASYNC_GENERATOR = 0x200
+
+
+class CodeInfo:
+    __slots__ = ("code", "instructions", "index_of", "handlers", "names", "nlocals_plus", "first_free",
+                 "nargs", "qualname")
+
+    def __init__(self, code):
+        self.code = code
+        self.qualname = code.co_qualname
+        self.instructions = list(dis.get_instructions(code))
+        self.index_of = {ins.offset: i for i, ins in enumerate(self.instructions)}
+        try:
+            self.handlers = parse_exception_table(code.co_exceptiontable)
+        except ExceptionTableError as exc:
+            raise InterpreterError(f"cannot parse the exception table of {code.co_qualname}: {exc}",
+                                   filename=code.co_filename, lineno=code.co_firstlineno) from None
+        # 3.11+ "localsplus": plain locals (args first), then cells that are not arguments, then free vars.
+        varnames = code.co_varnames
+        cells = tuple(c for c in code.co_cellvars if c not in varnames)
+        self.names = varnames + cells + code.co_freevars
+        self.nlocals_plus = len(self.names)
+        self.first_free = self.nlocals_plus - len(code.co_freevars)
+        self.nargs = (code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & CO_VARARGS)
+                      + bool(code.co_flags & CO_VARKEYWORDS))
+
+    def handler_for(self, offset: int):
+        return find_handler(self.handlers, offset)
+
+    def target_index(self, instr) -> int:
+        return self.index_of[instr.argval]
+
+
+@functools.lru_cache(maxsize=4096)
+def code_info(code) -> CodeInfo:
+    if VERSION not in SUPPORTED_VERSIONS:
+        raise InterpreterError(f"Python {VERSION[0]}.{VERSION[1]} bytecode is not supported "
+                               f"(supported: 3.11, 3.12, 3.13)", construct="python version")
+    return CodeInfo(code)

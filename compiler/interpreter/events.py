@@ -1,0 +1,47 @@
+"""Events the interpreter sends to observers, each with the user's source location.
+
+An observer is any callable taking one Event; it runs synchronously while the program is interpreted.
+Kinds are strings so observers need not import this module.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GLOBAL_READ = "global_read"
+CLOSURE_READ = "closure_read"  # a free variable read (details["internal"]: the cell was created inside the run)
+GLOBAL_WRITE = "global_write"
+GLOBAL_DELETE = "global_delete"
+NONLOCAL_WRITE = "nonlocal_write"
+NONLOCAL_DELETE = "nonlocal_delete"
+OPAQUE_CALL = "opaque_call"  # native code the interpreter cannot look into; its result is an OpaqueResult
+SIDE_EFFECT_CALL = "side_effect_call"  # print/open/input/random.*/time.*/globals/locals/vars
+
+KINDS = (GLOBAL_READ, CLOSURE_READ, GLOBAL_WRITE, GLOBAL_DELETE, NONLOCAL_WRITE, NONLOCAL_DELETE, OPAQUE_CALL,
+         SIDE_EFFECT_CALL)
+
+
+@dataclass(frozen=True)
+class Location:
+    filename: str
+    lineno: int | None
+    function: str
+
+    def __str__(self):
+        return f"{self.filename}:{self.lineno}"
+
+
+@dataclass
+class Event:
+    kind: str
+    name: str  # the variable or callee
+    location: Location
+    value: object = None
+    provenance: object = None  # of the value read or written, or of an opaque call's result
+    details: dict = field(default_factory=dict)
+
+    @property
+    def message(self) -> str:
+        return f"{self.kind.replace('_', ' ')} of {self.name!r}"
+
+    def __str__(self):
+        return f"{self.location}: [{self.kind}] {self.name}"

@@ -1,0 +1,346 @@
+"""The interpreter: runs frames instruction by instruction, dispatches calls (interpreting Python
+functions recursively, lookasides, opaque native calls), drives generators, and emits events."""
+from __future__ import annotations
+
+import dis
+import functools
+import types
+
+from . import events as ev
+from . import provenance as pv
+from .classify import is_pure, is_side_effect
+from .decode import CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, CO_ITERABLE_COROUTINE, VERSION, code_info
+from .errors import InterpreterError
+from .frame import NULL, Frame
+from .native import bind_arguments
+from .registry import HANDLERS, Outcome
+
+_NOT_FOUND = object()
+_OBJECT_GETATTRIBUTE = object.__getattribute__
+
+
+class Tracked:
+    """A value with its provenance, handed to lookasides marked with `with_provenance`."""
+
+    __slots__ = ("value", "provenance")
+
+    def __init__(self, value, provenance):
+        self.value = value
+        self.provenance = provenance
+
+    def __repr__(self):
+        return f"Tracked({self.value!r}, {self.provenance})"
+
+
+def with_provenance(replacement):
+    """Mark a lookaside replacement to receive Tracked arguments (it may return a Tracked too)."""
+    replacement.__interpreter_wants_provenance__ = True
+    return replacement
+
+
+def _internal_lookaside(*targets):
+    def register(fn):
+        for target in targets:
+            INTERNAL_LOOKASIDES[id(target)] = (target, fn)
+        return fn
+    return register
+
+
+# id(callable) -> (callable, handler(interp, frame, args, kwargs, provs, kwprovs) -> (value, prov))
+INTERNAL_LOOKASIDES: dict = {}
+
+
+class Interpreter:
+    def __init__(self, observers=(), lookasides=None, *, check_stack: bool = False):
+        self.observers = tuple(observers)
+        self.lookasides = dict(lookasides or {})
+        self.check_stack = check_stack
+        self.current_exc = None  # the exception being handled by interpreted code (sys.exc_info())
+        self.internal_cells: dict = {}  # id -> cell created by interpreted code (kept alive for the run)
+        self.cell_provs: dict = {}  # id(cell) -> (cell, provenance of its last interpreted write)
+        self.opcode_handlers = [None] * 256
+        for name, handler in HANDLERS.items():
+            self.opcode_handlers[dis.opmap[name]] = handler
+
+    # ----- events -----
+    def emit(self, kind, name, frame, value=None, provenance=None, **details):
+        if not self.observers:
+            return
+        location = frame.location() if frame is not None else None
+        event = ev.Event(kind, name, location, value, provenance, details)
+        for observer in self.observers:
+            observer(event)
+
+    # ----- lookasides -----
+    def user_lookaside(self, fn):
+        if not self.lookasides:
+            return None
+        try:
+            return self.lookasides.get(fn)
+        except TypeError:  # unhashable callable
+            return None
+
+    def _call_user_lookaside(self, replacement, args, kwargs, provs, kwprovs):
+        if getattr(replacement, "__interpreter_wants_provenance__", False):
+            out = replacement(*[Tracked(a, p) for a, p in zip(args, provs)],
+                              **{k: Tracked(v, kwprovs.get(k, pv.UNKNOWN)) for k, v in kwargs.items()})
+            if isinstance(out, Tracked):
+                return out.value, out.provenance
+            return out, pv.Computed(f"lookaside {pv.describe_callee(replacement)}", tuple(provs))
+        out = replacement(*args, **kwargs)
+        return out, pv.Computed(f"lookaside {pv.describe_callee(replacement)}",
+                                tuple(provs) + tuple(kwprovs.values()))
+
+    # ----- calls -----
+    def call(self, frame, fn, args, kwargs, provs, kwprovs):
+        """Call `fn` from interpreted code; returns (value, provenance)."""
+        replacement = self.user_lookaside(fn)
+        if replacement is not None:
+            return self._call_user_lookaside(replacement, args, kwargs, provs, kwprovs)
+        internal = INTERNAL_LOOKASIDES.get(id(fn))
+        if internal is not None and internal[0] is fn:
+            return internal[1](self, frame, args, kwargs, provs, kwprovs)
+        kind = type(fn)
+        if kind is types.FunctionType:
+            flags = fn.__code__.co_flags
+            if not flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR):
+                return self.call_function(fn, args, kwargs, provs, kwprovs)
+        elif kind is types.MethodType:
+            if self.user_lookaside(fn.__func__) is not None or type(fn.__func__) is types.FunctionType:
+                self_prov = pv.Computed("bound self")
+                return self.call(frame, fn.__func__, (fn.__self__, *args), kwargs, (self_prov, *provs), kwprovs)
+        elif kind is functools.partial:
+            merged = {**fn.keywords, **kwargs}
+            mprovs = {k: kwprovs.get(k, pv.Attribute(pv.UNKNOWN, "keywords")) for k in merged}
+            return self.call(frame, fn.func, (*fn.args, *args), merged,
+                             (*[pv.Computed("partial argument")] * len(fn.args), *provs), mprovs)
+        elif kind is types.BuiltinMethodType or kind is types.MethodWrapperType:
+            owner = fn.__self__
+            if self.lookasides and owner is not None and not isinstance(owner, types.ModuleType):
+                unbound = getattr(type(owner), fn.__name__, None)
+                if unbound is not None and self.user_lookaside(unbound) is not None:
+                    return self._call_user_lookaside(self.user_lookaside(unbound), (owner, *args), kwargs,
+                                                     (pv.Computed("bound self"), *provs), kwprovs)
+        elif isinstance(fn, type):
+            created = self._construct(frame, fn, args, kwargs, provs, kwprovs)
+            if created is not _NOT_FOUND:
+                return created
+        else:
+            call_method = getattr(kind, "__call__", None)
+            if type(call_method) is types.FunctionType:  # instances of Python classes (nn.Module, ...)
+                return self.call(frame, call_method, (fn, *args), kwargs, (pv.Computed("callable object"), *provs),
+                                 kwprovs)
+        return self.call_native(frame, fn, args, kwargs, provs, kwprovs)
+
+    def call_native(self, frame, fn, args, kwargs, provs, kwprovs):
+        name = pv.describe_callee(fn)
+        if is_pure(fn):
+            return fn(*args, **kwargs), pv.Computed(f"call {name}", tuple(provs) + tuple(kwprovs.values()))
+        side_effect = is_side_effect(fn)
+        value = fn(*args, **kwargs)
+        prov = pv.OpaqueResult(name, tuple(provs) + tuple(kwprovs.values()))
+        self.emit(ev.SIDE_EFFECT_CALL if side_effect else ev.OPAQUE_CALL, name, frame, value, prov, callee=fn)
+        return value, prov
+
+    def _construct(self, frame, cls, args, kwargs, provs, kwprovs):
+        """`cls(...)` for plain Python classes: object.__new__ natively, then interpret `__init__`."""
+        if type(cls).__call__ is not type.__call__ or cls.__new__ is not object.__new__:
+            return _NOT_FOUND
+        init = _lookup_type(cls, "__init__")
+        if type(init) is not types.FunctionType:
+            return _NOT_FOUND
+        obj = object.__new__(cls)
+        prov = pv.Computed(f"new {cls.__qualname__}")
+        ret, _ = self.call_function(init, (obj, *args), kwargs, (prov, *provs), kwprovs)
+        if ret is not None:
+            raise TypeError(f"__init__() should return None, not '{type(ret).__name__}'")
+        return obj, prov
+
+    def call_function(self, fn, args, kwargs, provs=(), kwprovs=None):
+        """Interpret a Python function (generator functions return a generator driven by the interpreter)."""
+        frame = self.make_frame(fn, args, kwargs, provs, kwprovs or {})
+        if fn.__code__.co_flags & CO_GENERATOR:
+            return self._drive_generator(frame), pv.Computed(f"generator {fn.__qualname__}")
+        outcome = self.execute(frame)
+        return outcome.value, outcome.prov
+
+    def make_frame(self, fn, args, kwargs, provs, kwprovs) -> Frame:
+        info = code_info(fn.__code__)
+        code = fn.__code__
+        bound = bind_arguments(fn, args, kwargs)
+        names = info.names
+        fast = [NULL] * info.nlocals_plus
+        pfast = [None] * info.nlocals_plus
+        npos = code.co_argcount
+        for i in range(info.nargs):
+            name = names[i]
+            fast[i] = bound[name]
+            if i < npos and i < len(args):
+                pfast[i] = provs[i] if i < len(provs) else pv.UNKNOWN
+            elif name in kwprovs and name in kwargs:
+                pfast[i] = kwprovs[name]
+            elif name in kwargs:
+                pfast[i] = pv.UNKNOWN
+            else:
+                pfast[i] = pv.Computed("packed arguments") if i >= npos + code.co_kwonlyargcount else \
+                    pv.Default(fn.__qualname__, name)
+        return Frame(fn, info, fast, pfast)
+
+    # ----- execution -----
+    def execute(self, frame: Frame) -> Outcome:
+        instructions = frame.info.instructions
+        handlers = self.opcode_handlers
+        check = self.check_stack
+        stack = frame.stack
+        while True:
+            index = frame.ip
+            instr = instructions[index]
+            frame.ip = index + 1
+            frame.instr = instr
+            handler = handlers[instr.opcode]
+            if handler is None:
+                raise InterpreterError(f"unsupported bytecode {instr.opname} (in {frame.code.co_qualname})",
+                                       filename=frame.code.co_filename, lineno=frame.location(instr).lineno,
+                                       construct=instr.opname)
+            try:
+                if check:
+                    depth = len(stack)
+                outcome = handler(self, frame, instr)
+                if outcome is not None:
+                    return outcome
+                if check:
+                    self._check_stack_effect(frame, instr, depth, frame.ip != index + 1)
+            except InterpreterError:
+                raise
+            except BaseException as exc:
+                if instr.opname != "RERAISE":
+                    self._set_context(exc)
+                if not self.unwind(frame, exc, instr):
+                    raise
+
+    def unwind(self, frame, exc, instr) -> bool:
+        """Route `exc` raised at `instr` to the frame's handler per the exception table."""
+        entry = frame.info.handler_for(instr.offset)
+        if entry is None:
+            return False
+        del frame.stack[entry.depth:], frame.pstack[entry.depth:]
+        if entry.lasti:
+            frame.push(instr.offset, pv.Constant(instr.offset))
+        frame.push(exc, pv.Computed("exception"))
+        frame.ip = frame.info.index_of[entry.target]
+        return True
+
+    def _set_context(self, exc):
+        # Natively, an exception raised while another is handled gets it as __context__ (avoiding cycles).
+        current = self.current_exc
+        if current is None or current is exc or exc.__context__ is not None:
+            return
+        probe = current
+        while probe is not None:
+            if probe.__context__ is exc:
+                probe.__context__ = None
+                break
+            probe = probe.__context__
+        exc.__context__ = current
+
+    def _check_stack_effect(self, frame, instr, depth, jumped):
+        name = instr.opname
+        if name == "RETURN_GENERATOR":
+            return
+        arg = instr.arg if instr.opcode >= dis.HAVE_ARGUMENT else None
+        expected = dis.stack_effect(instr.opcode, arg, jump=jumped)
+        if name == "PRECALL":  # 3.11 books part of CALL's effect on PRECALL; settle both at CALL
+            frame.call_debt = expected
+            return
+        if name == "CALL" and VERSION == (3, 11):
+            expected += frame.call_debt
+            frame.call_debt = 0
+        actual = len(frame.stack) - depth
+        if actual != expected or len(frame.pstack) != len(frame.stack):
+            raise InterpreterError(f"stack effect of {name} (arg {instr.arg}) was {actual}, dis.stack_effect says "
+                                   f"{expected} (jump={jumped})", filename=frame.code.co_filename,
+                                   lineno=frame.location(instr).lineno, construct=name)
+
+    # ----- generators -----
+    def _drive_generator(self, frame):
+        """A real generator whose body runs `frame`; send/throw/close reach the interpreted code."""
+        while True:
+            outcome = self.execute(frame)
+            if outcome.kind == Outcome.RETURN:
+                return outcome.value
+            value = outcome.value
+            while True:
+                try:
+                    sent = yield value
+                except BaseException as thrown:  # throw() / close()
+                    resumed, value = self._throw_into(frame, thrown)
+                    if not resumed:
+                        continue  # the `yield from` sub-iterator yielded another value
+                    break
+                else:
+                    frame.delegate = None
+                    frame.push(sent, pv.Computed("sent value"))
+                    break
+
+    def _throw_into(self, frame, thrown):
+        delegate, frame.delegate = frame.delegate, None
+        if delegate is not None:
+            if isinstance(thrown, GeneratorExit):
+                close = getattr(delegate, "close", None)
+                if close is not None:
+                    try:
+                        close()
+                    except BaseException as exc:
+                        thrown = exc
+            else:
+                throw = getattr(delegate, "throw", None)
+                if throw is not None:
+                    try:
+                        value = throw(thrown)
+                    except StopIteration as stop:
+                        self._finish_send(frame, stop.value)
+                        return True, None
+                    except BaseException as exc:
+                        thrown = exc
+                    else:
+                        frame.delegate = delegate
+                        return False, value
+        self._set_context(thrown)
+        if not self.unwind(frame, thrown, frame.instr):
+            raise thrown
+        return True, None
+
+    def _finish_send(self, frame, value):
+        """The `yield from` sub-iterator finished: continue as its SEND would have on StopIteration."""
+        send = frame.delegate_send
+        if VERSION == (3, 11):
+            frame.stack[-1] = value
+            frame.pstack[-1] = pv.Computed("yield from result")
+        else:
+            frame.push(value, pv.Computed("yield from result"))
+        frame.ip = frame.info.index_of[send.argval]
+
+    # ----- attributes -----
+    def load_attr(self, frame, obj, name, prov):
+        """getattr with provenance; properties and user lookasides for descriptors are interpreted."""
+        kind = type(obj)
+        if kind.__getattribute__ is _OBJECT_GETATTRIBUTE:
+            desc = _lookup_type(kind, name)
+            if desc is not _NOT_FOUND:
+                replacement = self.user_lookaside(desc)
+                if replacement is not None:
+                    return self._call_user_lookaside(replacement, (obj,), {}, (prov,), {})
+                if type(desc) is property and type(desc.fget) is types.FunctionType:
+                    value, _ = self.call_function(desc.fget, (obj,), {}, (prov,))
+                    return value, pv.Attribute(prov, name)
+        elif self.lookasides and isinstance(obj, type):
+            pass
+        return getattr(obj, name), pv.Attribute(prov, name)
+
+
+def _lookup_type(kind, name):
+    for klass in kind.__mro__:
+        d = klass.__dict__
+        if name in d:
+            return d[name]
+    return _NOT_FOUND

@@ -1,0 +1,108 @@
+"""The interpreter's own lookasides: builtins that depend on the calling frame (super(), locals(),
+globals(), vars(), sys.exc_info()) or that must keep provenance (getattr)."""
+from __future__ import annotations
+
+import builtins
+import sys
+
+from . import events as ev
+from . import provenance as pv
+from .frame import NULL
+from .interpreter import _internal_lookaside
+
+_MISSING = object()
+
+
+@_internal_lookaside(builtins.getattr)
+def getattr_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+    if kwargs or not 2 <= len(args) <= 3:
+        return builtins.getattr(*args, **kwargs), pv.Computed("getattr")
+    obj, name = args[0], args[1]
+    if not isinstance(name, str):
+        return builtins.getattr(*args), pv.Computed("getattr")
+    try:
+        return interp.load_attr(frame, obj, name, provs[0])
+    except AttributeError:
+        if len(args) == 3:
+            return args[2], provs[2]
+        raise
+
+
+@_internal_lookaside(builtins.super)
+def super_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+    if args or kwargs:
+        return super(*args, **kwargs), pv.Computed("super")
+    # Zero-argument super(): the __class__ cell and the first argument of the *interpreted* frame.
+    code = frame.code
+    if "__class__" not in code.co_freevars:
+        raise RuntimeError("super(): __class__ cell not found")
+    if code.co_argcount == 0 and not code.co_flags & 0x04:
+        raise RuntimeError("super(): no arguments")
+    cell = frame.fast[frame.info.names.index("__class__")]
+    try:
+        cls = cell.cell_contents
+    except ValueError:
+        raise RuntimeError("super(): empty __class__ cell") from None
+    first = frame.fast[0]
+    if type(first).__name__ == "cell" and 0 in _cell_slots(frame):
+        first = first.cell_contents
+    if first is NULL:
+        raise RuntimeError("super(): arg[0] deleted")
+    return super(cls, first), pv.Computed("super", (frame.pfast[0],))
+
+
+def _cell_slots(frame):
+    return {frame.info.names.index(c) for c in frame.code.co_cellvars}
+
+
+def _frame_locals(frame) -> dict:
+    out = {}
+    cells = _cell_slots(frame)
+    for i, name in enumerate(frame.info.names):
+        value = frame.fast[i]
+        if i in cells or i >= frame.info.first_free:
+            try:
+                value = value.cell_contents
+            except (ValueError, AttributeError):
+                continue
+        if value is not NULL:
+            out[name] = value
+    return out
+
+
+def _side_effect(interp, frame, name, value):
+    prov = pv.OpaqueResult(name)
+    interp.emit(ev.SIDE_EFFECT_CALL, name, frame, value, prov)
+    return value, prov
+
+
+@_internal_lookaside(builtins.locals)
+def locals_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+    if args or kwargs:
+        return builtins.locals(*args, **kwargs), None
+    return _side_effect(interp, frame, "locals", _frame_locals(frame))
+
+
+@_internal_lookaside(builtins.globals)
+def globals_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+    if args or kwargs:
+        return builtins.globals(*args, **kwargs), None
+    return _side_effect(interp, frame, "globals", frame.globals)
+
+
+@_internal_lookaside(builtins.vars)
+def vars_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+    value = _frame_locals(frame) if not args and not kwargs else builtins.vars(*args, **kwargs)
+    return _side_effect(interp, frame, "vars", value)
+
+
+@_internal_lookaside(sys.exc_info)
+def exc_info_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+    exc = interp.current_exc
+    return ((None, None, None) if exc is None else (type(exc), exc, exc.__traceback__)), pv.Computed("exc_info")
+
+
+if hasattr(sys, "exception"):
+    @_internal_lookaside(sys.exception)
+    def exception_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+        return interp.current_exc, pv.Computed("sys.exception")

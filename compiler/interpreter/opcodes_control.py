@@ -1,0 +1,326 @@
+"""Handlers for jumps, loops, exceptions, `with`, generators and `match`."""
+from __future__ import annotations
+
+from . import provenance as pv
+from .decode import VERSION
+from .registry import Outcome, handles
+
+_EXHAUSTED = object()  # 3.12+: FOR_ITER pushes a dummy for END_FOR to pop, as dis.stack_effect models
+
+
+def _jump(frame, instr):
+    frame.ip = frame.info.index_of[instr.argval]
+
+
+@handles("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+def jump(interp, frame, instr):
+    _jump(frame, instr)
+
+
+@handles("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", until=(3, 11))
+@handles("POP_JUMP_IF_TRUE", since=(3, 12))
+def pop_jump_if_true(interp, frame, instr):
+    if frame.pop():
+        _jump(frame, instr)
+
+
+@handles("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", until=(3, 11))
+@handles("POP_JUMP_IF_FALSE", since=(3, 12))
+def pop_jump_if_false(interp, frame, instr):
+    if not frame.pop():
+        _jump(frame, instr)
+
+
+@handles("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE", until=(3, 11))
+@handles("POP_JUMP_IF_NONE", since=(3, 12))
+def pop_jump_if_none(interp, frame, instr):
+    if frame.pop() is None:
+        _jump(frame, instr)
+
+
+@handles("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", until=(3, 11))
+@handles("POP_JUMP_IF_NOT_NONE", since=(3, 12))
+def pop_jump_if_not_none(interp, frame, instr):
+    if frame.pop() is not None:
+        _jump(frame, instr)
+
+
+@handles("JUMP_IF_TRUE_OR_POP", until=(3, 11))
+def jump_if_true_or_pop(interp, frame, instr):
+    if frame.stack[-1]:
+        _jump(frame, instr)
+    else:
+        frame.pop()
+
+
+@handles("JUMP_IF_FALSE_OR_POP", until=(3, 11))
+def jump_if_false_or_pop(interp, frame, instr):
+    if not frame.stack[-1]:
+        _jump(frame, instr)
+    else:
+        frame.pop()
+
+
+# ----- iteration -----
+@handles("GET_ITER")
+def get_iter(interp, frame, instr):
+    value, prov = frame.popp()
+    frame.push(iter(value), pv.Computed("iter", (prov,)))
+
+
+@handles("FOR_ITER")
+def for_iter(interp, frame, instr):
+    iterator = frame.stack[-1]
+    try:
+        value = next(iterator)
+    except StopIteration:
+        if VERSION >= (3, 12):
+            frame.push(_EXHAUSTED, None)
+        else:
+            frame.pop()
+        _jump(frame, instr)
+        return
+    frame.push(value, pv.Computed("next", (frame.pstack[-1],)))
+
+
+@handles("END_FOR", since=(3, 12))
+def end_for(interp, frame, instr):
+    frame.pop()
+    if VERSION == (3, 12):
+        frame.pop()
+
+
+@handles("GET_LEN")
+def get_len(interp, frame, instr):
+    frame.push(len(frame.stack[-1]), pv.Computed("len", (frame.pstack[-1],)))
+
+
+# ----- exceptions -----
+@handles("PUSH_EXC_INFO")
+def push_exc_info(interp, frame, instr):
+    exc, prov = frame.popp()
+    frame.push(interp.current_exc, None)
+    frame.push(exc, prov)
+    interp.current_exc = exc
+
+
+@handles("POP_EXCEPT")
+def pop_except(interp, frame, instr):
+    interp.current_exc = frame.pop()
+
+
+@handles("CHECK_EXC_MATCH")
+def check_exc_match(interp, frame, instr):
+    kind = frame.pop()
+    exc = frame.stack[-1]
+    for k in (kind if isinstance(kind, tuple) else (kind,)):
+        if not (isinstance(k, type) and issubclass(k, BaseException)):
+            raise TypeError("catching classes that do not inherit from BaseException is not allowed")
+    frame.push(isinstance(exc, kind), None)
+
+
+@handles("RAISE_VARARGS")
+def raise_varargs(interp, frame, instr):
+    if instr.arg == 0:
+        if interp.current_exc is None:
+            raise RuntimeError("No active exception to reraise")
+        raise interp.current_exc
+    if instr.arg == 2:
+        cause = frame.pop()
+        exc = frame.pop()
+        raise exc from cause
+    raise frame.pop()
+
+
+@handles("RERAISE")
+def reraise(interp, frame, instr):
+    exc = frame.pop()
+    if instr.arg:
+        frame.pop()  # the saved lasti
+    raise exc
+
+
+@handles("LOAD_ASSERTION_ERROR")
+def load_assertion_error(interp, frame, instr):
+    frame.push(AssertionError, pv.Builtin("AssertionError"))
+
+
+# ----- with -----
+def _special(obj, name):
+    for klass in type(obj).__mro__:
+        if name in klass.__dict__:
+            attr = klass.__dict__[name]
+            getter = getattr(type(attr), "__get__", None)
+            return attr if getter is None else getter(attr, obj, type(obj))
+    return None
+
+
+@handles("BEFORE_WITH")
+def before_with(interp, frame, instr):
+    manager, prov = frame.popp()
+    enter = _special(manager, "__enter__")
+    if enter is None:
+        raise TypeError(f"'{type(manager).__name__}' object does not support the context manager protocol")
+    exit_ = _special(manager, "__exit__")
+    if exit_ is None:
+        suffix = " (missed __exit__ method)" if VERSION >= (3, 12) else ""
+        raise TypeError(f"'{type(manager).__name__}' object does not support the context manager protocol{suffix}")
+    frame.push(exit_, pv.Attribute(prov, "__exit__"))
+    result, rprov = interp.call(frame, enter, (), {}, (), {})
+    frame.push(result, rprov)
+
+
+@handles("WITH_EXCEPT_START")
+def with_except_start(interp, frame, instr):
+    exit_ = frame.stack[-4]
+    exc = frame.stack[-1]
+    result, prov = interp.call(frame, exit_, (type(exc), exc, exc.__traceback__), {}, (None, None, None), {})
+    frame.push(result, prov)
+
+
+# ----- generators -----
+@handles("RETURN_GENERATOR")
+def return_generator(interp, frame, instr):
+    frame.push(None, None)  # what the first resume "sends"; the next POP_TOP drops it
+
+
+@handles("YIELD_VALUE")
+def yield_value(interp, frame, instr):
+    value, prov = frame.popp()
+    return Outcome(Outcome.YIELD, value, prov)
+
+
+@handles("GET_YIELD_FROM_ITER")
+def get_yield_from_iter(interp, frame, instr):
+    import types
+    value = frame.stack[-1]
+    if not isinstance(value, (types.GeneratorType, types.CoroutineType)):
+        frame.stack[-1] = iter(value)
+
+
+@handles("SEND")
+def send(interp, frame, instr):
+    value = frame.pop()
+    receiver = frame.stack[-1]
+    try:
+        if value is None:
+            result = next(receiver)
+        else:
+            result = receiver.send(value)
+    except StopIteration as stop:
+        if VERSION == (3, 11):
+            frame.stack[-1] = stop.value
+            frame.pstack[-1] = pv.Computed("yield from result")
+        else:
+            frame.push(stop.value, pv.Computed("yield from result"))
+        _jump(frame, instr)
+        return
+    frame.delegate = receiver
+    frame.delegate_send = instr
+    frame.push(result, pv.Computed("yield from value"))
+
+
+@handles("END_SEND", since=(3, 12))
+def end_send(interp, frame, instr):
+    value, prov = frame.popp()
+    frame.pop()
+    frame.push(value, prov)
+
+
+@handles("CLEANUP_THROW", since=(3, 12))
+def cleanup_throw(interp, frame, instr):
+    exc = frame.pop()
+    if not isinstance(exc, StopIteration):
+        raise exc
+    frame.pop()
+    frame.pop()
+    frame.push(None, None)
+    frame.push(exc.value, pv.Computed("yield from result"))
+
+
+# ----- match -----
+_TPFLAGS_SEQUENCE = 1 << 5
+_TPFLAGS_MAPPING = 1 << 6
+
+
+@handles("MATCH_MAPPING")
+def match_mapping(interp, frame, instr):
+    frame.push(bool(type(frame.stack[-1]).__flags__ & _TPFLAGS_MAPPING), None)
+
+
+@handles("MATCH_SEQUENCE")
+def match_sequence(interp, frame, instr):
+    frame.push(bool(type(frame.stack[-1]).__flags__ & _TPFLAGS_SEQUENCE), None)
+
+
+@handles("MATCH_KEYS")
+def match_keys(interp, frame, instr):
+    keys = frame.stack[-1]
+    subject = frame.stack[-2]
+    missing = object()
+    get = subject.get
+    values = []
+    for key in keys:
+        value = get(key, missing)
+        if value is missing:
+            frame.push(None, None)
+            return
+        values.append(value)
+    frame.push(tuple(values), pv.Computed("match keys", (frame.pstack[-2],)))
+
+
+_MATCH_SELF = (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple)
+
+
+@handles("MATCH_CLASS")
+def match_class(interp, frame, instr):
+    names = frame.pop()
+    cls = frame.pop()
+    subject, prov = frame.popp()
+    if not isinstance(cls, type):
+        raise TypeError("called match pattern must be a class" if VERSION >= (3, 12)
+                        else "called match pattern must be a type")
+    if not isinstance(subject, cls):
+        frame.push(None, None)
+        return
+    count = instr.arg
+    attrs = []
+    seen = set()
+    if count:
+        match_args = getattr(cls, "__match_args__", None)
+        if match_args is None:
+            if not issubclass(cls, _MATCH_SELF):
+                raise TypeError(f"{cls.__name__}() accepts 0 positional sub-patterns ({count} given)")
+            if count > 1:
+                raise TypeError(f"{cls.__name__}() accepts 1 positional sub-pattern ({count} given)")
+            attrs.append(subject)  # int(x), str(s)...: the subject itself
+            positional = ()
+        else:
+            if not isinstance(match_args, tuple):
+                raise TypeError(f"{cls.__name__}.__match_args__ must be a tuple (got {type(match_args).__name__})")
+            if count > len(match_args):
+                plural = "" if len(match_args) == 1 else "s"
+                raise TypeError(f"{cls.__name__}() accepts {len(match_args)} positional sub-pattern{plural} "
+                                f"({count} given)")
+            positional = match_args[:count]
+        for name in positional:
+            if not isinstance(name, str):
+                raise TypeError(f"__match_args__ elements must be strings (got {type(name).__name__})")
+            if name in seen:
+                raise TypeError(f"{cls.__name__}() got multiple sub-patterns for attribute '{name}'")
+            seen.add(name)
+            try:
+                attrs.append(getattr(subject, name))
+            except AttributeError:
+                frame.push(None, None)
+                return
+    for name in names:
+        if name in seen:
+            raise TypeError(f"{cls.__name__}() got multiple sub-patterns for attribute '{name}'")
+        seen.add(name)
+        try:
+            attrs.append(getattr(subject, name))
+        except AttributeError:
+            frame.push(None, None)
+            return
+    frame.push(tuple(attrs), pv.Computed("match class", (prov,)))

@@ -269,11 +269,17 @@ def _rethrow(symbol, loc, e: Exception):
 
 
 def record_call(symbol, args, kwargs):
+    # The compiler's own torch calls (meta tensors, captures) must not re-enter the tracing mode.
+    with torch._C.DisableTorchFunction():
+        return _record_call(symbol, args, kwargs)
+
+
+def _record_call(symbol, args, kwargs):
     state = current_state()
     if state is None:
         raise CompilerError(f"{symbol.name} called outside of tracing")
     top = state.depth == 0
-    loc = user_location(3) if top else state.current_location
+    loc = user_location(4) if top else state.current_location
     if top:
         state.current_location = loc
         state.sync_grad_mode(loc)

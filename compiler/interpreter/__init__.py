@@ -31,6 +31,7 @@ class Traced:
     value: object
     provenance: Provenance
     events: list = field(default_factory=list)
+    frames: int = 0  # how many Python frames were interpreted
 
 
 def run(fn, args=(), kwargs=None, *, observers=(), lookasides=None, check_stack: bool | None = None) -> Traced:
@@ -42,7 +43,7 @@ def run(fn, args=(), kwargs=None, *, observers=(), lookasides=None, check_stack:
     provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]
     kwprovs = {k: provenance.Argument(f"kwargs[{k!r}]") for k in kwargs}
     value, prov = interp.call(None, fn, tuple(args), kwargs, provs, kwprovs)
-    return Traced(value, prov, recorded)
+    return Traced(value, prov, recorded, interp.frames)
 
 
 def interpret(fn, *args, observers=(), lookasides=None, **kwargs):

@@ -55,6 +55,7 @@ class Interpreter:
         self.observers = tuple(observers)
         self.lookasides = dict(lookasides or {})
         self.check_stack = check_stack
+        self.frames = 0  # frames interpreted so far (tests use it to prove code was interpreted)
         self.current_exc = None  # the exception being handled by interpreted code (sys.exc_info())
         self.internal_cells: dict = {}  # id -> cell created by interpreted code (kept alive for the run)
         self.cell_provs: dict = {}  # id(cell) -> (cell, provenance of its last interpreted write)
@@ -167,6 +168,7 @@ class Interpreter:
     def make_frame(self, fn, args, kwargs, provs, kwprovs) -> Frame:
         info = code_info(fn.__code__)
         code = fn.__code__
+        self.frames += 1
         bound = bind_arguments(fn, args, kwargs)
         names = info.names
         fast = [NULL] * info.nlocals_plus

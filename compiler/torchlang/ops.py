@@ -44,7 +44,7 @@ register("torch.Tensor.where", decomposition=D.where)
 for dunder, base in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("floordiv", None),
                      ("mod", None), ("pow", "pow"), ("and", None), ("or", None), ("xor", None),
                      ("lshift", None), ("rshift", None), ("matmul", None)):
-    dec = D.BINARY.get(base) if base else None
+    dec = D.matmul if dunder == "matmul" else D.BINARY.get(base) if base else None
     register(f"torch.Tensor.__{dunder}__", decomposition=dec)
     register(f"torch.Tensor.__r{dunder}__", decomposition=D.reflected(dec) if dec else None)
     register(f"torch.Tensor.__i{dunder}__", I, decomposition=D.inplace_of(dec) if dec else None)

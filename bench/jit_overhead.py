@@ -1,0 +1,108 @@
+"""Cache-hit call overhead and first-call time of compiler.jit over eager PyTorch.
+
+Workloads: a 10-op elementwise function on 8x8 tensors and a small MLP module (CPU). Overhead is the
+per-call time of the jitted callable minus eager's, both measured in this one run (median of repeats).
+Targets (issue 3): overhead <= 15 us per call, first call (trace + passes + build + run) < 0.15 s.
+
+    python3 bench/jit_overhead.py [--repeat 7] [--number 2000] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import compiler  # noqa: E402
+
+OVERHEAD_TARGET_US = 15.0
+FIRST_CALL_TARGET_S = 0.15
+
+
+def elementwise10(x, y):
+    a = x + y
+    b = a * x
+    c = b - y
+    d = torch.sin(c)
+    e = d * 2.0
+    f = torch.exp(e)
+    g = f / (x.abs() + 1)
+    h = torch.tanh(g)
+    return torch.relu(h + c)
+
+
+def make_mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 32), torch.nn.ReLU(),
+                               torch.nn.Linear(32, 16))
+
+
+def per_call_us(fn, args, number: int, repeat: int) -> float:
+    for _ in range(50):
+        fn(*args)
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn(*args)
+        runs.append((time.perf_counter() - start) / number * 1e6)
+    return statistics.median(runs)
+
+
+def first_call_s(make_fn, args, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        jfn = compiler.jit(make_fn())
+        start = time.perf_counter()
+        jfn(*args)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--number", type=int, default=2000)
+    ap.add_argument("--json", action="store_true")
+    opts = ap.parse_args(argv)
+    torch.set_num_threads(1)  # small tensors: keep the comparison about Python overhead, not threading
+
+    x, y = torch.randn(8, 8), torch.randn(8, 8)
+    mlp = make_mlp()
+    inp = torch.randn(8, 16)
+    cases = [
+        ("elementwise10 8x8", lambda: elementwise10, elementwise10, (x, y)),
+        ("mlp 8x16 (3 Linear)", lambda: make_mlp(), mlp, (inp,)),
+    ]
+    results = []
+    with torch.no_grad():
+        for name, make_fn, eager_fn, args in cases:
+            jfn = compiler.jit(eager_fn)
+            jfn(*args)
+            out_j, out_e = jfn(*args), eager_fn(*args)
+            assert torch.allclose(out_j, out_e), f"{name}: jitted result differs from eager"
+            eager = per_call_us(eager_fn, args, opts.number, opts.repeat)
+            jitted = per_call_us(jfn, args, opts.number, opts.repeat)
+            assert compiler.cache_misses(jfn) == 1, "benchmark calls must all be cache hits"
+            first = first_call_s(make_fn, args, max(3, opts.repeat // 2))
+            results.append({"case": name, "eager_us": eager, "jit_us": jitted, "overhead_us": jitted - eager,
+                            "ratio": jitted / eager, "first_call_s": first,
+                            "ok": jitted - eager <= OVERHEAD_TARGET_US and first < FIRST_CALL_TARGET_S})
+    if opts.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print(f"{'case':24} {'eager us':>9} {'jit us':>9} {'overhead us':>12} {'ratio':>6} {'first call s':>13}  target")
+        for r in results:
+            print(f"{r['case']:24} {r['eager_us']:9.2f} {r['jit_us']:9.2f} {r['overhead_us']:12.2f} {r['ratio']:6.2f} "
+                  f"{r['first_call_s']:13.4f}  {'ok' if r['ok'] else 'MISSED'}")
+        print(f"targets: overhead <= {OVERHEAD_TARGET_US} us/call, first call < {FIRST_CALL_TARGET_S} s")
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

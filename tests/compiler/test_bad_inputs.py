@@ -1,0 +1,113 @@
+"""Bad input gets a clear error naming what and where; nothing is silently computed differently."""
+import os
+
+import pytest
+import torch
+
+import compiler
+
+THIS = os.path.basename(__file__)
+
+
+def _line_of(fn, offset=1):
+    return fn.__code__.co_firstlineno + offset
+
+
+def test_unsupported_torch_function_names_the_op_and_the_line():
+    def fn(x):
+        y = x + 1
+        return torch.linalg.svd(y)
+
+    with pytest.raises(compiler.UnsupportedOpError) as info:
+        compiler.jit(fn)(torch.randn(3, 3))
+    msg = str(info.value)
+    assert "svd" in msg and f"{THIS}:{_line_of(fn, 2)}" in msg and "torch.linalg.svd(y)" in msg
+
+
+def test_unsupported_tensor_method_names_the_method():
+    def fn(x):
+        return x.stft(4)
+
+    with pytest.raises(compiler.UnsupportedOpError, match=r"Tensor.stft.*test_bad_inputs.py"):
+        compiler.jit(fn)(torch.randn(16))
+
+
+@pytest.mark.parametrize("value, kind", [(object(), "object"), (lambda: 1, "function"),
+                                         ({1: torch.ones(1)}, "dict"), (torch.ones(1).numpy(), "ndarray"),
+                                         (torch.nn.utils.rnn.PackedSequence, "type")])
+def test_unsupported_python_inputs_are_rejected_by_position(value, kind):
+    jf = compiler.jit(lambda x, v: x)
+    with pytest.raises(compiler.UnsupportedInputError, match=rf"args\[1\].*{kind}"):
+        jf(torch.ones(1), value)
+    assert compiler.cache_misses(jf) == 1
+
+
+def test_nested_unsupported_input_names_its_path():
+    jf = compiler.jit(lambda d: d["a"][0])
+    with pytest.raises(compiler.UnsupportedInputError, match=r"args\[0\]\['a'\]\[1\]"):
+        jf({"a": [torch.ones(1), object()]})
+
+
+def test_mismatched_devices_are_a_clear_error():
+    def fn(a, b):
+        return a * b
+
+    with pytest.raises(compiler.DeviceMismatchError) as info:
+        compiler.jit(fn)(torch.ones(2), torch.ones(2, device="meta"))
+    msg = str(info.value)
+    assert "cpu" in msg and "meta" in msg and f"{THIS}:{_line_of(fn)}" in msg
+
+
+def test_cpu_scalar_tensor_with_another_device_is_allowed_like_eager():
+    out = compiler.jit(lambda a, s: a * s)(torch.ones(2, device="meta"), torch.tensor(2.0))
+    assert out.device.type == "meta" and out.shape == (2,)
+
+
+@pytest.mark.parametrize("fn, what", [
+    (lambda x: x.sum().item(), "item"),
+    (lambda x: x * 2 if x.sum() > 0 else x, "bool"),
+    (lambda x: x[x > 0], "depends on tensor values"),
+    (lambda x: x.tolist(), "tolist"),
+])
+def test_data_dependent_programs_are_refused(fn, what):
+    with pytest.raises(compiler.DataDependentError, match=what):
+        compiler.jit(fn)(torch.randn(4))
+
+
+def test_shape_errors_carry_the_users_line_and_eagers_message():
+    def fn(a, b):
+        return a + b
+
+    with pytest.raises(RuntimeError, match=r"Tensor.__add__ at .*test_bad_inputs.py.*broadcast"):
+        compiler.jit(fn)(torch.ones(2), torch.ones(3))
+
+
+def test_bad_return_value_is_refused():
+    with pytest.raises(compiler.UnsupportedInputError, match="returns a object"):
+        compiler.jit(lambda x: (x, object()))(torch.ones(1))
+
+
+def test_not_callable_and_bad_executors():
+    with pytest.raises(TypeError, match="function or nn.Module"):
+        compiler.jit(3)
+    with pytest.raises(TypeError, match="not an executor"):
+        compiler.jit(lambda x: x, executors=["torch"])
+
+
+def test_failed_trace_leaves_no_entry_and_module_untouched():
+    m = torch.nn.Linear(2, 2)
+    weight = m.weight
+
+    class Bad(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = m
+
+        def forward(self, x):
+            return torch.linalg.svd(self.inner(x))
+
+    jm = compiler.jit(Bad())
+    with pytest.raises(compiler.UnsupportedOpError):
+        jm(torch.ones(1, 2))
+    assert m.weight is weight  # parameters swapped for proxies are restored even when tracing fails
+    assert jm._jitted.entries == [] and torch.is_grad_enabled()

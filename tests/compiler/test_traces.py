@@ -1,0 +1,90 @@
+"""Traces print as readable Python with the user's file:line, and the printed text runs to the same result."""
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import compiler
+from compiler.executors import TorchExecutor, python_executor
+from compiler.trace import BASE_CTX
+
+THIS_FILE = os.path.basename(__file__)
+
+
+def block(x, w, b):
+    h = F.layer_norm(x, (x.shape[-1],), w, b)
+    h = F.gelu(h @ w.diag()) + torch.softmax(h, -1)
+    return h.reshape(-1, 2).sum(0), h.mean()
+
+
+def _args():
+    torch.manual_seed(0)
+    return torch.randn(3, 4), torch.randn(4), torch.randn(4)
+
+
+def _exec_printed(trace, *inputs):
+    ns = dict(trace.python_ctx())
+    exec(compile(str(trace), "<printed trace>", "exec"), ns)
+    return ns[trace.name](*inputs)
+
+
+def test_every_trace_round_trips_through_its_printed_text():
+    jf = compiler.jit(block)
+    args = _args()
+    expected = block(*args)
+    torch.testing.assert_close(jf(*args), expected)
+    traces = compiler.last_traces(jf)
+    assert len(traces) >= 4  # front end, DCE, CSE, execution
+    for tr in traces:
+        torch.testing.assert_close(_exec_printed(tr, *args), expected)
+
+
+def test_trace_names_user_lines_and_ops():
+    jf = compiler.jit(block)
+    jf(*_args())
+    src = str(compiler.last_traces(jf)[-1])
+    assert "def computation(t0, t1, t2):" in src
+    line = block.__code__.co_firstlineno + 1
+    assert f"# {THIS_FILE}:{line} block: h = F.layer_norm(x, (x.shape[-1],), w, b)" in src
+    assert "F.layer_norm(t0, (4,), weight=t1, bias=t2, eps=1e-05)" in src
+    assert "Tensor.reshape(" in src and "torch.softmax(" in src
+
+
+def test_ops_record_their_prim_decompositions():
+    jf = compiler.jit(lambda x: torch.softmax(x, -1))
+    jf(torch.randn(2, 3))
+    (bsym,) = compiler.last_traces(jf)[0].bsyms
+    names = [s.symbol.name for s in bsym.subsymbols]
+    assert names == ["prims.amax", "prims.broadcast_to", "prims.sub", "prims.exp", "prims.sum",
+                     "prims.broadcast_to", "prims.div"]
+    assert bsym.subsymbols[-1].output is bsym.output  # the decomposition's result is the op's output
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, w, b: torch.softmax(F.gelu(F.layer_norm(x, (4,), w, b) @ x.transpose(0, 1)), -1).reshape(-1, 3),
+    lambda x, w, b: (x + w * 2 - b / 3).abs().sqrt().sum(-1),
+    lambda x, w, b: torch.cat([x, x * w], 0).flatten().exp().log1p(),
+    lambda x, w, b: F.silu(x).masked_fill(x > 0.5, 1.0) + torch.zeros(3, 4) + F.linear(x, torch.ones(4, 4), b),
+])
+def test_a_prims_only_executor_runs_decompositions_to_the_same_result(fn):
+    args = _args()
+    jf = compiler.jit(fn, executors=[TorchExecutor(only_prims=True), python_executor])
+    torch.testing.assert_close(jf(*args), fn(*args), rtol=1e-5, atol=1e-5)
+    execution = compiler.last_traces(jf)[-1]
+    assert all(b.symbol.name.startswith("prims.") for b in execution.bsyms), str(execution)
+
+
+def test_an_op_no_executor_can_run_is_a_clear_error():
+    jf = compiler.jit(lambda x: F.scaled_dot_product_attention(x, x, x),
+                      executors=[TorchExecutor(only_prims=True), python_executor])
+    with pytest.raises(compiler.ExecutorError, match=r"F.scaled_dot_product_attention.*test_traces.py"):
+        jf(torch.randn(1, 2, 3, 4))
+
+
+def test_constants_without_literals_live_in_the_trace_namespace():
+    jf = compiler.jit(lambda x: x.to(torch.float64).new_zeros((2,), dtype=torch.int32) + x.sum().to(torch.int32))
+    jf(torch.ones(3))
+    tr = compiler.last_traces(jf)[-1]
+    assert "torch.int32" in str(tr)
+    assert set(BASE_CTX) <= set(tr.python_ctx())

@@ -128,10 +128,9 @@ def set_function_attribute(interp, frame, instr):
 
 @handles("LOAD_BUILD_CLASS")
 def load_build_class(interp, frame, instr):
-    try:
-        frame.push(frame.builtins["__build_class__"], pv.Builtin("__build_class__"))
-    except KeyError:
-        raise NameError("__build_class__ not found") from None
+    if "__build_class__" not in frame.builtins:
+        raise NameError("__build_class__ not found")
+    frame.push(frame.builtins["__build_class__"], pv.Builtin("__build_class__"))
 
 
 @handles("LOAD_SUPER_ATTR", since=(3, 12))
@@ -203,14 +202,12 @@ def import_from(interp, frame, instr):
     import sys
     module, prov = frame.stack[-1], frame.pstack[-1]
     name = instr.argval
-    try:
-        value = getattr(module, name)
-    except AttributeError:
+    value = getattr(module, name, NULL)
+    if value is NULL:
         full = f"{getattr(module, '__name__', '?')}.{name}"
-        if full in sys.modules:
-            value = sys.modules[full]
-        else:
-            raise ImportError(f"cannot import name '{name}' from '{getattr(module, '__name__', '?')}' "
-                              f"({getattr(module, '__file__', 'unknown location')})",
-                              name=getattr(module, '__name__', None), path=getattr(module, '__file__', None)) from None
+        value = sys.modules.get(full, NULL)
+    if value is NULL:
+        raise ImportError(f"cannot import name '{name}' from '{getattr(module, '__name__', '?')}' "
+                          f"({getattr(module, '__file__', 'unknown location')})",
+                          name=getattr(module, '__name__', None), path=getattr(module, '__file__', None))
     frame.push(value, pv.Attribute(prov, name))

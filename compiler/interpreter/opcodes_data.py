@@ -179,7 +179,9 @@ def load_deref(interp, frame, instr):
     try:
         value = cell.cell_contents
     except ValueError:
-        raise unbound_deref(frame, i) from None
+        value = NULL
+    if value is NULL:  # raised outside the except block so the error has no __context__, as natively
+        raise unbound_deref(frame, i)
     prov = _cell_prov(interp, frame, i, cell)
     if i >= frame.info.first_free and frame.info.names[i] != "__class__":  # zero-arg super()'s implicit cell
         interp.emit(ev.CLOSURE_READ, frame.info.names[i], frame, value, prov,
@@ -204,27 +206,27 @@ def delete_deref(interp, frame, instr):
     i = instr.arg
     cell = frame.fast[i]
     try:
-        del cell.cell_contents
+        cell.cell_contents
     except ValueError:
-        raise unbound_deref(frame, i) from None
+        cell = None
+    if cell is None:
+        raise unbound_deref(frame, i)
+    del frame.fast[i].cell_contents
     if i >= frame.info.first_free:
         interp.emit(ev.NONLOCAL_DELETE, frame.info.names[i], frame, internal=id(cell) in interp.internal_cells)
 
 
 # ----- globals -----
 def _load_global(interp, frame, name):
-    try:
-        value = frame.globals[name]
-    except KeyError:
-        pass
-    else:
+    value = frame.globals.get(name, NULL)
+    if value is not NULL:
         prov = pv.Global(name, frame.globals.get("__name__"), frame.code.co_qualname)
         interp.emit(ev.GLOBAL_READ, name, frame, value, prov)
         return value, prov
-    try:
-        return frame.builtins[name], pv.Builtin(name)
-    except KeyError:
-        raise NameError(f"name '{name}' is not defined", name=name) from None
+    value = frame.builtins.get(name, NULL)
+    if value is NULL:
+        raise NameError(f"name '{name}' is not defined", name=name)
+    return value, pv.Builtin(name)
 
 
 @handles("LOAD_GLOBAL")
@@ -246,10 +248,9 @@ def store_global(interp, frame, instr):
 @handles("DELETE_GLOBAL")
 def delete_global(interp, frame, instr):
     name = instr.argval
-    try:
-        del frame.globals[name]
-    except KeyError:
-        raise NameError(f"name '{name}' is not defined", name=name) from None
+    if name not in frame.globals:
+        raise NameError(f"name '{name}' is not defined", name=name)
+    del frame.globals[name]
     interp.emit(ev.GLOBAL_DELETE, name, frame)
 
 
@@ -492,12 +493,9 @@ def _is_iterable(obj):
 @handles("LIST_EXTEND")
 def list_extend(interp, frame, instr):
     seq = frame.pop()
-    try:
-        frame.stack[-instr.arg].extend(seq)
-    except TypeError:
-        if not _is_iterable(seq):
-            raise TypeError(f"Value after * must be an iterable, not {type(seq).__name__}") from None
-        raise
+    if not _is_iterable(seq):
+        raise TypeError(f"Value after * must be an iterable, not {type(seq).__name__}")
+    frame.stack[-instr.arg].extend(seq)
 
 
 @handles("SET_UPDATE")
@@ -509,10 +507,9 @@ def set_update(interp, frame, instr):
 @handles("DICT_UPDATE")
 def dict_update(interp, frame, instr):
     update = frame.pop()
-    try:
-        frame.stack[-instr.arg].update(update)
-    except AttributeError:
-        raise TypeError(f"'{type(update).__name__}' object is not a mapping") from None
+    if not hasattr(type(update), "keys"):
+        raise TypeError(f"'{type(update).__name__}' object is not a mapping")
+    frame.stack[-instr.arg].update(update)
 
 
 @handles("DICT_MERGE")

@@ -1,0 +1,72 @@
+"""Run a small program natively and under the interpreter; compare result, output, exceptions, globals.
+
+A program is source text defining `main()`. Each run gets a fresh module namespace, so side effects on
+globals are compared too (the final values of plain-data globals)."""
+from __future__ import annotations
+
+import contextlib
+import io
+import textwrap
+from dataclasses import dataclass
+
+from compiler.interpreter import Interpreter
+
+_PLAIN = (int, float, complex, str, bytes, bool, type(None), list, tuple, dict, set, frozenset)
+
+
+@dataclass
+class Observed:
+    result: object
+    output: str
+    exception: tuple | None  # (type, message, context type, cause type)
+    globals_after: dict
+    frames: int = 0
+
+
+def _exception_facts(exc):
+    if exc is None:
+        return None
+    ctx = type(exc.__context__) if exc.__context__ is not None else None
+    cause = type(exc.__cause__) if exc.__cause__ is not None else None
+    return (type(exc), str(exc), ctx, cause)
+
+
+def _snapshot(ns):
+    return {k: repr(v) for k, v in ns.items() if not k.startswith("__") and isinstance(v, _PLAIN)}
+
+
+def _namespace(source, name):
+    ns = {"__name__": name}
+    exec(compile(textwrap.dedent(source), f"<{name}>", "exec"), ns)
+    return ns
+
+
+def observe(source: str, interpreted: bool, name: str = "prog") -> Observed:
+    ns = _namespace(source, name)
+    out = io.StringIO()
+    result = exc = None
+    frames = 0
+    with contextlib.redirect_stdout(out):
+        try:
+            if interpreted:
+                interp = Interpreter(check_stack=True)
+                try:
+                    result, _ = interp.call(None, ns["main"], (), {}, [], {})
+                finally:
+                    frames = interp.frames
+            else:
+                result = ns["main"]()
+        except Exception as e:  # noqa: BLE001 - the exception itself is what we compare
+            exc = e
+    return Observed(result, out.getvalue(), _exception_facts(exc), _snapshot(ns), frames)
+
+
+def check_program(source: str, name: str = "prog"):
+    native = observe(source, interpreted=False, name=name)
+    mine = observe(source, interpreted=True, name=name)
+    assert mine.frames >= 1, "the program was not interpreted"
+    assert mine.exception == native.exception, f"exception differs:\n native={native.exception}\n interp={mine.exception}"
+    assert type(mine.result) is type(native.result)
+    assert repr(mine.result) == repr(native.result), f"result differs: {native.result!r} vs {mine.result!r}"
+    assert mine.output == native.output, f"output differs:\n{native.output!r}\n{mine.output!r}"
+    assert mine.globals_after == native.globals_after

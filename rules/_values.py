@@ -7,13 +7,26 @@ import ast
 from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"})
-_TENSOR_ANNOTATIONS = ("Tensor",)
 # torch.* functions that return Python values or objects, not tensors.
 _TORCH_NON_TENSOR = ("torch.is_", "torch.Size", "torch.cuda", "torch.jit", "torch.compiler", "torch.get_",
                      "torch.backends", "torch.distributed", "torch.finfo", "torch.iinfo", "torch.device",
                      "torch.dtype", "torch.no_grad", "torch.enable_grad", "torch.autocast", "torch._")
 _SHAPE_FUNCTIONS = frozenset({"len"})
 _SCALAR_FUNCTIONS = frozenset({"int", "float", "abs", "min", "max", "round", "sum"})
+
+
+def is_tensor_annotation(ann) -> bool:
+    """``torch.Tensor``, ``Optional[Tensor]``, ``FloatTensor | None``; not ``list[Tensor]``."""
+    if isinstance(ann, ast.Name):
+        return ann.id.endswith("Tensor")
+    if isinstance(ann, ast.Attribute):
+        return ann.attr.endswith("Tensor")
+    if isinstance(ann, ast.Subscript) and isinstance(ann.value, (ast.Name, ast.Attribute)):
+        outer = ann.value.id if isinstance(ann.value, ast.Name) else ann.value.attr
+        return outer == "Optional" and is_tensor_annotation(ann.slice)
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+        return is_tensor_annotation(ann.left) or is_tensor_annotation(ann.right)
+    return False
 
 
 def _annotation_name(ann) -> str:
@@ -45,7 +58,7 @@ class Values:
                 continue
             ann = _annotation_name(facts.annotations.get(p))
             uses = facts.attribute_uses.get(p, [])
-            if any(t in ann for t in _TENSOR_ANNOTATIONS) or any(
+            if is_tensor_annotation(facts.annotations.get(p)) or any(
                 u.attr in METADATA_ATTRIBUTES or u.attr in METADATA_METHODS or u.attr in ("sum", "mean", "any", "all",
                 "item", "tolist", "max", "min", "abs", "view", "reshape", "float", "to", "sum", "transpose", "permute", "t",
                 "contiguous", "clone", "detach", "unsqueeze", "squeeze", "matmul", "softmax", "flatten", "expand")
@@ -138,12 +151,26 @@ class Values:
         if isinstance(e, ast.Compare):
             if is_none_check(e):
                 return False
-            return any(self.is_symbolic(x) for x in [e.left, *e.comparators])
+            operands = [e.left, *e.comparators]
+            if any(isinstance(x, ast.Constant) and isinstance(x.value, (str, bytes)) for x in operands):
+                return False  # `mode == "same"`: a string is never symbolic
+            return any(self.is_symbolic(x) for x in operands)
         if isinstance(e, ast.BoolOp):
             return any(self.is_symbolic(v) for v in e.values)
         if isinstance(e, (ast.Tuple, ast.List)):
             return any(self.is_symbolic(x) for x in e.elts)
         return False
+
+    def decides_on_symbolic(self, test) -> bool:
+        """Is a branch test decided by a symbolic value? A bare flag (`if use_bias:`) is not, unless it is a
+        number by annotation: untyped flags are usually bools, which compilers specialize."""
+        bare = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
+        if isinstance(bare, ast.Name) and bare.id in self.params:
+            ann = _annotation_name(self.facts.annotations.get(bare.id))
+            return self.is_symbolic(bare) and any(t in ann for t in ("int", "float"))
+        if isinstance(test, ast.BoolOp):
+            return any(self.decides_on_symbolic(v) for v in test.values)
+        return self.is_symbolic(test)
 
     @staticmethod
     def _is_self_attr(e) -> bool:

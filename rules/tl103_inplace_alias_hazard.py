@@ -83,10 +83,10 @@ def check(ctx):
             if mutation.kind == "setitem" and isinstance(mutation.stmt, ast.AugAssign):
                 continue  # `x[i] += v` writes through the view x[i]: TL102's finding
             name = written.id
-            if mutation.kind == "augassign":
+            if mutation.kind in ("augassign", "setitem"):
                 values = values or Values(ctx, target.info, facts)
                 if name not in values.tensors:
-                    continue  # `n += 1` on a Python number rebinds, it writes nothing
+                    continue  # `n += 1` on a number rebinds; `kwargs["k"] = v` writes a dict, not a tensor
             if not facts.read_after(name, end(mutation.stmt), mutation.loop):
                 continue
             reported.add(name)

@@ -18,7 +18,8 @@ INFO = RuleInfo(
     docs="""\
 ## What it does
 Reports calls with side effects or hidden inputs inside a jitted function: `print`, `open`, `input`,
-`breakpoint`, functions of the `random` and `time` modules, and `globals()`/`locals()`/`vars()`.
+`breakpoint`, functions of the `random` and `time` modules, and `globals()`/`locals()`/`vars()` (without
+an argument: `vars(obj)` only reads an object's attributes).
 
 ## Why is this bad?
 A compiler traces the function once and replays the trace: the print happens only while tracing, the
@@ -61,10 +62,13 @@ There is no automatic fix.
 )
 
 
-def _side_effect(ctx, scope, func) -> str | None:
+def _side_effect(ctx, scope, call) -> str | None:
+    func = call.func
     if isinstance(func, ast.Name):
         if scope.owner_of(func.id) is not None:
             return None  # a local or closure function of that name
+        if func.id == "vars" and (call.args or call.keywords):
+            return None  # vars(obj) is obj.__dict__, not the frame's locals
         if func.id in _BUILTINS and func.id not in ctx.index.bindings:
             return f"`{func.id}()`"
         origin = ctx.index.imports.get(func.id, "")
@@ -85,7 +89,7 @@ def check(ctx):
     for target, jit_scope in jitted_scopes(ctx):
         for scope in jit_scope.walk():
             for call in scope.calls:
-                what = _side_effect(ctx, scope, call.func)
+                what = _side_effect(ctx, scope, call)
                 if what:
                     yield Finding(
                         call,

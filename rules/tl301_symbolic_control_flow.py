@@ -82,7 +82,7 @@ def check(ctx):
                     and any(values.is_symbolic(a) for a in test.args)
                 )
             else:
-                decided = values.is_symbolic(test)
+                decided = values.decides_on_symbolic(test)
             if decided:
                 yield Finding(
                     test,

@@ -64,8 +64,8 @@ class ModuleIndex:
             return "mutable"
         if name.startswith("__") and name.endswith("__"):
             return "static"
-        structural = [k for k in kinds if k in ("import", "def", "class")]
-        others = [k for k in kinds if k not in ("import", "def", "class")]
+        structural = [k for k in kinds if k in ("import", "def", "class", "logger")]
+        others = [k for k in kinds if k not in ("import", "def", "class", "logger")]
         if structural and all(k == "none" for k in others):  # try: import x / except: x = None
             return "static"
         if not others:
@@ -95,7 +95,14 @@ def _target_names(target) -> list[str]:
 
 
 def _value_kind(value) -> str:
-    return "none" if isinstance(value, ast.Constant) and value.value is None else "assign"
+    if isinstance(value, ast.Constant) and value.value is None:
+        return "none"
+    if isinstance(value, ast.Call):
+        func = value.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in ("getLogger", "get_logger"):
+            return "logger"  # a logger is bound once and never replaced: no hidden input
+    return "assign"
 
 
 def build_module_index(tree: ast.Module) -> ModuleIndex:

@@ -302,3 +302,37 @@ def f(x, print=print):
 """
     found = [(d.code, d.line) for d in lint_source(src)]
     assert found == [("TL204", 8)]
+
+
+def test_jit_rules_quiet_on_loggers_vars_of_objects_string_modes_flags_and_containers():
+    src = """
+import logging
+import torch
+logger = logging.getLogger(__name__)
+@torch.compile(dynamic=True)
+def f(x, feats: list[torch.Tensor], padding, use_bias, **kwargs):
+    logger.warning("tracing")
+    cfg = vars(kwargs.get("config"))
+    if padding == "same":
+        x = x + 1
+    if use_bias:
+        x = x + 2
+    kwargs["return_dict"] = True
+    feats[0] = feats[0] * 2
+    return x, feats, cfg
+"""
+    assert codes(src) == []
+
+
+def test_tl102_view_of_an_input_made_by_squeeze():
+    # the shape of transformers' question-answering heads: labels squeezed, then clamped in place
+    src = """
+import torch
+@torch.compile
+def loss(logits, start_positions):
+    if len(start_positions.size()) > 1:
+        start_positions = start_positions.squeeze(-1)
+    start_positions.clamp_(0, logits.shape[1])
+    return logits.gather(1, start_positions)
+"""
+    assert [(d.code, d.line) for d in lint_source(src)] == [("TL102", 7)]

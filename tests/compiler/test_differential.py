@@ -53,6 +53,9 @@ def assert_same(actual, expected, *, where: str, meta_only: bool = False,
             r, a = 0.0, 0.0  # integer and bool results must be exact
         torch.testing.assert_close(actual.detach(), expected.detach(), rtol=r, atol=a, equal_nan=True,
                                    check_stride=False, msg=lambda m: f"{where}: values differ from eager: {m}")
+    elif isinstance(expected, torch.Size):
+        assert isinstance(actual, torch.Size), f"{where}: expected a torch.Size, got {type(actual).__name__}"
+        assert actual == expected, f"{where}: {actual} != eager {expected}"
     elif isinstance(expected, (tuple, list)):
         assert isinstance(actual, (tuple, list)) and isinstance(actual, tuple) == isinstance(expected, tuple), \
             f"{where}: expected a {type(expected).__name__}, got {type(actual).__name__}"
@@ -225,6 +228,126 @@ def test_no_caching_matches_eager(sample: OpSample):
                     rtol=sample.rtol, atol=sample.atol)
         assert_inputs_like_eager(args, eager_args, sample.make_args(), where=attempt)
     assert compiler.cache_hits(jfn) == 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# Hidden inputs (seed 132): state the function reads but is not passed, changed between two calls.
+# The second compiled call must see the change (or raise); reusing the first call's value is a silently
+# wrong result. Each case returns [(compiled, eager), ...] after the change.
+# ---------------------------------------------------------------------------------------------------
+
+GLOBAL_TENSOR = torch.ones(3)
+GLOBAL_SCALE = 2.0
+
+
+def _reads_global_tensor(x):
+    return x * GLOBAL_TENSOR
+
+
+def _reads_global_scale(x):
+    return x * GLOBAL_SCALE
+
+
+def _global_tensor_in_place():
+    jfn, x = compiler.jit(_reads_global_tensor), torch.randn(3)
+    jfn(x)
+    GLOBAL_TENSOR.add_(1)
+    return [(jfn(x), _reads_global_tensor(x))]
+
+
+def _global_tensor_rebound():
+    global GLOBAL_TENSOR
+    jfn, x = compiler.jit(_reads_global_tensor), torch.randn(3)
+    jfn(x)
+    GLOBAL_TENSOR = torch.full((3,), -4.0)
+    return [(jfn(x), _reads_global_tensor(x))]
+
+
+def _global_number_rebound():
+    global GLOBAL_SCALE
+    jfn, x = compiler.jit(_reads_global_scale), torch.randn(3)
+    jfn(x)
+    GLOBAL_SCALE = GLOBAL_SCALE + 1.0
+    return [(jfn(x), _reads_global_scale(x))]
+
+
+def _closure_rebound(value_before, value_after):
+    def case():
+        captured = value_before
+
+        def fn(x):
+            return x + captured
+
+        jfn, x = compiler.jit(fn), torch.randn(3)
+        jfn(x)
+        captured = value_after  # noqa: F841 - rebinding the cell that fn reads
+        return [(jfn(x), fn(x))]
+    return case
+
+
+class _Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.scale = 2.0
+
+    def forward(self, x):
+        return F.dropout(self.lin(x) * self.scale, 0.5, training=self.training)
+
+
+def _module_case(change):
+    def case():
+        torch.manual_seed(0)
+        model = _Scaled().eval()
+        jmodel, x = compiler.jit(model), torch.randn(2, 3)
+        with torch.no_grad():
+            jmodel(x)
+            change(model)
+            return [(jmodel(x), model(x))]
+    return case
+
+
+def _replace_parameter(model):
+    model.lin.weight = torch.nn.Parameter(torch.zeros(3, 3))
+
+
+def _train_mode(model):
+    model.train()
+    torch.manual_seed(5)
+
+
+HIDDEN_INPUT_CASES = {
+    "hidden.global_tensor_in_place": _global_tensor_in_place,
+    "hidden.global_tensor_rebound": _global_tensor_rebound,
+    "hidden.global_number_rebound": _global_number_rebound,
+    "hidden.closure_tensor_rebound": _closure_rebound(torch.ones(3), torch.full((3,), 7.0)),
+    "hidden.closure_number_rebound": _closure_rebound(1.0, 7.0),
+    "hidden.module_float_attribute": _module_case(lambda m: setattr(m, "scale", 5.0)),
+    "hidden.module_parameter_replaced": _module_case(_replace_parameter),
+    "hidden.module_parameter_in_place": _module_case(lambda m: m.lin.bias.add_(1.0)),
+}
+
+
+@pytest.mark.parametrize("case", [_param(name, case) for name, case in HIDDEN_INPUT_CASES.items()])
+def test_hidden_input_change_is_seen(case):
+    try:
+        pairs = case()
+    except compiler.CompilerError:
+        return  # a clear error is an allowed answer; a stale result is not
+    for actual, expected in pairs:
+        assert_same(actual, expected, where="after the change")
+
+
+def test_module_train_eval_switch_matches_eager():
+    torch.manual_seed(0)
+    model = _Scaled().eval()
+    jmodel, x = compiler.jit(model), torch.randn(4, 3)
+    with torch.no_grad():
+        assert_same(jmodel(x), model(x), where="eval")
+        _train_mode(model)
+        actual = jmodel(x)
+        torch.manual_seed(5)
+        assert_same(actual, model(x), where="train (dropout active)")
 
 
 # ---------------------------------------------------------------------------------------------------

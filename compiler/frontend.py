@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-from torch.utils import _pytree as pytree
+from . import tree as pytree
 
 from .prologue import PrologueBuilder
 from .proxies import TensorProxy

@@ -8,7 +8,7 @@ the input itself. Devices are tracked beside the meta tensor (it cannot be both 
 from __future__ import annotations
 
 import torch
-from torch.utils import _pytree as pytree
+from . import tree as pytree
 
 from .errors import DataDependentError, DeviceMismatchError
 from .proxies import OpaqueProxy, TensorProxy

@@ -5,7 +5,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from torch.utils import _pytree as pytree
+from . import tree as pytree
 
 from .proxies import TensorProxy
 

@@ -7,7 +7,7 @@ import types
 from typing import Any
 
 import torch
-from torch.utils import _pytree as pytree
+from . import tree as pytree
 
 from . import events as ev
 from .errors import CompilerError, UnsupportedInputError

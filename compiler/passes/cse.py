@@ -7,7 +7,7 @@ the caller would get one tensor twice where eager returns two.
 """
 from __future__ import annotations
 
-from torch.utils import _pytree as pytree
+from .. import tree as pytree
 
 from ..proxies import TensorProxy
 from ..symbols import EFFECTFUL, Tag

@@ -2,7 +2,7 @@
 state is a side effect: dropping one shifts every later random number) and grad-mode switches stay."""
 from __future__ import annotations
 
-from torch.utils import _pytree as pytree
+from .. import tree as pytree
 
 from ..proxies import TensorProxy
 from ..symbols import EFFECTFUL

@@ -10,7 +10,7 @@ import dataclasses
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils import _pytree as pytree
+from .. import tree as pytree
 
 from .. import proxies
 from ..errors import UnsupportedOpError

@@ -1,0 +1,42 @@
+"""Minimal, fast pytree helpers for the containers traces use: tuple (incl. namedtuples and torch.return_types),
+list, dict. Everything else - torch.Size included - is a leaf. (torch.utils._pytree is general but costs
+several times more per call, and the front end maps over every op's arguments.)"""
+from __future__ import annotations
+
+
+def tree_leaves(x, out=None) -> list:
+    if out is None:
+        out = []
+    t = type(x)
+    if t is tuple or t is list:
+        for i in x:
+            tree_leaves(i, out)
+    elif t is dict:
+        for i in x.values():
+            tree_leaves(i, out)
+    elif isinstance(x, tuple) and not _is_size(x):
+        for i in x:
+            tree_leaves(i, out)
+    else:
+        out.append(x)
+    return out
+
+
+def tree_map(f, x):
+    t = type(x)
+    if t is tuple:
+        return tuple([tree_map(f, i) for i in x])
+    if t is list:
+        return [tree_map(f, i) for i in x]
+    if t is dict:
+        return {k: tree_map(f, v) for k, v in x.items()}
+    if isinstance(x, tuple) and not _is_size(x):
+        items = [tree_map(f, i) for i in x]
+        return t(*items) if hasattr(x, "_fields") else t(items)  # namedtuple / structseq
+    return f(x)
+
+
+def _is_size(x) -> bool:
+    import torch
+
+    return isinstance(x, torch.Size)

@@ -54,25 +54,15 @@ _ANALYZE_ERRORS = {
 }
 
 
-def _selectors(values: list[str] | None) -> tuple[str, ...] | None:
-    """["TL1,TL2", " TL301 "] -> ("TL1", "TL2", "TL301"), as the CLI splits --select."""
-    if values is None:
-        return None
-    return tuple(s.strip() for v in values for s in v.split(",") if s.strip())
-
-
-def _check_selection(req: AnalyzeRequest) -> tuple[tuple[str, ...] | None, tuple[str, ...], tuple[str, ...], frozenset[str]]:
-    select, ignore, extend = _selectors(req.select), _selectors(req.ignore) or (), _selectors(req.extend_select) or ()
-    fields = []
-    for name, value in (("select", select), ("ignore", ignore), ("extend_select", extend)):
-        for i, selector in enumerate(value or ()):
-            try:
-                resolve(RULES, [selector])
-            except SelectionError as e:
-                fields.append({"field": f"{name}[{i}]", "message": str(e)})
-    if fields:
-        raise ApiError(422, "invalid_request", "unknown rule selector(s): " + ", ".join(f["field"] for f in fields), fields)
-    return select, ignore, extend, resolve(RULES, select, ignore, extend)
+def _selection(req: AnalyzeRequest) -> tuple[tuple[str, ...] | None, tuple[str, ...], tuple[str, ...], frozenset[str]]:
+    """The request's selectors (already checked against the rule table by the model) and the enabled codes."""
+    select = tuple(req.select) if req.select is not None else None
+    ignore, extend = tuple(req.ignore), tuple(req.extend_select)
+    try:
+        enabled = resolve(RULES, select, ignore, extend)
+    except SelectionError as e:  # cannot happen after validation; a clear 422 if it ever does
+        raise ApiError(422, "invalid_request", str(e), [{"field": "select", "message": str(e)}]) from None
+    return select, ignore, extend, enabled
 
 
 def _check_limits(req: AnalyzeRequest, settings: ServerSettings) -> list[SubmittedFile]:
@@ -81,15 +71,8 @@ def _check_limits(req: AnalyzeRequest, settings: ServerSettings) -> list[Submitt
             413, "too_many_files", f"{len(req.files)} files is more than the limit of {settings.max_files} per request",
             [{"field": "files", "message": f"at most {settings.max_files} files"}],
         )
-    seen: dict[str, int] = {}
     submitted = []
     for i, f in enumerate(req.files):
-        if f.path in seen:
-            raise ApiError(
-                422, "invalid_request", f"files[{i}].path repeats files[{seen[f.path]}].path",
-                [{"field": f"files[{i}].path", "message": "the same path twice in one request"}],
-            )
-        seen[f.path] = i
         if f.raw_size() > settings.max_file_bytes:
             raise ApiError(
                 413, "file_too_large", f"files[{i}] is larger than the limit of {settings.max_file_bytes} bytes per file",
@@ -180,7 +163,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     ):
         request.state.file_count = len(req.files)
         submitted = _check_limits(req, settings)
-        select, ignore, extend, enabled = _check_selection(req)
+        select, ignore, extend, enabled = _selection(req)
         fix = ("unsafe" if req.unsafe_fixes else "safe") if req.fix else None
         job = Job(tuple(submitted), select, ignore, extend, fix, format)
         try:
@@ -228,7 +211,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     async def version():
         return {"name": "thunder-lint", "version": __version__, "python": platform.python_version(), "rules": list(RULES)}
 
-    _add_security_scheme(app, settings)
+    _customize_openapi(app, settings)
     # Added last = outermost: the access log sees every request, auth runs before the body is read.
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     if settings.token is not None:
@@ -248,22 +231,28 @@ def _rule_out(info) -> dict:
     return {"code": info.code, "name": info.name, "severity": info.severity, "summary": info.summary, "fixable": info.fixable}
 
 
-def _add_security_scheme(app: FastAPI, settings: ServerSettings) -> None:
-    """With auth on, /openapi.json says so (bearer on everything but /healthz)."""
-    if settings.token is None:
-        return
+def _customize_openapi(app: FastAPI, settings: ServerSettings) -> None:
+    """The schema states this server's limits, and with auth on, the bearer scheme (all but /healthz)."""
     default_openapi = app.openapi
 
     def openapi():
-        if app.openapi_schema is None:
-            schema = default_openapi()
-            schema.setdefault("components", {})["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = default_openapi()
+        models = schema["components"]["schemas"]
+        models["AnalyzeRequest"]["properties"]["files"]["maxItems"] = settings.max_files
+        models["SourceFile"]["properties"]["content"]["description"] += f" At most {settings.max_file_bytes} bytes as UTF-8."
+        schema["info"]["description"] += (
+            f" Limits: a body of at most {settings.max_body_bytes} bytes, {settings.max_files} files, "
+            f"{settings.max_file_bytes} bytes per file, {settings.timeout_s:g} s per request."
+        )
+        if settings.token is not None:
+            schema["components"]["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
             for path, ops in schema.get("paths", {}).items():
-                if path == "/healthz":
-                    continue
-                for op in ops.values():
-                    op["security"] = [{"bearerAuth": []}]
-            app.openapi_schema = schema
-        return app.openapi_schema
+                if path != "/healthz":
+                    for op in ops.values():
+                        op["security"] = [{"bearerAuth": []}]
+        app.openapi_schema = schema
+        return schema
 
     app.openapi = openapi

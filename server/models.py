@@ -8,17 +8,46 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+
+from rules import RULES
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+def _all_selectors() -> list[str]:
+    """ALL and every prefix of every code ("T", "TL", "TL1", "TL10", "TL101", ...), as the CLI accepts."""
+    prefixes = {code[:i] for code in RULES for i in range(1, len(code) + 1)}
+    return ["ALL", *sorted(prefixes, key=lambda p: (len(p), p))]
+
+
+SELECTORS = _all_selectors()
+_KNOWN_SELECTORS = frozenset(SELECTORS)
+
+
+def _known_selector(value: str) -> str:
+    if value not in _KNOWN_SELECTORS:
+        raise ValueError(f"unknown rule selector {value!r} (a code such as TL101, a prefix such as TL1, or ALL)")
+    return value
+
+
+Selector = Annotated[
+    str,
+    AfterValidator(_known_selector),
+    WithJsonSchema({"type": "string", "enum": SELECTORS, "description": "A rule code, a code prefix, or ALL."}),
+]
 
 OutputFormat = Literal["json", "sarif", "github"]
 
 
 class SourceFile(BaseModel):
-    model_config = _STRICT
+    # The schema says what the validators check: exactly one content field, no NUL in the path.
+    model_config = ConfigDict(
+        extra="forbid", strict=True,
+        json_schema_extra={"oneOf": [{"required": ["content"]}, {"required": ["content_base64"]}]},
+    )
 
     path: str = Field(
         min_length=1,
@@ -26,9 +55,15 @@ class SourceFile(BaseModel):
         description="A label for the file in the results (e.g. its repository path). Never opened, read or "
         "written: absolute paths and `..` are just text.",
         examples=["pkg/model.py"],
+        json_schema_extra={"pattern": "^[^\\u0000]+$"},
     )
-    content: str | None = Field(default=None, description="The source text.")
-    content_base64: str | None = Field(
+    content: Annotated[str | None, WithJsonSchema({"type": "string"})] = Field(
+        default=None, description="The source text (give this or `content_base64`)."
+    )
+    content_base64: Annotated[
+        str | None,
+        WithJsonSchema({"type": "string", "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"}),
+    ] = Field(
         default=None,
         description="The file's raw bytes in base64, instead of `content`: decoded exactly as the CLI decodes "
         "a file (PEP 263 coding cookie, BOM); undecodable bytes are a per-file TL002 result.",
@@ -77,11 +112,11 @@ class AnalyzeRequest(BaseModel):
     model_config = _STRICT
 
     files: list[SourceFile] = Field(description="The files to lint (may be empty).")
-    select: list[str] | None = Field(
+    select: list[Selector] | None = Field(
         default=None, description="Rule codes or prefixes to enable (`TL1`, `ALL`); default: every rule."
     )
-    ignore: list[str] = Field(default_factory=list, description="Rule codes or prefixes to switch off.")
-    extend_select: list[str] = Field(default_factory=list, description="Rule codes or prefixes to add to `select`.")
+    ignore: list[Selector] = Field(default_factory=list, description="Rule codes or prefixes to switch off.")
+    extend_select: list[Selector] = Field(default_factory=list, description="Rule codes or prefixes to add to `select`.")
     fix: bool = Field(default=False, description="Apply fixes and return each file's `fixed_content`; the "
                       "diagnostics are then those that remain, as with `thunder-lint --fix`.")
     unsafe_fixes: bool = Field(default=False, description="With `fix`, apply unsafe fixes too.")

@@ -19,7 +19,23 @@ from pathlib import Path
 from .diagnostics import Diagnostic
 
 CACHE_DIR_NAME = ".thunder-lint-cache"
-FORMAT = 1
+FORMAT = 2
+# A file modified within this long before it was read may be modified again within the same mtime tick;
+# for such "racy" files the stat shortcut is not recorded and the content hash decides next time.
+RACY_NS = 2_000_000_000
+
+
+def stat_signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+
+
+def trusted_signature(st: os.stat_result) -> tuple[int, int, int, int] | None:
+    """The stat signature if it can stand for the content later, else None (recently modified)."""
+    import time
+
+    if time.time_ns() - st.st_mtime_ns < RACY_NS:
+        return None
+    return stat_signature(st)
 
 
 def content_hash(data: bytes) -> bytes:
@@ -66,7 +82,11 @@ def entry_to_diag(entry: tuple, path: str) -> Diagnostic:
 
 
 class ResultCache:
-    """``entries``: absolute path -> (content hash, tuple of diagnostic entries)."""
+    """``entries``: absolute path -> (content hash, tuple of diagnostic entries, stat signature or None).
+
+    A file whose stat signature (size, mtime, inode, device) is unchanged since it was hashed is a hit
+    without being read, as in git's index; otherwise it is read and its content hash decides.
+    """
 
     def __init__(self, directory: str | os.PathLike, key: str):
         self.directory = Path(directory)
@@ -94,9 +114,26 @@ class ResultCache:
             return entry[1]
         return None
 
-    def put(self, abspath: str, digest: bytes, diagnostics: list[Diagnostic]) -> None:
-        self.entries[abspath] = (digest, tuple(diag_to_entry(d) for d in diagnostics))
-        self.dirty = True
+    def unchanged(self, abspath: str) -> tuple[bytes, tuple] | None:
+        """(hash, diagnostic entries) when the file's stat signature matches the recorded one."""
+        entry = self.entries.get(abspath)
+        if entry is None or entry[2] is None:
+            return None
+        try:
+            st = os.stat(abspath)
+        except OSError:
+            return None
+        if stat_signature(st) != entry[2]:
+            return None
+        return entry[0], entry[1]
+
+    def put(self, abspath: str, digest: bytes, diagnostics: list[Diagnostic], signature: tuple | None = None) -> None:
+        old = self.entries.get(abspath)
+        entries = tuple(diag_to_entry(d) for d in diagnostics)
+        new = (digest, entries, signature)
+        if old != new:
+            self.entries[abspath] = new
+            self.dirty = True
 
     def save(self) -> str | None:
         """Write atomically (temp file + rename); returns a warning instead of raising."""

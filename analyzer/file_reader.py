@@ -30,6 +30,11 @@ class Unreadable(Exception):
 
 def read_bytes(path: str) -> bytes:
     """The file's bytes; raises Unreadable for anything that is not a readable regular file."""
+    return read_with_stat(path)[0]
+
+
+def read_with_stat(path: str) -> tuple[bytes, os.stat_result]:
+    """The file's bytes and its stat taken on the same open file (so they describe the same file)."""
     try:
         # O_NONBLOCK: opening a FIFO or a device must not wait for a writer.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -40,7 +45,7 @@ def read_bytes(path: str) -> bytes:
         if not stat.S_ISREG(st.st_mode):
             raise Unreadable("not a regular file")
         with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read()
+            return f.read(), st
     except OSError as e:
         raise Unreadable(_os_reason(e)) from None
     finally:

@@ -19,10 +19,10 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
 from . import static
-from .cache import ResultCache, content_hash
+from .cache import ResultCache, content_hash, entry_to_diag, trusted_signature
 from .config import Config
 from .diagnostics import Diagnostic
-from .file_reader import Unreadable, decode, read_bytes, unreadable_diagnostic
+from .file_reader import Unreadable, decode, read_with_stat, unreadable_diagnostic
 
 SERIAL_BELOW = 24  # fewer files than this: a pool costs more than it saves
 CHUNKS_PER_JOB = 8  # enough chunks to balance uneven files, few enough to keep IPC cheap
@@ -63,6 +63,7 @@ class Settings:
 class FileResult:
     path: str
     digest: bytes | None = None  # None when the file could not be read
+    signature: tuple | None = None  # stat signature taken when it was read (None: recently modified)
     diagnostics: list[Diagnostic] | None = None  # None: a cache hit, the parent fills it in
     original: str | None = None  # fix mode, when the fixed text differs
     fixed: str | None = None
@@ -95,8 +96,9 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes]) -> File
     """Read, hash and lint one file; never raises."""
     result = FileResult(path)
     try:
-        data = read_bytes(path)
+        data, st = read_with_stat(path)
         result.digest = content_hash(data)
+        result.signature = trusted_signature(st)
         if known.get(os.path.abspath(path)) == result.digest and settings.fix is None:
             return result  # hit: the parent has the findings
         text = decode(data)
@@ -188,19 +190,38 @@ def run(
     """Lint ``paths`` (files, already discovered); results sorted by path, line, column, code."""
     start = time.perf_counter()
     jobs = default_jobs() if jobs is None or jobs <= 0 else jobs
-    known = cache.known_hashes() if cache is not None and settings.fix is None else {}
+    use_cache = cache is not None and settings.fix is None
+    known = cache.known_hashes() if use_cache else {}
     results: list[FileResult] = []
     errors: list[str] = []
     total = len(paths)
 
-    if jobs == 1 or total < SERIAL_BELOW:
-        for i, p in enumerate(paths, 1):
+    # Files whose stat signature is unchanged are answered here without being opened; only the rest
+    # go to the workers (who still answer a hit when the content hash matches).
+    todo = paths
+    if use_cache:
+        todo = []
+        for p in paths:
+            entry = cache.unchanged(os.path.abspath(p))
+            if entry is None:
+                todo.append(p)
+            else:
+                results.append(FileResult(p, digest=entry[0], diagnostics=[entry_to_diag(e, p) for e in entry[1]]))
+        hits = len(results)
+        if progress and hits:
+            progress(hits, total)
+    else:
+        hits = 0
+    paths = todo
+
+    if jobs == 1 or len(paths) < SERIAL_BELOW:
+        for i, p in enumerate(paths, hits + 1):
             results.append(process_file(p, settings, known))
             if progress:
                 progress(i, total)
     else:
         chunks = _chunks(paths, jobs * CHUNKS_PER_JOB)
-        done_files = 0
+        done_files = hits
         try:
             with ProcessPoolExecutor(
                 max_workers=min(jobs, len(chunks)), mp_context=_pool_context(), initializer=_init_worker, initargs=(settings, known)
@@ -229,20 +250,18 @@ def run(
             for p in rest:
                 results.append(process_file(p, settings, known))
 
-    hits = 0
     for r in results:
-        if r.diagnostics is None:
+        if r.diagnostics is None:  # a worker found the content hash in the cache
             entry = cache.get(os.path.abspath(r.path), r.digest) if cache is not None and r.digest is not None else None
             if entry is None:  # the cache changed under us: lint it now
                 fresh = process_file(r.path, settings, {})
                 r.diagnostics, r.error = fresh.diagnostics, fresh.error
             else:
-                from .cache import entry_to_diag
-
                 r.diagnostics = [entry_to_diag(e, r.path) for e in entry]
+                cache.put(os.path.abspath(r.path), r.digest, r.diagnostics, r.signature)  # refresh the stat
                 hits += 1
-        elif cache is not None and r.digest is not None and r.error is None and settings.fix is None:
-            cache.put(os.path.abspath(r.path), r.digest, r.diagnostics)
+        elif use_cache and r.digest is not None and r.error is None:
+            cache.put(os.path.abspath(r.path), r.digest, r.diagnostics, r.signature)
         if r.error:
             errors.append(r.error)
 

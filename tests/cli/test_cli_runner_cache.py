@@ -200,3 +200,25 @@ def test_jobs_option(cli, tmp_path, jobs):
     make_tree(tmp_path, n=30)
     r = cli(".", "--format", "json", "-j", jobs, "--no-cache")
     assert r.code == 1 and len(json.loads(r.out)) == 20
+
+
+def test_unchanged_stat_means_the_file_is_not_even_opened(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=8)]
+    old = 1_600_000_000
+    for p in paths:
+        os.utime(p, (old, old))  # not "racy": modified long before it is read
+    key = settings_key("test", Settings())
+    cache = ResultCache(tmp_path / "cache", key).load()
+    cold = run(paths, Settings(), jobs=1, cache=cache)
+    cache.save()
+    opened = []
+    real = runner_mod.read_with_stat
+    monkeypatch.setattr(runner_mod, "read_with_stat", lambda p: opened.append(p) or real(p))
+    warm = run(paths, Settings(), jobs=1, cache=ResultCache(tmp_path / "cache", key).load())
+    assert opened == [] and warm.cache_hits == 8
+    assert as_json(warm.diagnostics) == as_json(cold.diagnostics)
+    # An edit changes size or mtime: that file is read again, and only that one.
+    write(tmp_path / paths[2], CLEAN_SRC + "# edited\n")
+    again = run(paths, Settings(), jobs=1, cache=ResultCache(tmp_path / "cache", key).load())
+    assert opened == [paths[2]] and again.cache_hits == 7

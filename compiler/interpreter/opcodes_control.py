@@ -163,8 +163,8 @@ def before_with(interp, frame, instr):
         raise TypeError(f"'{type(manager).__name__}' object does not support the context manager protocol")
     exit_ = _special(manager, "__exit__")
     if exit_ is None:
-        suffix = " (missed __exit__ method)" if VERSION >= (3, 12) else ""
-        raise TypeError(f"'{type(manager).__name__}' object does not support the context manager protocol{suffix}")
+        raise TypeError(f"'{type(manager).__name__}' object does not support the context manager protocol "
+                        "(missed __exit__ method)")
     frame.push(exit_, pv.Attribute(prov, "__exit__"))
     result, rprov = interp.call(frame, enter, (), {}, (), {})
     frame.push(result, rprov)

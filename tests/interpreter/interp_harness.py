@@ -26,9 +26,9 @@ class Observed:
 def _exception_facts(exc):
     if exc is None:
         return None
-    ctx = type(exc.__context__) if exc.__context__ is not None else None
-    cause = type(exc.__cause__) if exc.__cause__ is not None else None
-    return (type(exc), str(exc), ctx, cause)
+    def name(e):  # classes are compared by name: each run defines the program's classes afresh
+        return None if e is None else f"{type(e).__module__}.{type(e).__qualname__}"
+    return (name(exc), str(exc), name(exc.__context__), name(exc.__cause__))
 
 
 def _snapshot(ns):

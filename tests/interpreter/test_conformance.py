@@ -6,11 +6,11 @@ from interp_harness import check_program
 import interp_programs_basics
 
 _MODULES = [interp_programs_basics]
-try:
-    import interp_programs_functions
-    _MODULES.append(interp_programs_functions)
-except ImportError:
-    pass
+for _name in ("functions", "exceptions", "generators", "classes", "match", "seeds"):
+    try:
+        _MODULES.append(__import__(f"interp_programs_{_name}"))
+    except ModuleNotFoundError:
+        pass
 CASES = [(f"{m.__name__.removeprefix('interp_programs_')}/{name}", src) for m in _MODULES
          for name, src in m.PROGRAMS.items()]
 

@@ -91,7 +91,10 @@ def _log_config(level: str) -> dict:
 
 
 def serve_main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as e:  # --help (0) or a usage error (2): a return code, as the contract says
+        return e.code if isinstance(e.code, int) else 2
     try:
         settings = ServerSettings(
             workers=args.workers or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)),
@@ -129,5 +132,12 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
         timeout_graceful_shutdown=10,
     )
     server = _Server(config)
-    server.run()
-    return 0 if server.started else 2
+    try:
+        server.run()
+    except SystemExit as e:  # uvicorn exits this way when it cannot bind (port in use, bad address)
+        print(f"thunder-lint serve: error: could not serve on {args.host}:{args.port} (exit {e.code})", file=sys.stderr)
+        return 2
+    if not server.started:
+        print("thunder-lint serve: error: the service did not start (see the log above)", file=sys.stderr)
+        return 2
+    return 0

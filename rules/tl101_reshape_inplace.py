@@ -344,7 +344,7 @@ def _view_rewrite(ctx, call, op):
     if op == "reshape":
         if keywords and keywords != ["shape"]:
             return None
-        return _function_to_view if is_function else _rename_method("view")
+        return _function_to_view if is_function else _reshape_method_to_view
     # flatten(start_dim, end_dim) / ravel(): only constant dims have a view spelling
     if keywords:
         return None
@@ -365,6 +365,14 @@ def _rename_method(new):
         return node.with_changes(func=node.func.with_changes(attr=cst.Name(new)))
 
     return rewrite
+
+
+def _reshape_method_to_view(node):
+    """x.reshape(s) -> x.view(s); `shape=` becomes positional (Tensor.view has no `shape` keyword)."""
+    import libcst as cst
+
+    args = [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT) if a.keyword else a for a in node.args]
+    return node.with_changes(func=node.func.with_changes(attr=cst.Name("view")), args=args)
 
 
 def _function_to_view(node):

@@ -34,7 +34,7 @@ def lint_source(
     raises ``analyzer.selection.SelectionError`` (a usage error, not an input error).
     """
     enabled = enabled_codes(select, ignore, extend_select)
-    return lint(text, path, enabled=enabled, jit_decorators=tuple(jit_decorators), with_fixes=with_fixes)
+    return lint(text, path, enabled=enabled, jit_decorators=_names(jit_decorators), with_fixes=with_fixes)
 
 
 def fix_source(
@@ -49,7 +49,7 @@ def fix_source(
 ) -> FixOutcome:
     """Apply every applicable fix (unsafe ones only with ``unsafe=True``), re-lint, and report both."""
     enabled = enabled_codes(select, ignore, extend_select)
-    decorators = tuple(jit_decorators)
+    decorators = _names(jit_decorators)
     current = text
     applied: list[Diagnostic] = []
     for _ in range(_MAX_FIX_ROUNDS):
@@ -61,6 +61,11 @@ def fix_source(
         current = new
     remaining = lint(current, path, enabled=enabled, jit_decorators=decorators, with_fixes=True)
     return FixOutcome(current, applied, remaining)
+
+
+def _names(names: Iterable[str] | str) -> tuple[str, ...]:
+    """A single decorator name given as a string is one name, not its characters."""
+    return (names,) if isinstance(names, str) else tuple(names)
 
 
 __all__ = ["lint_source", "fix_source", "FixOutcome", "Diagnostic"]

@@ -102,3 +102,51 @@ def test_apply_edits_with_non_ascii_and_crlf():
 def test_fix_source_on_a_syntax_error_returns_the_text_unchanged():
     out = fix_source("def f(:\n", unsafe=True)
     assert out.text == "def f(:\n" and [d.code for d in out.remaining] == ["TL001"]
+
+
+def test_reshape_with_shape_keyword_becomes_positional_view():
+    src = "import torch\ndef f(x):\n    y = x.reshape(shape=(2, -1))\n    y.add_(1)\n    return x\n"
+    assert "x.view((2, -1))" in fixed(src)
+
+
+FIXABLE_FUNCTIONS = {
+    "reshape": "def f(x):\n    y = x.reshape(-1)\n    y[0] = 7\n    return x\n",
+    "flatten_dims": "def f(x):\n    y = x.flatten(1)\n    y[:, 0] = 7\n    return x\n",
+    "torch_reshape": "def f(x):\n    y = torch.reshape(x, (x.shape[0], -1))\n    y.mul_(3)\n    return x\n",
+    "keyword": "def f(x):\n    y = x.reshape(shape=(x.shape[0], -1))\n    y.add_(1)\n    return x\n",
+}
+
+
+@pytest.mark.parametrize("name", list(FIXABLE_FUNCTIONS))
+def test_fixes_keep_eager_semantics_on_real_tensors(name):
+    """Run the original and both fixed versions with real PyTorch: on a contiguous input the view fix
+    behaves like eager reshape (the write reaches x); the clone fix never touches x; on a non-contiguous
+    input the view fix aliases or fails loudly, but never silently drops the write."""
+    import torch
+
+    src = "import torch\n" + FIXABLE_FUNCTIONS[name]
+    (d,) = lint_source(src)
+    variants = {}
+    for fix in d.fixes:
+        out = apply_fixes(src, [d.__class__(**{**d.__dict__, "fixes": (fix,)})], unsafe=True)[0]
+        variants[fix.title.split(" (")[0]] = out
+    assert set(variants) == {"Make the aliasing explicit", "Make the copy explicit"}
+
+    def run(code, x):
+        ns = {}
+        exec(compile(code, "<fixed>", "exec"), ns)
+        return ns["f"](x)
+
+    base = torch.arange(12.0).reshape(3, 4)
+    eager = run(src, base.clone())
+    assert torch.equal(run(variants["Make the aliasing explicit"], base.clone()), eager)
+    assert torch.equal(run(variants["Make the copy explicit"], base.clone()), base)
+    # non-contiguous input: the view either aliases (the write reaches x) or raises; it never copies
+    strided = base.clone().t()
+    before = strided.clone()
+    try:
+        after = run(variants["Make the aliasing explicit"], strided)
+    except RuntimeError as exc:
+        assert "view" in str(exc)
+    else:
+        assert not torch.equal(after, before)

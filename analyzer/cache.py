@@ -20,6 +20,7 @@ from .diagnostics import Diagnostic
 
 CACHE_DIR_NAME = ".thunder-lint-cache"
 FORMAT = 2
+KEEP_FILES = 4  # results files of other settings/versions kept beside the current one
 # A file modified within this long before it was read may be modified again within the same mtime tick;
 # for such "racy" files the stat shortcut is not recorded and the content hash decides next time.
 RACY_NS = 2_000_000_000
@@ -149,6 +150,22 @@ class ResultCache:
                 pickle.dump({"key": self.key, "entries": self.entries}, f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.file)
             self.dirty = False
+            self._prune()
         except OSError as e:
             return f"could not write the cache in {self.directory}: {e.strerror or e}"
         return None
+
+    def _prune(self) -> None:
+        """Drop the results files of settings not used lately, so the folder does not grow forever."""
+        def mtime(p: Path) -> float:
+            try:
+                return p.stat().st_mtime
+            except OSError:
+                return 0.0
+
+        others = [p for p in self.directory.glob("results-*.pickle") if p != self.file]
+        for stale in sorted(others, key=mtime)[: max(0, len(others) - KEEP_FILES)]:
+            try:
+                stale.unlink()
+            except OSError:
+                pass

@@ -222,3 +222,16 @@ def test_unchanged_stat_means_the_file_is_not_even_opened(tmp_path, monkeypatch)
     write(tmp_path / paths[2], CLEAN_SRC + "# edited\n")
     again = run(paths, Settings(), jobs=1, cache=ResultCache(tmp_path / "cache", key).load())
     assert opened == [paths[2]] and again.cache_hits == 7
+
+
+def test_old_results_files_are_pruned(tmp_path):
+    from analyzer.cache import KEEP_FILES
+
+    for i in range(KEEP_FILES + 3):
+        cache = ResultCache(tmp_path, settings_key("test", Settings(ignore=(f"TL10{i % 10}",) * (i + 1))))
+        cache.put(str(tmp_path / "x.py"), b"h", [])
+        assert cache.save() is None
+        os.utime(cache.file, (1_000_000 + i, 1_000_000 + i))
+    left = sorted(p.name for p in tmp_path.glob("results-*.pickle"))
+    assert len(left) == KEEP_FILES + 1
+    assert cache.file.name in left

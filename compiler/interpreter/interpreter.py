@@ -266,23 +266,38 @@ class Interpreter:
     # ----- generators -----
     def _drive_generator(self, frame):
         """A real generator whose body runs `frame`; send/throw/close reach the interpreted code."""
+        own_exc = None  # the exception the generator's body is handling while suspended (its exc_state)
         while True:
-            outcome = self.execute(frame)
+            outer = self.current_exc
+            self.current_exc = own_exc if own_exc is not None else outer
+            try:
+                outcome = self.execute(frame)
+            finally:
+                own_exc = None if self.current_exc is outer else self.current_exc
+                self.current_exc = outer
             if outcome.kind == Outcome.RETURN:
                 return outcome.value
             value = outcome.value
             while True:
+                thrown = None
                 try:
                     sent = yield value
-                except BaseException as thrown:  # throw() / close()
-                    resumed, value = self._throw_into(frame, thrown)
-                    if not resumed:
-                        continue  # the `yield from` sub-iterator yielded another value
-                    break
-                else:
+                except BaseException as exc:  # throw() / close(); handled below, outside the except block,
+                    thrown = exc  # so a later yield does not chain it as __context__
+                if thrown is None:
                     frame.delegate = None
                     frame.push(sent, pv.Computed("sent value"))
                     break
+                outer = self.current_exc
+                self.current_exc = own_exc if own_exc is not None else outer
+                try:
+                    resumed, value = self._throw_into(frame, thrown)
+                finally:
+                    self.current_exc = outer
+                del thrown
+                if resumed:
+                    break
+                # else the `yield from` sub-iterator yielded another value: yield it
 
     def _throw_into(self, frame, thrown):
         delegate, frame.delegate = frame.delegate, None

@@ -239,6 +239,12 @@ def _functions_named_by(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
         if candidates:
             return candidates
         return _forward_of(expr, stmt, index)
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        # torch.compile(self.forward) inside a method: that class's method of this name
+        for scope in _enclosing_functions(stmt, index):
+            if scope.class_node is not None:
+                return [i for i in index.functions if i.class_node is scope.class_node and i.name == expr.attr]
+        return []
     if isinstance(expr, ast.Attribute) and expr.attr == "forward":
         return _forward_of(expr.value, stmt, index)
     if isinstance(expr, ast.Call):

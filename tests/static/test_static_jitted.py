@@ -36,6 +36,8 @@ def jitted(src, extra=()):
          "def main():\n    model = M()\n    jm = thunder.jit(model)\n", [("M.forward", False)]),
         ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x): pass\nm = M()\nm.compile(dynamic=True)\n",
          [("M.forward", True)]),
+        ("import torch\nclass G:\n    def __init__(self):\n        self.fast = torch.compile(self.step, fullgraph=True)\n"
+         "    def step(self, x): pass\n    def other(self): pass\n", [("G.step", False)]),
         # not jitted: TorchScript, re.compile, a plain call
         ("import torch\n@torch.jit.script\ndef f(x): pass\n", []),
         ("import re\ndef f(x): pass\np = re.compile('x')\n", []),

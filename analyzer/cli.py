@@ -414,8 +414,18 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
     return _exit_code(args, len(diagnostics), errors)
 
 
+def _tolerant_streams() -> None:
+    # A path or message the terminal's encoding cannot show must not turn into a crash.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError):
+            pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _tolerant_streams()
     try:
         if argv and argv[0] == "rule":
             return cmd_rule(argv[1:])

@@ -106,3 +106,13 @@ def test_load_file_defaults_and_ignored_for(tmp_path):
     assert cfg.ignored_for(str(tmp_path / "src" / "m.py")) == ()
     with pytest.raises(ConfigError):
         load_file(tmp_path / "absent.toml")
+
+
+def test_exclude_globs(cli, tmp_path):
+    write(tmp_path / "src" / "m.py", TL101_SRC)
+    write(tmp_path / "src" / "generated" / "g.py", TL101_SRC)
+    write(tmp_path / "legacy_x.py", TL101_SRC)
+    pyproject(tmp_path, 'exclude = ["generated", "legacy_*.py"]\n')
+    assert codes(cli(".", "--format", "json")) == [("src/m.py", "TL101")]
+    # A file named on the command line is linted even when a glob would exclude it from a walk.
+    assert codes(cli("legacy_x.py", "--format", "json")) == [("legacy_x.py", "TL101")]

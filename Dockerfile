@@ -1,0 +1,31 @@
+# thunder-lint's HTTP service. The image holds only what serving needs: the analyzer, the rules, the
+# server and their three dependencies (libcst, fastapi, uvicorn); torch and the compiler are not installed,
+# because the service only parses submitted source and never runs it.
+#
+#   docker build -t thunder-lint .
+#   docker run -p 8000:8000 -e THUNDER_LINT_TOKEN=... thunder-lint
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /src
+# The service's own dependencies: pyproject's [project].dependencies without torch (a test keeps them equal).
+RUN pip install "libcst>=1.1" "fastapi>=0.110" "uvicorn>=0.27"
+COPY pyproject.toml README.md ./
+COPY analyzer ./analyzer
+COPY rules ./rules
+COPY server ./server
+# --no-deps: the package's declared torch dependency is for the compiler, which the service never imports.
+RUN pip install --no-deps . \
+    && rm -rf /src \
+    && useradd --system --no-create-home --shell /usr/sbin/nologin thunder
+
+WORKDIR /
+USER thunder
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
+CMD ["thunder-lint", "serve", "--host", "0.0.0.0", "--port", "8000"]

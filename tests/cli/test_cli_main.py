@@ -171,3 +171,9 @@ def test_console_script_process_exit_codes(tmp_path):
     r = run_process(["--stdin-filename", "m.py", "--no-cache", "--format", "json"], tmp_path, stdin=TL101_SRC.encode())
     assert r.code == 1 and json.loads(r.out)[0]["path"] == "m.py"
     assert not (tmp_path / ".thunder-lint-cache").exists()  # --no-cache writes nothing
+
+
+def test_serve_subcommand_reaches_the_server_cli(cli):
+    r = cli("serve", "--help")
+    assert r.code == 0
+    assert "--port" in r.out and "thunder-lint serve" in r.out

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
 import textwrap
+import types
 from dataclasses import dataclass
 
 from compiler.interpreter import Interpreter
@@ -36,29 +38,35 @@ def _snapshot(ns):
 
 
 def _namespace(source, name):
-    ns = {"__name__": name}
-    exec(compile(textwrap.dedent(source), f"<{name}>", "exec"), ns)
-    return ns
+    # A real module in sys.modules: dataclasses, pickle & co. look the defining module up by name.
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    exec(compile(textwrap.dedent(source), f"<{name}>", "exec"), module.__dict__)
+    return module.__dict__
 
 
 def observe(source: str, interpreted: bool, name: str = "prog") -> Observed:
     ns = _namespace(source, name)
     out = io.StringIO()
-    result = exc = None
-    frames = 0
-    with contextlib.redirect_stdout(out):
-        try:
-            if interpreted:
-                interp = Interpreter(check_stack=True)
-                try:
-                    result, _ = interp.call(None, ns["main"], (), {}, [], {})
-                finally:
-                    frames = interp.frames
-            else:
-                result = ns["main"]()
-        except Exception as e:  # noqa: BLE001 - the exception itself is what we compare
-            exc = e
+    try:
+        with contextlib.redirect_stdout(out):
+            result, exc, frames = _call_main(ns, interpreted)
+    finally:
+        sys.modules.pop(name, None)
     return Observed(result, out.getvalue(), _exception_facts(exc), _snapshot(ns), frames)
+
+
+def _call_main(ns, interpreted):
+    result = exc = None
+    interp = Interpreter(check_stack=True)
+    try:
+        if interpreted:
+            result, _ = interp.call(None, ns["main"], (), {}, [], {})
+        else:
+            result = ns["main"]()
+    except Exception as e:  # noqa: BLE001 - the exception itself is what we compare
+        exc = e
+    return result, exc, interp.frames
 
 
 def check_program(source: str, name: str = "prog"):

@@ -179,6 +179,26 @@ def _pool_context():
     return multiprocessing.get_context("spawn")
 
 
+def _one_at_a_time(paths: list[str], settings: Settings, known: dict[str, bytes], errors: list[str]) -> list[FileResult]:
+    results: list[FileResult] = []
+    pool = None
+    try:
+        for p in paths:
+            if pool is None:
+                pool = ProcessPoolExecutor(1, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings, known))
+            try:
+                results.extend(pool.submit(_run_chunk, [p]).result())
+            except BrokenProcessPool:
+                errors.append(f"{p}: internal error: the worker process died while linting this file")
+                results.append(FileResult(p, diagnostics=[]))
+                pool.shutdown(wait=True, cancel_futures=True)
+                pool = None
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    return results
+
+
 def run(
     paths: list[str],
     settings: Settings,
@@ -242,13 +262,13 @@ def run(
                         if progress:
                             progress(done_files, total)
         except BrokenProcessPool:
-            # A worker died (killed, out of memory, a crash in C code): finish the rest here, one by one,
-            # so that the run still ends with every file accounted for.
+            # A worker died (killed, out of memory, a crash in C code). Linting the rest in this process
+            # could crash it too, so the rest goes to one worker, one file at a time: a second death
+            # then names its file, which is reported, and a fresh worker takes the next one.
             finished = {r.path for r in results}
             rest = [p for p in paths if p not in finished]
-            errors.append(f"a worker process died; linting the remaining {len(rest)} file(s) in-process")
-            for p in rest:
-                results.append(process_file(p, settings, known))
+            errors.append(f"a worker process died; linting the remaining {len(rest)} file(s) one at a time")
+            results.extend(_one_at_a_time(rest, settings, known, errors))
 
     for r in results:
         if r.diagnostics is None:  # a worker found the content hash in the cache

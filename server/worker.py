@@ -1,4 +1,5 @@
-"""What a lint worker process does: take a job (files + settings), lint, return plain results.
+"""What a lint worker process does: take a job (files + settings), lint, return plain results; or
+render a merged report (``RenderJob``).
 
 This module is imported in the worker processes, so it imports only the analyzer (never FastAPI, never
 torch). ``analyze_job`` is a pure function of its job, usable in-process too; ``worker_main`` is the
@@ -39,6 +40,15 @@ class Job:
     extend_select: tuple[str, ...] = ()
     fix: str | None = None  # None, "safe" or "unsafe"
     fmt: str = "json"  # "json", "sarif" or "github": the latter two are rendered here, as the CLI does
+
+
+@dataclass(frozen=True)
+class RenderJob:
+    """Render already-found diagnostics (Diagnostic.to_json() dicts) as the CLI would: for requests whose
+    files were linted in several workers. Done here because the report's URIs depend on the cwd."""
+
+    diagnostics: tuple[dict, ...]
+    fmt: str
 
 
 @dataclass
@@ -119,6 +129,15 @@ def analyze_job(job: Job) -> JobResult:
     return result
 
 
+def render_job(job: RenderJob) -> str:
+    diagnostics = sorted((Diagnostic.from_json(d) for d in job.diagnostics), key=Diagnostic.sort_key)
+    return render(diagnostics, job.fmt, root=os.getcwd())
+
+
+def run_any(job: Job | RenderJob):
+    return render_job(job) if isinstance(job, RenderJob) else analyze_job(job)
+
+
 _WARM_UP = """\
 import torch
 
@@ -149,7 +168,7 @@ def worker_main(conn) -> None:
         if job is None:
             return
         try:
-            reply = ("ok", analyze_job(job))
+            reply = ("ok", run_any(job))
         except BaseException as e:  # report, never die on a job: MemoryError, RecursionError, ...
             detail = f"{type(e).__name__}: {e}".rstrip()
             if os.environ.get("THUNDER_LINT_DEBUG"):

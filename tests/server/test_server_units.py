@@ -152,3 +152,20 @@ def test_a_port_in_use_is_a_clear_error():
         busy.close()
     assert out.returncode == 2
     assert "could not serve" in out.stderr
+
+
+def test_split_files_balances_and_merge_restores_request_order():
+    from server.app import merge_results, split_files
+    from server.worker import JobResult
+
+    files = [SubmittedFile(f"f{i}.py", text="x = 1\n" * n) for i, n in enumerate([50, 1, 1, 40, 10, 1])]
+    chunks = split_files(files, 2)
+    assert sorted(i for c in chunks for i in c) == list(range(6))
+    loads = [sum(len(files[i].text) for i in c) for c in chunks]
+    assert max(loads) - min(loads) <= len(files[0].text) - len(files[3].text) + 12
+    assert split_files(files[:1], 4) == [[0]] and split_files([], 2) == [[]]
+    results = [analyze_job(Job(tuple(files[i] for i in c))) for c in chunks]
+    merged = merge_results(chunks, results, len(files))
+    assert [o.path for o in merged.files] == [f.path for f in files]
+    whole = analyze_job(Job(tuple(files)))
+    assert isinstance(merged, JobResult) and merged.diagnostics == whole.diagnostics

@@ -431,13 +431,18 @@ VIEW_EXPRS = ["{a}.transpose({d}, {e})", "{a}.unsqueeze({d})", "{a}.reshape(-1)"
               "{a}.expand(2, *{a}.shape)", "{a}.t() if {a}.ndim == 2 else {a}", "{a}.contiguous()",
               "{a}.mT"]
 INPLACE_STMTS = ["{v} = {a}.clone(); {v}.mul_(0.5)", "{v} = {a} * 1; {v}.add_(1)", "{v} = {a} + 0; {v}.zero_()",
-                 "{v} = {a}.clone(); {v}[..., 0] = 2.0"]
+                 "{v} = {a}.clone(); {v}[..., 0] = 2", "{v} = {a} * 2; {v}.masked_fill_({v} > 1, 0)"]
+# in-place writes that may reach an input: through reshape/flatten (a view or a copy depending on the
+# input's strides, seed 957) or directly
+INPUT_WRITE_STMTS = ["{v} = {a}.reshape(-1); {v}.add_(1)", "{v} = {a}.flatten(); {v}.mul_(2)",
+                     "{a}.add_(1); {v} = {a} * 1", "{v} = {a}.transpose(0, -1); {v}.sub_(1)",
+                     "{v} = {a}.contiguous(); {v}.mul_(3)"]
 
 
 def random_program(seed: int) -> tuple[str, list[T]]:
-    """Python source of `def program(*inputs)` and its input specs: a chain of 2-7 random steps.
+    """Python source of `def program(*inputs)` and its input specs: a chain of 2-8 random steps.
 
-    Every candidate step is tried on meta tensors first, so only valid programs come out.
+    Every candidate step is run on small real inputs first, so only programs eager accepts come out.
     """
     rng = random.Random(seed)
     ndim = rng.choice([0, 1, 2, 2, 3, 3])
@@ -449,32 +454,36 @@ def random_program(seed: int) -> tuple[str, list[T]]:
         layouts = ["contiguous", "sliced"] if shape else ["contiguous"]
         if len(shape) >= 2:
             layouts.append("transposed")
-        specs.append(T(shape, dtype, rng.choice(layouts)))
+        input_dtype = rng.choices([dtype, torch.float64, torch.int64], [6, 1, 1])[0]
+        specs.append(T(shape, input_dtype, rng.choice(layouts)))
     env = {"torch": torch, "F": F}
-    live = {f"a{i}": torch.empty(s.shape, dtype=s.dtype, device="meta") for i, s in enumerate(specs)}
+    gen = torch.Generator().manual_seed(seed)
+    live = {f"a{i}": s.build(gen) for i, s in enumerate(specs)}
     lines = []
-    for step in range(rng.randint(2, 7)):
-        for _ in range(20):  # tries until a step type-checks on meta tensors
+    for step in range(rng.randint(2, 8)):
+        for _ in range(20):  # tries until a step runs
             a, b = rng.choice(list(live)), rng.choice(list(live))
             nd = live[a].ndim
             d = rng.randrange(-nd, nd) if nd else 0
             e = rng.randrange(-nd, nd) if nd else 0
-            kind = rng.choices(["unary", "binary", "reduce", "view", "inplace"], [3, 4, 2, 3, 1])[0]
+            kind = rng.choices(["unary", "binary", "reduce", "view", "inplace", "input_write"],
+                               [3, 4, 2, 3, 1, 1])[0]
             v = f"v{step}"
-            if kind == "inplace":
-                stmt = rng.choice(INPLACE_STMTS).format(v=v, a=a)
+            if kind == "reduce" and nd == 0:
+                continue
+            if kind in ("inplace", "input_write"):
+                table = INPLACE_STMTS if kind == "inplace" else INPUT_WRITE_STMTS
+                stmt = rng.choice(table).format(v=v, a=a)
             else:
                 table = {"unary": UNARY_EXPRS, "binary": BINARY_EXPRS, "reduce": REDUCTION_EXPRS,
                          "view": VIEW_EXPRS}[kind]
-                if kind in ("reduce",) and nd == 0:
-                    continue
                 stmt = f"{v} = " + rng.choice(table).format(a=a, b=b, d=d, e=e)
             scope = dict(env, **live)
             try:
                 exec(stmt, scope)
-            except Exception:  # noqa: BLE001 - an invalid candidate (shape/dim mismatch): draw another
+            except Exception:  # noqa: BLE001 - an invalid candidate (shape/dim/dtype mismatch): draw another
                 continue
-            if isinstance(scope[v], torch.Tensor) and scope[v].numel() <= 4096:
+            if isinstance(scope.get(v), torch.Tensor) and scope[v].numel() <= 4096:
                 live[v] = scope[v]
                 lines.append(stmt)
                 break
@@ -520,6 +529,7 @@ def test_random_programs_are_deterministic_and_varied():
     assert len(sources) > RANDOM_PROGRAM_COUNT * 0.9
     assert sum(".sum(" in s or "amax" in s or "softmax" in s or ".mean(" in s for s in sources) > 50
     assert sum("transpose" in s or "reshape" in s or "permute" in s for s in sources) > 50
+    assert sum("_(" in s for s in sources) > 50  # in-place ops
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -255,6 +255,7 @@ def _functions_named_by(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
 def _forward_of(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
     """``forward`` of the module class instantiated by ``expr`` (``MyModel(...)`` or a name bound to one)."""
     cls_name = None
+    expr = _strip_module_methods(expr)
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
         cls_name = expr.func.id
     elif isinstance(expr, ast.Name):
@@ -265,11 +266,26 @@ def _forward_of(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
     return [i for i in index.functions if i.class_node is cls and i.node.name == "forward"]
 
 
+# nn.Module methods that return the module itself: `MyModel().to(device).eval()` is still a MyModel.
+_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16",
+                             "requires_grad_", "to_empty"})
+
+
+def _strip_module_methods(expr):
+    while (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in _SELF_RETURNING
+    ):
+        expr = expr.func.value
+    return expr
+
+
 def _class_assigned_to(name: str, index: ModuleIndex) -> str | None:
-    """The class ``C`` of some ``name = C(...)`` in the module (statements only, any depth)."""
+    """The class ``C`` of some ``name = C(...)`` (or ``C(...).to(device)``) anywhere in the module."""
     for node in ast.walk(index.tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
-            if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-                if node.value.func.id in index.classes:
-                    return node.value.func.id
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            value = _strip_module_methods(node.value)
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in index.classes:
+                return value.func.id
     return None

@@ -38,6 +38,10 @@ def jitted(src, extra=()):
          [("M.forward", True)]),
         ("import torch\nclass G:\n    def __init__(self):\n        self.fast = torch.compile(self.step, fullgraph=True)\n"
          "    def step(self, x): pass\n    def other(self): pass\n", [("G.step", False)]),
+        ("import torch\nclass M(torch.nn.Module):\n    def forward(self, x): pass\n"
+         "model = M().to('cuda').eval()\nfast = torch.compile(model)\n", [("M.forward", False)]),
+        ("import thunder\nclass M:\n    def forward(self, x): pass\nfast = thunder.jit(M().cuda())\n",
+         [("M.forward", False)]),
         # not jitted: TorchScript, re.compile, a plain call
         ("import torch\n@torch.jit.script\ndef f(x): pass\n", []),
         ("import re\ndef f(x): pass\np = re.compile('x')\n", []),

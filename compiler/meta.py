@@ -29,7 +29,11 @@ def meta_like(t: torch.Tensor) -> torch.Tensor:
 
 
 def default_device() -> torch.device:
-    return torch.get_default_device()
+    # Read when tracing starts: under DisableTorchFunction torch.get_default_device() answers "cpu".
+    from .trace import current_state
+
+    state = current_state()
+    return state.default_device if state is not None else torch.get_default_device()
 
 
 def infer_device(symbol, args, kwargs) -> torch.device:

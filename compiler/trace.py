@@ -190,6 +190,7 @@ class TracingState:
         self.may_view_origin: dict[str, BoundSymbol] = {}
         self.current_location = None
         self.grad_enabled = torch.is_grad_enabled()
+        self.default_device = torch.get_default_device()
         self.initial_grad_enabled = self.grad_enabled
 
     def sync_grad_mode(self, loc=None) -> None:

@@ -129,7 +129,7 @@ def test_prologue_trace_prints_and_checks_every_tensor_fact():
     (prologue,) = compiler.last_prologue_traces(jf)
     src = str(prologue)
     for fact in ("dtype is not torch.float32", "shape != (2, 3)", "stride() != (3, 1)", "stride() != (1, 2)",
-                 "is_cpu", "requires_grad", "is_grad_enabled", "get_default_dtype", "get_default_device"):
+                 "is_cpu", "requires_grad", "is_grad_enabled", "get_default_dtype", "_len_torch_function_stack"):
         assert fact in src, fact
     compile(src, "<prologue>", "exec")
     guard = prologue.python_callable()
@@ -151,3 +151,17 @@ def test_module_training_flag_is_guarded():
     torch.manual_seed(3)
     torch.testing.assert_close(got, m(x))
     assert compiler.cache_misses(jm) == 2
+
+
+def test_default_device_is_guarded():
+    jf = compiler.jit(lambda x: x + torch.ones(2))
+    assert jf(torch.ones(2)).device.type == "cpu"
+    with torch.device("meta"):
+        out = jf(torch.ones(2, device="meta"))
+    assert out.device.type == "meta" and compiler.cache_misses(jf) == 2
+    with torch.device("meta"):
+        # a cpu input with a meta default device: eager's torch.ones lands on meta -> device mismatch
+        with pytest.raises(compiler.DeviceMismatchError):
+            jf(torch.ones(2, device="cpu"))
+    jf(torch.ones(2))
+    assert compiler.cache_hits(jf) == 1

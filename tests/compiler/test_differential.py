@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import compiler
-from opinfos import KNOWN_GAPS, SAMPLES, T, OpSample
+from opinfos import KNOWN_GAPS, SAMPLES, SAMPLES_BY_ID, T, OpSample
 
 if not hasattr(compiler, "jit"):
     pytest.skip("compiler.jit does not exist yet", allow_module_level=True)
@@ -81,8 +81,8 @@ def assert_inputs_like_eager(args, eager_args, pristine_args, *, where: str) -> 
             continue
         eager_changed = not torch.equal(eager_arg, before)
         compiled_changed = not torch.equal(arg, before)
-        pytest.fail(f"{where}: input {i} after the call differs from eager's "
-                    f"(eager changed it: {eager_changed}, compiled changed it: {compiled_changed})")
+        raise AssertionError(f"{where}: input {i} after the call differs from eager's "
+                             f"(eager changed it: {eager_changed}, compiled changed it: {compiled_changed})")
 
 
 def _tensors(value) -> list[torch.Tensor]:
@@ -118,27 +118,34 @@ def call(fn, args, manual_seed):
         return None, e
 
 
-def check_against_eager(fn, make_args, *, manual_seed=None, expect_error=False, meta_only=False,
-                        rtol=None, atol=None) -> None:
+def compare_one_call(jfn, fn, make_args, *, where: str, manual_seed=None, meta_only=False,
+                     rtol=None, atol=None) -> bool:
+    """Call eager `fn` and compiled `jfn` on fresh identical inputs and compare outputs, inputs left
+    behind and aliasing. Returns whether eager raised (then the compiled call must raise too)."""
     eager_args = make_args()
     expected, eager_error = call(fn, eager_args, manual_seed)
-    assert (eager_error is not None) == expect_error, \
-        f"the sample table is wrong: eager {'raised ' + repr(eager_error) if eager_error else 'did not raise'}"
+    args = make_args()
+    actual, error = call(jfn, args, manual_seed)
+    if eager_error is not None:
+        assert error is not None, f"{where}: eager raised {eager_error!r}, compiled returned a result"
+        return True
+    if error is not None:
+        raise AssertionError(f"{where}: compiled raised {type(error).__name__}: {error}") from error
+    assert_same(actual, expected, where=f"{where}: output", meta_only=meta_only, rtol=rtol, atol=atol)
+    assert_inputs_like_eager(args, eager_args, make_args(), where=where)
+    assert_aliasing_like_eager(actual, args, expected, eager_args, where=where)
+    return False
 
+
+def check_against_eager(fn, make_args, *, manual_seed=None, expect_error=False, meta_only=False,
+                        rtol=None, atol=None) -> None:
+    """Two compiled calls (trace, then cache hit), each compared with eager; then the trace prints."""
     jfn = compiler.jit(fn)
     for attempt in ("first call", "second call (cache hit)"):
-        args = make_args()
-        actual, error = call(jfn, args, manual_seed)
-        if eager_error is not None:
-            assert error is not None, f"{attempt}: eager raised {eager_error!r}, compiled returned a result"
-            continue
-        if error is not None:
-            raise AssertionError(f"{attempt}: compiled raised {type(error).__name__}: {error}") from error
-        assert_same(actual, expected, where=f"{attempt}: output", meta_only=meta_only, rtol=rtol, atol=atol)
-        assert_inputs_like_eager(args, eager_args, make_args(), where=attempt)
-        assert_aliasing_like_eager(actual, args, expected, eager_args, where=attempt)
-
-    if eager_error is None:
+        eager_raised = compare_one_call(jfn, fn, make_args, where=attempt, manual_seed=manual_seed,
+                                        meta_only=meta_only, rtol=rtol, atol=atol)
+        assert eager_raised == expect_error, f"the sample table is wrong: eager raised: {eager_raised}"
+    if not expect_error:
         assert compiler.cache_misses(jfn) == 1, f"cache misses: {compiler.cache_misses(jfn)}, expected 1"
         assert compiler.cache_hits(jfn) == 1, f"cache hits: {compiler.cache_hits(jfn)}, expected 1"
         assert_trace_is_python(jfn)
@@ -192,21 +199,9 @@ def test_one_jitted_function_across_inputs(members: list[OpSample]):
     transposed input would get reshape-then-in-place wrong); a failing call must not poison it.
     """
     jfn = compiler.jit(members[0].fn)
-    for s in members + members[:1]:
-        eager_args = s.make_args()
-        expected, eager_error = call(s.fn, eager_args, None)
-        args = s.make_args()
-        actual, error = call(jfn, args, None)
-        where = f"input of {s.id}"
-        if eager_error is not None:
-            assert error is not None, f"{where}: eager raised {eager_error!r}, compiled returned a result"
-            continue
-        if error is not None:
-            raise AssertionError(f"{where}: compiled raised {type(error).__name__}: {error}") from error
-        assert_same(actual, expected, where=f"{where}: output", meta_only=s.compare == "meta",
-                    rtol=s.rtol, atol=s.atol)
-        assert_inputs_like_eager(args, eager_args, s.make_args(), where=where)
-        assert_aliasing_like_eager(actual, args, expected, eager_args, where=where)
+    for s in members + [next(m for m in members if not m.expect_error)]:
+        compare_one_call(jfn, s.fn, s.make_args, where=f"input of {s.id}", meta_only=s.compare == "meta",
+                         rtol=s.rtol, atol=s.atol)
     assert compiler.cache_hits(jfn) >= 1, "calling again with the first input must hit its cache entry"
 
 
@@ -214,19 +209,9 @@ def test_one_jitted_function_across_inputs(members: list[OpSample]):
 def test_no_caching_matches_eager(sample: OpSample):
     """cache="no caching" retraces every call and must still match eager, with no cache hits."""
     jfn = compiler.jit(sample.fn, cache="no caching")
-    eager_args = sample.make_args()
-    expected, eager_error = call(sample.fn, eager_args, sample.manual_seed)
     for attempt in ("first call", "second call"):
-        args = sample.make_args()
-        actual, error = call(jfn, args, sample.manual_seed)
-        if eager_error is not None:
-            assert error is not None, f"{attempt}: eager raised {eager_error!r}, compiled returned a result"
-            continue
-        if error is not None:
-            raise AssertionError(f"{attempt}: compiled raised {type(error).__name__}: {error}") from error
-        assert_same(actual, expected, where=f"{attempt}: output", meta_only=sample.compare == "meta",
-                    rtol=sample.rtol, atol=sample.atol)
-        assert_inputs_like_eager(args, eager_args, sample.make_args(), where=attempt)
+        compare_one_call(jfn, sample.fn, sample.make_args, where=attempt, manual_seed=sample.manual_seed,
+                         meta_only=sample.compare == "meta", rtol=sample.rtol, atol=sample.atol)
     assert compiler.cache_hits(jfn) == 0
 
 
@@ -549,7 +534,95 @@ def test_harness_catches_wrong_values_dtypes_shapes_and_inputs():
     with pytest.raises(AssertionError, match="tuple"):
         assert_same([x], (x,), where="out")
     assert_same(x.bfloat16() + 0.01, x.bfloat16(), where="out")  # within bf16 tolerance
-    with pytest.raises(pytest.fail.Exception, match="eager changed it: True, compiled changed it: False"):
+    with pytest.raises(AssertionError, match="eager changed it: True, compiled changed it: False"):
         assert_inputs_like_eager((x.clone(),), (x + 1,), (x.clone(),), where="call")
     with pytest.raises(AssertionError, match="share memory"):
         assert_aliasing_like_eager(x.clone().view(-1), (x,), x.view(-1), (x,), where="call")
+
+
+def _install_fake_compiler(monkeypatch, transform) -> None:
+    """Replace compiler.jit by `transform(fn)` run eagerly, with honest call counting: a stand-in
+    that is wrong in one known way, to prove the checks above notice that way of being wrong."""
+    calls: dict = {}
+
+    def jit(fn, **options):
+        impl = transform(fn)
+
+        def jfn(*args):
+            calls[jfn] = calls.get(jfn, 0) + 1
+            return impl(*args)
+        return jfn
+
+    monkeypatch.setattr(compiler, "jit", jit)
+    monkeypatch.setattr(compiler, "cache_hits", lambda jfn: calls.get(jfn, 0) - 1)
+    monkeypatch.setattr(compiler, "cache_misses", lambda jfn: 1)
+    monkeypatch.setattr(compiler, "last_traces", lambda jfn: ["def computation(x):\n  return x\n"])
+
+
+def _on_clones(fn):
+    return lambda *args: fn(*(a.clone() if isinstance(a, torch.Tensor) else a for a in args))
+
+
+def _first_result_forever(fn):
+    memo = []
+    return lambda *args: memo[0] if memo else memo.append(fn(*args)) or memo[0]
+
+
+def _map_outputs(change):
+    return lambda fn: lambda *args: change(fn(*args))
+
+
+def _also_writes_first_input(fn):
+    def run(*args):
+        out = fn(*args)
+        args[0].add_(1)
+        return out
+    return run
+
+
+def _writes_back(fn):
+    """Like a compiler that treats reshape as always a view: the in-place result reaches the input."""
+    def run(x):
+        out = fn(x)
+        x.copy_(out.reshape(x.shape))
+        return out
+    return run
+
+
+def _reseeded(fn):
+    def run(*args):
+        torch.manual_seed(99)
+        return fn(*args)
+    return run
+
+
+FAKE_COMPILER_BUGS = {
+    "drops writes to inputs": (_on_clones, "reshape_inplace.reshape_add_-f32[3x4]"),
+    "writes to an input it should not": (_also_writes_first_input, "add-f32[3x4]-f32[4]"),
+    "writes through a reshape that eager copies": (_writes_back, "reshape_inplace.reshape_add_-f32[4x3]T"),
+    "returns copies instead of views": (_map_outputs(lambda out: out.clone()), "transpose-f32[2x3x4]"),
+    "returns the input instead of a copy": (lambda fn: lambda *args: args[0], "convert.contiguous-f64[3x2]T"),
+    "upcasts the result": (_map_outputs(lambda out: out.double()), "add-f32[3x4]-f32[4]"),
+    "off by a little": (_map_outputs(lambda out: out * (1 + 1e-4)), "F.layer_norm-f32[3x8]-f32[8]"),
+    "swallows eager's error": (lambda fn: lambda *a: a[0], "view-f32[3x4]T"),
+    "draws other random numbers": (_reseeded, "F.dropout_train_seeded-f32[4x5]"),
+}
+
+
+@pytest.mark.parametrize("bug", list(FAKE_COMPILER_BUGS))
+def test_harness_catches_a_wrong_compiler(monkeypatch, bug):
+    transform, sample_id = FAKE_COMPILER_BUGS[bug]
+    sample = SAMPLES_BY_ID[sample_id]
+    # the honest stand-in passes the same sample, so the failure below is the bug's
+    _install_fake_compiler(monkeypatch, lambda fn: fn)
+    test_op_matches_eager(sample)
+    _install_fake_compiler(monkeypatch, transform)
+    with pytest.raises(AssertionError):
+        test_op_matches_eager(sample)
+
+
+def test_harness_catches_a_stale_cache(monkeypatch):
+    _install_fake_compiler(monkeypatch, _first_result_forever)
+    members = next(p.values[0] for p in _sample_groups() if p.id == "abs")
+    with pytest.raises(AssertionError, match="values differ|shape"):
+        test_one_jitted_function_across_inputs(members)

@@ -20,14 +20,14 @@ SIDE_EFFECT_IDS = {id(getattr(builtins, n)) for n in _SIDE_EFFECT_BUILTIN_NAMES}
 _PURE_SELF_TYPES = (list, dict, set, frozenset, tuple, str, bytes, bytearray, int, float, complex, bool, range,
                     slice)
 _SIDE_EFFECT_MODULES = ("random", "time")
-_RANDOM_INSTANCE = getattr(random, "_inst", None)
+RANDOM_INSTANCE = getattr(random, "_inst", None)
 
 
 def is_side_effect(fn) -> bool:
     if id(fn) in SIDE_EFFECT_IDS:
         return True
     owner = getattr(fn, "__self__", None)
-    if owner is not None and (owner is _RANDOM_INSTANCE or owner is time or owner is random):
+    if owner is not None and (owner is RANDOM_INSTANCE or owner is time or owner is random):
         return True
     module = getattr(fn, "__module__", None)
     return module in _SIDE_EFFECT_MODULES and getattr(random, getattr(fn, "__name__", ""), None) is fn or (

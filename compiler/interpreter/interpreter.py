@@ -8,7 +8,7 @@ import types
 
 from . import events as ev
 from . import provenance as pv
-from .classify import is_pure, is_side_effect
+from .classify import RANDOM_INSTANCE, is_pure, is_side_effect
 from .decode import CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, CO_ITERABLE_COROUTINE, VERSION, code_info
 from .errors import InterpreterError
 from .frame import NULL, Frame
@@ -107,6 +107,8 @@ class Interpreter:
             if not flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR):
                 return self.call_function(fn, args, kwargs, provs, kwprovs)
         elif kind is types.MethodType:
+            if fn.__self__ is RANDOM_INSTANCE:  # random.randint & co.: one side-effect call, not its internals
+                return self.call_native(frame, fn, args, kwargs, provs, kwprovs)
             if self.user_lookaside(fn.__func__) is not None or type(fn.__func__) is types.FunctionType:
                 self_prov = pv.Computed("bound self")
                 return self.call(frame, fn.__func__, (fn.__self__, *args), kwargs, (self_prov, *provs), kwprovs)

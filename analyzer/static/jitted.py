@@ -13,7 +13,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from .module_index import FunctionInfo, ModuleIndex
+from .module_index import FunctionInfo, ModuleIndex, strip_self_returning
 from .prefilter import matching_lines
 
 JIT_ENTRY_POINTS = frozenset(
@@ -255,7 +255,7 @@ def _functions_named_by(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
 def _forward_of(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
     """``forward`` of the module class instantiated by ``expr`` (``MyModel(...)`` or a name bound to one)."""
     cls_name = None
-    expr = _strip_module_methods(expr)
+    expr = strip_self_returning(expr)
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
         cls_name = expr.func.id
     elif isinstance(expr, ast.Name):
@@ -266,26 +266,9 @@ def _forward_of(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
     return [i for i in index.functions if i.class_node is cls and i.node.name == "forward"]
 
 
-# nn.Module methods that return the module itself: `MyModel().to(device).eval()` is still a MyModel.
-_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16",
-                             "requires_grad_", "to_empty"})
-
-
-def _strip_module_methods(expr):
-    while (
-        isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Attribute)
-        and expr.func.attr in _SELF_RETURNING
-    ):
-        expr = expr.func.value
-    return expr
-
-
 def _class_assigned_to(name: str, index: ModuleIndex) -> str | None:
     """The class ``C`` of some ``name = C(...)`` (or ``C(...).to(device)``) anywhere in the module."""
-    for node in ast.walk(index.tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            value = _strip_module_methods(node.value)
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in index.classes:
-                return value.func.id
+    for callee in index.instances.get(name, ()):
+        if callee in index.classes:
+            return callee
     return None

@@ -39,6 +39,8 @@ class ModuleIndex:
     functions: list[FunctionInfo] = field(default_factory=list)
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # by name, any depth
     function_of: dict[int, FunctionInfo] = field(default_factory=dict)  # id(FunctionDef) -> info
+    # name -> callee names of `name = callee(...)` anywhere (method chains like `.to(device)` stripped)
+    instances: dict[str, list[str]] = field(default_factory=dict)
 
     def resolve(self, expr) -> str | None:
         """Dotted name of a Name/Attribute chain with import aliases applied (``th.jit`` -> ``thunder.jit``)."""
@@ -105,6 +107,24 @@ def _value_kind(value) -> str:
     return "assign"
 
 
+# nn.Module methods that return the module itself: `MyModel().to(device).eval()` is still a MyModel.
+SELF_RETURNING = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16",
+                            "requires_grad_", "to_empty"})
+
+
+def strip_self_returning(expr):
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in SELF_RETURNING:
+        expr = expr.func.value
+    return expr
+
+
+def _instantiated(call) -> str | None:
+    call = strip_self_returning(call)
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+        return call.func.id
+    return None
+
+
 def build_module_index(tree: ast.Module) -> ModuleIndex:
     index = ModuleIndex(tree)
     # (statement, parents, class_node, at_module_level)
@@ -145,6 +165,12 @@ def build_module_index(tree: ast.Module) -> ModuleIndex:
         if isinstance(stmt, ast.Global):
             index.global_writes.update(stmt.names)
             continue
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            callee = _instantiated(stmt.value)
+            if callee:
+                for t in stmt.targets:
+                    if isinstance(t, ast.Name):
+                        index.instances.setdefault(t.id, []).append(callee)
         if top:
             if isinstance(stmt, ast.Assign):
                 kind = _value_kind(stmt.value)

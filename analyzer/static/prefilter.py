@@ -13,8 +13,20 @@ import re
 JIT_TEXT = re.compile(r"\b(?:jit|compile)\b")
 
 
+_LINE_PATTERNS: dict[re.Pattern, re.Pattern] = {}
+
+
+def _to_line_end(pattern: re.Pattern) -> re.Pattern:
+    """The pattern extended to swallow the rest of its line: one match per line at most."""
+    extended = _LINE_PATTERNS.get(pattern)
+    if extended is None:
+        extended = _LINE_PATTERNS[pattern] = re.compile(f"(?:{pattern.pattern})[^\n]*", pattern.flags)
+    return extended
+
+
 def matching_lines(pattern: re.Pattern, text: str) -> list[int]:
     """Sorted 1-based line numbers where ``pattern`` matches (newlines are counted in C, between matches)."""
+    pattern = _to_line_end(pattern)
     if "\r" in text and text.count("\r") != text.count("\r\n"):
         text = re.sub(r"\r\n?", "\n", text)  # old Mac line ends: ast counts a lone \r as a line end too
     lines: list[int] = []

@@ -264,8 +264,6 @@ def cmd_check(argv: list[str]) -> int:
         parser.error("--stdin-filename reads one source from stdin: give no other paths (or `-`)")
     if "-" in args.paths and not stdin_mode:
         parser.error("`-` (stdin) cannot be mixed with other paths")
-    if args.unsafe_fixes and not (args.fix or args.diff):
-        pass  # only changes the summary's hints, as in ruff
     paths = args.paths or ["."]
     fix_mode = ("unsafe" if args.unsafe_fixes else "safe") if (args.fix or args.diff) else None
 
@@ -295,7 +293,11 @@ def _emit(args: argparse.Namespace, text: str) -> None:
 def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = "") -> None:
     """Render the findings (or the statistics) and, for the human formats, the summary lines."""
     human = args.format in ("full", "concise")
-    if args.statistics:
+    if args.statistics and args.format in ("json", "json-lines"):
+        from .report.statistics import render_statistics_json
+
+        body = render_statistics_json(diagnostics)
+    elif args.statistics:
         body = render_statistics(diagnostics)
     else:
         body = render(

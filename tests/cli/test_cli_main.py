@@ -126,6 +126,11 @@ def test_statistics(cli, tmp_path):
     rows = [line.split("\t") for line in r.out.splitlines() if "\t" in line]
     assert rows[0][:2] == ["2", "TL101"] and rows[0][2].endswith("reshape-inplace")
     assert rows[1][:2] == ["1", "TL001"]
+    as_json = json.loads(cli(".", "--statistics", "--format", "json").out)
+    assert as_json == [
+        {"code": "TL101", "name": "reshape-inplace", "count": 2, "fixable": True},
+        {"code": "TL001", "name": "syntax-error", "count": 1, "fixable": False},
+    ]
 
 
 def test_stdin_filename(cli, tmp_path):

@@ -1021,6 +1021,55 @@ sample("out.add", _add_out, T((2, 3)), T((3,)), T((2, 3), layout="transposed"), 
 sample("out.sum", _sum_out, T((4, 3)), T((3,)))
 
 
+# --- traps for trace passes: CSE must not merge across writes or random draws, DCE must keep writes
+# and the RNG draws whose results are unused (they advance the generator) ------------------------------
+
+def _same_expr_across_write(x):
+    before = x + 1
+    x.add_(1)
+    after = x + 1   # equal text, different value
+    return before, after
+
+
+def _write_result_discarded(x):
+    x.mul_(2)
+
+
+def _write_through_dead_view(x):
+    x.view(-1).add_(1)
+    return x * 1
+
+
+def _two_draws(x):
+    return torch.rand_like(x) + torch.rand_like(x) * 10
+
+
+def _two_dropouts(x):
+    return F.dropout(x, 0.5) - F.dropout(x, 0.5)
+
+
+def _unused_draw(x):
+    torch.rand(3)                # result unused, but the generator advances
+    return torch.rand_like(x)
+
+
+def _unused_dropout(x):
+    F.dropout(x, 0.5)
+    return F.dropout(x, 0.5)
+
+
+def _randn_and_randint(x):
+    return torch.randn(x.shape) * x, torch.randint(0, 10, (4,))
+
+
+for _t in (T((3, 4)), T((3, 4), i64)):
+    sample("passes.same_expr_across_write", _same_expr_across_write, _t)
+    sample("passes.write_result_discarded", _write_result_discarded, _t)
+    sample("passes.write_through_dead_view", _write_through_dead_view, _t)
+for _fn in (_two_draws, _two_dropouts, _unused_draw, _unused_dropout, _randn_and_randint):
+    sample("passes.rng" + _fn.__name__, _fn, T((3, 4)), manual_seed=7)
+
+
 # ---------------------------------------------------------------------------------------------------
 # What the compiler cannot do yet (sample id -> reason). Strict xfails: delete an entry as soon as
 # its sample passes.

@@ -405,16 +405,21 @@ def test_gradients_match_eager(sample: OpSample):
 
 UNARY_EXPRS = ["torch.tanh({a})", "torch.sigmoid({a})", "torch.relu({a})", "{a}.abs()", "-{a}",
                "torch.sin({a})", "torch.exp(torch.tanh({a}))", "F.gelu({a})", "F.silu({a})", "({a} * 0.5)",
-               "({a} + 1)", "torch.sqrt({a}.abs() + 1)", "torch.clamp({a}, -1.0, 1.0)", "{a} ** 2"]
+               "({a} + 1)", "torch.sqrt({a}.abs() + 1)", "torch.clamp({a}, -1.0, 1.0)", "{a} ** 2",
+               "F.layer_norm({a}, {a}.shape[-1:])", "{a}.double()", "{a}.float()",
+               "({a} * torch.rsqrt({a}.pow(2).mean(-1, keepdim=True) + 1e-6))"]
 BINARY_EXPRS = ["({a} + {b})", "({a} - {b})", "({a} * {b})", "torch.maximum({a}, {b})",
-                "torch.where({a} > 0, {a}, {b})", "({a} / ({b}.abs() + 1))", "torch.minimum({a}, {b})"]
+                "torch.where({a} > 0, {a}, {b})", "({a} / ({b}.abs() + 1))", "torch.minimum({a}, {b})",
+                "torch.cat([{a}, {b}], {d})", "torch.stack([{a}, {b}])", "({a} @ {b}.mT)", "torch.matmul({a}, {b})",
+                "{a}.masked_fill({b} < 0, -1.0)", "torch.where({b} > 0, {a}, 0.0)"]
 REDUCTION_EXPRS = ["{a}.sum({d})", "{a}.sum({d}, keepdim=True)", "{a}.mean({d})", "torch.amax({a}, {d})",
                    "torch.softmax({a}, {d})", "torch.log_softmax({a}, {d})", "{a}.var({d}, keepdim=True)",
                    "{a}.sum()", "{a}.max({d}).values"]
 VIEW_EXPRS = ["{a}.transpose({d}, {e})", "{a}.unsqueeze({d})", "{a}.reshape(-1)", "{a}.flatten()",
               "{a}.permute(*reversed(range({a}.ndim)))", "{a}[..., :2]", "{a}[1:]", "{a}.squeeze()",
               "{a}.expand(2, *{a}.shape)", "{a}.t() if {a}.ndim == 2 else {a}", "{a}.contiguous()",
-              "{a}.mT"]
+              "{a}.mT", "{a}.view(-1)", "{a}.chunk(2, {d})[0]", "{a}.split(1, {d})[-1]", "{a}.unbind({d})[0]",
+              "{a}.narrow({d}, 0, 1)", "{a}[None, ..., None]"]
 INPLACE_STMTS = ["{v} = {a}.clone(); {v}.mul_(0.5)", "{v} = {a} * 1; {v}.add_(1)", "{v} = {a} + 0; {v}.zero_()",
                  "{v} = {a}.clone(); {v}[..., 0] = 2", "{v} = {a} * 2; {v}.masked_fill_({v} > 1, 0)"]
 # in-place writes that may reach an input: through reshape/flatten (a view or a copy depending on the
@@ -432,7 +437,7 @@ def random_program(seed: int) -> tuple[str, list[T]]:
     rng = random.Random(seed)
     ndim = rng.choice([0, 1, 2, 2, 3, 3])
     base = tuple(rng.choice([1, 2, 3, 4, 5]) for _ in range(ndim))
-    dtype = rng.choice([torch.float32, torch.float32, torch.float64])
+    dtype = rng.choice([torch.float32, torch.float32, torch.float32, torch.float64, torch.bfloat16])
     specs = []
     for _ in range(rng.randint(1, 3)):
         shape = tuple(1 if rng.random() < 0.2 else s for s in base)[rng.randint(0, min(1, ndim)):]

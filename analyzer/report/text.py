@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 
 from ..diagnostics import Applicability, Diagnostic
@@ -59,6 +60,13 @@ def _display(line: str) -> str:
     return line.expandtabs(TAB)
 
 
+def _width(s: str) -> int:
+    """Terminal columns: East Asian wide characters take two, so the caret stays under its code."""
+    if s.isascii():
+        return len(s)
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
+
+
 def _clip(s: str) -> str:
     return s if len(s) <= MAX_LINE_CHARS else s[: MAX_LINE_CHARS - 1] + "…"
 
@@ -77,8 +85,8 @@ def _snippet(d: Diagnostic, lines: list[str]) -> list[str]:
         if n == d.line:
             col0 = max(d.column - 1, 0)
             end0 = d.end_column - 1 if d.end_line == d.line else len(src)
-            start = len(_display(src[:col0]))
-            width = max(1, len(_display(src[:max(end0, col0)])) - start)
+            start = _width(_display(src[:col0]))
+            width = max(1, _width(_display(src[:max(end0, col0)])) - start)
             if start < MAX_LINE_CHARS:
                 width = min(width, MAX_LINE_CHARS - start)
                 out.append(f"{' ' * gutter} | {' ' * start}{'^' * width} {d.code}")

@@ -123,3 +123,14 @@ def test_every_format_is_deterministic_and_order_independent(fmt):
     a = render(ds, fmt, sources={"pkg/model.py": SOURCE})
     b = render(list(reversed(ds)), fmt, sources={"pkg/model.py": SOURCE})
     assert a == b and a
+
+
+def test_caret_accounts_for_wide_characters():
+    src = "s = '日本語'; t.add_(1)\n"
+    col = src.index("t.add_") + 1
+    out = render([diag(line=1, column=col, end_line=1, end_column=col + 9)], "full", sources={"pkg/model.py": src})
+    code_line = next(line for line in out.splitlines() if line.startswith("1 |"))
+    caret = next(line for line in out.splitlines() if "^" in line)
+    # Three wide characters take six terminal columns: the caret is shifted by three more than code points.
+    assert caret.index("^") == code_line.index("t.add_") + 3
+    assert caret.count("^") == 9

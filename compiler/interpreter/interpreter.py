@@ -347,13 +347,11 @@ class Interpreter:
             desc = _lookup_type(kind, name)
             if desc is not _NOT_FOUND:
                 replacement = self.user_lookaside(desc)
-                if replacement is not None:
+                if replacement is not None and hasattr(type(desc), "__set__"):  # properties, getset descriptors
                     return self._call_user_lookaside(replacement, (obj,), {}, (prov,), {})
                 if type(desc) is property and type(desc.fget) is types.FunctionType:
                     value, _ = self.call_function(desc.fget, (obj,), {}, (prov,))
                     return value, pv.Attribute(prov, name)
-        elif self.lookasides and isinstance(obj, type):
-            pass
         return getattr(obj, name), pv.Attribute(prov, name)
 
 

@@ -14,18 +14,24 @@ class Provenance:
 
     inputs: tuple = ()
 
+    @property
+    def is_access_path(self) -> bool:
+        """A root, or an attribute/item chain from one: something a guard could re-read on a later call."""
+        return not self.inputs
+
     def roots(self) -> list[Provenance]:
-        """The root provenances this value depends on (arguments, globals, cells, constants, opaque calls)."""
+        """The access paths this value depends on (e.g. `args[0].fc1.weight`, a global, a cell, a constant,
+        an opaque call's result), in first-use order."""
         seen, out, todo = set(), [], [self]
         while todo:
             p = todo.pop()
             if id(p) in seen:
                 continue
             seen.add(id(p))
-            if p.inputs:
-                todo.extend(reversed(p.inputs))
-            else:
+            if p.is_access_path:
                 out.append(p)
+            else:
+                todo.extend(reversed(p.inputs))
         return out
 
 
@@ -87,8 +93,9 @@ class OpaqueResult(Provenance):
     callee: str
     inputs: tuple = ()
 
-    def roots(self):
-        return [self]  # an opaque result is a root: the interpreter cannot see what it depends on
+    @property
+    def is_access_path(self):
+        return True  # a root: the interpreter cannot see what the native code depends on
 
     def __str__(self):
         return f"<result of opaque call {self.callee}()>"
@@ -98,6 +105,10 @@ class OpaqueResult(Provenance):
 class Attribute(Provenance):
     base: Provenance
     name: str
+
+    @property
+    def is_access_path(self):
+        return self.base.is_access_path
 
     @property
     def inputs(self):
@@ -111,6 +122,10 @@ class Attribute(Provenance):
 class Item(Provenance):
     base: Provenance
     key: object
+
+    @property
+    def is_access_path(self):
+        return self.base.is_access_path
 
     @property
     def inputs(self):

@@ -182,3 +182,10 @@ def test_serve_subcommand_reaches_the_server_cli(cli):
     r = cli("serve", "--help")
     assert r.code == 0
     assert "--port" in r.out and "thunder-lint serve" in r.out
+
+
+def test_summary_plurals(cli, tmp_path):
+    write(tmp_path / "a.py", TL101_SRC)
+    write(tmp_path / "b.py", TL101_SRC)
+    r = cli(".", "--format", "concise")
+    assert r.out.splitlines()[-2:] == ["Found 2 errors.", "[-] 2 hidden fixes can be enabled with the `--unsafe-fixes` option."]

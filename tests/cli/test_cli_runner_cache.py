@@ -240,3 +240,11 @@ def test_old_results_files_are_pruned(tmp_path):
     left = sorted(p.name for p in tmp_path.glob("results-*.pickle"))
     assert len(left) == KEEP_FILES + 1
     assert cache.file.name in left
+
+
+def test_unwritable_cache_is_a_warning_not_a_failure(cli, tmp_path):
+    write(tmp_path / "m.py", TL101_SRC)
+    blocker = write(tmp_path / "not-a-folder", "")
+    r = cli("m.py", "--format", "concise", "--cache-dir", str(blocker / "cache"))
+    assert r.code == 1 and "TL101" in r.out
+    assert "warning: could not write the cache" in r.err

@@ -31,6 +31,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     builder = PrologueBuilder(state)
     pargs, pkwargs = builder.arguments(args, kwargs)
     swaps = builder.module_tensors(module, "module") if module is not None else []
+    builder.hidden(fn, module)
     grad_enabled = torch.is_grad_enabled()
     try:
         with tracing(state), TracingMode():

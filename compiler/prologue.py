@@ -13,6 +13,7 @@ import math
 import torch
 
 from .errors import UnsupportedInputError
+from .hidden_inputs import by_value, hidden_values
 from .meta import meta_like
 from .proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
 from .symbols import BoundSymbol, Symbol, Tag
@@ -102,6 +103,22 @@ def _print_globals(bsym, trace):
                     f"or {dev_check}")
 
 
+def _print_hidden(bsym, trace):
+    (h,) = bsym.args
+    holder = trace.const_expr(h.holder)
+    read = {"global": f"{holder}[{h.key!r}]", "cell": f"{holder}.cell_contents",
+            "attribute": f"{holder}.{h.key}"}[h.kind]
+    if by_value(h.value):
+        v = h.value
+        if isinstance(v, float) and v != v:
+            return _fail_if(f"type({read}) is not float or {read} == {read}")
+        if v is None or isinstance(v, bool):
+            return _fail_if(f"{read} is not {v!r}")
+        return _fail_if(f"type({read}) is not {type(v).__name__ if type(v) in (int, float, complex, str, tuple) else trace.const_expr(type(v))} "
+                        f"or {read} != {trace.const_expr(v) if not isinstance(v, tuple) else trace.expr(v)}")
+    return _fail_if(f"{read} is not {trace.const_expr(h.value)}")
+
+
 def _print_return(bsym, trace):
     return [f"return ({''.join(n + ', ' for n in bsym.args[0])})"]
 
@@ -114,6 +131,7 @@ CHECK_GENERATOR = _guard("check_generator", _print_generator)
 CHECK_MODULE_FLAG = _guard("check_module_training", _print_module_flag)
 CHECK_GLOBAL_STATE = _guard("check_global_state", _print_globals)
 RETURN_INPUTS = _guard("return_inputs", _print_return)
+CHECK_HIDDEN = _guard("check_hidden_value", _print_hidden)
 
 
 class PrologueBuilder:
@@ -212,6 +230,11 @@ class PrologueBuilder:
 
     def _module_expr(self, sub) -> str:
         return self._trace_for_consts.const_expr(sub)
+
+    def hidden(self, fn, module=None) -> None:
+        """Guard the globals, closure cells and module attributes the function's code can reach."""
+        for h in hidden_values(fn, module):
+            self._emit(CHECK_HIDDEN, h)
 
     def finish(self, captured, grad_enabled) -> Trace:
         tr = self._trace_for_consts

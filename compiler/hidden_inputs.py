@@ -1,0 +1,86 @@
+"""Hidden inputs the native front end can see without an interpreter: globals and closure cells named by
+the jitted function's code (and, transitively, by the user functions it names), and the plain attributes
+of every submodule. The prologue guards them (values by equality, objects by identity), so rebinding one
+re-traces instead of returning a stale result (seed 132).
+
+This is a static over-approximation: it may guard names the run never reads (harmless: a rebinding only
+costs a re-trace), and it misses what only execution reveals - attributes of global objects, values
+reached through containers or getattr. The bytecode interpreter (next issue) replaces it with exact
+provenance.
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+
+import torch
+
+_SIMPLE = (bool, int, float, complex, str, type(None), torch.dtype, torch.device)
+
+
+@dataclass(frozen=True)
+class HiddenValue:
+    kind: str  # "global", "cell" or "attribute"
+    holder: object  # the globals dict, the cell, or the module
+    key: str  # global name, free variable name, attribute name
+    value: object
+    where: str  # human-readable origin, e.g. "fn.__globals__['SCALE']"
+
+
+def by_value(value) -> bool:
+    """Guard by value (immutable, cheap to compare) or else by identity."""
+    if type(value) in _SIMPLE:
+        return True
+    return type(value) is tuple and all(by_value(v) for v in value)
+
+
+def _is_library(fn) -> bool:
+    mod = getattr(fn, "__module__", "") or ""
+    return mod == "torch" or mod.startswith(("torch.", "compiler.", "builtins"))
+
+
+def _visit_code(code: types.CodeType, globals_: dict, closure, found: list, seen: set, label: str) -> None:
+    if id(code) in seen:
+        return
+    seen.add(id(code))
+    for name in code.co_names:
+        if name in globals_:
+            value = globals_[name]
+            if isinstance(value, types.ModuleType):
+                continue  # rebinding a module global is vanishingly rare; its attributes are not guarded
+            found.append(HiddenValue("global", globals_, name, value, f"{label}.__globals__[{name!r}]"))
+            _visit_callable(value, found, seen, name)
+    for name, cell in zip(code.co_freevars, closure or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # empty cell: the traced run could not have read it
+            continue
+        found.append(HiddenValue("cell", cell, name, value, f"{label} closure cell {name!r}"))
+        _visit_callable(value, found, seen, name)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):  # nested function, lambda or comprehension
+            _visit_code(const, globals_, None, found, seen, label)
+
+
+def _visit_callable(value, found: list, seen: set, label: str) -> None:
+    if isinstance(value, types.MethodType):
+        value = value.__func__
+    if isinstance(value, types.FunctionType) and not _is_library(value):
+        _visit_code(value.__code__, value.__globals__, value.__closure__, found, seen, label)
+
+
+def hidden_values(fn, module: torch.nn.Module | None = None) -> list[HiddenValue]:
+    found: list[HiddenValue] = []
+    seen: set = set()
+    if module is not None:
+        for prefix, sub in module.named_modules():
+            for name, value in vars(sub).items():
+                if name.startswith("_") or name == "training":  # nn.Module internals; training is guarded
+                    continue
+                found.append(HiddenValue("attribute", sub, name, value, f"module.{prefix + '.' if prefix else ''}{name}"))
+            forward = type(sub).forward
+            if not _is_library(forward):
+                _visit_callable(forward, found, seen, f"{type(sub).__qualname__}.forward")
+    else:
+        _visit_callable(fn, found, seen, getattr(fn, "__qualname__", "fn"))
+    return found

@@ -1,0 +1,79 @@
+"""Globals, closure cells and module attributes reachable from the jitted code are guarded (seed 132)."""
+import torch
+
+import compiler
+
+SCALE = 2.0
+OFFSET = torch.ones(3)
+
+
+def _helper(x):
+    return x * SCALE  # reached through a global function: guarded too
+
+
+def uses_globals(x):
+    return _helper(x) + OFFSET
+
+
+def test_rebinding_a_global_number_or_tensor_retraces():
+    global SCALE, OFFSET
+    jf = compiler.jit(uses_globals)
+    x = torch.randn(3)
+    old = (SCALE, OFFSET)
+    try:
+        torch.testing.assert_close(jf(x), uses_globals(x))
+        SCALE = 5.0
+        torch.testing.assert_close(jf(x), uses_globals(x))
+        OFFSET = torch.zeros(3)
+        torch.testing.assert_close(jf(x), uses_globals(x))
+        assert compiler.cache_misses(jf) == 3
+        jf(x)
+        assert compiler.cache_hits(jf) == 1
+    finally:
+        SCALE, OFFSET = old
+
+
+def test_rebinding_a_global_function_retraces():
+    global _helper
+    jf = compiler.jit(uses_globals)
+    x = torch.randn(3)
+    original = _helper
+    try:
+        jf(x)
+        _helper = lambda x: x - 100  # noqa: E731
+        torch.testing.assert_close(jf(x), uses_globals(x))
+    finally:
+        _helper = original
+
+
+def test_closure_cells_are_guarded():
+    k = 1
+
+    def fn(x):
+        return x + k
+
+    jf = compiler.jit(fn)
+    x = torch.zeros(2)
+    torch.testing.assert_close(jf(x), torch.full((2,), 1.0))
+    k = 4  # noqa: F841 - rebinding the cell fn reads
+    torch.testing.assert_close(jf(x), torch.full((2,), 4.0))
+
+
+def test_module_attributes_are_guarded():
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(2, 2)
+            self.scale = 2.0
+
+        def forward(self, x):
+            return self.lin(x) * self.scale
+
+    m = Scaled()
+    jm = compiler.jit(m)
+    x = torch.randn(3, 2)
+    jm(x)
+    m.scale = 3.0
+    torch.testing.assert_close(jm(x), m(x))
+    (prologue,) = compiler.last_prologue_traces(jm)
+    assert ".scale != 3.0" in str(prologue)

@@ -272,8 +272,7 @@ def check(ctx):
     maybe_view_lines = ctx.text_lines(MAYBE_VIEW_TEXT)
     if not maybe_view_lines:
         return
-    inplace_lines = ctx.text_lines(INPLACE_TEXT)
-    for info in ctx.functions_with_lines(maybe_view_lines, inplace_lines):
+    for info in ctx.functions_matching(maybe_view_lines, INPLACE_TEXT):
         facts = ctx.facts(info.node)
         reported = set()
         for mutation in facts.mutations:

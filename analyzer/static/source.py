@@ -23,7 +23,8 @@ class SourceFile:
     def lines(self) -> list[str]:
         """Lines without their terminators, numbered like ``ast`` numbers them (index 0 is line 1)."""
         if self._lines is None:
-            self._lines = _LINE_END.split(self.text)
+            text = self.text
+            self._lines = text.split("\n") if "\r" not in text else _LINE_END.split(text)
         return self._lines
 
     def line(self, lineno: int) -> str:

@@ -188,6 +188,10 @@ def _observer(ctx, facts, base, pos, mutation, depth=0) -> tuple[str, bool] | No
             if ctx.index.module_name_kind(name) == "mutable":
                 return f"the global `{name}`", read_later
             return None
+        if isinstance(facts.node, ast.Module):
+            # at module level every name is a global: any function (or importer) can read it later
+            if b == "unknown" or b.value is None or _is_fresh(ctx, b.value) or _view_input(ctx, b.value) is None:
+                return f"the global `{name}`", read_later
         if b == "unknown" or b.value is None:
             return (f"the local `{name}`", True) if read_later else None
         if b.kind == "assign" and _is_held_elsewhere(b.value):
@@ -272,8 +276,11 @@ def check(ctx):
     maybe_view_lines = ctx.text_lines(MAYBE_VIEW_TEXT)
     if not maybe_view_lines:
         return
-    for info in ctx.functions_matching(maybe_view_lines, INPLACE_TEXT):
-        facts = ctx.facts(info.node)
+    scopes = [info.node for info in ctx.functions_matching(maybe_view_lines, INPLACE_TEXT)]
+    if ctx.module_code_matches(maybe_view_lines, INPLACE_TEXT):
+        scopes.append(ctx.tree)  # script code at module level
+    for scope in scopes:
+        facts = ctx.facts(scope)
         reported = set()
         for mutation in facts.mutations:
             target = written_tensor(ctx, facts, mutation)

@@ -8,6 +8,7 @@ the whole tree themselves.
 from __future__ import annotations
 
 import ast
+import bisect
 from functools import cached_property
 
 from . import prefilter
@@ -66,6 +67,20 @@ class FileContext:
             if all(prefilter.any_in_range(lines, n.lineno, n.end_lineno) for lines in line_sets):
                 out.append(info)
         return out
+
+    def module_code_matches(self, lines: list[int], pattern) -> bool:
+        """Does top-level code (outside every def and class) hold one of ``lines``, with ``pattern`` in the file?"""
+        defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        covered = []
+        for stmt in self.tree.body:
+            if isinstance(stmt, defs):
+                start = stmt.decorator_list[0].lineno if stmt.decorator_list else stmt.lineno
+                covered.append((start, stmt.end_lineno))
+        for line in lines:
+            i = bisect.bisect_right(covered, (line, 1 << 30)) - 1
+            if i < 0 or not covered[i][0] <= line <= covered[i][1]:
+                return bool(pattern.search(self.source.text))
+        return False
 
     def functions_matching(self, lines: list[int], pattern) -> list[FunctionInfo]:
         """Functions holding one of ``lines`` whose own text also matches ``pattern``.

@@ -157,9 +157,13 @@ def _names_in_target(target, value):
         yield from _names_in_target(target.value, None)
 
 
-def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> FunctionFacts:
+_NO_ARGS = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+
+
+def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.Module) -> FunctionFacts:
+    """Facts of a function, or of a module's top-level code (a "function" without parameters)."""
     facts = FunctionFacts(func)
-    args = func.args
+    args = getattr(func, "args", _NO_ARGS)
     all_args = args.posonlyargs + args.args + args.kwonlyargs
     for a in all_args + [x for x in (args.vararg, args.kwarg) if x]:
         facts.params.append(a.arg)

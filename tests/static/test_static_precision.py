@@ -107,6 +107,11 @@ def f(x):
     y.add_(1)
     return x
 """,
+    "script code at module level on a fresh temporary": """
+import torch
+flat = torch.zeros(4, 4).reshape(-1)
+flat[0] = 1.0
+""",
     "type() without arguments is a string": """
 import torch
 def f(x):
@@ -170,6 +175,12 @@ def f(x):
 import torch
 def f(self, a, b):
     torch.mul(a, b, out=self.cache.reshape(-1))
+""",
+    "script code at module level writes through a global": """
+import torch
+weights = torch.zeros(4, 4)
+flat = weights.reshape(-1)
+flat[0] = 1.0
 """,
     "nn.init on a reshaped argument": """
 import torch

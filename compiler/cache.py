@@ -15,7 +15,7 @@ import torch
 from .executors import assign_executors, resolve_executors
 from .frontend import FrontendResult, native_frontend
 from .passes import run_passes
-from .trace import Trace
+from .trace import Trace, current_state
 
 CACHE_OPTIONS = ("constant values", "no caching")
 
@@ -63,6 +63,9 @@ class JittedFunction:
         return self._miss(args, kwargs)
 
     def _miss(self, args, kwargs):
+        if current_state() is not None:
+            # Called from inside a function being traced: inline it into that trace.
+            return self.fn(*args, **kwargs)
         self.misses += 1
         entry = self.compile(args, kwargs)
         inputs = entry.prologue(args, kwargs)

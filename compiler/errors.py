@@ -4,6 +4,8 @@
 class CompilerError(RuntimeError):
     """Base class: the compiler refused to produce a result rather than risk a different one."""
 
+    location = None  # compiler.source.SourceLocation of the user's line, when known
+
 
 class UnsupportedOpError(CompilerError, NotImplementedError):
     """A torch call (function, method or operator) that the compiler has no symbol for."""

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import torch
 from . import tree as pytree
 
+from .errors import DataDependentError
+from .events import DATA_DEPENDENT, Event
 from .prologue import PrologueBuilder
 from .proxies import TensorProxy
 from .torchlang import TracingMode
@@ -37,6 +39,9 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         with tracing(state), TracingMode():
             out = fn(*pargs, **pkwargs)
             out = state.normalize(out)  # numbers -> values, returned real tensors -> captured inputs
+    except DataDependentError as e:
+        state.emit(Event(DATA_DEPENDENT, str(e), e.location))  # observers see it even though we raise
+        raise
     finally:
         for d, name, real in swaps:
             d[name] = real

@@ -36,10 +36,20 @@ def default_device() -> torch.device:
     return state.default_device if state is not None else torch.get_default_device()
 
 
+def normalize_device(dev) -> torch.device:
+    """"cuda" and "cuda:N" name one device when N is the current one: give every device its index, as eager
+    tensors report it (x.to("cuda").device == cuda:0)."""
+    dev = torch.device(dev) if not isinstance(dev, int) else torch.device("cuda", dev)
+    if dev.type == "cuda" and dev.index is None:
+        index = torch.cuda.current_device() if torch.cuda.is_available() else 0
+        return torch.device("cuda", index)
+    return dev
+
+
 def infer_device(symbol, args, kwargs) -> torch.device:
     dev = kwargs.get("device")
     if dev is not None:
-        return torch.device(dev)
+        return normalize_device(dev)
     tensors = [p for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)]
     if not tensors:
         return default_device()
@@ -131,14 +141,13 @@ def to_meta(symbol, args, kwargs):
     self = args[0]
     name = symbol.name
     if name == "Tensor.cuda":
-        dev = args[1] if len(args) > 1 else kwargs.get("device", "cuda")
-        device, dtype = torch.device("cuda", dev) if isinstance(dev, int) else torch.device(dev), None
+        dev = args[1] if len(args) > 1 else kwargs.get("device")
+        device, dtype = normalize_device("cuda" if dev is None else dev), None
     elif name == "Tensor.cpu":
         device, dtype = torch.device("cpu"), None
     else:
         device, dtype = _parse_to(args[1:], kwargs, self)
-    if device.type == "cuda" and device.index is None and self.device.type == "cuda":
-        device = self.device
+    device = normalize_device(device)
     copy = bool(kwargs.get("copy", False)) or device != self.device
     mf = kwargs.get("memory_format", torch.preserve_format)
     with torch._C.DisableTorchFunction():

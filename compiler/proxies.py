@@ -109,10 +109,12 @@ class TensorProxy(Proxy):
 
         loc = user_location(3)
         where = f" at {loc.describe()}" if loc else ""
-        raise DataDependentError(
+        err = DataDependentError(
             f"{what} needs the values of tensor {self.name}{where}; the compiler traces with metadata only. "
             "Keep the computation in tensors (e.g. torch.where) or move it outside the jitted function."
         )
+        err.location = loc
+        raise err
 
     def __bool__(self):
         self._needs_data("bool(tensor) (an `if`/`while`/`and`/`or` on a tensor)")

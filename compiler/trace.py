@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 import os
-import types
+import threading
 from typing import Any
 
 import torch
@@ -238,11 +238,12 @@ class TracingState:
         return pytree.tree_map(f, x)
 
 
-_STATES: list[TracingState] = []
+_LOCAL = threading.local()  # one tracing stack per thread: two threads may trace at once
 
 
 def current_state() -> TracingState | None:
-    return _STATES[-1] if _STATES else None
+    stack = getattr(_LOCAL, "stack", None)
+    return stack[-1] if stack else None
 
 
 class tracing:
@@ -250,15 +251,23 @@ class tracing:
         self.state = state
 
     def __enter__(self):
-        _STATES.append(self.state)
+        if not hasattr(_LOCAL, "stack"):
+            _LOCAL.stack = []
+        _LOCAL.stack.append(self.state)
         return self.state
 
     def __exit__(self, *exc):
-        _STATES.pop()
+        _LOCAL.stack.pop()
 
 
 def _rethrow(symbol, loc, e: Exception):
-    if isinstance(e, (CompilerError,)):
+    if isinstance(e, CompilerError):
+        if e.location is None:
+            e.location = loc
+        if loc is not None and str(loc) not in str(e):
+            new = type(e)(f"{symbol.name} at {loc.describe()}: {e}")
+            new.location = loc
+            raise new from e
         raise e
     where = f" at {loc.describe()}" if loc else ""
     msg = f"{symbol.name}{where}: {e}"

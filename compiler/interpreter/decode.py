@@ -21,11 +21,12 @@ CO_ASYNC_GENERATOR = 0x200
 
 class CodeInfo:
     __slots__ = ("code", "instructions", "index_of", "handlers", "names", "nlocals_plus", "first_free",
-                 "nargs", "qualname")
+                 "nargs", "qualname", "const_provs")
 
     def __init__(self, code):
         self.code = code
         self.qualname = code.co_qualname
+        self.const_provs: dict = {}  # LOAD_CONST index -> its Constant provenance (made once per code object)
         self.instructions = list(dis.get_instructions(code))
         self.index_of = {ins.offset: i for i, ins in enumerate(self.instructions)}
         try:

@@ -72,7 +72,11 @@ def swap(interp, frame, instr):
 
 @handles("LOAD_CONST")
 def load_const(interp, frame, instr):
-    frame.push(instr.argval, pv.Constant(instr.argval))
+    provs = frame.info.const_provs
+    prov = provs.get(instr.arg)
+    if prov is None:
+        prov = provs[instr.arg] = pv.Constant(instr.argval)
+    frame.push(instr.argval, prov)
 
 
 @handles("RETURN_CONST", since=(3, 12))

@@ -121,3 +121,26 @@ def test_observer_errors_propagate_before_any_result():
     with pytest.raises(ValueError, match="rejected by observer"):
         compiler.jit(reshape_then_add, observers=[strict])(x)
     assert torch.equal(x, torch.zeros(6)), "tracing runs nothing on real data"
+
+
+def test_data_dependent_control_flow_is_an_event_then_an_error():
+    seen = []
+
+    def fn(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    with pytest.raises(compiler.DataDependentError) as info:
+        compiler.jit(fn, observers=[seen.append])(torch.ones(2))
+    (event,) = [e for e in seen if e.kind == ev.DATA_DEPENDENT]
+    assert event.location.lineno == fn.__code__.co_firstlineno + 1
+    assert info.value.location == event.location
+
+
+def test_a_jitted_function_called_while_tracing_is_inlined():
+    inner = compiler.jit(lambda x: x * 2)
+    outer = compiler.jit(lambda x: inner(x) + 1)
+    torch.testing.assert_close(outer(torch.ones(2)), torch.full((2,), 3.0))
+    assert compiler.cache_misses(inner) == 0
+    assert "Tensor.__mul__" in str(compiler.last_traces(outer)[-1])

@@ -366,9 +366,18 @@ def _apply(interp, frame, fn, args, provs, label):
 
 @handles("BINARY_OP")
 def binary_op(interp, frame, instr):
-    b, pb = frame.popp()
-    a, pa = frame.popp()
-    _apply(interp, frame, _BINARY[instr.arg], (a, b), (pa, pb), instr.argrepr)
+    stack, pstack = frame.stack, frame.pstack
+    b = stack.pop()
+    a = stack[-1]
+    fn = _BINARY[instr.arg]
+    if interp.lookasides and interp.user_lookaside(fn):
+        pb = pstack.pop()
+        stack.pop()
+        _apply(interp, frame, fn, (a, b), (pstack.pop(), pb), instr.argrepr)
+        return
+    stack[-1] = fn(a, b)  # (if this raises, the unwinder discards the stack anyway)
+    pb = pstack.pop()
+    pstack[-1] = pv.Computed(instr.argrepr, (pstack[-1], pb))
 
 
 @handles("UNARY_NEGATIVE")

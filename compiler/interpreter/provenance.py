@@ -144,6 +144,17 @@ def _flatten(provs) -> tuple:
         if p is None:
             return ()
         return (p,) if p.is_access_path else p.inputs
+    if len(provs) == 2:  # the common case (binary operators): avoid the dict
+        a, b = provs
+        if a is not None and b is not None:
+            a = (a,) if a.is_access_path else a.inputs
+            b = (b,) if b.is_access_path else b.inputs
+            if not b or a == b:
+                return a
+            if not a:
+                return b
+            if len(a) + len(b) <= 2 or not any(q in a for q in b):
+                return a + b
     seen = {}
     for p in provs:
         if p is None:

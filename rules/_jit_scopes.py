@@ -15,7 +15,7 @@ def _is_definition_only(scope, name: str) -> bool:
     """Is ``name`` bound in ``scope`` only by def/class/import (a function or module, not data)?"""
     kinds = [node for n, node in scope.writes if n == name]
     if not kinds:
-        return name in scope.bound  # imports are recorded as bound without a write node
+        return name in scope.imports  # otherwise a parameter of the enclosing function: data
     return all(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in kinds)
 
 

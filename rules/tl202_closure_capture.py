@@ -50,6 +50,8 @@ There is no automatic fix.
         "import thunder\ndef outer():\n    def helper(x):\n        return x\n    @thunder.jit\n    def f(x):\n        return helper(x)\n    return f\n",
     ],
     invalid=[
+        # a parameter of the enclosing function
+        "import thunder\ndef make(scale):\n    @thunder.jit\n    def f(x):\n        return x * scale\n    return f\n",
         "import thunder\ndef make():\n    scale = 2.0\n    @thunder.jit\n    def f(x):\n        return x * scale\n    return f\n",
     ],
 )

@@ -21,6 +21,7 @@ class Scope:
     bound: set[str] = field(default_factory=set)
     globals: set[str] = field(default_factory=set)
     nonlocals: set[str] = field(default_factory=set)
+    imports: set[str] = field(default_factory=set)  # names bound by import statements
     loads: list[ast.Name] = field(default_factory=list)
     writes: list[tuple[str, ast.AST]] = field(default_factory=list)  # Store/Del of a name, AugAssign
     calls: list[ast.Call] = field(default_factory=list)
@@ -144,7 +145,9 @@ def build_scopes(root: ast.AST, parent: Scope | None = None) -> Scope:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 if alias.name != "*":
-                    scope.bound.add(alias.asname or alias.name.split(".")[0])
+                    local = alias.asname or alias.name.split(".")[0]
+                    scope.bound.add(local)
+                    scope.imports.add(local)
             continue
         if isinstance(node, ast.NamedExpr):
             target_scope = scope

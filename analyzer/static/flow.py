@@ -71,6 +71,8 @@ class FunctionFacts:
         default_factory=list
     )
     returns: list[tuple[tuple[int, int], tuple[int, int]]] = field(default_factory=list)  # return/raise spans
+    # (start of its block, start, end) of every return/raise: code after it is unreachable from its block
+    exits: list[tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = field(default_factory=list)
 
     # -- queries ---------------------------------------------------------------------------------
     def is_local(self, name: str) -> bool:
@@ -120,8 +122,14 @@ class FunctionFacts:
         return False
 
     def reachable(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
-        """Can execution get from position ``a`` to the later position ``b`` (ignoring loops)?"""
-        return not any(_exclusive(a, b, br) for br in self.branches)
+        """Can execution get from position ``a`` to the later position ``b`` (ignoring loops)?
+
+        Not when they sit in the two arms of one if/else, nor when a return/raise of a block holding ``a``
+        comes between them.
+        """
+        if any(_exclusive(a, b, br) for br in self.branches):
+            return False
+        return not any(block <= a < r_start and r_end <= b for block, r_start, r_end in self.exits)
 
     def _ends_path(self, pos: tuple[int, int]) -> bool:
         """Is ``pos`` inside a return/raise statement (nothing after it runs)?"""
@@ -182,6 +190,9 @@ def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.
     body = func.body if isinstance(func.body, list) else [func.body]
     # (node, enclosing statement, innermost loop, nested: inside a nested def/lambda/class)
     work = [(s, s, None, False) for s in reversed(body)]
+    for v in body:
+        if type(v) is ast.Return or type(v) is ast.Raise:
+            facts.exits.append((_start(body[0]), _start(v), _end(v)))
     loads = facts.loads
     not_reads: set[int] = set()  # Name nodes that are only written (`x` in `x.copy_(y)`)
     while work:
@@ -283,6 +294,10 @@ def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.
         for name in node._fields:
             value = getattr(node, name, None)
             if isinstance(value, list):
+                if not nested and value and isinstance(value[0], ast.stmt):
+                    for v in value:
+                        if type(v) is ast.Return or type(v) is ast.Raise:
+                            facts.exits.append((_start(value[0]), _start(v), _end(v)))
                 for v in reversed(value):
                     if isinstance(v, ast.AST):
                         work.append((v, stmt, loop, nested))

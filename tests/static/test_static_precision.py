@@ -99,6 +99,16 @@ def f(x, flag):
     else:
         return y
 """,
+    "read only after an early return of the writing block": """
+import torch
+def f(n, flag):
+    t = torch.zeros(n, n)
+    if flag:
+        flat = t.reshape(-1)
+        flat[0] = 1
+        return flat
+    return t
+""",
     "explicit deep copy": """
 import copy
 import torch

@@ -164,7 +164,7 @@ def _response_body(result, enabled: frozenset[str], fix: str | None) -> dict:
 
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
     settings = settings or ServerSettings()
-    pool = WorkerPool(settings.workers, max_waiting=settings.max_waiting)
+    pool = WorkerPool(settings.workers, max_waiting=settings.max_waiting, memory_mb=settings.worker_memory_mb)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

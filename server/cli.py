@@ -1,7 +1,8 @@
 """``thunder-lint serve``: run the HTTP service under uvicorn.
 
     thunder-lint serve [--host 127.0.0.1] [--port 8000] [--workers N] [--timeout S] [--max-body-bytes N]
-                       [--max-files N] [--max-file-bytes N] [--token-file F] [--cors-origin O ...]
+                       [--max-files N] [--max-file-bytes N] [--worker-memory-mb MB] [--token-file F]
+                       [--cors-origin O ...]
 
 Auth: a token from --token-file, $THUNDER_LINT_TOKEN_FILE or $THUNDER_LINT_TOKEN turns bearer auth on.
 Once listening, one line ``thunder-lint: serving on http://HOST:PORT`` goes to stderr (with --port 0 it
@@ -60,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-body-bytes", type=_positive_int, default=d.max_body_bytes, help=f"largest request body (default: {d.max_body_bytes})")
     p.add_argument("--max-files", type=_positive_int, default=d.max_files, help=f"most files per request (default: {d.max_files})")
     p.add_argument("--max-file-bytes", type=_positive_int, default=d.max_file_bytes, help=f"largest file (default: {d.max_file_bytes})")
+    p.add_argument("--worker-memory-mb", type=int, default=d.worker_memory_mb, metavar="MB",
+                   help=f"address-space limit per lint worker, 0 for none (default: {d.worker_memory_mb})")
     p.add_argument("--token-file", help="a file holding the bearer token clients must send (or set $THUNDER_LINT_TOKEN[_FILE])")
     p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN", help="allow browser calls from ORIGIN (default: none)")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
@@ -102,6 +105,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
             max_body_bytes=args.max_body_bytes,
             max_files=args.max_files,
             max_file_bytes=args.max_file_bytes,
+            worker_memory_mb=args.worker_memory_mb,
             token=read_token(args.token_file),
             cors_origins=tuple(args.cors_origin),
         )

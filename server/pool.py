@@ -45,9 +45,9 @@ class JobFailed(PoolError):
 
 
 class _Worker:
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx, memory_mb: int = 0) -> None:
         self.conn, child = ctx.Pipe(duplex=True)
-        self.process = ctx.Process(target=worker_main, args=(child,), name="thunder-lint-worker", daemon=True)
+        self.process = ctx.Process(target=worker_main, args=(child, memory_mb), name="thunder-lint-worker", daemon=True)
         self.process.start()
         child.close()
         if not self.conn.poll(_READY_TIMEOUT):
@@ -91,10 +91,11 @@ class _Worker:
 
 
 class WorkerPool:
-    def __init__(self, size: int, *, max_waiting: int = 256) -> None:
+    def __init__(self, size: int, *, max_waiting: int = 256, memory_mb: int = 0) -> None:
         if size < 1:
             raise ValueError("a worker pool needs at least one worker")
         self.size = size
+        self.memory_mb = memory_mb
         self.max_waiting = max_waiting
         self.replaced = 0  # workers killed (timeout or crash) and started again
         self._ctx = multiprocessing.get_context("spawn")  # fork is unsafe in a process with threads
@@ -110,7 +111,7 @@ class WorkerPool:
         self._loop = asyncio.get_running_loop()
         self._idle = asyncio.Queue()
         started = time.perf_counter()
-        workers = await asyncio.gather(*(asyncio.to_thread(_Worker, self._ctx) for _ in range(self.size)))
+        workers = await asyncio.gather(*(asyncio.to_thread(_Worker, self._ctx, self.memory_mb) for _ in range(self.size)))
         for w in workers:
             self._workers.add(w)
             self._idle.put_nowait(w)
@@ -131,10 +132,17 @@ class WorkerPool:
         if self._waiting >= self.max_waiting:
             raise PoolBusy(f"{self._waiting} requests are already waiting for a worker")
         self._waiting += 1
+        deadline = self._loop.time() + wait_timeout
         try:
-            worker = await asyncio.wait_for(self._idle.get(), wait_timeout)
-        except TimeoutError:
-            raise PoolBusy(f"no worker became free within {wait_timeout:g} s") from None
+            while True:
+                try:
+                    worker = await asyncio.wait_for(self._idle.get(), max(0.0, deadline - self._loop.time()))
+                except TimeoutError:
+                    raise PoolBusy(f"no worker became free within {wait_timeout:g} s") from None
+                if worker.process.is_alive():
+                    break
+                # It died while idle (killed from outside, or it quit after a MemoryError): replace it.
+                self._start_replacement(worker, "exited while idle")
         finally:
             self._waiting -= 1
         future = self._loop.run_in_executor(self._threads, worker.call, job, timeout)
@@ -149,7 +157,9 @@ class WorkerPool:
             if not self._closing:
                 self._idle.put_nowait(worker)
             return
-        reason = "ran past its time limit" if isinstance(error, JobTimeout) else "died"
+        self._start_replacement(worker, "ran past its time limit" if isinstance(error, JobTimeout) else "died")
+
+    def _start_replacement(self, worker: _Worker, reason: str) -> None:
         log.warning("a lint worker (pid %s) %s; replacing it", worker.process.pid, reason)
         threading.Thread(target=self._replace, args=(worker,), name="thunder-lint-respawn", daemon=True).start()
 
@@ -160,7 +170,7 @@ class WorkerPool:
         delay = 0.5
         while not self._closing:
             try:
-                new = _Worker(self._ctx)
+                new = _Worker(self._ctx, self.memory_mb)
             except Exception as e:  # keep trying: a pool that silently shrinks to nothing serves no one
                 log.error("could not start a replacement lint worker: %s; retrying in %.1f s", e, delay)
                 time.sleep(delay)

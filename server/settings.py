@@ -26,6 +26,7 @@ class ServerSettings:
     max_body_bytes: int = 10 * 1024 * 1024
     max_files: int = 500
     max_file_bytes: int = 1024 * 1024
+    worker_memory_mb: int = 2048  # address-space cap per lint worker; 0: none
     token: str | None = field(default=None, repr=False)  # None: no auth
     cors_origins: tuple[str, ...] = ()  # empty: no CORS headers at all
 
@@ -33,6 +34,8 @@ class ServerSettings:
         for name in ("workers", "max_body_bytes", "max_files", "max_file_bytes", "max_waiting"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name.replace('_', '-')} must be at least 1")
+        if self.worker_memory_mb < 0:
+            raise SettingsError("worker-memory-mb cannot be negative (0 means no limit)")
         for name in ("timeout_s", "wait_timeout_s"):
             if not getattr(self, name) > 0:
                 raise SettingsError(f"{name.removesuffix('_s').replace('_', '-')} must be a positive number of seconds")

@@ -151,9 +151,21 @@ def f(x, n):
 """
 
 
-def worker_main(conn) -> None:
-    """Serve jobs from ``conn`` until it closes (or a None job): ("ok", JobResult) or ("error", text)."""
+def _limit_memory(memory_mb: int) -> None:
+    """Cap the worker's address space: a file that makes the engine balloon fails alone (MemoryError),
+    instead of pushing the whole host into swap or the OOM killer."""
+    if memory_mb > 0:
+        import resource
+
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def worker_main(conn, memory_mb: int = 0) -> None:
+    """Serve jobs from ``conn`` until it closes (or a None job): ("ok", JobResult) or ("error", text).
+    After a MemoryError the worker replies and exits; the pool starts a fresh one."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it stops us
+    _limit_memory(memory_mb)
     # Make the import path independent of the cwd before leaving it: lazy imports must still work.
     sys.path[:] = [os.path.abspath(p) for p in sys.path]
     # Load the engine, the rules and libcst now, so that the first request pays no import cost.
@@ -167,14 +179,20 @@ def worker_main(conn) -> None:
             return  # the server went away
         if job is None:
             return
+        exhausted = False
         try:
             reply = ("ok", run_any(job))
-        except BaseException as e:  # report, never die on a job: MemoryError, RecursionError, ...
+        except BaseException as e:  # report, never die silently on a job: MemoryError, RecursionError, ...
+            exhausted = isinstance(e, MemoryError)
             detail = f"{type(e).__name__}: {e}".rstrip()
-            if os.environ.get("THUNDER_LINT_DEBUG"):
+            if exhausted:
+                detail = f"MemoryError: the files need more than the worker memory limit ({memory_mb} MiB)"
+            elif os.environ.get("THUNDER_LINT_DEBUG"):
                 detail += "\n" + traceback.format_exc()
             reply = ("error", detail)
         try:
             conn.send(reply)
         except (OSError, ValueError):
             return
+        if exhausted:
+            return  # a heap that hit its limit is not worth trusting with the next job

@@ -1,0 +1,114 @@
+"""The worker pool under failure: a pathological file runs past the time limit (that request gets a clear
+JSON error, its worker is replaced, other requests still succeed); a worker killed mid-job or while idle
+is replaced; the worker memory cap makes a ballooning file fail alone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+from conftest import LIMITS, TOKEN
+from server_helpers import ServerProcess, TL101_SRC, pathological_source
+
+
+def test_slow_request_times_out_while_others_succeed(authed_server):
+    before = authed_server.wait_healthy()
+    slow_source = pathological_source()
+    assert len(slow_source.encode()) <= LIMITS["max_file_bytes"]
+    outcome = {}
+
+    def slow_request():
+        with authed_server.client(TOKEN) as c:
+            started = time.monotonic()
+            r = c.post("/analyze", json={"files": [{"path": "slow.py", "content": slow_source}]})
+            outcome["response"], outcome["seconds"] = r, time.monotonic() - started
+
+    thread = threading.Thread(target=slow_request)
+    thread.start()
+    time.sleep(0.3)  # let the slow job take a worker
+    statuses = []
+    with authed_server.client(TOKEN) as c:
+        while thread.is_alive():  # the other worker keeps serving meanwhile
+            r = c.post("/analyze", json={"files": [{"path": "ok.py", "content": TL101_SRC}]})
+            statuses.append(r.status_code)
+            assert r.json()["summary"]["by_code"] == {"TL101": 1}
+    thread.join()
+    assert statuses and set(statuses) == {200}
+
+    r = outcome["response"]
+    assert r.status_code == 504, r.text
+    error = r.json()["error"]
+    assert error["code"] == "analysis_timeout"
+    assert "time limit" in error["message"] and "replaced" in error["message"]
+    assert outcome["seconds"] < LIMITS["timeout"] + 10  # stopped at the limit, not after the 20+ s of work
+
+    after = authed_server.wait_healthy(replaced_at_least=before["replaced_workers"] + 1)
+    assert after["workers"] == 2
+    with authed_server.client(TOKEN) as c:
+        for _ in range(4):  # both workers, the new one included, serve normally
+            r = c.post("/analyze", json={"files": [{"path": "ok.py", "content": TL101_SRC}]})
+            assert r.status_code == 200
+
+
+def _worker_pids(server) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(server.process.pid)], capture_output=True, text=True)
+    pids = []
+    for pid in map(int, out.stdout.split()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"spawn_main" in f.read():
+                    pids.append(pid)
+        except OSError:
+            pass  # gone meanwhile
+    return pids
+
+
+def test_a_worker_killed_mid_job_or_while_idle_is_replaced(authed_server):
+    before = authed_server.wait_healthy()
+    pids = _worker_pids(authed_server)
+    assert len(pids) == 2
+    outcome = {}
+
+    def slow_request():
+        with authed_server.client(TOKEN) as c:
+            outcome["response"] = c.post("/analyze", json={"files": [{"path": "slow.py", "content": pathological_source()}]})
+
+    thread = threading.Thread(target=slow_request)
+    thread.start()
+    time.sleep(1.0)  # the slow job is running in one of the two workers
+    for pid in pids:  # kill both: the busy one (its request fails) and the idle one (nobody notices)
+        os.kill(pid, signal.SIGKILL)
+    thread.join()
+    r = outcome["response"]
+    assert r.status_code == 500, r.text
+    assert r.json()["error"]["code"] == "worker_crashed"
+    with authed_server.client(TOKEN) as c:  # the dead idle worker is never handed a request
+        for _ in range(3):
+            r = c.post("/analyze", json={"files": [{"path": "ok.py", "content": TL101_SRC}]})
+            assert r.status_code == 200, r.text
+    after = authed_server.wait_healthy(replaced_at_least=before["replaced_workers"] + 2)
+    assert after["workers"] == 2
+    assert not set(_worker_pids(authed_server)) & set(pids)
+
+
+def test_the_worker_memory_cap_fails_one_file_not_the_server(api):
+    big_list = "x = [" + "1, " * 90_000 + "]\n"  # ~270 KB; parsing it needs ~100 MB more than a worker's base
+    files = [{"path": "big.py", "content": big_list}, {"path": "ok.py", "content": TL101_SRC}]
+    uncapped = api.post("/analyze", json={"files": files}).json()  # the default cap (2 GiB) is plenty
+    assert "error" not in uncapped["files"][0]
+
+    server = ServerProcess("--workers", "1", "--worker-memory-mb", "100")
+    try:
+        with server.client() as c:
+            r = c.post("/analyze", json={"files": files})
+            assert r.status_code == 200, r.text
+            big, ok = r.json()["files"]
+            assert big["error"]  # the engine's MemoryError is this file's result
+            assert "error" not in ok and r.json()["summary"]["by_code"].get("TL101") == 1
+            again = c.post("/analyze", json={"files": files[1:]})
+            assert again.status_code == 200 and again.json()["summary"]["by_code"] == {"TL101": 1}
+    finally:
+        server.stop()

@@ -301,6 +301,83 @@ def _train_mode(model):
     torch.manual_seed(5)
 
 
+GLOBAL_CONFIG = {"scale": 2.0}
+GLOBAL_LIST = [1.0, 2.0]
+
+
+class _Settings:
+    bias = 1.0
+
+
+GLOBAL_SETTINGS = _Settings()
+
+
+def _helper(t):
+    return t * 2
+
+
+def _reads_global_container(x):
+    return x * GLOBAL_CONFIG["scale"] + GLOBAL_LIST[1] + GLOBAL_SETTINGS.bias
+
+
+def _calls_global_helper(x):
+    return _helper(x) + 1
+
+
+def _makes_default_dtype_tensor(x):
+    return torch.zeros(3) + x.sum()
+
+
+def _global_container_case(change):
+    def case():
+        saved = (dict(GLOBAL_CONFIG), list(GLOBAL_LIST), GLOBAL_SETTINGS.bias)
+        jfn, x = compiler.jit(_reads_global_container), torch.randn(3)
+        try:
+            jfn(x)
+            change()
+            return [(jfn(x), _reads_global_container(x))]
+        finally:
+            GLOBAL_CONFIG.update(saved[0])
+            GLOBAL_LIST[:] = saved[1]
+            GLOBAL_SETTINGS.bias = saved[2]
+    return case
+
+
+def _global_helper_rebound():
+    global _helper
+    jfn, x = compiler.jit(_calls_global_helper), torch.randn(3)
+    jfn(x)
+    saved, _helper = _helper, (lambda t: t * 3)
+    try:
+        return [(jfn(x), _calls_global_helper(x))]
+    finally:
+        _helper = saved
+
+
+def _default_dtype_changed():
+    jfn, x = compiler.jit(_makes_default_dtype_tensor), torch.randn(3)
+    jfn(x)
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return [(jfn(x), _makes_default_dtype_tensor(x))]
+    finally:
+        torch.set_default_dtype(saved)
+
+
+def _grad_mode_changed():
+    jfn, w = compiler.jit(lambda t: t * 2), torch.randn(3, requires_grad=True)
+    jfn(w)
+    with torch.no_grad():
+        actual, expected = jfn(w), w * 2
+    assert actual.requires_grad == expected.requires_grad, "requires_grad of the result differs from eager"
+    return [(actual, expected)]
+
+
+def _swap_submodule(model):
+    model.lin = torch.nn.Linear(3, 3)
+
+
 HIDDEN_INPUT_CASES = {
     "hidden.global_tensor_in_place": _global_tensor_in_place,
     "hidden.global_tensor_rebound": _global_tensor_rebound,
@@ -310,6 +387,13 @@ HIDDEN_INPUT_CASES = {
     "hidden.module_float_attribute": _module_case(lambda m: setattr(m, "scale", 5.0)),
     "hidden.module_parameter_replaced": _module_case(_replace_parameter),
     "hidden.module_parameter_in_place": _module_case(lambda m: m.lin.bias.add_(1.0)),
+    "hidden.module_submodule_swapped": _module_case(_swap_submodule),
+    "hidden.global_dict_item": _global_container_case(lambda: GLOBAL_CONFIG.__setitem__("scale", 5.0)),
+    "hidden.global_list_item": _global_container_case(lambda: GLOBAL_LIST.__setitem__(1, 9.0)),
+    "hidden.global_object_attribute": _global_container_case(lambda: setattr(GLOBAL_SETTINGS, "bias", 4.0)),
+    "hidden.global_function_rebound": _global_helper_rebound,
+    "hidden.default_dtype": _default_dtype_changed,
+    "hidden.grad_mode": _grad_mode_changed,
 }
 
 

@@ -6,7 +6,6 @@ file holds one worker, not the server. The app itself only validates, dispatches
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import json
@@ -37,7 +36,8 @@ from .models import (
 )
 from .pool import JobFailed, JobTimeout, PoolBusy, WorkerCrashed, WorkerPool
 from .settings import ServerSettings
-from .worker import Job, JobResult, RenderJob, SubmittedFile
+from .dispatch import run_request
+from .worker import Job, SubmittedFile
 
 MEDIA_TYPES = {"json": "application/json", "sarif": "application/sarif+json", "github": "text/plain; charset=utf-8"}
 
@@ -85,49 +85,6 @@ def _check_limits(req: AnalyzeRequest, settings: ServerSettings) -> list[Submitt
         else:
             submitted.append(SubmittedFile(f.path, data=base64.b64decode(f.content_base64)))
     return submitted
-
-
-def split_files(files: list[SubmittedFile], parts: int) -> list[list[int]]:
-    """Indices of ``files`` in at most ``parts`` groups of about equal size (bytes), so that one request
-    with many files uses every worker; biggest files first, each to the lightest group."""
-    groups: list[list[int]] = [[] for _ in range(max(1, min(parts, len(files))))]
-    loads = [0] * len(groups)
-    size = lambda i: len(files[i].data) if files[i].data is not None else len(files[i].text)  # noqa: E731
-    for i in sorted(range(len(files)), key=size, reverse=True):
-        g = loads.index(min(loads))
-        groups[g].append(i)
-        loads[g] += size(i) + 1
-    return [sorted(g) for g in groups if g] or [[]]
-
-
-async def _run_all(pool: WorkerPool, jobs: list[Job], settings: ServerSettings) -> list[JobResult]:
-    """Run the chunks side by side; wait for all of them, then raise the most telling failure, if any."""
-    outcomes = await asyncio.gather(
-        *(pool.run(job, timeout=settings.timeout_s, wait_timeout=settings.wait_timeout_s) for job in jobs),
-        return_exceptions=True,
-    )
-    failures = [o for o in outcomes if isinstance(o, BaseException)]
-    for kind in (JobTimeout, WorkerCrashed, JobFailed, PoolBusy):
-        for failure in failures:
-            if isinstance(failure, kind):
-                raise failure
-    if failures:
-        raise failures[0]
-    return outcomes
-
-
-def merge_results(chunks: list[list[int]], results: list[JobResult], n_files: int) -> JobResult:
-    """One JobResult in request order, diagnostics sorted as the CLI sorts them."""
-    if len(results) == 1:
-        return results[0]
-    files = [None] * n_files
-    diagnostics = []
-    for chunk, result in zip(chunks, results):
-        for i, outcome in zip(chunk, result.files):
-            files[i] = outcome
-        diagnostics.extend(result.diagnostics)
-    diagnostics.sort(key=lambda d: (d["path"], d["line"], d["column"], d["code"]))
-    return JobResult(files, diagnostics)
 
 
 def settings_hash(enabled: frozenset[str], fix: str | None) -> str:
@@ -209,17 +166,9 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         submitted = _check_limits(req, settings)
         select, ignore, extend, enabled = _selection(req)
         fix = ("unsafe" if req.unsafe_fixes else "safe") if req.fix else None
-        chunks = split_files(submitted, pool.size)
-        # One chunk: the worker renders too. Several: each lints its share, then one worker renders the whole.
-        chunk_fmt = format if len(chunks) == 1 else "json"
-        jobs = [Job(tuple(submitted[i] for i in chunk), select, ignore, extend, fix, chunk_fmt) for chunk in chunks]
+        job = Job(tuple(submitted), select, ignore, extend, fix, format)
         try:
-            results = await _run_all(pool, jobs, settings)
-            result = merge_results(chunks, results, len(submitted))
-            if format != "json" and len(chunks) > 1:
-                result.rendered = await pool.run(
-                    RenderJob(tuple(result.diagnostics), format), timeout=settings.timeout_s, wait_timeout=settings.wait_timeout_s
-                )
+            result = await run_request(pool, job, timeout=settings.timeout_s, wait_timeout=settings.wait_timeout_s)
         except PoolBusy as e:
             raise ApiError(503, e.code, f"the server is busy: {e}", headers={"Retry-After": "5"}) from None
         except JobTimeout:

@@ -155,7 +155,7 @@ def test_a_port_in_use_is_a_clear_error():
 
 
 def test_split_files_balances_and_merge_restores_request_order():
-    from server.app import merge_results, split_files
+    from server.dispatch import merge_results, split_files
     from server.worker import JobResult
 
     files = [SubmittedFile(f"f{i}.py", text="x = 1\n" * n) for i, n in enumerate([50, 1, 1, 40, 10, 1])]

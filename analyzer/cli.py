@@ -112,6 +112,8 @@ def effective_config(args: argparse.Namespace, paths: Sequence[str]) -> config_m
 
 def validate_selection(cfg: config_mod.Config) -> None:
     """Unknown codes are a usage error, reported before any file is read."""
+    if cfg.select is None and not (cfg.ignore or cfg.extend_select or cfg.per_file_ignores):
+        return  # nothing to check: do not load the rule table just for this
     from rules import RULES
 
     from .selection import resolve

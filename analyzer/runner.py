@@ -18,7 +18,6 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
-from . import static
 from .cache import ResultCache, content_hash, entry_to_diag, trusted_signature
 from .config import Config
 from .diagnostics import Diagnostic
@@ -80,8 +79,15 @@ class RunResult:
     elapsed: float = 0.0
 
 
+def _engine():
+    # Imported on first use: a run answered wholly from the cache never loads the engine and its rules.
+    from . import static
+
+    return static
+
+
 def lint_text(text: str, path: str, settings: Settings) -> list[Diagnostic]:
-    return static.lint_source(
+    return _engine().lint_source(
         text,
         path,
         select=settings.select,
@@ -109,7 +115,7 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes]) -> File
         if settings.fix is None:
             result.diagnostics = lint_text(text, path, settings)
         else:
-            outcome = static.fix_source(
+            outcome = _engine().fix_source(
                 text,
                 path,
                 select=settings.select,
@@ -240,6 +246,7 @@ def run(
             if progress:
                 progress(i, total)
     else:
+        _engine()  # loaded once here, so that forked workers inherit it instead of each importing it
         chunks = _chunks(paths, jobs * CHUNKS_PER_JOB)
         done_files = hits
         try:

@@ -248,3 +248,22 @@ def test_unwritable_cache_is_a_warning_not_a_failure(cli, tmp_path):
     r = cli("m.py", "--format", "concise", "--cache-dir", str(blocker / "cache"))
     assert r.code == 1 and "TL101" in r.out
     assert "warning: could not write the cache" in r.err
+
+
+def test_a_fully_cached_run_does_not_load_the_engine(tmp_path):
+    import subprocess
+    import sys
+
+    from cli_helpers import REPO
+
+    paths = make_tree(tmp_path, n=6)
+    for p in paths:
+        os.utime(p, (1_600_000_000, 1_600_000_000))
+    probe = (
+        "import sys, analyzer.cli; rc = analyzer.cli.main(['.', '--format', 'json', '-o', 'out.json']); "
+        "print(rc, 'analyzer.static' in sys.modules, 'rules' in sys.modules)"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    runs = [subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, env=env) for _ in range(2)]
+    assert runs[0].stdout.split() == ["1", "True", "True"], runs[0].stderr
+    assert runs[1].stdout.split() == ["1", "False", "False"], runs[1].stderr

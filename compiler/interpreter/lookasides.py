@@ -106,3 +106,17 @@ if hasattr(sys, "exception"):
     @_internal_lookaside(sys.exception)
     def exception_lookaside(interp, frame, args, kwargs, provs, kwprovs):
         return interp.current_exc, pv.Computed("sys.exception")
+
+
+@_internal_lookaside(builtins.len)
+def len_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+    import operator
+
+    from .dunders import python_method
+    method = python_method(type(args[0]), "__len__") if len(args) == 1 and not kwargs else None
+    if method is None:
+        return builtins.len(*args, **kwargs), pv.Computed("len", tuple(provs))
+    result = operator.index(interp.call_function(method, (args[0],), {}, provs)[0])
+    if result < 0:
+        raise ValueError("__len__() should return >= 0")
+    return result, pv.Computed("len", tuple(provs))

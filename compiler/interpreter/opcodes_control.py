@@ -1,6 +1,7 @@
 """Handlers for jumps, loops, exceptions, `with`, generators and `match`."""
 from __future__ import annotations
 
+from . import dunders
 from . import provenance as pv
 from .decode import VERSION
 from .registry import Outcome, handles
@@ -65,14 +66,22 @@ def jump_if_false_or_pop(interp, frame, instr):
 @handles("GET_ITER")
 def get_iter(interp, frame, instr):
     value, prov = frame.popp()
-    frame.push(iter(value), pv.Computed("iter", (prov,)))
+    method = dunders.python_method(type(value), "__iter__")
+    if method is None:
+        frame.push(iter(value), pv.Computed("iter", (prov,)))
+        return
+    iterator, _ = interp.call_function(method, (value,), {}, (prov,))
+    if not hasattr(type(iterator), "__next__"):
+        raise TypeError(f"iter() returned non-iterator of type '{type(iterator).__name__}'")
+    frame.push(iterator, pv.Computed("iter", (prov,)))
 
 
 @handles("FOR_ITER")
 def for_iter(interp, frame, instr):
     iterator = frame.stack[-1]
+    method = dunders.python_method(type(iterator), "__next__")
     try:
-        value = next(iterator)
+        value = next(iterator) if method is None else interp.call_function(method, (iterator,), {}, ())[0]
     except StopIteration:
         if VERSION >= (3, 12):
             frame.push(_EXHAUSTED, None)

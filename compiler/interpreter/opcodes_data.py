@@ -4,6 +4,7 @@ from __future__ import annotations
 import operator
 import types
 
+from . import dunders
 from . import events as ev
 from . import provenance as pv
 from .decode import VERSION
@@ -305,6 +306,10 @@ def binary_subscr(interp, frame, instr):
         frame.push(*interp._call_user_lookaside(replacement, (container, key), {}, (pcont, pkey), {}))
         return
     prov = pv.Item(pcont, key) if isinstance(key, (str, int)) else pv.Computed("subscript", (pcont, pkey))
+    method = dunders.python_method(type(container), "__getitem__")
+    if method is not None and not isinstance(container, type):
+        frame.push(interp.call_function(method, (container, key), {}, (pcont, pkey))[0], prov)
+        return
     frame.push(container[key], prov)
 
 
@@ -317,13 +322,22 @@ def store_subscr(interp, frame, instr):
     if replacement:
         replacement(container, key, value)
         return
+    method = dunders.python_method(type(container), "__setitem__")
+    if method is not None:
+        interp.call_function(method, (container, key, value), {}, ())
+        return
     container[key] = value
 
 
 @handles("DELETE_SUBSCR")
 def delete_subscr(interp, frame, instr):
     key = frame.pop()
-    del frame.pop()[key]
+    container = frame.pop()
+    method = dunders.python_method(type(container), "__delitem__")
+    if method is not None:
+        interp.call_function(method, (container, key), {}, ())
+        return
+    del container[key]
 
 
 @handles("BINARY_SLICE", since=(3, 12))
@@ -356,10 +370,19 @@ _BINARY = [operator.add, operator.and_, operator.floordiv, operator.lshift, oper
            operator.ixor]
 
 
+_UNARY_METHODS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__"}
+
+
 def _apply(interp, frame, fn, args, provs, label):
     replacement = interp.lookasides and interp.user_lookaside(fn)
     if replacement:
         frame.push(*interp._call_user_lookaside(replacement, args, {}, provs, {}))
+        return
+    special = _UNARY_METHODS.get(fn)
+    method = special and dunders.python_method(type(args[0]), special)
+    if method is not None:
+        value, _ = interp.call_function(method, args, {}, provs)
+        frame.push(value, pv.Computed(label, tuple(provs)))
     else:
         frame.push(fn(*args), pv.Computed(label, tuple(provs)))
 
@@ -374,6 +397,11 @@ def binary_op(interp, frame, instr):
         pb = pstack.pop()
         stack.pop()
         _apply(interp, frame, fn, (a, b), (pstack.pop(), pb), instr.argrepr)
+        return
+    if (type(a).__flags__ | type(b).__flags__) & dunders._HEAPTYPE and dunders.wants_binary(a, b, instr.arg):
+        pb = pstack.pop()
+        stack.pop()
+        frame.push(*dunders.binary(interp, frame, a, b, pstack.pop(), pb, instr.arg))
         return
     stack[-1] = fn(a, b)  # (if this raises, the unwinder discards the stack anyway)
     pb = pstack.pop()
@@ -418,7 +446,11 @@ _COMPARE = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operat
 def compare_op(interp, frame, instr):
     b, pb = frame.popp()
     a, pa = frame.popp()
-    _apply(interp, frame, _COMPARE[instr.argval], (a, b), (pa, pb), instr.argval)
+    fn = _COMPARE[instr.argval]
+    if not (interp.lookasides and interp.user_lookaside(fn)) and dunders.wants_compare(a, b, instr.argval):
+        frame.push(*dunders.compare(interp, frame, a, b, pa, pb, instr.argval))
+    else:
+        _apply(interp, frame, fn, (a, b), (pa, pb), instr.argval)
     if _V313 and instr.arg & 16:  # the comparison result is coerced to bool in the same instruction
         frame.stack[-1] = bool(frame.stack[-1])
 
@@ -434,7 +466,11 @@ def is_op(interp, frame, instr):
 def contains_op(interp, frame, instr):
     b, pb = frame.popp()
     a, pa = frame.popp()
-    result = a in b
+    method = dunders.python_method(type(b), "__contains__")
+    if method is not None:
+        result = bool(interp.call_function(method, (b, a), {}, (pb, pa))[0])
+    else:
+        result = a in b
     frame.push(not result if instr.arg else result, pv.Computed("in", (pa, pb)))
 
 

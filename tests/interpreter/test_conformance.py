@@ -6,7 +6,7 @@ from interp_harness import check_program
 import interp_programs_basics
 
 _MODULES = [interp_programs_basics]
-for _name in ("functions", "exceptions", "generators", "classes", "match", "seeds", "stdlib"):
+for _name in ("functions", "exceptions", "generators", "classes", "match", "seeds", "stdlib", "dunders"):
     try:
         _MODULES.append(__import__(f"interp_programs_{_name}"))
     except ModuleNotFoundError:

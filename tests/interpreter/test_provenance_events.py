@@ -258,3 +258,27 @@ def test_observer_exception_propagates():
 
     with pytest.raises(RuntimeError, match="observer refused"):
         run(f, observers=(boom,))
+
+
+class _Money:
+    def __init__(self, v):
+        self.v = v
+
+    def __add__(self, other):
+        return _Money(self.v + other.v * G)
+
+    def __iter__(self):
+        yield from range(G)
+
+    def __getitem__(self, i):
+        return G + i
+
+
+def test_special_methods_written_in_python_are_interpreted():
+    def f(a, b):
+        return (a + b).v, list(a), a[1]
+
+    traced = run(f, (_Money(1), _Money(2)))
+    assert traced.value == (7, [0, 1, 2], 4)
+    functions = {e.location.function for e in traced.events if e.kind == ev.GLOBAL_READ and e.name == "G"}
+    assert functions == {"_Money.__add__", "_Money.__iter__", "_Money.__getitem__"}

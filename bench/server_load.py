@@ -185,7 +185,7 @@ def _percentile(values: list[float], p: float) -> float:
     return ordered[k]
 
 
-async def _load(url: str, body: bytes, expected: list[dict], clients: int, duration: float) -> dict:
+async def _load(url: str, body: bytes, fmt: str, expected, clients: int, duration: float) -> dict:
     latencies: list[float] = []
     errors: dict[str, int] = {}
     sent = 0
@@ -204,7 +204,9 @@ async def _load(url: str, body: bytes, expected: list[dict], clients: int, durat
                 sent += 1
                 started = time.perf_counter()
                 try:
-                    r = await client.post("/analyze", content=body, headers={"content-type": "application/json"})
+                    r = await client.post(
+                        "/analyze", params={"format": fmt}, content=body, headers={"content-type": "application/json"}
+                    )
                 except httpx.HTTPError as e:
                     error(type(e).__name__)
                     continue
@@ -212,7 +214,7 @@ async def _load(url: str, body: bytes, expected: list[dict], clients: int, durat
                 latencies.append(time.perf_counter() - started)
                 if r.status_code != 200:
                     error(f"HTTP {r.status_code}")
-                elif r.json()["diagnostics"] != expected:
+                elif (r.json()["diagnostics"] if fmt == "json" else r.content) != expected:
                     error("wrong findings")
 
         started = time.perf_counter()
@@ -239,15 +241,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--clients", type=int, default=32, help="concurrent clients (default 32)")
     p.add_argument("--workers", type=int, default=None, help="server lint workers (default: the number of cores)")
     p.add_argument("--lines", type=int, default=300, help="lines in the posted model file (default 300)")
+    p.add_argument("--format", choices=("json", "sarif", "github"), default="json", help="the ?format= asked for (default json)")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     args = p.parse_args(argv)
     if args.duration <= 0 or args.clients < 1:
         p.error("--duration must be positive and --clients at least 1")
 
+    from analyzer.report import render
     from analyzer.static import lint_source
 
     source = typical_model_source(args.lines)
-    expected = [d.to_json() for d in sorted(lint_source(source, "model.py"), key=lambda d: d.sort_key())]
+    findings = sorted(lint_source(source, "model.py"), key=lambda d: d.sort_key())
+    if args.format == "json":
+        expected = [d.to_json() for d in findings]
+    else:  # the exact bytes the CLI would print for this file
+        expected = render(findings, args.format, root=os.getcwd()).encode()
     t = time.perf_counter()
     lint_source(source, "model.py")
     in_process_ms = (time.perf_counter() - t) * 1000
@@ -259,15 +267,15 @@ def main(argv: list[str] | None = None) -> int:
         with httpx.Client(base_url=server.url, timeout=60) as c:  # one warm-up request per worker
             for _ in range(workers):
                 c.post("/analyze", content=body, headers={"content-type": "application/json"}).raise_for_status()
-        figures = asyncio.run(_load(server.url, body, expected, args.clients, args.duration))
+        figures = asyncio.run(_load(server.url, body, args.format, expected, args.clients, args.duration))
     finally:
         server.stop()
     figures.update(
-        file_lines=len(source.splitlines()), file_bytes=len(source.encode()), findings_per_file=len(expected),
+        format=args.format, file_lines=len(source.splitlines()), file_bytes=len(source.encode()), findings_per_file=len(findings),
         server_workers=workers, cores=os.cpu_count(), lint_in_process_ms=round(in_process_ms, 1),
     )
     print(
-        f"{figures['clients']} clients x {figures['duration_s']} s, {figures['file_lines']}-line file "
+        f"{figures['clients']} clients x {figures['duration_s']} s, format={args.format}, {figures['file_lines']}-line file "
         f"({figures['findings_per_file']} findings), {workers} workers on {figures['cores']} cores:\n"
         f"  {figures['requests_per_s']} requests/s, p50 {figures['latency_p50_ms']} ms, p99 {figures['latency_p99_ms']} ms, "
         f"max {figures['latency_max_ms']} ms\n"

@@ -166,7 +166,8 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         submitted = _check_limits(req, settings)
         select, ignore, extend, enabled = _selection(req)
         fix = ("unsafe" if req.unsafe_fixes else "safe") if req.fix else None
-        job = Job(tuple(submitted), select, ignore, extend, fix, format)
+        # GitHub annotations carry no fixes, and building fixes is most of the linting time: skip it there.
+        job = Job(tuple(submitted), select, ignore, extend, fix, format, with_fixes=format != "github")
         try:
             result = await run_request(pool, job, timeout=settings.timeout_s, wait_timeout=settings.wait_timeout_s)
         except PoolBusy as e:

@@ -40,6 +40,7 @@ class Job:
     extend_select: tuple[str, ...] = ()
     fix: str | None = None  # None, "safe" or "unsafe"
     fmt: str = "json"  # "json", "sarif" or "github": the latter two are rendered here, as the CLI does
+    with_fixes: bool = True  # build each finding's fix edits (libcst: most of the time); github shows none
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ def _analyze_file(f: SubmittedFile, job: Job) -> tuple[FileOutcome, list[Diagnos
     try:
         if job.fix is None:
             diagnostics = static.lint_source(
-                text, f.path, select=job.select, ignore=job.ignore, extend_select=job.extend_select
+                text, f.path, select=job.select, ignore=job.ignore, extend_select=job.extend_select,
+                with_fixes=job.with_fixes,
             )
         else:
             fixed = static.fix_source(

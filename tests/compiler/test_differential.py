@@ -101,11 +101,20 @@ def _aliased_inputs(outputs, args) -> list[tuple[int, ...]]:
             for out in _tensors(outputs)]
 
 
+def _same_objects(outputs, args) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """For each output tensor: which inputs and which other outputs are the very same object."""
+    outs = _tensors(outputs)
+    return [(tuple(i for i, a in enumerate(args) if a is out), tuple(j for j, o in enumerate(outs) if o is out))
+            for out in outs]
+
+
 def assert_aliasing_like_eager(actual, args, expected, eager_args, *, where: str) -> None:
-    """A view of an input stays a view, a copy stays a copy: the caller can observe the difference
-    by writing into the output."""
+    """A view of an input stays a view, a copy stays a copy, and an input returned as is (x.add_()
+    returns x) is returned as is: the caller can observe each difference."""
     got, want = _aliased_inputs(actual, args), _aliased_inputs(expected, eager_args)
     assert got == want, f"{where}: outputs share memory with inputs {got}, eager's with {want}"
+    got, want = _same_objects(actual, args), _same_objects(expected, eager_args)
+    assert got == want, f"{where}: output objects (is input, is output) {got}, eager's {want}"
 
 
 def call(fn, args, manual_seed):
@@ -627,6 +636,9 @@ def test_harness_catches_wrong_values_dtypes_shapes_and_inputs():
         assert_inputs_like_eager((x.clone(),), (x + 1,), (x.clone(),), where="call")
     with pytest.raises(AssertionError, match="share memory"):
         assert_aliasing_like_eager(x.clone().view(-1), (x,), x.view(-1), (x,), where="call")
+    y = x.clone()
+    with pytest.raises(AssertionError, match="output objects"):
+        assert_aliasing_like_eager(y.view_as(y), (y,), y, (y,), where="call")
 
 
 def _install_fake_compiler(monkeypatch, transform) -> None:

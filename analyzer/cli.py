@@ -363,7 +363,7 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
     from .progress import ProgressBar
     from .runner import run
 
-    found = discover(paths, exclude=cfg.exclude)
+    found = discover(paths, exclude=cfg.exclude, root=cfg.root)
     cache = None
     if not args.no_cache:
         directory = args.cache_dir or os.environ.get("THUNDER_LINT_CACHE_DIR") or os.path.join(cfg.root, CACHE_DIR_NAME)

@@ -135,7 +135,10 @@ def discover(paths: list[str] | tuple[str, ...], cwd: str | None = None) -> Conf
     """The config for a run over ``paths``: found from their common folder, else defaults rooted at cwd."""
     cwd = cwd or os.getcwd()
     existing = [os.path.abspath(p) for p in paths if os.path.exists(p)]
-    start = os.path.commonpath(existing) if existing else cwd
+    try:
+        start = os.path.commonpath(existing) if existing else cwd
+    except ValueError:  # paths on different drives
+        start = cwd
     found = find_pyproject(start)
     if found is None:
         return Config(root=cwd)

@@ -39,7 +39,8 @@ def _excluded(name: str, rel: str, exclude: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(name, pat) or fnmatch.fnmatchcase(rel, pat) for pat in exclude)
 
 
-def discover(paths: list[str] | tuple[str, ...], *, exclude: tuple[str, ...] = ()) -> Discovered:
+def discover(paths: list[str] | tuple[str, ...], *, exclude: tuple[str, ...] = (), root: str | None = None) -> Discovered:
+    """Files under ``paths``; ``exclude`` globs match a name, or a path relative to ``root`` (the project)."""
     out = Discovered()
     seen_files: set[str] = set()
 
@@ -63,7 +64,7 @@ def discover(paths: list[str] | tuple[str, ...], *, exclude: tuple[str, ...] = (
             out.problems.append((path, _why(e)))
             continue
         if stat.S_ISDIR(st.st_mode):
-            _walk(path, out, add_file, exclude)
+            _walk(path, out, add_file, exclude, root)
         else:
             add_file(path)  # named explicitly: linted whatever its suffix; reading decides the rest
     return out
@@ -77,7 +78,8 @@ def _why(e: OSError) -> str:
     return e.strerror or str(e)
 
 
-def _walk(top: str, out: Discovered, add_file, exclude: tuple[str, ...]) -> None:
+def _walk(top: str, out: Discovered, add_file, exclude: tuple[str, ...], root: str | None) -> None:
+    base = os.path.abspath(root) if root else os.path.abspath(top)
     visited: set[str] = set()
     stack = [top]
     while stack:
@@ -94,7 +96,7 @@ def _walk(top: str, out: Discovered, add_file, exclude: tuple[str, ...]) -> None
         subfolders = []
         for entry in entries:
             path = entry.path if folder != "." else entry.name
-            rel = os.path.relpath(path, top) if exclude else ""
+            rel = os.path.relpath(os.path.abspath(path), base).replace(os.sep, "/") if exclude else ""
             if exclude and _excluded(entry.name, rel, exclude):
                 continue
             try:

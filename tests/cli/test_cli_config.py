@@ -112,7 +112,10 @@ def test_exclude_globs(cli, tmp_path):
     write(tmp_path / "src" / "m.py", TL101_SRC)
     write(tmp_path / "src" / "generated" / "g.py", TL101_SRC)
     write(tmp_path / "legacy_x.py", TL101_SRC)
-    pyproject(tmp_path, 'exclude = ["generated", "legacy_*.py"]\n')
+    write(tmp_path / "src" / "vendored" / "v.py", TL101_SRC)
+    pyproject(tmp_path, 'exclude = ["generated", "legacy_*.py", "src/vendored"]\n')
     assert codes(cli(".", "--format", "json")) == [("src/m.py", "TL101")]
+    # Globs with a folder are relative to the project root, wherever the walk starts.
+    assert codes(cli(".", "--format", "json", cwd=tmp_path / "src")) == [("m.py", "TL101")]
     # A file named on the command line is linted even when a glob would exclude it from a walk.
     assert codes(cli("legacy_x.py", "--format", "json")) == [("legacy_x.py", "TL101")]

@@ -20,8 +20,8 @@ class SettingsError(ValueError):
 @dataclass(frozen=True)
 class ServerSettings:
     workers: int = 2
-    timeout_s: float = 30.0  # per request, the time a worker may spend on it
-    wait_timeout_s: float = 60.0  # the longest a request waits for a free worker before a 503
+    timeout_s: float = 120.0  # per request (per worker share of it): room for a few hundred files with fixes
+    wait_timeout_s: float = 120.0  # the longest a request waits for a free worker before a 503
     max_waiting: int = 256  # requests waiting for a worker beyond this get a 503 at once
     max_body_bytes: int = 10 * 1024 * 1024
     max_files: int = 500

@@ -112,3 +112,28 @@ def test_the_worker_memory_cap_fails_one_file_not_the_server(api):
             assert again.status_code == 200 and again.json()["summary"]["by_code"] == {"TL101": 1}
     finally:
         server.stop()
+
+
+def test_a_request_that_cannot_get_a_worker_in_time_is_503():
+    server = ServerProcess("--workers", "1", "--timeout", "3", "--wait-timeout", "0.5")
+    try:
+        outcome = {}
+
+        def slow_request():
+            with server.client() as c:
+                outcome["slow"] = c.post("/analyze", json={"files": [{"path": "slow.py", "content": pathological_source()}]})
+
+        thread = threading.Thread(target=slow_request)
+        thread.start()
+        time.sleep(0.5)  # the only worker is busy with the slow file
+        with server.client() as c:
+            r = c.post("/analyze", json={"files": [{"path": "ok.py", "content": TL101_SRC}]})
+        thread.join()
+        assert r.status_code == 503, r.text
+        assert r.json()["error"]["code"] == "busy" and r.headers["retry-after"] == "5"
+        assert outcome["slow"].status_code == 504
+        server.wait_healthy(replaced_at_least=1)
+        with server.client() as c:
+            assert c.post("/analyze", json={"files": [{"path": "ok.py", "content": TL101_SRC}]}).status_code == 200
+    finally:
+        server.stop()

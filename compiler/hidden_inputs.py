@@ -20,11 +20,51 @@ _SIMPLE = (bool, int, float, complex, str, type(None), torch.dtype, torch.device
 
 @dataclass(frozen=True)
 class HiddenValue:
-    kind: str  # "global", "cell" or "attribute"
+    kind: str  # "global", "cell", "attribute" (of a module) or "child" (a submodule slot)
     holder: object  # the globals dict, the cell, or the module
     key: str  # global name, free variable name, attribute name
     value: object
     where: str  # human-readable origin, e.g. "fn.__globals__['SCALE']"
+    path: tuple = ()  # then into the value: ("item", key) / ("attr", name) steps
+    check: str = ""  # "value", "identity", "list", "dict" (type + length/keys); set by expand()
+
+
+_MAX_ITEMS = 64  # containers/objects larger than this are guarded by identity only
+_MAX_DEPTH = 3
+
+
+def _plain_object(value) -> bool:
+    """A user object whose attributes are data (a config or settings object), not code or torch state."""
+    t = type(value)
+    mod = getattr(t, "__module__", "") or ""
+    return (hasattr(value, "__dict__") and not isinstance(value, (type, types.FunctionType, types.MethodType,
+                                                                   types.ModuleType, torch.nn.Module, torch.Tensor))
+            and not mod.startswith(("torch", "builtins", "compiler")) and len(vars(value)) <= _MAX_ITEMS)
+
+
+def expand(h: HiddenValue, depth: int = 0) -> list:
+    """Guards for one hidden value: by value when immutable, else its container shape and each item
+    (lists, dicts, plain objects' attributes - a global config edited in place re-traces), else identity."""
+    from dataclasses import replace
+
+    v = h.value
+    if by_value(v):
+        return [replace(h, check="value")]
+    if depth < _MAX_DEPTH and type(v) in (list, dict) and len(v) <= _MAX_ITEMS and \
+            (type(v) is list or all(type(k) in (str, int) for k in v)):
+        out = [replace(h, check=type(v).__name__)]
+        items = enumerate(v) if type(v) is list else v.items()
+        for k, item in items:
+            out += expand(replace(h, value=item, path=h.path + (("item", k),), where=f"{h.where}[{k!r}]"), depth + 1)
+        return out
+    if depth < _MAX_DEPTH and _plain_object(v):
+        out = [replace(h, check="identity")]
+        for name, item in vars(v).items():
+            if not name.startswith("_"):
+                out += expand(replace(h, value=item, path=h.path + (("attr", name),), where=f"{h.where}.{name}"),
+                              depth + 1)
+        return out
+    return [replace(h, check="identity")]
 
 
 def by_value(value) -> bool:
@@ -74,6 +114,8 @@ def hidden_values(fn, module: torch.nn.Module | None = None) -> list[HiddenValue
     seen: set = set()
     if module is not None:
         for prefix, sub in module.named_modules():
+            for name, child in sub._modules.items():  # model.lin = other: the trace used the old one
+                found.append(HiddenValue("child", sub, name, child, f"module.{prefix + '.' if prefix else ''}{name}"))
             for name, value in vars(sub).items():
                 if name.startswith("_") or name == "training":  # nn.Module internals; training is guarded
                     continue
@@ -83,4 +125,10 @@ def hidden_values(fn, module: torch.nn.Module | None = None) -> list[HiddenValue
                 _visit_callable(forward, found, seen, f"{type(sub).__qualname__}.forward")
     else:
         _visit_callable(fn, found, seen, getattr(fn, "__qualname__", "fn"))
-    return found
+    return [g for h in found for g in (expand(h) if h.kind != "child" else [replace_check(h, "identity")])]
+
+
+def replace_check(h: HiddenValue, check: str) -> HiddenValue:
+    from dataclasses import replace
+
+    return replace(h, check=check)

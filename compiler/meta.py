@@ -153,3 +153,24 @@ def to_meta(symbol, args, kwargs):
     with torch._C.DisableTorchFunction():
         m = self.meta.to(dtype=dtype or self.dtype, copy=copy, memory_format=mf)
     return self if m is self.meta else _new_proxy(m, device)
+
+
+def _is_int_scalar_index(x) -> bool:
+    return isinstance(x, TensorProxy) and x.ndim == 0 and not x.dtype.is_floating_point and \
+        not x.dtype.is_complex and x.dtype is not torch.bool
+
+
+def indexing_meta(symbol, args, kwargs):
+    """x[i] / x[i] = v. A 0-d integer tensor index acts as a plain int in eager (x[torch.tensor(1)] is x[1]),
+    which the meta tensor cannot read: any in-range int gives the same metadata, so use 0 - unless other
+    tensor indices make it advanced indexing, where it stays a tensor."""
+    self, index, *rest = args
+    parts = index if type(index) is tuple else (index,)
+    tensors = [p for p in parts if isinstance(p, TensorProxy)]
+    if tensors and all(_is_int_scalar_index(p) for p in tensors):
+        sub = tuple(0 if _is_int_scalar_index(p) else p for p in parts)
+        index_for_meta = sub if type(index) is tuple else sub[0]
+        device = infer_device(symbol, args, kwargs)
+        out = run_on_meta(symbol.fn, (self, index_for_meta, *rest), kwargs, device)
+        return out
+    return generic_meta(symbol, args, kwargs)

@@ -13,7 +13,7 @@ import math
 import torch
 
 from .errors import UnsupportedInputError
-from .hidden_inputs import by_value, hidden_values
+from .hidden_inputs import hidden_values
 from .meta import meta_like
 from .proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
 from .symbols import BoundSymbol, Symbol, Tag
@@ -107,16 +107,23 @@ def _print_hidden(bsym, trace):
     (h,) = bsym.args
     holder = trace.const_expr(h.holder)
     read = {"global": f"{holder}[{h.key!r}]", "cell": f"{holder}.cell_contents",
-            "attribute": f"{holder}.{h.key}"}[h.kind]
-    if by_value(h.value):
-        v = h.value
+            "attribute": f"{holder}.{h.key}", "child": f"{holder}._modules[{h.key!r}]"}[h.kind]
+    for step, k in h.path:
+        read += f"[{k!r}]" if step == "item" else f".{k}"
+    v = h.value
+    if h.check == "list":
+        return _fail_if(f"type({read}) is not list or len({read}) != {len(v)}")
+    if h.check == "dict":
+        return _fail_if(f"type({read}) is not dict or tuple({read}) != {tuple(v)!r}")
+    if h.check == "value":
         if isinstance(v, float) and v != v:
             return _fail_if(f"type({read}) is not float or {read} == {read}")
         if v is None or isinstance(v, bool):
             return _fail_if(f"{read} is not {v!r}")
-        return _fail_if(f"type({read}) is not {type(v).__name__ if type(v) in (int, float, complex, str, tuple) else trace.const_expr(type(v))} "
-                        f"or {read} != {trace.const_expr(v) if not isinstance(v, tuple) else trace.expr(v)}")
-    return _fail_if(f"{read} is not {trace.const_expr(h.value)}")
+        tname = type(v).__name__ if type(v) in (int, float, complex, str, tuple) else trace.const_expr(type(v))
+        value = trace.expr(v) if isinstance(v, tuple) else trace.const_expr(v)
+        return _fail_if(f"type({read}) is not {tname} or {read} != {value}")
+    return _fail_if(f"{read} is not {trace.const_expr(v)}")
 
 
 def _print_return(bsym, trace):

@@ -34,10 +34,10 @@ def super_lookaside(interp, frame, args, kwargs, provs, kwprovs):
         return super(*args, **kwargs), pv.Computed("super")
     # Zero-argument super(): the __class__ cell and the first argument of the *interpreted* frame.
     code = frame.code
+    if code.co_argcount == 0:
+        raise RuntimeError("super(): no arguments")
     if "__class__" not in code.co_freevars:
         raise RuntimeError("super(): __class__ cell not found")
-    if code.co_argcount == 0 and not code.co_flags & 0x04:
-        raise RuntimeError("super(): no arguments")
     cell = frame.fast[frame.info.names.index("__class__")]
     try:
         cls = cell.cell_contents

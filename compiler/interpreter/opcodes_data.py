@@ -288,7 +288,13 @@ def load_method(interp, frame, instr):
 @handles("STORE_ATTR")
 def store_attr(interp, frame, instr):
     obj = frame.pop()
-    value = frame.pop()
+    value, prov = frame.popp()
+    kind = type(obj)
+    if kind.__setattr__ is object.__setattr__ and kind.__flags__ & dunders._HEAPTYPE:
+        desc = dunders.lookup(kind, instr.argval)
+        if type(desc) is property and type(desc.fset) is types.FunctionType:  # a setter written in Python
+            interp.call_function(desc.fset, (obj, value), {}, (None, prov))
+            return
     setattr(obj, instr.argval, value)
 
 

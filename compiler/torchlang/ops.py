@@ -2,7 +2,7 @@
 their tags, and (where one exists) a decomposition into prims."""
 from __future__ import annotations
 
-from ..meta import to_meta
+from ..meta import indexing_meta, to_meta
 from ..symbols import Tag
 from . import decompositions as D
 from . import register, register_property
@@ -108,7 +108,7 @@ for n in ("view view_as permute transpose swapaxes swapdims t expand expand_as s
                                                                                           "unfold"))
 for n in ("transpose_", "t_", "squeeze_", "unsqueeze_", "detach_", "as_strided_"):
     register(f"torch.Tensor.{n}", I)
-register("torch.Tensor.__getitem__", V)  # basic indexing views; tensor indices copy (the meta tensor knows)
+register("torch.Tensor.__getitem__", V, meta=indexing_meta)  # basic indexing views; tensor indices copy (the meta tensor knows)
 
 # ---- tensor properties that are ops (x.T, x.mT, ...): printed as attribute reads ----
 for _n in ("T", "mT", "H", "mH", "real", "imag"):
@@ -137,7 +137,7 @@ for n in ("index_select gather take_along_dim scatter scatter_add scatter_reduce
 register("torch.Tensor.repeat")
 register("torch.Tensor.expand_as", V)
 register("torch.Tensor.new_tensor", C)
-register("torch.Tensor.__setitem__", I)
+register("torch.Tensor.__setitem__", I, meta=indexing_meta)
 register("torch.Tensor.masked_fill_", I, decomposition=D.inplace_of(D.BINARY["masked_fill"]))
 register("torch.broadcast_to", V)
 register("torch.broadcast_tensors", V)

@@ -111,3 +111,16 @@ def test_failed_trace_leaves_no_entry_and_module_untouched():
         jm(torch.ones(1, 2))
     assert m.weight is weight  # parameters swapped for proxies are restored even when tracing fails
     assert jm._jitted.entries == [] and torch.is_grad_enabled()
+
+
+def test_zero_dim_integer_tensor_index_acts_like_an_int():
+    def fn(x, i):
+        x[i] = 0
+        return x[i - 1] * 2, x[:, i]
+
+    x1, x2, i = torch.randn(4, 3), None, torch.tensor(2)
+    x2 = x1.clone()
+    got, expected = compiler.jit(fn)(x1, i), fn(x2, i)
+    assert all(torch.equal(g, e) for g, e in zip(got, expected)) and torch.equal(x1, x2)
+    with pytest.raises(IndexError):  # out of range: eager's own error, raised when the trace runs
+        compiler.jit(lambda x, i: x[i])(torch.randn(4, 3), torch.tensor(7))

@@ -77,3 +77,45 @@ def test_module_attributes_are_guarded():
     torch.testing.assert_close(jm(x), m(x))
     (prologue,) = compiler.last_prologue_traces(jm)
     assert ".scale != 3.0" in str(prologue)
+
+
+CONFIG = {"scale": 2.0, "shifts": [1.0, 2.0]}
+
+
+class Settings:
+    def __init__(self):
+        self.bias = 1.0
+
+
+SETTINGS = Settings()
+
+
+def uses_config(x):
+    return x * CONFIG["scale"] + CONFIG["shifts"][1] + SETTINGS.bias
+
+
+def test_items_of_global_containers_and_objects_are_guarded():
+    jf = compiler.jit(uses_config)
+    x = torch.zeros(2)
+    try:
+        torch.testing.assert_close(jf(x), uses_config(x))
+        CONFIG["scale"] = 3.0
+        torch.testing.assert_close(jf(x), uses_config(x))
+        CONFIG["shifts"][1] = 10.0
+        torch.testing.assert_close(jf(x), uses_config(x))
+        SETTINGS.bias = -1.0
+        torch.testing.assert_close(jf(x), uses_config(x))
+        assert compiler.cache_misses(jf) == 4
+    finally:
+        CONFIG.update(scale=2.0, shifts=[1.0, 2.0])
+        SETTINGS.bias = 1.0
+
+
+def test_swapped_submodule_retraces():
+    m = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    jm = compiler.jit(m)
+    x = torch.randn(1, 2)
+    jm(x)
+    m[0] = torch.nn.Linear(2, 2)
+    torch.testing.assert_close(jm(x), m(x))
+    assert compiler.cache_misses(jm) == 2

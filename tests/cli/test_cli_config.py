@@ -118,4 +118,4 @@ def test_exclude_globs(cli, tmp_path):
     # Globs with a folder are relative to the project root, wherever the walk starts.
     assert codes(cli(".", "--format", "json", cwd=tmp_path / "src")) == [("m.py", "TL101")]
     # A file named on the command line is linted even when a glob would exclude it from a walk.
-    assert codes(cli("legacy_x.py", "--format", "json")) == [("legacy_x.py", "TL101")]
+    assert codes(cli("legacy_x.py", "--format", "json", cwd=tmp_path)) == [("legacy_x.py", "TL101")]

@@ -71,3 +71,12 @@ PROGRAMS = {
     "instance_method_assigned_later": "class C:\n    pass\ndef hello(self):\n    return 'hi ' + type(self).__name__\ndef main():\n    C.hello = hello\n    return C().hello()",
     "class_counter_via_class_attr": "class C:\n    n = 0\n    def __init__(self):\n        type(self).n += 1\ndef main():\n    for _ in range(3):\n        C()\n    return C.n",
 }
+PROGRAMS.update({
+    "super_with_self_captured": "class A:\n    def f(self):\n        return 'A'\nclass B(A):\n    def f(self):\n        g = lambda: self\n        return super().f() + type(g()).__name__\ndef main():\n    return B().f()",
+    "super_in_generator_method": "class A:\n    def items(self):\n        yield 1\nclass B(A):\n    def items(self):\n        yield from super().items()\n        yield 2\ndef main():\n    return list(B().items())",
+    "super_in_comprehension": "class A:\n    def v(self, i):\n        return i\nclass B(A):\n    def vs(self):\n        return [super(B, self).v(i) for i in range(3)]\ndef main():\n    return B().vs()",
+    "super_no_args_in_plain_function_error": "def f():\n    return super()\ndef main():\n    return f()",
+    "property_setter_validation": "class T:\n    def __init__(self):\n        self._v = 0\n    @property\n    def v(self):\n        return self._v\n    @v.setter\n    def v(self, x):\n        self._v = max(0, x)\ndef main():\n    t = T()\n    t.v = -5\n    a = t.v\n    t.v = 7\n    return a, t.v",
+    "property_setter_inherited": "class A:\n    @property\n    def v(self):\n        return self._v\n    @v.setter\n    def v(self, x):\n        self._v = x * 2\nclass B(A):\n    pass\ndef main():\n    b = B()\n    b.v = 4\n    return b.v",
+    "setattr_custom_python": "class Rec:\n    def __init__(self):\n        object.__setattr__(self, 'log', [])\n    def __setattr__(self, k, v):\n        self.log.append(k)\n        object.__setattr__(self, k, v)\ndef main():\n    r = Rec()\n    r.a = 1\n    r.b = 2\n    return r.log, r.a",
+})

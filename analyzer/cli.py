@@ -148,16 +148,17 @@ def _write_fixed(path: str, digest: bytes | None, fixed: str) -> str | None:
         return f"{path}: not fixed: {e}"
     if digest is not None and content_hash(current) != digest:
         return f"{path}: not fixed: the file changed while it was being linted"
-    tmp = f"{path}.thunder-lint-tmp"
+    target = os.path.realpath(path)  # through a symlink: replace the file, keep the link
+    tmp = f"{target}.thunder-lint-tmp"
     try:
         data = fixed.encode(_encoding_of(current))
         with open(tmp, "wb") as f:
             f.write(data)
         try:
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+            os.chmod(tmp, os.stat(target).st_mode & 0o7777)
         except OSError:
             pass
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except (OSError, UnicodeEncodeError, LookupError) as e:
         try:
             os.unlink(tmp)
@@ -408,6 +409,8 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
             problem = _write_fixed(r.path, r.digest, r.fixed)
             if problem:
                 print(f"thunder-lint: warning: {problem}", file=sys.stderr)
+                diagnostics.extend(r.applied)  # not written, so still there
+                diagnostics.sort(key=Diagnostic.sort_key)
                 continue
             fixed += len(r.applied)
             if args.show_fixes:

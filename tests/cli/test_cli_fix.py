@@ -82,3 +82,34 @@ def test_show_fixes_lists_edits_in_check_mode(cli, tmp_path):
     for f in fixes:  # every edit of every fix is listed, with its position and replacement
         for e in f["edits"]:
             assert f"{f['title']}: {e['line']}:{e['column']}-{e['end_line']}:{e['end_column']} -> {e['content']!r}" in r.out
+
+
+def test_fix_through_a_symlink_keeps_the_link(cli, tmp_path):
+    real = write(tmp_path / "real" / "m.py", TL101_SRC)
+    link = tmp_path / "m.py"
+    link.symlink_to(real)
+    assert cli("m.py", "--fix", "--unsafe-fixes").code == 0
+    assert link.is_symlink() and "x.view(-1)" in real.read_text()
+
+
+def test_fix_that_cannot_be_written_is_still_reported(cli, tmp_path, monkeypatch):
+    import analyzer.cli as cli_mod
+
+    p = write(tmp_path / "m.py", TL101_SRC)
+    monkeypatch.setattr(cli_mod, "_write_fixed", lambda path, digest, fixed: f"{path}: not fixed: read-only file system")
+    r = cli("m.py", "--fix", "--unsafe-fixes", "--format", "concise")
+    assert r.code == 1
+    assert "m.py: not fixed: read-only file system" in r.err
+    assert "m.py:6:5: TL101" in r.out and p.read_text() == TL101_SRC
+
+
+def test_fix_refuses_a_file_that_changed_meanwhile(tmp_path):
+    from analyzer.cache import content_hash
+    from analyzer.cli import _write_fixed
+
+    p = write(tmp_path / "m.py", TL101_SRC)
+    stale = content_hash(b"something else")
+    assert "changed while it was being linted" in _write_fixed(str(p), stale, "x = 1\n")
+    assert p.read_text() == TL101_SRC
+    assert _write_fixed(str(p), content_hash(TL101_SRC.encode()), "x = 1\n") is None
+    assert p.read_text() == "x = 1\n"

@@ -28,7 +28,7 @@ def test_slow_request_times_out_while_others_succeed(authed_server):
 
     thread = threading.Thread(target=slow_request)
     thread.start()
-    time.sleep(0.3)  # let the slow job take a worker
+    _wait_until_busy(authed_server, idle=1)  # the slow job has taken a worker
     statuses = []
     with authed_server.client(TOKEN) as c:
         while thread.is_alive():  # the other worker keeps serving meanwhile
@@ -51,6 +51,17 @@ def test_slow_request_times_out_while_others_succeed(authed_server):
         for _ in range(4):  # both workers, the new one included, serve normally
             r = c.post("/analyze", json={"files": [{"path": "ok.py", "content": TL101_SRC}]})
             assert r.status_code == 200
+
+
+def _wait_until_busy(server, idle: int, timeout: float = 30.0) -> None:
+    """Until /healthz shows only ``idle`` idle workers: the slow job has really started."""
+    deadline = time.monotonic() + timeout
+    with server.client() as c:
+        while time.monotonic() < deadline:
+            if c.get("/healthz").json()["idle_workers"] <= idle:
+                return
+            time.sleep(0.05)
+    raise AssertionError("the slow job never took a worker")
 
 
 def _worker_pids(server) -> list[int]:
@@ -78,7 +89,7 @@ def test_a_worker_killed_mid_job_or_while_idle_is_replaced(authed_server):
 
     thread = threading.Thread(target=slow_request)
     thread.start()
-    time.sleep(1.0)  # the slow job is running in one of the two workers
+    _wait_until_busy(authed_server, idle=1)  # the slow job is running in one of the two workers
     for pid in pids:  # kill both: the busy one (its request fails) and the idle one (nobody notices)
         os.kill(pid, signal.SIGKILL)
     thread.join()
@@ -125,7 +136,7 @@ def test_a_request_that_cannot_get_a_worker_in_time_is_503():
 
         thread = threading.Thread(target=slow_request)
         thread.start()
-        time.sleep(0.5)  # the only worker is busy with the slow file
+        _wait_until_busy(server, idle=0)  # the only worker is busy with the slow file
         with server.client() as c:
             r = c.post("/analyze", json={"files": [{"path": "ok.py", "content": TL101_SRC}]})
         thread.join()

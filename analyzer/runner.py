@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 import time
 import traceback
@@ -179,8 +180,10 @@ def _chunks(paths: list[str], n_chunks: int) -> list[list[str]]:
 
 
 def _pool_context():
-    methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
+    # fork: workers start in milliseconds with the engine already imported. Only on Linux (macOS system
+    # libraries are not fork-safe) and only while this process has a single thread (a fork copies
+    # locks held by other threads).
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
 

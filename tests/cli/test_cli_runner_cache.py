@@ -267,3 +267,21 @@ def test_a_fully_cached_run_does_not_load_the_engine(tmp_path):
     runs = [subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, env=env) for _ in range(2)]
     assert runs[0].stdout.split() == ["1", "True", "True"], runs[0].stderr
     assert runs[1].stdout.split() == ["1", "False", "False"], runs[1].stderr
+
+
+def test_pool_spawns_when_other_threads_are_alive(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.chdir(tmp_path)
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=30)]
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert runner_mod._pool_context().get_start_method() == "spawn"
+        spawned = run(paths, Settings(), jobs=2)
+    finally:
+        stop.set()
+        t.join()
+    assert not spawned.errors
+    assert as_json(spawned.diagnostics) == as_json(run(paths, Settings(), jobs=1).diagnostics)

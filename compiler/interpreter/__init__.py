@@ -22,8 +22,11 @@ from .events import Event, Location
 from .interpreter import Interpreter, Tracked, with_provenance
 from .provenance import Provenance
 
-# Tests and CI turn the per-instruction dis.stack_effect check on for every run.
-CHECK_STACK_DEFAULT = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
+
+
+def _check_stack_default() -> bool:
+    # Tests and CI turn the per-instruction dis.stack_effect check on for every run (read at call time).
+    return os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
 
 
 @dataclass
@@ -39,7 +42,7 @@ def run(fn, args=(), kwargs=None, *, observers=(), lookasides=None, check_stack:
     kwargs = dict(kwargs or {})
     recorded: list = []
     interp = Interpreter((recorded.append, *observers), lookasides,
-                         check_stack=CHECK_STACK_DEFAULT if check_stack is None else check_stack)
+                         check_stack=_check_stack_default() if check_stack is None else check_stack)
     provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]
     kwprovs = {k: provenance.Argument(f"kwargs[{k!r}]") for k in kwargs}
     value, prov = interp.call(None, fn, tuple(args), kwargs, provs, kwprovs)

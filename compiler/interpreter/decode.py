@@ -21,7 +21,7 @@ CO_ASYNC_GENERATOR = 0x200
 
 class CodeInfo:
     __slots__ = ("code", "instructions", "index_of", "handlers", "names", "nlocals_plus", "first_free",
-                 "nargs", "qualname", "const_provs")
+                 "nargs", "qualname", "const_provs", "plain_positional")
 
     def __init__(self, code):
         self.code = code
@@ -40,6 +40,10 @@ class CodeInfo:
         self.names = varnames + cells + code.co_freevars
         self.nlocals_plus = len(self.names)
         self.first_free = self.nlocals_plus - len(code.co_freevars)
+        # Functions whose parameters are all plain positional: a call with exactly that many positional
+        # arguments binds without the native binder (-1: never).
+        simple = not code.co_kwonlyargcount and not code.co_flags & (CO_VARARGS | CO_VARKEYWORDS)
+        self.plain_positional = code.co_argcount if simple else -1
         self.nargs = (code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & CO_VARARGS)
                       + bool(code.co_flags & CO_VARKEYWORDS))
 

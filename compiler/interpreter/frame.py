@@ -28,7 +28,7 @@ class Frame:
         self.info = info
         self.globals = fn.__globals__
         builtins = fn.__builtins__
-        self.builtins = builtins if isinstance(builtins, dict) else builtins.__dict__
+        self.builtins = builtins if type(builtins) is dict else builtins.__dict__
         self.fast = fast
         self.pfast = pfast
         self.stack: list = []

@@ -17,6 +17,7 @@ from .registry import HANDLERS, Outcome
 
 _NOT_FOUND = object()
 _OBJECT_GETATTRIBUTE = object.__getattribute__
+_HEAPTYPE = 1 << 9  # classes made by `class` statements
 
 
 class Tracked:
@@ -136,9 +137,9 @@ class Interpreter:
         return self.call_native(frame, fn, args, kwargs, provs, kwprovs)
 
     def call_native(self, frame, fn, args, kwargs, provs, kwprovs):
-        name = pv.describe_callee(fn)
         if is_pure(fn):
-            return fn(*args, **kwargs), pv.Computed(f"call {name}", tuple(provs) + tuple(kwprovs.values()))
+            return fn(*args, **kwargs), pv.Computed("call", tuple(provs) + tuple(kwprovs.values()))
+        name = pv.describe_callee(fn)
         side_effect = is_side_effect(fn)
         value = fn(*args, **kwargs)
         prov = pv.OpaqueResult(name, tuple(provs) + tuple(kwprovs.values()))
@@ -146,17 +147,32 @@ class Interpreter:
         return value, prov
 
     def _construct(self, frame, cls, args, kwargs, provs, kwprovs):
-        """`cls(...)` for plain Python classes: object.__new__ natively, then interpret `__init__`."""
-        if type(cls).__call__ is not type.__call__ or cls.__new__ is not object.__new__:
+        """`cls(...)` for Python classes, as type.__call__ does it, interpreting the parts written in Python:
+        a metaclass __call__, __new__, __init__ (native parts run natively)."""
+        meta_call = _lookup_type(type(cls), "__call__")
+        if type(meta_call) is types.FunctionType:
+            return self.call_function(meta_call, (cls, *args), kwargs, (pv.Computed("class"), *provs), kwprovs)
+        if meta_call is not type.__dict__["__call__"] or not cls.__flags__ & _HEAPTYPE:
             return _NOT_FOUND
+        new = _lookup_type(cls, "__new__")
         init = _lookup_type(cls, "__init__")
-        if type(init) is not types.FunctionType:
-            return _NOT_FOUND
-        obj = object.__new__(cls)
+        python_new = type(new) is staticmethod and type(new.__func__) is types.FunctionType
+        if not python_new and (new is not object.__dict__["__new__"] or type(init) is not types.FunctionType):
+            return _NOT_FOUND  # a native __new__ (builtin base class) with its own argument rules: call natively
         prov = pv.Computed(f"new {cls.__qualname__}")
-        ret, _ = self.call_function(init, (obj, *args), kwargs, (prov, *provs), kwprovs)
-        if ret is not None:
-            raise TypeError(f"__init__() should return None, not '{type(ret).__name__}'")
+        if python_new:
+            obj, _ = self.call_function(new.__func__, (cls, *args), kwargs, (pv.Computed("class"), *provs), kwprovs)
+            if not isinstance(obj, cls):
+                return obj, prov
+        else:
+            obj = object.__new__(cls)
+        init = _lookup_type(type(obj), "__init__")
+        if type(init) is types.FunctionType:
+            ret, _ = self.call_function(init, (obj, *args), kwargs, (prov, *provs), kwprovs)
+            if ret is not None:
+                raise TypeError(f"__init__() should return None, not '{type(ret).__name__}'")
+        elif init is not object.__dict__["__init__"]:
+            init(obj, *args, **kwargs)
         return obj, prov
 
     def call_function(self, fn, args, kwargs, provs=(), kwprovs=None):
@@ -171,10 +187,15 @@ class Interpreter:
         info = code_info(fn.__code__)
         code = fn.__code__
         self.frames += 1
-        bound = bind_arguments(fn, args, kwargs)
-        names = info.names
         fast = [NULL] * info.nlocals_plus
         pfast = [None] * info.nlocals_plus
+        if info.plain_positional == len(args) and not kwargs:
+            # Fast path: exactly the positional parameters, nothing else to bind.
+            fast[:len(args)] = args
+            pfast[:len(args)] = provs if len(provs) == len(args) else [pv.UNKNOWN] * len(args)
+            return Frame(fn, info, fast, pfast)
+        bound = bind_arguments(fn, args, kwargs)
+        names = info.names
         npos = code.co_argcount
         for i in range(info.nargs):
             name = names[i]

@@ -21,14 +21,16 @@ def jump(interp, frame, instr):
 @handles("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", until=(3, 11))
 @handles("POP_JUMP_IF_TRUE", since=(3, 12))
 def pop_jump_if_true(interp, frame, instr):
-    if frame.pop():
+    frame.pstack.pop()
+    if frame.stack.pop():
         _jump(frame, instr)
 
 
 @handles("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", until=(3, 11))
 @handles("POP_JUMP_IF_FALSE", since=(3, 12))
 def pop_jump_if_false(interp, frame, instr):
-    if not frame.pop():
+    frame.pstack.pop()
+    if not frame.stack.pop():
         _jump(frame, instr)
 
 
@@ -89,7 +91,10 @@ def for_iter(interp, frame, instr):
             frame.pop()
         _jump(frame, instr)
         return
-    frame.push(value, pv.Computed("next", (frame.pstack[-1],)))
+    prov = frame.pstack[-1]
+    frame.stack.append(value)
+    frame.pstack.append(prov if prov is None or not prov.is_access_path and not prov.inputs
+                        else pv.Computed("next", (prov,)))
 
 
 @handles("END_FOR", since=(3, 12))

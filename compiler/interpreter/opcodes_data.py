@@ -50,7 +50,8 @@ def precall(interp, frame, instr):
 
 @handles("POP_TOP")
 def pop_top(interp, frame, instr):
-    frame.pop()
+    frame.stack.pop()
+    frame.pstack.pop()
 
 
 @handles("PUSH_NULL")
@@ -77,7 +78,8 @@ def load_const(interp, frame, instr):
     prov = provs.get(instr.arg)
     if prov is None:
         prov = provs[instr.arg] = pv.Constant(instr.argval)
-    frame.push(instr.argval, prov)
+    frame.stack.append(instr.argval)
+    frame.pstack.append(prov)
 
 
 @handles("RETURN_CONST", since=(3, 12))
@@ -101,7 +103,8 @@ def load_fast(interp, frame, instr):
     value = frame.fast[instr.arg]
     if value is NULL:
         raise unbound_local(frame.info.names[instr.arg])
-    frame.push(value, frame.pfast[instr.arg])
+    frame.stack.append(value)
+    frame.pstack.append(frame.pfast[instr.arg])
 
 
 @handles("LOAD_FAST_AND_CLEAR", since=(3, 12))
@@ -124,7 +127,8 @@ def load_fast_load_fast(interp, frame, instr):
 @handles("STORE_FAST")
 def store_fast(interp, frame, instr):
     i = instr.arg
-    frame.fast[i], frame.pfast[i] = frame.popp()
+    frame.fast[i] = frame.stack.pop()
+    frame.pfast[i] = frame.pstack.pop()
 
 
 @handles("STORE_FAST_LOAD_FAST", since=(3, 13))

@@ -80,3 +80,13 @@ PROGRAMS.update({
     "property_setter_inherited": "class A:\n    @property\n    def v(self):\n        return self._v\n    @v.setter\n    def v(self, x):\n        self._v = x * 2\nclass B(A):\n    pass\ndef main():\n    b = B()\n    b.v = 4\n    return b.v",
     "setattr_custom_python": "class Rec:\n    def __init__(self):\n        object.__setattr__(self, 'log', [])\n    def __setattr__(self, k, v):\n        self.log.append(k)\n        object.__setattr__(self, k, v)\ndef main():\n    r = Rec()\n    r.a = 1\n    r.b = 2\n    return r.log, r.a",
 })
+PROGRAMS.update({
+    "new_returns_other_type": "class Weird:\n    def __new__(cls, v):\n        return v * 2\n    def __init__(self, v):\n        raise AssertionError('never called')\ndef main():\n    return Weird(21)",
+    "new_returns_subclass_instance": "class Base:\n    def __new__(cls, kind):\n        target = Square if kind == 'sq' else cls\n        return super().__new__(target)\n    def __init__(self, kind):\n        self.kind = kind\nclass Square(Base):\n    pass\ndef main():\n    s = Base('sq')\n    return type(s).__name__, s.kind",
+    "new_without_init_args": "class P:\n    def __new__(cls, *args):\n        obj = super().__new__(cls)\n        obj.args = args\n        return obj\ndef main():\n    return P(1, 2).args",
+    "init_with_object_new_excess_args": "class P:\n    def __new__(cls, *args):\n        return object.__new__(cls, *args)\ndef main():\n    return P(1)",
+    "builtin_base_class_construct": "class D(dict):\n    def __init__(self, *a, **k):\n        super().__init__(*a, **k)\n        self.extra = len(self)\ndef main():\n    d = D(a=1, b=2)\n    return d, d.extra",
+    "tuple_subclass_new": "class Pair(tuple):\n    def __new__(cls, a, b):\n        return super().__new__(cls, (a, b))\n    def total(self):\n        return self[0] + self[1]\ndef main():\n    p = Pair(2, 3)\n    return p, p.total()",
+    "metaclass_call_interpreted": "log = []\nclass Meta(type):\n    def __call__(cls, *a):\n        log.append(('make', cls.__name__, a))\n        return super().__call__(*a)\nclass C(metaclass=Meta):\n    def __init__(self, x):\n        self.x = x\ndef main():\n    return C(5).x, log",
+    "class_init_kwargs_error": "class C:\n    def __init__(self, *, k):\n        self.k = k\ndef main():\n    return C(1)",
+})

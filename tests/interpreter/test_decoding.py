@@ -155,3 +155,10 @@ def test_interpreter_error_is_not_swallowed_by_user_except():
     exec(compile(src, "m.py", "exec"), ns)
     with pytest.raises(InterpreterError):
         run(ns["main"])
+
+
+def test_stack_check_is_on_in_tests_by_default(monkeypatch):
+    from compiler.interpreter import _check_stack_default
+    assert _check_stack_default()  # tests/interpreter/conftest.py sets THUNDER_LINT_CHECK_STACK=1
+    monkeypatch.setenv("THUNDER_LINT_CHECK_STACK", "0")
+    assert not _check_stack_default()

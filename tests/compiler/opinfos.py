@@ -1132,25 +1132,7 @@ for _fn in (_two_draws, _two_dropouts, _unused_draw, _unused_dropout, _randn_and
 # its sample passes.
 # ---------------------------------------------------------------------------------------------------
 
-_BOOL_MASK = ("getitem with a boolean mask: raises DataDependentError (output shape depends on values); "
-              "eager returns the selected elements")
-
-_STALE = ("silently stale: {what} changed between calls and the cached trace still uses the value of the "
-          "first call (no prologue guard; seed 132)")
-
-KNOWN_GAPS: dict[str, str] = {
-    # hidden-input cases built in test_differential.py
-    "hidden.module_submodule_swapped": _STALE.format(what="a submodule replaced by another (model.lin = ...)"),
-    "hidden.global_dict_item": _STALE.format(what="an item of a global dict"),
-    "hidden.global_list_item": _STALE.format(what="an item of a global list"),
-    "hidden.global_object_attribute": _STALE.format(what="an attribute of a global object"),
-    "corner.getitem_0d_tensor_index-f32[4x3]": ("x[torch.tensor(1)]: raises RuntimeError 'Tensor.item() cannot be "
-                                               "called on meta tensors' while tracing; eager indexes like x[1]"),
-    "getitem.bool_mask-f32[4x5x3]": _BOOL_MASK,
-    "getitem.bool_mask-f32[4x5x3]T": _BOOL_MASK,
-    "getitem.bool_mask-i64[4x5x3]": _BOOL_MASK,
-    "getitem.bool_mask-f32[4x5x3]E": _BOOL_MASK,
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 SAMPLES_BY_ID = {s.id: s for s in SAMPLES}
 # random-NNN and hidden.* name cases that test_differential.py builds itself

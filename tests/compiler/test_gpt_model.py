@@ -15,9 +15,6 @@ import torch.nn.functional as F
 
 import compiler
 
-if not hasattr(compiler, "jit"):
-    pytest.skip("compiler.jit does not exist yet", allow_module_level=True)
-
 VOCAB, WIDTH, HEADS, LAYERS, CONTEXT = 37, 32, 4, 2, 16
 BATCH, SEQ = 2, 12
 TOLERANCES = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-10, atol=1e-10)}

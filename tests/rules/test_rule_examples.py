@@ -67,3 +67,22 @@ def test_fixable_flag_matches_fixes():
     assert RULES["TL101"].fixable
     d = [d for d in lint_source(RULES["TL101"].invalid[0]) if d.code == "TL101"][0]
     assert d.fixes
+
+
+def test_rules_never_import_the_analyzer():
+    """Imports point down the layers: analyzer -> rules, never back."""
+    import ast
+    from pathlib import Path
+
+    for path in Path(__file__).resolve().parents[2].joinpath("rules").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            assert not any(n.split(".")[0] in ("analyzer", "server") for n in names), path.name
+
+
+def test_a_syntax_error_cannot_be_suppressed():
+    assert [d.code for d in lint_source("x = (  # noqa\n")] == ["TL001"]

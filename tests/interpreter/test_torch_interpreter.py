@@ -128,3 +128,78 @@ def test_parameter_provenance_is_an_argument_path():
     traced = run(f, (model, torch.randn(1, 4)))
     roots = [str(p) for p in traced.provenance.roots()]
     assert roots == ["args[1]", "args[0].fc1.weight.T"]
+
+
+class _Block(nn.Module):
+    """A pre-norm transformer block over torch's own Python code (MultiheadAttention, LayerNorm, GELU)."""
+
+    def __init__(self, dim=16, heads=4):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.attn = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim), nn.Dropout(0.1))
+
+    def forward(self, x):
+        h = self.ln1(x)
+        n = x.shape[1]
+        mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+        a, _ = self.attn(h, h, h, attn_mask=mask, need_weights=False)
+        x = x + a
+        return x + self.mlp(self.ln2(x))
+
+
+class _TinyGPT(nn.Module):
+    def __init__(self, vocab=50, dim=16, layers=2, ctx=8):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(ctx, dim)
+        self.blocks = nn.ModuleList([_Block(dim) for _ in range(layers)])
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+        self.head.weight = self.tok.weight
+
+    def forward(self, idx):
+        pos = torch.arange(idx.shape[1])
+        x = self.tok(idx) + self.pos(pos)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln(x))
+
+
+def test_small_gpt_through_torch_python_code_matches_eager():
+    torch.manual_seed(0)
+    model = _TinyGPT().eval()
+    idx = torch.randint(0, 50, (2, 8))
+    with torch.no_grad():
+        expected = model(idx)
+        traced = run(model, (idx,))
+    torch.testing.assert_close(traced.value, expected)
+    assert traced.frames > 50  # Module.__call__, MultiheadAttention and F.* Python code were interpreted
+
+
+def test_small_gpt_gradients_match_eager():
+    torch.manual_seed(0)
+    model = _TinyGPT().train()
+    idx = torch.randint(0, 50, (2, 8))
+    torch.manual_seed(1)
+    model(idx).sum().backward()
+    expected = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    torch.manual_seed(1)  # dropout draws the same mask in both runs
+    interpret(model, idx).sum().backward()
+    for got, want in zip([p.grad for p in model.parameters()], expected):
+        torch.testing.assert_close(got, want)
+
+
+def test_building_the_model_under_the_interpreter():
+    def build():
+        torch.manual_seed(3)
+        return _TinyGPT()
+
+    torch.manual_seed(0)
+    native = build()
+    interpreted = interpret(build)
+    assert [n for n, _ in native.named_parameters()] == [n for n, _ in interpreted.named_parameters()]
+    for a, b in zip(native.parameters(), interpreted.parameters()):
+        torch.testing.assert_close(a, b)

@@ -44,8 +44,12 @@ MEDIA_TYPES = {"json": "application/json", "sarif": "application/sarif+json", "g
 _ERRORS = {
     401: {"model": ErrorResponse, "description": "Missing or wrong bearer token (when auth is on)."},
 }
+_BODY_ERRORS = {
+    408: {"model": ErrorResponse, "description": "The request body stalled."},
+}
 _ANALYZE_ERRORS = {
     **_ERRORS,
+    **_BODY_ERRORS,
     413: {"model": ErrorResponse, "description": "Body, file count or a file over its limit."},
     415: {"model": ErrorResponse, "description": "The body is not sent as JSON."},
     422: {"model": ErrorResponse, "description": "Malformed JSON, wrong types or unknown rule codes; `fields` names them."},
@@ -215,7 +219,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
     _customize_openapi(app, settings)
     # Added last = outermost: the access log sees every request, auth runs before the body is read.
-    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, read_timeout=settings.body_timeout_s)
     if settings.token is not None:
         app.add_middleware(BearerAuthMiddleware, token=settings.token)
     if settings.cors_origins:

@@ -1,8 +1,8 @@
 """``thunder-lint serve``: run the HTTP service under uvicorn.
 
     thunder-lint serve [--host 127.0.0.1] [--port 8000] [--workers N] [--timeout S] [--wait-timeout S]
-                       [--max-body-bytes N] [--max-files N] [--max-file-bytes N] [--worker-memory-mb MB]
-                       [--token-file F] [--cors-origin O ...] [--log-level L]
+                       [--body-timeout S] [--max-body-bytes N] [--max-files N] [--max-file-bytes N]
+                       [--worker-memory-mb MB] [--token-file F] [--cors-origin O ...] [--log-level L]
 
 Auth: a token from --token-file, $THUNDER_LINT_TOKEN_FILE or $THUNDER_LINT_TOKEN turns bearer auth on.
 Once listening, one line ``thunder-lint: serving on http://HOST:PORT`` goes to stderr (with --port 0 it
@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_seconds, default=d.timeout_s, help=f"seconds a request may lint for (default: {d.timeout_s:g})")
     p.add_argument("--wait-timeout", type=_seconds, default=d.wait_timeout_s,
                    help=f"seconds a request may wait for a free worker before a 503 (default: {d.wait_timeout_s:g})")
+    p.add_argument("--body-timeout", type=_seconds, default=d.body_timeout_s,
+                   help=f"seconds the request body may stall before a 408 (default: {d.body_timeout_s:g})")
     p.add_argument("--max-body-bytes", type=_positive_int, default=d.max_body_bytes, help=f"largest request body (default: {d.max_body_bytes})")
     p.add_argument("--max-files", type=_positive_int, default=d.max_files, help=f"most files per request (default: {d.max_files})")
     p.add_argument("--max-file-bytes", type=_positive_int, default=d.max_file_bytes, help=f"largest file (default: {d.max_file_bytes})")
@@ -105,6 +107,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
             workers=args.workers or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)),
             timeout_s=args.timeout,
             wait_timeout_s=args.wait_timeout,
+            body_timeout_s=args.body_timeout,
             max_body_bytes=args.max_body_bytes,
             max_files=args.max_files,
             max_file_bytes=args.max_file_bytes,

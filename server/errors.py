@@ -16,6 +16,7 @@ _CODE_FOR_STATUS = {
     401: "unauthorized",
     404: "not_found",
     405: "method_not_allowed",
+    408: "body_timeout",
     413: "body_too_large",
     415: "unsupported_media_type",
     422: "invalid_request",

@@ -7,6 +7,7 @@ single body byte is read.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -125,12 +126,20 @@ class BodyTooLarge(HTTPException):
         super().__init__(413, f"the request body is larger than the limit of {limit} bytes")
 
 
-class BodyLimitMiddleware:
-    """413 for a body over ``limit`` bytes: at once from Content-Length, else as soon as the stream passes it."""
+class BodyTooSlow(HTTPException):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"the request body stalled: no data for {seconds:g} s")
 
-    def __init__(self, app, limit: int) -> None:
+
+class BodyLimitMiddleware:
+    """413 for a body over ``limit`` bytes: at once from Content-Length, else as soon as the stream passes it.
+    408 when the body stops arriving for ``read_timeout`` seconds (a stalled client must not hold a
+    connection and a half-read body forever; uvicorn only times out idle keep-alive connections)."""
+
+    def __init__(self, app, limit: int, read_timeout: float = 30.0) -> None:
         self.app = app
         self.limit = limit
+        self.read_timeout = read_timeout
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -148,10 +157,17 @@ class BodyLimitMiddleware:
                 return await self._too_large(send, state)
         received = [0]
         started = [False]
+        body_done = [False]
 
         async def limited_receive():
-            message = await receive()
+            if body_done[0]:
+                return await receive()  # after the body: disconnect notices, no time limit
+            try:
+                message = await asyncio.wait_for(receive(), self.read_timeout)
+            except TimeoutError:
+                raise BodyTooSlow(self.read_timeout) from None
             if message["type"] == "http.request":
+                body_done[0] = not message.get("more_body", False)
                 received[0] += len(message.get("body", b""))
                 state["bytes_in"] = received[0]
                 if received[0] > self.limit:
@@ -168,6 +184,9 @@ class BodyLimitMiddleware:
         except BodyTooLarge:
             if not started[0]:
                 await self._too_large(send, state)
+        except BodyTooSlow as e:
+            if not started[0]:
+                await self._refuse(send, state, 408, "body_timeout", e.detail)
 
     async def _too_large(self, send, state) -> None:
         await self._refuse(

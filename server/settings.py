@@ -22,6 +22,7 @@ class ServerSettings:
     workers: int = 2
     timeout_s: float = 120.0  # per request (per worker share of it): room for a few hundred files with fixes
     wait_timeout_s: float = 120.0  # the longest a request waits for a free worker before a 503
+    body_timeout_s: float = 30.0  # the longest the request body may stall before a 408
     max_waiting: int = 256  # requests waiting for a worker beyond this get a 503 at once
     max_body_bytes: int = 10 * 1024 * 1024
     max_files: int = 500
@@ -36,7 +37,7 @@ class ServerSettings:
                 raise SettingsError(f"{name.replace('_', '-')} must be at least 1")
         if self.worker_memory_mb < 0:
             raise SettingsError("worker-memory-mb cannot be negative (0 means no limit)")
-        for name in ("timeout_s", "wait_timeout_s"):
+        for name in ("timeout_s", "wait_timeout_s", "body_timeout_s"):
             if not getattr(self, name) > 0:
                 raise SettingsError(f"{name.removesuffix('_s').replace('_', '-')} must be a positive number of seconds")
         if self.token is not None and not self.token:

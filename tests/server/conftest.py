@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # server_helpers, whatever pytes
 from server_helpers import ServerProcess  # noqa: E402
 
 TOKEN = "s3cret-test-token"
-LIMITS = {"max_body_bytes": 600_000, "max_files": 8, "max_file_bytes": 300_000, "timeout": 3.0}
+LIMITS = {"max_body_bytes": 600_000, "max_files": 8, "max_file_bytes": 300_000, "timeout": 3.0, "body_timeout": 2.0}
 
 
 @pytest.fixture(scope="session")
@@ -21,6 +21,7 @@ def authed_server():
     server = ServerProcess(
         "--workers", "2",
         "--timeout", str(LIMITS["timeout"]),
+        "--body-timeout", str(LIMITS["body_timeout"]),
         "--max-body-bytes", str(LIMITS["max_body_bytes"]),
         "--max-files", str(LIMITS["max_files"]),
         "--max-file-bytes", str(LIMITS["max_file_bytes"]),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 
 from conftest import LIMITS, TOKEN
 from server_helpers import TL101_SRC
@@ -49,6 +50,21 @@ def test_lying_content_length_is_refused_before_reading(authed_server):
         )
         reply = s.recv(65536).decode("latin-1")
     assert reply.startswith("HTTP/1.1 413"), reply
+
+
+def test_a_stalled_body_is_408(authed_server):
+    host, port = authed_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(
+            b"POST /analyze HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode()
+            + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"files\": ["
+        )
+        started = time.monotonic()
+        reply = s.recv(65536).decode("latin-1")
+        waited = time.monotonic() - started
+    assert reply.startswith("HTTP/1.1 408"), reply
+    assert '"code":"body_timeout"' in reply.replace(" ", "")
+    assert LIMITS["body_timeout"] - 0.5 <= waited < LIMITS["body_timeout"] + 10
 
 
 def test_too_many_files_is_413_naming_files(api):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import linecache
 import random
+import re
 
 import pytest
 import torch
@@ -504,7 +505,10 @@ UNARY_EXPRS = ["torch.tanh({a})", "torch.sigmoid({a})", "torch.relu({a})", "{a}.
                "torch.sin({a})", "torch.exp(torch.tanh({a}))", "F.gelu({a})", "F.silu({a})", "({a} * 0.5)",
                "({a} + 1)", "torch.sqrt({a}.abs() + 1)", "torch.clamp({a}, -1.0, 1.0)", "{a} ** 2",
                "F.layer_norm({a}, {a}.shape[-1:])", "{a}.double()", "{a}.float()",
-               "({a} * torch.rsqrt({a}.pow(2).mean(-1, keepdim=True) + 1e-6))"]
+               "({a} * torch.rsqrt({a}.pow(2).mean(-1, keepdim=True) + 1e-6))",
+               # the number argument s, and Python control flow on it and on shapes (seed 262)
+               "({a} * s)", "(s - {a})", "({a} * s if s > 1 else {a} - s)",
+               "({a}.sum(0) if {a}.shape[0] > 2 else {a} * 2)"]
 BINARY_EXPRS = ["({a} + {b})", "({a} - {b})", "({a} * {b})", "torch.maximum({a}, {b})",
                 "torch.where({a} > 0, {a}, {b})", "({a} / ({b}.abs() + 1))", "torch.minimum({a}, {b})",
                 "torch.cat([{a}, {b}], {d})", "torch.stack([{a}, {b}])", "({a} @ {b}.mT)", "torch.matmul({a}, {b})",
@@ -543,7 +547,7 @@ def random_program(seed: int) -> tuple[str, list[T]]:
             layouts.append("transposed")
         input_dtype = rng.choices([dtype, torch.float64, torch.int64], [6, 1, 1])[0]
         specs.append(T(shape, input_dtype, rng.choice(layouts)))
-    env = {"torch": torch, "F": F}
+    env = {"torch": torch, "F": F, "s": 0.5}
     gen = torch.Generator().manual_seed(seed)
     live = {f"a{i}": s.build(gen) for i, s in enumerate(specs)}
     lines = []
@@ -575,14 +579,18 @@ def random_program(seed: int) -> tuple[str, list[T]]:
                 lines.append(stmt)
                 break
     outputs = [name for name in live if name.startswith("v")][-2:] or ["a0"]
-    params = ", ".join(f"a{i}" for i in range(len(specs)))
+    params = ", ".join([f"a{i}" for i in range(len(specs))] + ["s"])
     body = "".join(f"    {line}\n" for line in lines)
     source = f"def program({params}):\n{body}    return {', '.join(outputs)}\n"
     return source, specs
 
 
-def build_program(seed: int):
+def build_program(seed: int, *, contiguous: bool = False, number: float = 0.5):
+    """The program as a function, a maker of its fresh inputs (optionally all contiguous, and with
+    another value of the number argument), and its source."""
     source, specs = random_program(seed)
+    if contiguous:
+        specs = [T(s.shape, s.dtype, "contiguous", s.domain) for s in specs]
     filename = f"<random-program-{seed}>"
     # Registered with linecache so tracebacks and source-location comments can show the program.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -592,7 +600,7 @@ def build_program(seed: int):
 
     def make_args():
         gen = torch.Generator().manual_seed(gen_seed)
-        return tuple(s.build(gen) for s in specs)
+        return tuple(s.build(gen) for s in specs) + (number,)
 
     return namespace["program"], make_args, source
 
@@ -609,6 +617,22 @@ def test_random_program_matches_eager(seed: int):
         raise AssertionError(f"{e}\n--- program ---\n{source}") from e
 
 
+@pytest.mark.parametrize("seed", [_param(f"random-guards-{i:03d}", i) for i in range(0, RANDOM_PROGRAM_COUNT, 3)])
+def test_random_program_one_jit_across_layouts_and_numbers(seed: int):
+    """One jitted program fed its inputs, then contiguous copies, then another number, then the
+    first inputs again: every change of layout or number must be guarded, never served stale."""
+    fn, _, source = build_program(seed)
+    jfn = compiler.jit(fn)
+    variants = [dict(), dict(contiguous=True), dict(number=2.0), dict()]
+    try:
+        for variant in variants:
+            _, make_args, _ = build_program(seed, **variant)
+            compare_one_call(jfn, fn, make_args, where=f"inputs {variant or 'as generated'}")
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- program ---\n{source}") from e
+    assert compiler.cache_hits(jfn) >= 1, "the first inputs again must hit their cache entry"
+
+
 def test_random_programs_are_deterministic_and_varied():
     """The generator is seeded (same program every run) and actually produces distinct programs."""
     assert random_program(7)[0] == random_program(7)[0]
@@ -617,6 +641,7 @@ def test_random_programs_are_deterministic_and_varied():
     assert sum(".sum(" in s or "amax" in s or "softmax" in s or ".mean(" in s for s in sources) > 50
     assert sum("transpose" in s or "reshape" in s or "permute" in s for s in sources) > 50
     assert sum("_(" in s for s in sources) > 50  # in-place ops
+    assert sum(bool(re.search(r"\bs\b", s.split("\n", 1)[1])) for s in sources) > 30  # the number argument
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -12,6 +12,10 @@ _TORCH_NON_TENSOR = ("torch.is_", "torch.Size", "torch.cuda", "torch.jit", "torc
                      "torch.backends", "torch.distributed", "torch.finfo", "torch.iinfo", "torch.device",
                      "torch.dtype", "torch.no_grad", "torch.enable_grad", "torch.autocast", "torch._")
 _SHAPE_FUNCTIONS = frozenset({"len"})
+# Attributes only tensors have (lists, dicts and numbers have none of them).
+_TENSOR_ONLY_ATTRIBUTES = frozenset({"sum", "mean", "any", "all", "item", "view", "reshape", "shape", "dtype",
+                                     "device", "transpose", "permute", "contiguous", "clone", "detach", "unsqueeze",
+                                     "squeeze", "numel", "dim", "ndim", "float", "masked_fill", "softmax", "matmul"})
 _SCALAR_FUNCTIONS = frozenset({"int", "float", "abs", "min", "max", "round", "sum"})
 
 
@@ -46,6 +50,7 @@ class Values:
         self.tensors: set[str] = set()
         self.scalars: set[str] = set()
         self._classify_params()
+        self._classify_locals()
         self._propagate()
 
     # -- parameters ---------------------------------------------------------------------------------
@@ -76,6 +81,14 @@ class Values:
             if uses or p in facts.subscript_uses:
                 continue  # an object or a container
             self.scalars.add(p)
+
+    def _classify_locals(self) -> None:
+        """Locals used like tensors (``y.sum()``, ``y.view(...)``) are tensors, whatever they were assigned from."""
+        for name, uses in self.facts.attribute_uses.items():
+            if name in self.params or name not in self.facts.bindings:
+                continue
+            if any(u.attr in _TENSOR_ONLY_ATTRIBUTES for u in uses):
+                self.tensors.add(name)
 
     # -- propagation through assignments ------------------------------------------------------------
     def _propagate(self) -> None:

@@ -104,6 +104,7 @@ def lint(
 
     ctx = FileContext(source, tree, tuple(jit_decorators))
     found = []  # (code, Finding)
+    too_deep = []  # rules that ran out of recursion depth on this file
     try:
         has_jit = None
         for code, check in rule_table.STATIC_CHECKS.items():
@@ -114,12 +115,18 @@ def lint(
                     has_jit = bool(ctx.jitted)
                 if not has_jit:
                     continue
+            rule_found = []
             try:
-                found.extend((code, f) for f in check(ctx))
-            except (RecursionError, MemoryError):
+                rule_found.extend((code, f) for f in check(ctx))
+            except RecursionError:
+                too_deep.append(code)  # parsable but too deep for this rule: the others still report
+                continue
+            except MemoryError:
                 raise
             except Exception as exc:  # a bug in one rule must not cost the file its other findings
                 warnings.warn(f"thunder-lint: rule {code} failed on {path}: {exc!r}", RuntimeWarning, stacklevel=2)
+                continue
+            found.extend(rule_found)
     except (RecursionError, MemoryError) as exc:
         return [syntax_error_diagnostic(source, exc)]
 
@@ -146,5 +153,15 @@ def lint(
             continue
         seen.add(key)
         diagnostics.append(_diagnostic(code, finding.message, path, span, fixes))
+    if too_deep:
+        line, col = _deep_nesting_position(source)
+        diagnostics.append(
+            _diagnostic(
+                "TL001",
+                f"the file is too deeply nested to analyze with {', '.join(too_deep)}; other rules ran",
+                path,
+                (line, col, line, col + 1),
+            )
+        )
     diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
     return diagnostics

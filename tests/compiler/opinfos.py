@@ -569,6 +569,17 @@ sample("metadata", lambda x: (x.shape[-1], x.stride(), x.is_contiguous(), x.requ
 sample("metadata.shape_arith", lambda x: x.new_zeros(x.shape[0] * 2, x.shape[1] // 2) + x.numel(), T((2, 4)))
 
 
+# --- structured results -----------------------------------------------------------------------------
+
+sample("structure.dict", lambda x: {"double": x * 2, "parts": [x[0], (x[1], x.sum())]}, T((2, 3)))
+sample("structure.none", lambda x: None, T((2, 3)))
+sample("structure.number", lambda x: x.shape[0] * 2.5, T((2, 3)))
+sample("structure.tuple_with_none", lambda x: (x + 1, None, 3), T((2, 3)))
+sample("structure.input_and_view", lambda x: (x, x.view(-1), x), T((2, 3)))
+sample("structure.list_of_inputs", lambda xs: torch.stack(xs).sum(0), [T((3,)), T((3,)), T((3,))])
+sample("structure.tuple_arg", lambda pair: pair[0] * pair[1], (T((3,)), 2.0))
+
+
 # --- getitem ----------------------------------------------------------------------------------------
 
 GETITEM_INPUTS = [T((4, 5, 3)), T((4, 5, 3), layout="transposed"), T((4, 5, 3), i64), T((4, 5, 3), layout="expanded")]

@@ -67,6 +67,12 @@ def assert_same(actual, expected, *, where: str, meta_only: bool = False,
         assert len(actual) == len(expected), f"{where}: {len(actual)} items != eager {len(expected)}"
         for i, (a_item, e_item) in enumerate(zip(actual, expected)):
             assert_same(a_item, e_item, where=f"{where}[{i}]", meta_only=meta_only, rtol=rtol, atol=atol)
+    elif isinstance(expected, dict):
+        assert isinstance(actual, dict), f"{where}: expected a dict, got {type(actual).__name__}"
+        assert list(actual) == list(expected), f"{where}: keys {list(actual)} != eager {list(expected)}"
+        for key in expected:
+            assert_same(actual[key], expected[key], where=f"{where}[{key!r}]", meta_only=meta_only,
+                        rtol=rtol, atol=atol)
     elif isinstance(expected, (bool, int, float)):
         assert type(actual) is type(expected), \
             f"{where}: expected a Python {type(expected).__name__}, got {type(actual).__name__}"
@@ -93,6 +99,8 @@ def assert_inputs_like_eager(args, eager_args, pristine_args, *, where: str) -> 
 def _tensors(value) -> list[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
     if isinstance(value, (tuple, list)):
         return [t for item in value for t in _tensors(item)]
     return []
@@ -660,6 +668,10 @@ def test_harness_catches_wrong_values_dtypes_shapes_and_inputs():
         assert_same(torch.tensor([1, 2]), torch.tensor([1, 3]), where="out")
     with pytest.raises(AssertionError, match="tuple"):
         assert_same([x], (x,), where="out")
+    with pytest.raises(AssertionError, match="keys"):
+        assert_same({"b": x, "a": x}, {"a": x, "b": x}, where="out")
+    with pytest.raises(AssertionError, match="values differ"):
+        assert_same({"a": [x, x * 2]}, {"a": [x, x * 3]}, where="out")
     assert_same(x.bfloat16() + 0.01, x.bfloat16(), where="out")  # within bf16 tolerance
     with pytest.raises(AssertionError, match="eager changed it: True, compiled changed it: False"):
         assert_inputs_like_eager((x.clone(),), (x + 1,), (x.clone(),), where="call")

@@ -69,19 +69,28 @@ def infer_device(symbol, args, kwargs) -> torch.device:
     return first
 
 
-def _new_proxy(m: torch.Tensor, device: torch.device) -> TensorProxy:
+# The size that stands for a value-dependent dimension (x[mask]) in meta tensors. Unusual on purpose, so
+# a trace that wrongly depended on it would show; Python never sees it (TensorProxy.shape raises).
+DYNAMIC_SIZE = 1031
+
+
+def _new_proxy(m: torch.Tensor, device: torch.device, dynamic: bool = False) -> TensorProxy:
     from .trace import current_state
 
-    return TensorProxy(current_state().trace.new_name("t"), m, device)
+    return TensorProxy(current_state().trace.new_name("t"), m, device, dynamic=dynamic)
 
 
 def run_on_meta(fn, args, kwargs, device):
     """Run `fn` with proxies replaced by their meta tensors; wrap meta results back into proxies."""
     by_id = {}
 
+    dynamic = False
+
     def to_meta(x):
+        nonlocal dynamic
         if isinstance(x, TensorProxy):
             by_id[id(x.meta)] = x
+            dynamic = dynamic or x.dynamic
             return x.meta
         if isinstance(x, (torch.Generator, OpaqueProxy)):
             return None  # meta ops draw no random numbers
@@ -106,7 +115,8 @@ def run_on_meta(fn, args, kwargs, device):
     def wrap(m):
         if isinstance(m, torch.Tensor):
             p = by_id.get(id(m))  # an in-place op returns its input: the same proxy
-            return p if p is not None else _new_proxy(m, device)
+            # Anything computed from a value-dependent size may carry it, except 0-d results (x[mask].sum()).
+            return p if p is not None else _new_proxy(m, device, dynamic and m.ndim > 0)
         return m
 
     return pytree.tree_map(wrap, mout)
@@ -160,11 +170,47 @@ def _is_int_scalar_index(x) -> bool:
         not x.dtype.is_complex and x.dtype is not torch.bool
 
 
+def _is_bool_mask(x) -> bool:
+    return isinstance(x, TensorProxy) and x.dtype is torch.bool and x.ndim > 0
+
+
+def _dynamic_result(shape, dtype, device) -> TensorProxy:
+    with torch._C.DisableTorchFunction():
+        m = torch.empty(shape, dtype=dtype, device="meta")
+    return _new_proxy(m, device, dynamic=True)
+
+
+def masked_select_meta(symbol, args, kwargs):
+    """x[mask] and masked_select: how many elements is decided by the values, the rest is known."""
+    self, mask = args[0], args[1]
+    device = infer_device(symbol, args, kwargs)
+    if symbol.name.endswith("__getitem__"):
+        k = mask.ndim
+        if k > self.ndim:
+            raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+        if not self.dynamic and not mask.dynamic and tuple(mask.meta.shape) != tuple(self.meta.shape[:k]):
+            raise IndexError(f"The shape of the mask {tuple(mask.meta.shape)} does not match the shape of the "
+                             f"indexed tensor {tuple(self.meta.shape)}")
+        return _dynamic_result((DYNAMIC_SIZE, *self.meta.shape[k:]), self.dtype, device)
+    torch.broadcast_shapes(self.meta.shape, mask.meta.shape)  # eager's shape error, if any
+    return _dynamic_result((DYNAMIC_SIZE,), self.dtype, device)
+
+
+def nonzero_meta(symbol, args, kwargs):
+    self = args[0]
+    device = infer_device(symbol, args, kwargs)
+    if kwargs.get("as_tuple"):
+        return tuple(_dynamic_result((DYNAMIC_SIZE,), torch.int64, device) for _ in range(max(self.ndim, 1)))
+    return _dynamic_result((DYNAMIC_SIZE, self.ndim), torch.int64, device)
+
+
 def indexing_meta(symbol, args, kwargs):
     """x[i] / x[i] = v. A 0-d integer tensor index acts as a plain int in eager (x[torch.tensor(1)] is x[1]),
     which the meta tensor cannot read: any in-range int gives the same metadata, so use 0 - unless other
     tensor indices make it advanced indexing, where it stays a tensor."""
     self, index, *rest = args
+    if symbol.name == "Tensor.__getitem__" and _is_bool_mask(index):
+        return masked_select_meta(symbol, args, kwargs)
     parts = index if type(index) is tuple else (index,)
     tensors = [p for p in parts if isinstance(p, TensorProxy)]
     if tensors and all(_is_int_scalar_index(p) for p in tensors):

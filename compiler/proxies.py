@@ -32,17 +32,26 @@ class Proxy:
 class TensorProxy(Proxy):
     """A tensor seen at trace time. `meta` is a meta-device tensor with the same shape/strides/dtype."""
 
-    __slots__ = ("name", "meta", "device", "producer", "origin", "__weakref__")
+    __slots__ = ("name", "meta", "device", "producer", "origin", "dynamic", "__weakref__")
 
-    def __init__(self, name: str, meta: torch.Tensor, device: torch.device, producer=None, origin=None):
+    def __init__(self, name: str, meta: torch.Tensor, device: torch.device, producer=None, origin=None,
+                 dynamic: bool = False):
         self.name = name
         self.meta = meta
         self.device = device
         self.producer = producer  # the BoundSymbol that made it (None for inputs)
         self.origin = origin  # for inputs: where the value came from, e.g. "args[0]"
+        # dynamic: its size depends on tensor values (x[mask]); the meta tensor holds a placeholder size, so
+        # reading the size in Python raises instead of baking a wrong number into the trace.
+        self.dynamic = dynamic
 
     # --- metadata, answered from trace-time facts (guarded by the prologue) ---
-    shape = property(lambda self: self.meta.shape)
+    @property
+    def shape(self):
+        if self.dynamic:
+            self._needs_data("reading the shape of a tensor whose size depends on values (e.g. x[mask])")
+        return self.meta.shape
+
     dtype = property(lambda self: self.meta.dtype)
     ndim = property(lambda self: self.meta.ndim)
     requires_grad = property(lambda self: self.meta.requires_grad)
@@ -59,15 +68,18 @@ class TensorProxy(Proxy):
     imag = property(lambda self: _dispatch(PROPERTY_GETTERS["imag"], (self,)))
 
     def size(self, dim=None):
+        self.shape  # noqa: B018 - raises for value-dependent sizes
         return self.meta.size() if dim is None else self.meta.size(dim)
 
     def stride(self, dim=None):
+        self.shape  # noqa: B018
         return self.meta.stride() if dim is None else self.meta.stride(dim)
 
     def dim(self):
         return self.meta.dim()
 
     def numel(self):
+        self.shape  # noqa: B018
         return self.meta.numel()
 
     nelement = numel
@@ -90,7 +102,7 @@ class TensorProxy(Proxy):
     def __len__(self):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.meta.shape[0]
+        return self.shape[0]
 
     def __iter__(self):
         if self.ndim == 0:
@@ -98,7 +110,8 @@ class TensorProxy(Proxy):
         return iter(_dispatch(torch.Tensor.unbind, (self, 0)))
 
     def __repr__(self):
-        return f"<TensorProxy {self.name} shape={tuple(self.shape)} dtype={self.dtype} device={self.device}>"
+        shape = "value-dependent" if self.dynamic else tuple(self.meta.shape)
+        return f"<TensorProxy {self.name} shape={shape} dtype={self.dtype} device={self.device}>"
 
     __hash__ = object.__hash__
 

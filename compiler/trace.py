@@ -260,7 +260,11 @@ class tracing:
         _LOCAL.stack.pop()
 
 
-def _rethrow(symbol, loc, e: Exception):
+def _flat_proxies(x) -> list:
+    return [p for p in pytree.tree_leaves(x) if isinstance(p, TensorProxy)]
+
+
+def _rethrow(symbol, loc, e: Exception, args=()):
     if isinstance(e, CompilerError):
         if e.location is None:
             e.location = loc
@@ -271,6 +275,10 @@ def _rethrow(symbol, loc, e: Exception):
         raise e
     where = f" at {loc.describe()}" if loc else ""
     msg = f"{symbol.name}{where}: {e}"
+    dyn = [p.name for p in _flat_proxies(args) if p.dynamic]
+    if dyn:
+        msg += (f" (note: {', '.join(dyn)} has a value-dependent size, traced as a placeholder; the compiler "
+                "cannot check this op's shapes before running it)")
     try:
         new = type(e)(msg)
     except Exception:
@@ -297,13 +305,15 @@ def _record_call(symbol, args, kwargs):
     try:
         out = symbol.meta(symbol, args, kwargs)
     except Exception as e:  # eager would fail here too (shape/dtype/leaf errors): say where
-        _rethrow(symbol, loc, e)
+        _rethrow(symbol, loc, e, (args, kwargs))
     bsym = BoundSymbol(symbol, tuple(args), dict(kwargs), out, location=loc)
     input_names = {p.name for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)}
     for o in bsym.tensor_outputs():
         if o.producer is None and o.origin is None and o.name not in input_names:
             o.producer = bsym
-    if symbol.decomposition is not None and state.decompose:
+    if symbol.decomposition is not None and state.decompose and \
+            not any(p.dynamic for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)):
+        # (decompositions read sizes; a value-dependent size has none to read)
         _decompose(state, bsym)
     state.scopes[-1].append(bsym)
     if top:

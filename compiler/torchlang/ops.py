@@ -2,7 +2,7 @@
 their tags, and (where one exists) a decomposition into prims."""
 from __future__ import annotations
 
-from ..meta import indexing_meta, to_meta
+from ..meta import indexing_meta, masked_select_meta, nonzero_meta, to_meta
 from ..symbols import Tag
 from . import decompositions as D
 from . import register, register_property
@@ -140,6 +140,11 @@ register("torch.Tensor.new_tensor", C)
 register("torch.Tensor.__setitem__", I, meta=indexing_meta)
 register("torch.Tensor.masked_fill_", I, decomposition=D.inplace_of(D.BINARY["masked_fill"]))
 register("torch.broadcast_to", V)
+# value-dependent sizes: the result's length is unknown at trace time (TensorProxy.dynamic)
+for _n in ("torch.masked_select", "torch.Tensor.masked_select"):
+    register(_n, meta=masked_select_meta)
+for _n in ("torch.nonzero", "torch.Tensor.nonzero", "torch.argwhere", "torch.Tensor.argwhere"):
+    register(_n, meta=nonzero_meta)
 register("torch.broadcast_tensors", V)
 register("torch.atleast_1d")
 register("torch.atleast_2d")

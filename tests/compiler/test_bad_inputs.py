@@ -66,7 +66,8 @@ def test_cpu_scalar_tensor_with_another_device_is_allowed_like_eager():
 @pytest.mark.parametrize("fn, what", [
     (lambda x: x.sum().item(), "item"),
     (lambda x: x * 2 if x.sum() > 0 else x, "bool"),
-    (lambda x: x[x > 0], "depends on tensor values"),
+    (lambda x: x[x > 0].shape[0] * x, "depends on values"),
+    (lambda x: x.new_zeros(len(torch.nonzero(x))), "depends on values"),
     (lambda x: x.tolist(), "tolist"),
 ])
 def test_data_dependent_programs_are_refused(fn, what):

@@ -78,7 +78,10 @@ def _values(shape, dtype, domain, gen) -> torch.Tensor:
     if dtype == b8:
         return torch.randint(0, 2, shape, generator=gen).bool()
     if not dtype.is_floating_point:
-        low, high = {"normal": (-5, 6), "positive": (1, 6), "nonzero": (1, 6), "unit": (0, 2)}[domain]
+        if domain == "nonzero":  # both signs: floor and truncating division differ on negatives
+            sign = torch.randint(0, 2, shape, generator=gen, dtype=dtype) * 2 - 1
+            return torch.randint(1, 6, shape, generator=gen, dtype=dtype) * sign
+        low, high = {"normal": (-5, 6), "positive": (1, 6), "unit": (0, 2)}[domain]
         return torch.randint(low, high, shape, generator=gen, dtype=dtype)
     if domain == "unit":
         t = torch.rand(shape, generator=gen) * 0.98 + 0.01
@@ -321,6 +324,14 @@ for _name in ["add", "sub", "mul", "div", "maximum", "lt", "eq", "floordiv", "re
         sample(_name, _fn, T(_a.shape, _a.dtype, domain=_domain), T(_b.shape, _b.dtype, domain=_domain))
 
 sample("sub", lambda a, b: a - b, T((3,), b8), T((3,), b8), expect_error=True)
+sample("div_trunc", lambda a, b: torch.div(a, b, rounding_mode="trunc"), T((3, 4), i64, domain="nonzero"),
+       T((3, 4), i64, domain="nonzero"))
+sample("div_trunc", lambda a, b: torch.div(a, b, rounding_mode="trunc"), T((3, 4), domain="nonzero"),
+       T((3, 4), domain="nonzero"))
+sample("div_by_zero_float", lambda a: (a / 0, a * 0 / 0, -a / 0.0), T((3,), domain="positive"))
+sample("floordiv_int_by_zero", lambda a: a // torch.zeros_like(a), T((3,), i64), expect_error=True)
+sample("pow_int_negative_exponent", lambda a: a ** -1, T((3,), i64, domain="positive"), expect_error=True)
+sample("pow_int_tensor_exponent", lambda a, b: a ** b, T((3, 4), i64), T((3, 4), i64, domain="positive"))
 sample("bitwise_and", lambda a, b: a & b, T((3, 4), i64), T((4,), i64))
 sample("bitwise_or", lambda a, b: a | b, T((3, 4), b8), T((3, 4), b8))
 sample("bitwise_xor", lambda a, b: a ^ b, T((3, 4), i64), T((3, 4), b8))

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dis
-import functools
 import sys
 
 from .errors import InterpreterError
@@ -21,11 +20,13 @@ CO_ASYNC_GENERATOR = 0x200
 
 class CodeInfo:
     __slots__ = ("code", "instructions", "index_of", "handlers", "names", "nlocals_plus", "first_free",
-                 "nargs", "qualname", "const_provs", "plain_positional")
+                 "nargs", "qualname", "const_provs", "plain_positional",
+                 "own")
 
     def __init__(self, code):
         self.code = code
         self.qualname = code.co_qualname
+        self.own = code.co_filename.startswith(_OWN_DIR)  # the interpreter's own helpers always run natively
         self.const_provs: dict = {}  # LOAD_CONST index -> its Constant provenance (made once per code object)
         self.instructions = list(dis.get_instructions(code))
         self.index_of = {ins.offset: i for i, ins in enumerate(self.instructions)}
@@ -54,9 +55,19 @@ class CodeInfo:
         return self.index_of[instr.argval]
 
 
-@functools.lru_cache(maxsize=4096)
+_INFOS: dict = {}  # id(code) -> (code, CodeInfo); keyed by identity (hashing a code object hashes its bytes)
+_OWN_DIR = __file__.rsplit("/", 1)[0] + "/"
+
+
 def code_info(code) -> CodeInfo:
+    hit = _INFOS.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
     if VERSION not in SUPPORTED_VERSIONS:
         raise InterpreterError(f"Python {VERSION[0]}.{VERSION[1]} bytecode is not supported "
                                f"(supported: 3.11, 3.12, 3.13)", construct="python version")
-    return CodeInfo(code)
+    if len(_INFOS) > 20000:
+        _INFOS.clear()
+    info = CodeInfo(code)
+    _INFOS[id(code)] = (code, info)
+    return info

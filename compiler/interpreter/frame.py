@@ -20,7 +20,7 @@ NULL = _Null()
 
 class Frame:
     __slots__ = ("fn", "code", "info", "globals", "builtins", "fast", "pfast", "stack", "pstack", "ip", "instr",
-                 "kw_names", "delegate", "delegate_send", "call_debt")
+                 "kw_names", "delegate", "delegate_send", "call_debt", "locals_dict")
 
     def __init__(self, fn, info: CodeInfo, fast: list, pfast: list):
         self.fn = fn
@@ -39,6 +39,7 @@ class Frame:
         self.delegate = None  # sub-iterator of a `yield from` the frame is suspended in
         self.delegate_send = None  # ...and its SEND instruction
         self.call_debt = 0  # 3.11: PRECALL's stack effect is booked on the following CALL
+        self.locals_dict = None  # 3.11/3.12: locals() returns one dict per frame, refreshed on each call
 
     def push(self, value, prov):
         self.stack.append(value)

@@ -57,6 +57,9 @@ class Interpreter:
         self.lookasides = dict(lookasides or {})
         self.check_stack = check_stack
         self.frames = 0  # frames interpreted so far (tests use it to prove code was interpreted)
+        self.active: list = []  # interpreted frames now executing, innermost last (for sys._getframe)
+        self.native_caller = None  # the native frame that called into the interpreter
+        self._trampolines: dict = {}  # id(globals) -> (globals, trampoline function)
         self.current_exc = None  # the exception being handled by interpreted code (sys.exc_info())
         self.internal_cells: dict = {}  # id -> cell created by interpreted code (kept alive for the run)
         self.cell_provs: dict = {}  # id(cell) -> (cell, provenance of its last interpreted write)
@@ -95,7 +98,9 @@ class Interpreter:
 
     # ----- calls -----
     def call(self, frame, fn, args, kwargs, provs, kwprovs):
-        """Call `fn` from interpreted code; returns (value, provenance)."""
+        """Call `fn` from interpreted code (frame None: from outside); returns (value, provenance)."""
+        if frame is None and self.native_caller is None:
+            self.native_caller = _outside_caller()
         replacement = self.user_lookaside(fn)
         if replacement is not None:
             return self._call_user_lookaside(replacement, args, kwargs, provs, kwprovs)
@@ -105,7 +110,8 @@ class Interpreter:
         kind = type(fn)
         if kind is types.FunctionType:
             flags = fn.__code__.co_flags
-            if not flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR):
+            if not flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR) and \
+                    not code_info(fn.__code__).own:
                 return self.call_function(fn, args, kwargs, provs, kwprovs)
         elif kind is types.MethodType:
             if fn.__self__ is RANDOM_INSTANCE:  # random.randint & co.: one side-effect call, not its internals
@@ -141,10 +147,23 @@ class Interpreter:
             return fn(*args, **kwargs), pv.Computed("call", tuple(provs) + tuple(kwprovs.values()))
         name = pv.describe_callee(fn)
         side_effect = is_side_effect(fn)
-        value = fn(*args, **kwargs)
+        if frame is not None:  # call from a Python frame with the user's globals: see _trampoline
+            value = self._trampoline(frame.globals)(fn, args, kwargs)
+        else:
+            value = fn(*args, **kwargs)
         prov = pv.OpaqueResult(name, tuple(provs) + tuple(kwprovs.values()))
         self.emit(ev.SIDE_EFFECT_CALL if side_effect else ev.OPAQUE_CALL, name, frame, value, prov, callee=fn)
         return value, prov
+
+    def _trampoline(self, globals_):
+        """A tiny native function whose globals are the interpreted frame's: native code that inspects its
+        caller's frame (typing.TypeVar's __module__, warnings, logging) then sees the user's module."""
+        hit = self._trampolines.get(id(globals_))
+        if hit is not None and hit[0] is globals_:
+            return hit[1]
+        fn = types.FunctionType(_TRAMPOLINE_CODE, globals_, "<native call>")
+        self._trampolines[id(globals_)] = (globals_, fn)
+        return fn
 
     def _construct(self, frame, cls, args, kwargs, provs, kwprovs):
         """`cls(...)` for Python classes, as type.__call__ does it, interpreting the parts written in Python:
@@ -217,6 +236,13 @@ class Interpreter:
         handlers = self.opcode_handlers
         check = self.check_stack
         stack = frame.stack
+        self.active.append(frame)
+        try:
+            return self._run(frame, instructions, handlers, check, stack)
+        finally:
+            self.active.pop()
+
+    def _run(self, frame, instructions, handlers, check, stack):
         while True:
             index = frame.ip
             instr = instructions[index]
@@ -370,10 +396,30 @@ class Interpreter:
                 replacement = self.user_lookaside(desc)
                 if replacement is not None and hasattr(type(desc), "__set__"):  # properties, getset descriptors
                     return self._call_user_lookaside(replacement, (obj,), {}, (prov,), {})
-                if type(desc) is property and type(desc.fget) is types.FunctionType:
+                if type(desc) is property and type(desc.fget) is types.FunctionType and \
+                        not code_info(desc.fget.__code__).own:
                     value, _ = self.call_function(desc.fget, (obj,), {}, (prov,))
                     return value, pv.Attribute(prov, name)
         return getattr(obj, name), pv.Attribute(prov, name)
+
+
+_OWN_DIR = __file__.rsplit("/", 1)[0] + "/"
+
+
+def _native_call(fn, args, kwargs):
+    return fn(*args, **kwargs)
+
+
+_TRAMPOLINE_CODE = _native_call.__code__
+
+
+def _outside_caller():
+    """The innermost native frame that is not the interpreter's own code."""
+    import sys
+    native = sys._getframe(2)
+    while native is not None and native.f_code.co_filename.startswith(_OWN_DIR):
+        native = native.f_back
+    return native
 
 
 def _lookup_type(kind, name):

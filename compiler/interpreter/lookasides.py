@@ -56,7 +56,15 @@ def _cell_slots(frame):
 
 
 def _frame_locals(frame) -> dict:
-    out = {}
+    """locals() of an interpreted frame: 3.13 gives a fresh snapshot; 3.11/3.12 one dict per frame, refreshed
+    from the fast locals (extra keys, e.g. written by exec, stay)."""
+    if sys.version_info < (3, 13):
+        out = frame.locals_dict if frame.locals_dict is not None else {}
+        frame.locals_dict = out
+        for name in frame.info.names:
+            out.pop(name, None)
+    else:
+        out = {}
     cells = _cell_slots(frame)
     for i, name in enumerate(frame.info.names):
         value = frame.fast[i]
@@ -120,3 +128,112 @@ def len_lookaside(interp, frame, args, kwargs, provs, kwprovs):
     if result < 0:
         raise ValueError("__len__() should return >= 0")
     return result, pv.Computed("len", tuple(provs))
+
+
+class FrameView:
+    """What sys._getframe() returns for an interpreted frame: a read-only view with the attributes
+    library code reads (f_globals, f_locals, f_code, f_lineno, f_back, f_builtins)."""
+
+    __slots__ = ("_interp", "_index")
+
+    def __init__(self, interp, index):
+        self._interp = interp
+        self._index = index
+
+    @property
+    def _frame(self):
+        return self._interp.active[self._index]
+
+    @property
+    def f_globals(self):
+        return self._frame.globals
+
+    @property
+    def f_builtins(self):
+        return self._frame.builtins
+
+    @property
+    def f_locals(self):
+        return _frame_locals(self._frame)
+
+    @property
+    def f_code(self):
+        return self._frame.code
+
+    @property
+    def f_lineno(self):
+        return self._frame.location().lineno
+
+    @property
+    def f_lasti(self):
+        return self._frame.instr.offset if self._frame.instr is not None else -1
+
+    @property
+    def f_back(self):
+        if self._index > 0:
+            return FrameView(self._interp, self._index - 1)
+        return self._interp.native_caller
+
+    def __repr__(self):
+        loc = self._frame.location()
+        return f"<interpreted frame {loc.function} at {loc}>"
+
+
+def _frame_at(interp, depth):
+    active = interp.active
+    if depth < len(active):
+        return FrameView(interp, len(active) - 1 - depth)
+    native = interp.native_caller
+    for _ in range(depth - len(active)):
+        native = native.f_back if native is not None else None
+    if native is None:
+        raise ValueError("call stack is not deep enough")
+    return native
+
+
+@_internal_lookaside(sys._getframe)
+def getframe_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+    depth = args[0] if args else kwargs.get("depth", 0)
+    return _frame_at(interp, depth), pv.Computed("frame")
+
+
+if hasattr(sys, "_getframemodulename"):
+    @_internal_lookaside(sys._getframemodulename)
+    def getframemodulename_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+        depth = args[0] if args else kwargs.get("depth", 0)
+        try:
+            target = _frame_at(interp, depth)
+        except ValueError:
+            return None, pv.Computed("frame module")
+        if isinstance(target, FrameView):
+            return target._frame.fn.__module__, pv.Computed("frame module")
+        return target.f_globals.get("__name__"), pv.Computed("frame module")
+
+
+def _caller_namespaces(frame, args, kwargs, name):
+    """eval/exec without explicit globals use the *calling* frame's: give them the interpreted frame's."""
+    args = list(args)
+    if len(args) < 2 and "globals" not in kwargs:
+        args.append(frame.globals)
+        if len(args) < 3 and "locals" not in kwargs:
+            args.append(_frame_locals(frame))
+    return args
+
+
+@_internal_lookaside(builtins.eval)
+def eval_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+    return _side_effect(interp, frame, "eval", builtins.eval(*_caller_namespaces(frame, args, kwargs, "eval"),
+                                                             **kwargs))
+
+
+@_internal_lookaside(builtins.exec)
+def exec_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+    return _side_effect(interp, frame, "exec", builtins.exec(*_caller_namespaces(frame, args, kwargs, "exec"),
+                                                             **kwargs))
+
+
+@_internal_lookaside(builtins.dir)
+def dir_lookaside(interp, frame, args, kwargs, provs, kwprovs):
+    if args or kwargs:
+        return builtins.dir(*args, **kwargs), pv.Computed("dir", tuple(provs))
+    return sorted(_frame_locals(frame)), pv.Computed("dir")

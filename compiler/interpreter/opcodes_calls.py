@@ -202,11 +202,12 @@ def import_from(interp, frame, instr):
     import sys
     module, prov = frame.stack[-1], frame.pstack[-1]
     name = instr.argval
-    value = getattr(module, name, NULL)
-    if value is NULL:
+    absent = object()
+    value = getattr(module, name, absent)
+    if value is absent:
         full = f"{getattr(module, '__name__', '?')}.{name}"
-        value = sys.modules.get(full, NULL)
-    if value is NULL:
+        value = sys.modules.get(full, absent)
+    if value is absent:
         raise ImportError(f"cannot import name '{name}' from '{getattr(module, '__name__', '?')}' "
                           f"({getattr(module, '__file__', 'unknown location')})",
                           name=getattr(module, '__name__', None), path=getattr(module, '__file__', None))

@@ -226,14 +226,17 @@ def delete_deref(interp, frame, instr):
 
 
 # ----- globals -----
+_ABSENT = object()
+
+
 def _load_global(interp, frame, name):
-    value = frame.globals.get(name, NULL)
-    if value is not NULL:
+    value = frame.globals.get(name, _ABSENT)
+    if value is not _ABSENT:
         prov = pv.Global(name, frame.globals.get("__name__"), frame.code.co_qualname)
         interp.emit(ev.GLOBAL_READ, name, frame, value, prov)
         return value, prov
-    value = frame.builtins.get(name, NULL)
-    if value is NULL:
+    value = frame.builtins.get(name, _ABSENT)
+    if value is _ABSENT:
         raise NameError(f"name '{name}' is not defined", name=name)
     return value, pv.Builtin(name)
 

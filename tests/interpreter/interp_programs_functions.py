@@ -93,3 +93,20 @@ PROGRAMS = {
     "starargs_method": "class A:\n    def m(self, *a, **k):\n        return a, k\ndef main():\n    args = (1, 2)\n    return A().m(*args, x=1)",
     "super_call_args": "class A:\n    def f(self, a, b=2):\n        return a + b\nclass B(A):\n    def f(self, a, b=5):\n        return super().f(a, b=b) * 10\ndef main():\n    return B().f(1)",
 }
+PROGRAMS.update({
+    "getframe_code_name": "import sys\ndef who():\n    return sys._getframe(0).f_code.co_name, sys._getframe(1).f_code.co_name\ndef main():\n    return who()",
+    "getframe_globals_of_caller": "import sys\nMARK = 'module mark'\ndef peek():\n    return sys._getframe(1).f_globals['MARK']\ndef main():\n    return peek()",
+    "getframe_locals_of_caller": "import sys\ndef peek():\n    return sorted(sys._getframe(1).f_locals)\ndef main():\n    a = 1\n    b = 2\n    return peek()",
+    "inspect_currentframe_back": "import inspect\ndef inner():\n    f = inspect.currentframe()\n    return f.f_code.co_name, f.f_back.f_code.co_name\ndef main():\n    return inner()",
+    "namedtuple_inside_function_module": "import collections\ndef main():\n    P = collections.namedtuple('P', 'a b')\n    return P(1, 2), P.__module__",
+    "enum_functional_inside_function": "import enum\ndef main():\n    Color = enum.Enum('Color', 'RED GREEN')\n    return [c.name for c in Color], Color.__module__",
+    "typevar_inside_function": "import typing\ndef main():\n    T = typing.TypeVar('T')\n    return T.__name__, T.__module__",
+    "getframe_too_deep": "import sys\ndef main():\n    return sys._getframe(10000)",
+})
+PROGRAMS.update({
+    "eval_sees_locals_and_globals": "K = 10\ndef main():\n    x = 5\n    return eval('x + K'), eval('x * 2', {'x': 1}), eval('y', None, {'y': 3})",
+    "exec_sees_globals": "def main():\n    exec('global Z\\nZ = 42')\n    return Z",
+    "exec_locals_snapshot": "def main():\n    a = 1\n    exec('b = a + 1')\n    return 'b' in dir(), a",
+    "dir_no_args": "def main():\n    q = 1\n    w = 2\n    return dir()",
+    "warnings_catch": "import warnings\ndef main():\n    with warnings.catch_warnings(record=True) as w:\n        warnings.simplefilter('always')\n        warnings.warn('careful', UserWarning)\n    return [str(x.message) for x in w], [x.category.__name__ for x in w]",
+})

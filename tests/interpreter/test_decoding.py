@@ -162,3 +162,26 @@ def test_stack_check_is_on_in_tests_by_default(monkeypatch):
     assert _check_stack_default()  # tests/interpreter/conftest.py sets THUNDER_LINT_CHECK_STACK=1
     monkeypatch.setenv("THUNDER_LINT_CHECK_STACK", "0")
     assert not _check_stack_default()
+
+
+def test_interpreter_imports_and_runs_without_torch():
+    import os
+    import subprocess
+    import textwrap
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = textwrap.dedent(f"""
+        import sys, types
+        sys.modules["torch"] = None  # any `import torch` now fails
+        package = types.ModuleType("compiler")
+        package.__path__ = [{os.path.join(root, "compiler")!r}]
+        sys.modules["compiler"] = package
+        from compiler.interpreter import interpret
+        def f(n):
+            return [i * i for i in range(n)]
+        assert interpret(f, 4) == [0, 1, 4, 9]
+        assert not any(m == "torch" or m.startswith("torch.") for m, v in sys.modules.items() if v is not None)
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -54,7 +54,8 @@ INTERNAL_LOOKASIDES: dict = {}
 class Interpreter:
     def __init__(self, observers=(), lookasides=None, *, check_stack: bool = False):
         self.observers = tuple(observers)
-        self.lookasides = dict(lookasides or {})
+        # Keyed by identity: looking a callable up must never run user code (__hash__/__eq__).
+        self.lookasides = {id(k): (k, v) for k, v in (lookasides or {}).items()}
         self.check_stack = check_stack
         self.frames = 0  # frames interpreted so far (tests use it to prove code was interpreted)
         self.active: list = []  # interpreted frames now executing, innermost last (for sys._getframe)
@@ -80,10 +81,8 @@ class Interpreter:
     def user_lookaside(self, fn):
         if not self.lookasides:
             return None
-        try:
-            return self.lookasides.get(fn)
-        except TypeError:  # unhashable callable
-            return None
+        hit = self.lookasides.get(id(fn))
+        return hit[1] if hit is not None and hit[0] is fn else None
 
     def _call_user_lookaside(self, replacement, args, kwargs, provs, kwprovs):
         if getattr(replacement, "__interpreter_wants_provenance__", False):

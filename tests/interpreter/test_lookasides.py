@@ -155,3 +155,28 @@ def test_functools_partial_of_python_function_is_interpreted():
 
 
 G_FACTOR = 3
+
+
+def test_lookaside_lookup_runs_no_user_code():
+    calls = []
+
+    class Callable:
+        def __hash__(self):
+            calls.append("hash")
+            return 1
+
+        def __eq__(self, other):
+            calls.append("eq")
+            return True
+
+        def __call__(self):
+            return "called"
+
+    obj = Callable()
+
+    def f():
+        return obj()
+
+    assert interpret(f, lookasides={math.sqrt: math.sqrt}) == "called"
+    assert calls == []
+    assert interpret(f, lookasides={obj: lambda: "looked aside"}) == "looked aside"

@@ -94,6 +94,28 @@ WORKLOADS = [arith_loop, call_heavy, objects, comprehensions, generators, except
 
 
 def count_instructions(fn) -> int:
+    """Bytecode instructions CPython executes for fn() (sys.monitoring on 3.12+, opcode tracing on 3.11)."""
+    if hasattr(sys, "monitoring"):
+        mon = sys.monitoring
+        counter = [0]
+
+        def on_instruction(code, offset):
+            counter[0] += 1
+
+        tool = mon.PROFILER_ID
+        mon.use_tool_id(tool, "interpreter_overhead")
+        try:
+            mon.register_callback(tool, mon.events.INSTRUCTION, on_instruction)
+            mon.set_events(tool, mon.events.INSTRUCTION)
+            try:
+                fn()
+            finally:
+                mon.set_events(tool, 0)
+                mon.register_callback(tool, mon.events.INSTRUCTION, None)
+        finally:
+            mon.free_tool_id(tool)
+        return counter[0]
+
     count = 0
 
     def tracer(frame, event, arg):

@@ -445,13 +445,23 @@ def test_module_train_eval_switch_matches_eager():
 # Gradients
 # ---------------------------------------------------------------------------------------------------
 
-def _grad_args(sample: OpSample) -> tuple:
-    """Fresh inputs where every float32/float64 tensor is a leaf that requires grad (same strides)."""
-    return tuple(a.detach().requires_grad_() if isinstance(a, torch.Tensor) and a.dtype in (torch.float32, torch.float64)
-                 else a for a in sample.make_args())
+def _grad_args(sample: OpSample, via_copy: bool) -> tuple[tuple, list[torch.Tensor]]:
+    """Fresh inputs whose float32/float64 tensors require grad, and the leaves to differentiate.
+
+    Directly: each such input is a leaf (same strides). via_copy: each is a clone of a leaf, so
+    in-place ops on inputs are allowed (eager refuses them on leaves) and gradients flow through them.
+    """
+    args, leaves = [], []
+    for a in sample.make_args():
+        if isinstance(a, torch.Tensor) and a.dtype in (torch.float32, torch.float64):
+            leaf = a.detach().requires_grad_()
+            leaves.append(leaf)
+            a = leaf.clone() if via_copy else leaf
+        args.append(a)
+    return tuple(args), leaves
 
 
-def _output_and_grads(fn, args, manual_seed):
+def _output_and_grads(fn, args, leaves, manual_seed):
     """fn's output and the gradients of a fixed random projection of its differentiable outputs."""
     if manual_seed is not None:
         torch.manual_seed(manual_seed)
@@ -459,16 +469,15 @@ def _output_and_grads(fn, args, manual_seed):
     gen = torch.Generator().manual_seed(0)
     loss = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype)).sum()
                for o in _tensors(out) if o.requires_grad)
-    inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
-    return out, torch.autograd.grad(loss, inputs, allow_unused=True)
+    return out, torch.autograd.grad(loss, leaves, allow_unused=True)
 
 
-def _is_differentiable(sample: OpSample) -> bool:
-    """Eager runs with grad-requiring inputs and gives at least one output that requires grad."""
+def _is_differentiable(sample: OpSample, via_copy: bool) -> bool:
+    """Eager's forward runs with grad-requiring inputs and gives an output that requires grad."""
     if sample.expect_error or sample.compare != "values" or sample.id in KNOWN_GAPS:
         return False
     try:
-        out = sample.fn(*_grad_args(sample))
+        out = sample.fn(*_grad_args(sample, via_copy)[0])
     except Exception:  # noqa: BLE001 - e.g. in-place ops on a leaf: eager refuses, nothing to compare
         return False
     return any(o.requires_grad for o in _tensors(out))
@@ -483,14 +492,23 @@ def _spread(samples: list[OpSample], per_op: int) -> list[OpSample]:
     return [s for members in by_op.values() for s in members[::-(-len(members) // per_op)]]
 
 
-GRAD_SAMPLES = _spread([s for s in SAMPLES if _is_differentiable(s)], per_op=4)
+def _grad_cases() -> list:
+    direct = _spread([s for s in SAMPLES if _is_differentiable(s, via_copy=False)], per_op=4)
+    direct_ids = {s.id for s in direct}
+    # samples eager only differentiates through non-leaf inputs: the in-place ones
+    via_copy = _spread([s for s in SAMPLES if s.id not in direct_ids and not _is_differentiable(s, False)
+                        and _is_differentiable(s, via_copy=True)], per_op=3)
+    return ([pytest.param(s, False, id=s.id) for s in direct] +
+            [pytest.param(s, True, id=f"{s.id}-via-copy") for s in via_copy])
 
 
-@pytest.mark.parametrize("sample", [pytest.param(s, id=s.id) for s in GRAD_SAMPLES])
-def test_gradients_match_eager(sample: OpSample):
-    expected, eager_error = call(_output_and_grads, (sample.fn, _grad_args(sample), sample.manual_seed), None)
+@pytest.mark.parametrize("sample, via_copy", _grad_cases())
+def test_gradients_match_eager(sample: OpSample, via_copy: bool):
+    args, leaves = _grad_args(sample, via_copy)
+    expected, eager_error = call(_output_and_grads, (sample.fn, args, leaves, sample.manual_seed), None)
     jfn = compiler.jit(sample.fn)
-    actual, error = call(_output_and_grads, (jfn, _grad_args(sample), sample.manual_seed), None)
+    args, leaves = _grad_args(sample, via_copy)
+    actual, error = call(_output_and_grads, (jfn, args, leaves, sample.manual_seed), None)
     if eager_error is not None:  # e.g. no derivative, or a saved tensor modified in place
         assert error is not None, f"eager's backward raised {eager_error!r}, compiled computed gradients"
         return

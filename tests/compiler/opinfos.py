@@ -12,7 +12,7 @@ so the entry must be removed the moment the sample starts passing.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -576,7 +576,8 @@ sample("unbind", lambda x: torch.unbind(x), T((0, 3)))
 
 sample("metadata", lambda x: (x.shape, x.size(), x.size(1), x.numel(), x.dim(), x.ndim, x.dtype, x.device),
        T((2, 3)))
-sample("metadata", lambda x: (x.shape[-1], x.stride(), x.is_contiguous(), x.requires_grad), T((2, 3), layout="transposed"))
+sample("metadata", lambda x: (x.shape[-1], x.stride(), x.is_contiguous(), x.requires_grad),
+       T((2, 3), layout="transposed"))
 sample("metadata.shape_arith", lambda x: x.new_zeros(x.shape[0] * 2, x.shape[1] // 2) + x.numel(), T((2, 4)))
 
 
@@ -734,7 +735,8 @@ sample("empty", lambda: torch.empty(2, 3), compare="meta")
 sample("empty", lambda: torch.empty((0, 2), dtype=torch.int64), compare="meta", name="i64_empty")
 sample("empty_like", lambda x: torch.empty_like(x), T((2, 3), bf16), compare="meta")
 sample("empty_then_fill", lambda x: torch.empty(x.shape).fill_(2.0) + x, T((2, 3)))
-for _t in (T((4, 4)), T((3, 5)), T((2, 4, 4)), T((4, 4), i64), T((4, 4), b8), T((5, 4), layout="transposed"), T((0, 3))):
+for _t in (T((4, 4)), T((3, 5)), T((2, 4, 4)), T((4, 4), i64), T((4, 4), b8), T((5, 4), layout="transposed"),
+           T((0, 3))):
     sample("tril", torch.tril, _t)
     sample("triu", lambda x: torch.triu(x, 1), _t)
 sample("tril", lambda x: x.tril(-1), T((4, 4)), name="method_diag-1")
@@ -1072,7 +1074,8 @@ sample("corner.split_sizes_args", lambda x, a, b: torch.split(x, [a, b]), T((5, 
 sample("corner.where_python_scalars", lambda c: torch.where(c, 1, 0.5), T((3,), b8))
 sample("corner.where_int_scalars", lambda c: torch.where(c, 1, 0), T((3,), b8))
 sample("corner.full_bf16", lambda: torch.full((2, 3), 1.1, dtype=torch.bfloat16))
-sample("corner.arange_like", lambda x: torch.arange(x.shape[0], device=x.device, dtype=x.dtype) + x.sum(), T((4,), f64))
+sample("corner.arange_like", lambda x: torch.arange(x.shape[0], device=x.device, dtype=x.dtype) + x.sum(),
+       T((4,), f64))
 sample("corner.ones_on_device", lambda x: torch.ones(2, 3, device=x.device) * x, T((3,)))
 sample("corner.empty_like_copy", lambda x: torch.empty_like(x).copy_(x), T((3, 4), layout="transposed"))
 sample("corner.matmul_1d_3d", lambda a, b: a @ b, T((4,)), T((2, 4, 5)))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from . import tree as pytree
 
-from .errors import DataDependentError
+from .errors import CompilerError, DataDependentError
 from .events import DATA_DEPENDENT, Event
 from .prologue import PrologueBuilder
 from .proxies import TensorProxy
@@ -29,6 +29,9 @@ class FrontendResult:
 def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, observers=(),
                     decompose: bool = True) -> FrontendResult:
     """Trace `fn(*args, **kwargs)`; with `module`, its parameters and buffers are inputs too."""
+    if torch._C._is_any_autocast_enabled():
+        raise CompilerError("torch.autocast is active: it changes op dtypes at run time, which traces do not model "
+                            "yet; call the jitted function outside autocast (or cast explicitly inside it)")
     state = TracingState(observers, decompose)
     builder = PrologueBuilder(state)
     pargs, pkwargs = builder.arguments(args, kwargs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from . import tree as pytree
 
-from .errors import DataDependentError, DeviceMismatchError
+from .errors import DataDependentError, DeviceMismatchError, UnsupportedOpError
 from .proxies import OpaqueProxy, TensorProxy
 
 # Ops where eager PyTorch lets tensors on different devices meet (the result lives on the first's).
@@ -113,6 +113,10 @@ def run_on_meta(fn, args, kwargs, device):
         raise
 
     def wrap(m):
+        if m is not None and not isinstance(m, (torch.Tensor, torch.Size)) and not isinstance(m, (tuple, list)):
+            # A Python value computed on meta tensors (x.type() -> "torch.meta.FloatTensor") would be wrong.
+            raise UnsupportedOpError(f"{getattr(fn, '__name__', fn)} returns a Python value at trace time, which "
+                                     "the compiler cannot compute from metadata")
         if isinstance(m, torch.Tensor):
             p = by_id.get(id(m))  # an in-place op returns its input: the same proxy
             # Anything computed from a value-dependent size may carry it, except 0-d results (x[mask].sum()).

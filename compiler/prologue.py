@@ -99,8 +99,9 @@ def _print_globals(bsym, trace):
         trace.constants["_cpu"] = device
     else:
         dev_check = f"torch.get_default_device() != {trace.const_expr(device)}"
+    # autocast changes op dtypes at run time; traces are made (and valid) only with it off
     return _fail_if(f"torch.is_grad_enabled() is not {grad} or torch.get_default_dtype() is not {dtype} "
-                    f"or {dev_check}")
+                    f"or {dev_check} or torch._C._is_any_autocast_enabled()")
 
 
 def _print_hidden(bsym, trace):
@@ -174,6 +175,9 @@ class PrologueBuilder:
 
     def value(self, source: str, x, origin: str):
         t = type(x)
+        if (t is torch.Tensor or t is torch.nn.Parameter) and x.layout is not torch.strided:
+            raise UnsupportedInputError(f"unsupported input at {origin}: a {x.layout} tensor (only strided tensors "
+                                        "are traced)")
         if t is torch.Tensor or t is torch.nn.Parameter:
             var = self._var()
             self._emit(UNPACK, var, source)

@@ -154,11 +154,25 @@ class TensorProxy(Proxy):
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         return _dispatch(func, args, kwargs)
 
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        if dtype is None:  # the type name, e.g. "torch.cuda.FloatTensor": a fact, not an op
+            with torch._C.DisableTorchFunction():
+                name = torch.empty(0, dtype=self.dtype).type()
+            return name.replace("torch.", f"torch.{self.device.type}.", 1) if self.device.type != "cpu" else name
+        return _dispatch(torch.Tensor.type, (self, dtype, non_blocking), kwargs)
+
     def __getattr__(self, name):
         # Any other tensor method: route the real torch.Tensor method through the symbol table, so the
         # table decides (unsupported -> UnsupportedOpError naming the op and the user's line).
         method = getattr(torch.Tensor, name, None)
-        if method is None or not callable(method):
+        if method is not None and not callable(method):  # .data, .grad, ._version...: state, not ops
+            from .errors import UnsupportedOpError
+            from .source import user_location
+
+            loc = user_location(2)
+            raise UnsupportedOpError(f"Tensor.{name} is not supported by the thunder-lint compiler"
+                                     f"{f' at {loc.describe()}' if loc else ''}")
+        if method is None:
             raise AttributeError(f"'Tensor' object has no attribute '{name}' (tracing {self.name})")
 
         def bound(*args, **kwargs):

@@ -125,3 +125,27 @@ def test_zero_dim_integer_tensor_index_acts_like_an_int():
     assert all(torch.equal(g, e) for g, e in zip(got, expected)) and torch.equal(x1, x2)
     with pytest.raises(IndexError):  # out of range: eager's own error, raised when the trace runs
         compiler.jit(lambda x, i: x[i])(torch.randn(4, 3), torch.tensor(7))
+
+
+def test_autocast_is_refused_and_guarded():
+    jf = compiler.jit(lambda a, b: a @ b)
+    a = torch.randn(4, 4)
+    jf(a, a)
+    with torch.autocast("cpu"):
+        with pytest.raises(compiler.CompilerError, match="autocast"):
+            jf(a, a)  # the cached trace (made without autocast) is not reused either
+    torch.testing.assert_close(jf(a, a), a @ a)
+
+
+def test_sparse_input_is_refused():
+    with pytest.raises(compiler.UnsupportedInputError, match="sparse"):
+        compiler.jit(lambda x: x)(torch.eye(3).to_sparse())
+
+
+def test_tensor_state_attributes_are_refused_by_name():
+    with pytest.raises(compiler.UnsupportedOpError, match=r"Tensor.data .*test_bad_inputs.py"):
+        compiler.jit(lambda x: x.data * 2)(torch.ones(2))
+
+
+def test_type_name_is_the_eager_one():
+    assert compiler.jit(lambda x: (x.type(), x.type(torch.float64)))(torch.ones(2))[0] == torch.ones(2).type()

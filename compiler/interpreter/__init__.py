@@ -1,13 +1,28 @@
-"""A CPython 3.11-3.13 bytecode interpreter with provenance (compiler front end; imports no torch).
+"""A CPython 3.11-3.13 bytecode interpreter with provenance (the compiler's front end; imports no torch).
 
     result = interpret(fn, *args, observers=(), lookasides=None, **kwargs)
-    traced = run(fn, args, kwargs, observers=..., lookasides=..., check_stack=False)
-    traced.value, traced.provenance            # provenance: where the returned value came from
+    traced = run(fn, args, kwargs, observers=(), lookasides=None, check_stack=None)
+    traced.value, traced.provenance, traced.events, traced.frames
 
-Python functions reached from `fn` are interpreted recursively; native callables are called as they
-are ("opaque") unless a lookaside (callable -> replacement) handles them. Observers receive Events
-(global/closure reads, global/nonlocal writes and deletes, opaque and side-effect calls) with the
-user's file:line. Unsupported constructs raise InterpreterError, never a different result.
+What runs how:
+- Python functions reached from `fn` are interpreted recursively, with their generators (send/throw/close,
+  yield from), the special methods written in Python (operators, __getitem__, __iter__, __len__,
+  properties, __new__/__init__/metaclass __call__ when constructing) and nn.Module.__call__ with hooks.
+- Native callables run as they are ("opaque"); observers get an opaque_call or side_effect_call event.
+- `lookasides` maps a callable (function, builtin, method descriptor such as `torch.Tensor.add`, property or
+  getset descriptor such as `torch.Tensor.shape`, `operator.add` for `a + b`, `operator.getitem` for
+  `a[k]`) to a replacement called with the same arguments. A replacement marked `@with_provenance`
+  receives `Tracked(value, provenance)` arguments and may return a Tracked.
+- Provenance (compiler.interpreter.provenance): Argument (`args[0].weight`), Global, Builtin, Closure,
+  Constant, Default, OpaqueResult, Attribute/Item chains, Computed (with the access paths it depends on);
+  `p.roots()` lists those access paths.
+- Events (compiler.interpreter.events): global_read, closure_read (details["internal"]: the cell was
+  created inside the run), global_write, global_delete, nonlocal_write, nonlocal_delete, opaque_call,
+  side_effect_call; each with the user's Location(filename, lineno, function).
+- InterpreterError for what is not supported (async code, except*): it names the construct and the user's
+  file:line, and interpreted code cannot catch it. Never a silently different result.
+- check_stack: after every instruction compare the stack change with dis.stack_effect (None: on when the
+  environment variable THUNDER_LINT_CHECK_STACK is set, as the tests do).
 """
 from __future__ import annotations
 

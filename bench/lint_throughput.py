@@ -18,6 +18,7 @@ import argparse
 import ast
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -67,9 +68,10 @@ def python_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.py") if p.is_file())
 
 
-def baseline_ast_parse(files: list[Path]) -> tuple[float, int]:
-    """A bare single-process read + ast.parse loop; returns (seconds, lines)."""
+def baseline_ast_parse(files: list[Path]) -> tuple[float, float, int]:
+    """A bare single-process read + ast.parse loop; returns (wall seconds, CPU seconds, lines)."""
     lines = 0
+    cpu = time.process_time()
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escape sequences etc. must not cost printing time
@@ -80,20 +82,27 @@ def baseline_ast_parse(files: list[Path]) -> tuple[float, int]:
                 ast.parse(data, filename=str(p))
             except SyntaxError:
                 pass
-    return time.perf_counter() - start, lines
+    return time.perf_counter() - start, time.process_time() - cpu, lines
 
 
-def run_cli(src: Path, cache_dir: Path, jobs: int | None, out_json: Path) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_cli(src: Path, cache_dir: Path, jobs: int | None, out_json: Path) -> tuple[float, float]:
+    """One thunder-lint run in a fresh process; returns (wall seconds, CPU seconds of it and its workers)."""
     cmd = [sys.executable, "-m", "analyzer.cli", str(src), "--format", "json", "--output-file", str(out_json),
            "--exit-zero", "--quiet", "--cache-dir", str(cache_dir)]
     if jobs:
         cmd += ["-j", str(jobs)]
+    cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"thunder-lint failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    return elapsed
+    return elapsed, _children_cpu() - cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,23 +119,29 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         sys.exit(f"no .py files under {src}")
 
-    base_s, lines = baseline_ast_parse(files)
+    base_s, base_cpu, lines = baseline_ast_parse(files)
     with tempfile.TemporaryDirectory(prefix="thunder-lint-bench-") as tmp:
         cache_dir, out = Path(tmp) / "cache", Path(tmp) / "out.json"
-        cold_s = run_cli(src, cache_dir, args.jobs, out)
+        cold_s, cold_cpu = run_cli(src, cache_dir, args.jobs, out)
         findings = json.loads(out.read_text())
-        warm_s = run_cli(src, cache_dir, args.jobs, out)
+        warm_s, warm_cpu = run_cli(src, cache_dir, args.jobs, out)
         warm_findings = json.loads(out.read_text())
     if warm_findings != findings:
         sys.exit("the warm (cached) run reported different findings from the cold run")
 
     n = len(files)
-    rows = [("ast.parse loop (1 process)", base_s), ("thunder-lint cold (no cache)", cold_s), ("thunder-lint warm (cache)", warm_s)]
+    rows = [
+        ("ast.parse loop (1 process)", base_s, base_cpu),
+        ("thunder-lint cold (no cache)", cold_s, cold_cpu),
+        ("thunder-lint warm (cache)", warm_s, warm_cpu),
+    ]
     print(f"corpus: transformers {args.version}: {n} files, {lines:,} lines ({src})")
     print(f"cores available: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()}, jobs: {args.jobs or 'all'}")
-    print(f"{'run':<30} {'seconds':>8} {'files/s':>10} {'lines/s':>12} {'vs ast.parse':>13}")
-    for label, s in rows:
-        print(f"{label:<30} {s:>8.2f} {n / s:>10,.0f} {lines / s:>12,.0f} {s / base_s:>12.2f}x")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"load average at the end: {load:.1f} (other work on the machine slows every row; compare within one run)")
+    print(f"{'run':<30} {'seconds':>8} {'files/s':>10} {'lines/s':>12} {'vs ast.parse':>13} {'CPU s':>7}")
+    for label, s, cpu in rows:
+        print(f"{label:<30} {s:>8.2f} {n / s:>10,.0f} {lines / s:>12,.0f} {s / base_s:>12.2f}x {cpu:>7.2f}")
     by_code = Counter(d["code"] for d in findings)
     print("findings: " + (", ".join(f"{c} {k}" for c, k in sorted(by_code.items())) or "none"))
     cold_ok, warm_ok = cold_s <= COLD_TARGET * base_s, warm_s < WARM_TARGET_S
@@ -134,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({
             "version": args.version, "files": n, "lines": lines, "ast_parse_s": base_s, "cold_s": cold_s,
-            "warm_s": warm_s, "cold_ratio": cold_s / base_s, "findings": dict(by_code),
+            "warm_s": warm_s, "cold_ratio": cold_s / base_s, "ast_parse_cpu_s": base_cpu, "cold_cpu_s": cold_cpu,
+            "warm_cpu_s": warm_cpu, "load_average": load, "findings": dict(by_code),
         }, indent=2) + "\n")
     return 0 if (cold_ok and warm_ok) or not args.check else 1
 

@@ -45,20 +45,20 @@ def _namespace(source, name):
     return module.__dict__
 
 
-def observe(source: str, interpreted: bool, name: str = "prog") -> Observed:
+def observe(source: str, interpreted: bool, name: str = "prog", **interpreter_options) -> Observed:
     ns = _namespace(source, name)
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):
-            result, exc, frames = _call_main(ns, interpreted)
+            result, exc, frames = _call_main(ns, interpreted, interpreter_options)
     finally:
         sys.modules.pop(name, None)
     return Observed(result, out.getvalue(), _exception_facts(exc), _snapshot(ns), frames)
 
 
-def _call_main(ns, interpreted):
+def _call_main(ns, interpreted, interpreter_options):
     result = exc = None
-    interp = Interpreter(check_stack=True)
+    interp = Interpreter(check_stack=True, **interpreter_options)
     try:
         if interpreted:
             result, _ = interp.call(None, ns["main"], (), {}, [], {})
@@ -69,9 +69,9 @@ def _call_main(ns, interpreted):
     return result, exc, interp.frames
 
 
-def check_program(source: str, name: str = "prog"):
+def check_program(source: str, name: str = "prog", **interpreter_options):
     native = observe(source, interpreted=False, name=name)
-    mine = observe(source, interpreted=True, name=name)
+    mine = observe(source, interpreted=True, name=name, **interpreter_options)
     assert mine.frames >= 1, "the program was not interpreted"
     assert mine.exception == native.exception, f"exception differs:\n native={native.exception}\n interp={mine.exception}"
     assert type(mine.result) is type(native.result)

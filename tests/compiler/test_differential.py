@@ -179,6 +179,9 @@ def assert_trace_is_python(jfn) -> None:
     source = str(traces[-1])
     assert source.strip(), "the last trace prints as an empty string"
     compile(source, "<last trace>", "exec")  # raises SyntaxError with the line if it is not Python
+    prologues = compiler.last_prologue_traces(jfn)
+    assert prologues, "last_prologue_traces is empty: nothing guards the cached trace"
+    compile(str(prologues[-1]), "<last prologue trace>", "exec")
 
 
 def _param(case_id: str, value):
@@ -717,6 +720,7 @@ def _install_fake_compiler(monkeypatch, transform) -> None:
     monkeypatch.setattr(compiler, "cache_hits", lambda jfn: calls.get(jfn, 0) - 1)
     monkeypatch.setattr(compiler, "cache_misses", lambda jfn: 1)
     monkeypatch.setattr(compiler, "last_traces", lambda jfn: ["def computation(x):\n  return x\n"])
+    monkeypatch.setattr(compiler, "last_prologue_traces", lambda jfn: ["def prologue(args, kwargs):\n  return args\n"])
 
 
 def _on_clones(fn):

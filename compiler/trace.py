@@ -97,8 +97,11 @@ class Trace:
             return "[" + ", ".join(self.expr(i) for i in x) + "]"
         if type(x) is dict:
             return "{" + ", ".join(f"{self.expr(k)}: {self.expr(v)}" for k, v in x.items()) + "}"
-        if isinstance(x, tuple) and hasattr(x, "_fields") is False and type(x).__module__ == "torch.return_types":
-            return self.const_expr(type(x)) + "((" + ", ".join(self.expr(i) for i in x) + ",))"
+        if isinstance(x, tuple) and not isinstance(x, torch.Size):
+            items = ", ".join(self.expr(i) for i in x)
+            if hasattr(x, "_fields"):  # namedtuple: Cls(a, b)
+                return f"{self.const_expr(type(x))}({items})"
+            return f"{self.const_expr(type(x))}(({items},))"  # structseq (torch.return_types): Cls((a, b))
         return self.const_expr(x)
 
     def _target(self, out, defined: set) -> str:

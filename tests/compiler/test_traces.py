@@ -88,3 +88,19 @@ def test_constants_without_literals_live_in_the_trace_namespace():
     tr = compiler.last_traces(jf)[-1]
     assert "torch.int32" in str(tr)
     assert set(BASE_CTX) <= set(tr.python_ctx())
+
+
+def test_namedtuple_and_return_type_outputs_are_rebuilt_per_call():
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "low high")
+
+    def fn(x):
+        return Pair(x.min(), x.max()), torch.max(x, 0)
+
+    jf = compiler.jit(fn)
+    for _ in range(2):
+        x = torch.randn(3, 2)
+        (pair, mx), (epair, emx) = jf(x), fn(x)
+        assert type(pair) is Pair and torch.equal(pair.low, epair.low) and torch.equal(pair.high, epair.high)
+        assert type(mx) is type(emx) and torch.equal(mx.values, emx.values) and torch.equal(mx.indices, emx.indices)

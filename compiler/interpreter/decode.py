@@ -21,12 +21,15 @@ CO_ASYNC_GENERATOR = 0x200
 class CodeInfo:
     __slots__ = ("code", "instructions", "index_of", "handlers", "names", "nlocals_plus", "first_free",
                  "nargs", "qualname", "const_provs", "plain_positional",
-                 "own")
+                 "own", "interpretable")
 
     def __init__(self, code):
         self.code = code
         self.qualname = code.co_qualname
         self.own = code.co_filename.startswith(_OWN_DIR)  # the interpreter's own helpers always run natively
+        # async code runs natively (opaque); everything else is interpreted
+        self.interpretable = not self.own and not code.co_flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE |
+                                                                     CO_ASYNC_GENERATOR)
         self.const_provs: dict = {}  # LOAD_CONST index -> its Constant provenance (made once per code object)
         self.instructions = list(dis.get_instructions(code))
         self.index_of = {ins.offset: i for i, ins in enumerate(self.instructions)}

@@ -9,7 +9,7 @@ import types
 from . import events as ev
 from . import provenance as pv
 from .classify import RANDOM_INSTANCE, is_pure, is_side_effect
-from .decode import CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, CO_ITERABLE_COROUTINE, VERSION, code_info
+from .decode import CO_GENERATOR, VERSION, code_info
 from .errors import InterpreterError
 from .frame import NULL, Frame
 from .native import bind_arguments
@@ -64,7 +64,7 @@ class Interpreter:
         self.current_exc = None  # the exception being handled by interpreted code (sys.exc_info())
         self.internal_cells: dict = {}  # id -> cell created by interpreted code (kept alive for the run)
         self.cell_provs: dict = {}  # id(cell) -> (cell, provenance of its last interpreted write)
-        self.opcode_handlers = [None] * 256
+        self.opcode_handlers = [_unsupported_opcode] * 256
         for name, handler in HANDLERS.items():
             self.opcode_handlers[dis.opmap[name]] = handler
 
@@ -108,10 +108,9 @@ class Interpreter:
             return internal[1](self, frame, args, kwargs, provs, kwprovs)
         kind = type(fn)
         if kind is types.FunctionType:
-            flags = fn.__code__.co_flags
-            if not flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR) and \
-                    not code_info(fn.__code__).own:
-                return self.call_function(fn, args, kwargs, provs, kwprovs)
+            info = code_info(fn.__code__)
+            if info.interpretable:
+                return self.call_function(fn, args, kwargs, provs, kwprovs, info)
         elif kind is types.MethodType:
             if fn.__self__ is RANDOM_INSTANCE:  # random.randint & co.: one side-effect call, not its internals
                 return self.call_native(frame, fn, args, kwargs, provs, kwprovs)
@@ -193,17 +192,18 @@ class Interpreter:
             init(obj, *args, **kwargs)
         return obj, prov
 
-    def call_function(self, fn, args, kwargs, provs=(), kwprovs=None):
+    def call_function(self, fn, args, kwargs, provs=(), kwprovs=None, info=None):
         """Interpret a Python function (generator functions return a generator driven by the interpreter)."""
-        frame = self.make_frame(fn, args, kwargs, provs, kwprovs or {})
-        if fn.__code__.co_flags & CO_GENERATOR:
+        frame = self.make_frame(fn, args, kwargs, provs, kwprovs or {}, info)
+        if frame.code.co_flags & CO_GENERATOR:
             return self._drive_generator(frame), pv.Computed(f"generator {fn.__qualname__}")
         outcome = self.execute(frame)
         return outcome.value, outcome.prov
 
-    def make_frame(self, fn, args, kwargs, provs, kwprovs) -> Frame:
-        info = code_info(fn.__code__)
+    def make_frame(self, fn, args, kwargs, provs, kwprovs, info=None) -> Frame:
         code = fn.__code__
+        if info is None:
+            info = code_info(code)
         self.frames += 1
         fast = [NULL] * info.nlocals_plus
         pfast = [None] * info.nlocals_plus
@@ -247,15 +247,10 @@ class Interpreter:
             instr = instructions[index]
             frame.ip = index + 1
             frame.instr = instr
-            handler = handlers[instr.opcode]
-            if handler is None:
-                raise InterpreterError(f"unsupported bytecode {instr.opname} (in {frame.code.co_qualname})",
-                                       filename=frame.code.co_filename, lineno=frame.location(instr).lineno,
-                                       construct=instr.opname)
             try:
                 if check:
                     depth = len(stack)
-                outcome = handler(self, frame, instr)
+                outcome = handlers[instr.opcode](self, frame, instr)
                 if outcome is not None:
                     return outcome
                 if check:
@@ -419,6 +414,12 @@ def _outside_caller():
     while native is not None and native.f_code.co_filename.startswith(_OWN_DIR):
         native = native.f_back
     return native
+
+
+def _unsupported_opcode(interp, frame, instr):
+    raise InterpreterError(f"unsupported bytecode {instr.opname} (in {frame.code.co_qualname})",
+                           filename=frame.code.co_filename, lineno=frame.location(instr).lineno,
+                           construct=instr.opname)
 
 
 def _lookup_type(kind, name):

@@ -947,7 +947,12 @@ def _reshape_as_then_setitem(x):
 
 
 def _reshape_then_zero_(x):
-    x.reshape(x.shape[0], -1).zero_()
+    x.reshape(-1, 2).zero_()
+    return x
+
+
+def _same_shape_reshape_then_zero_(x):
+    x.reshape(x.shape).zero_()  # reshape to its own shape is always a view, whatever the strides
     return x
 
 
@@ -981,6 +986,7 @@ for _t in (T((3, 4)), T((4, 3), layout="transposed"), T((3, 4), layout="sliced")
     sample("reshape_inplace.flatten_mul_", _flatten_then_mul_, _t)
     sample("reshape_inplace.reshape_as_setitem", _reshape_as_then_setitem, _t)
     sample("reshape_inplace.reshape_zero_", _reshape_then_zero_, _t)
+    sample("reshape_inplace.same_shape_reshape_zero_", _same_shape_reshape_then_zero_, _t)
     sample("reshape_inplace.flatten_iadd", _flatten_then_iadd, _t)
     sample("reshape_inplace.contiguous_add_", _contiguous_then_add_, _t)
     sample("reshape_inplace.reshape_twice_copy_", _reshape_twice_then_copy_, _t,

@@ -703,6 +703,22 @@ def test_harness_catches_wrong_values_dtypes_shapes_and_inputs():
         assert_aliasing_like_eager(y.view_as(y), (y,), y, (y,), where="call")
 
 
+def test_reshape_inplace_samples_cover_both_view_and_copy():
+    """The seed-957 samples are only a test if eager writes through for some inputs (contiguous:
+    reshape is a view) and not for others (transposed/sliced: a copy), for every op of the group."""
+    changed: dict[str, set[bool]] = {}
+    for s in SAMPLES:
+        if s.op.startswith("reshape_inplace.") and not s.expect_error:
+            args, before = s.make_args(), s.make_args()
+            s.fn(*args)
+            changed.setdefault(s.op, set()).add(not torch.equal(args[0], before[0]))
+    assert len(changed) >= 6
+    for op, outcomes in changed.items():
+        # .view() and a reshape to the same shape are always views (or errors): controls, on purpose
+        if op not in ("reshape_inplace.same_shape_reshape_zero_", "reshape_inplace.view_fill_"):
+            assert outcomes == {True, False}, f"{op}: eager changed the input only {outcomes}"
+
+
 def _install_fake_compiler(monkeypatch, transform) -> None:
     """Replace compiler.jit by `transform(fn)` run eagerly, with honest call counting: a stand-in
     that is wrong in one known way, to prove the checks above notice that way of being wrong."""

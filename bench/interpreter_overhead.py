@@ -6,7 +6,9 @@
 For each workload (pure Python, no torch): the number of bytecode instructions CPython executes is counted
 natively with `sys.settrace` + `f_trace_opcodes`; then the best-of-N wall time of a native call and of an
 interpreted call (`compiler.interpreter.Interpreter`, stack check off, no observers) are measured in the
-same run. It prints ns/instruction for both and the ratio interpreted / native.
+same run. It prints ns/instruction for both and the ratio interpreted / native. Workloads are small
+(a few ms interpreted) and repeated many times, so that the best run is one the OS did not preempt on a
+busy machine.
 The interpreter imports no torch: this runs on 3.11, 3.12 and 3.13 (see tests/interpreter/conftest.py for
 how the `compiler` package is bypassed when torch is missing).
 """
@@ -33,7 +35,7 @@ from compiler.interpreter import Interpreter  # noqa: E402
 
 
 # ----- workloads -----
-def arith_loop(n=2000):
+def arith_loop(n=200):
     total = 0
     for i in range(n):
         total += (i * 3) % 7 - (i >> 1)
@@ -44,7 +46,7 @@ def _add(a, b):
     return a + b
 
 
-def call_heavy(n=500):
+def call_heavy(n=60):
     acc = 0
     for i in range(n):
         acc = _add(acc, i)
@@ -60,11 +62,11 @@ class _Point:
         return self.x * self.x + self.y * self.y
 
 
-def objects(n=300):
+def objects(n=30):
     return sum(_Point(i, i + 1).norm2() for i in range(n))
 
 
-def comprehensions(n=400):
+def comprehensions(n=60):
     squares = [i * i for i in range(n)]
     table = {i: s for i, s in enumerate(squares) if s % 3}
     return len(table), sum(squares)
@@ -75,11 +77,11 @@ def _gen(n):
         yield i * 2
 
 
-def generators(n=1000):
+def generators(n=120):
     return sum(_gen(n))
 
 
-def exceptions(n=300):
+def exceptions(n=45):
     caught = 0
     for i in range(n):
         try:
@@ -161,7 +163,7 @@ def measure(repeat: int) -> list[dict]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--json", help="also write the rows as JSON to this file")
     args = parser.parse_args(argv)
     rows = measure(args.repeat)

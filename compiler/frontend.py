@@ -14,7 +14,8 @@ from . import tree as pytree
 from .errors import CompilerError, DataDependentError
 from .events import DATA_DEPENDENT, Event
 from .prologue import PrologueBuilder
-from .proxies import TensorProxy
+from .hidden_inputs import StateSnapshot
+from .proxies import OpaqueProxy, TensorProxy
 from .torchlang import TracingMode
 from .trace import SET_GRAD_ENABLED, BoundSymbol, Trace, TracingState, tracing
 
@@ -37,6 +38,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     pargs, pkwargs = builder.arguments(args, kwargs)
     swaps = builder.module_tensors(module, "module") if module is not None else []
     builder.hidden(fn, module)
+    snapshot = StateSnapshot(fn, module)
     grad_enabled = torch.is_grad_enabled()
     try:
         with tracing(state), TracingMode():
@@ -49,6 +51,14 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         for d, name, real in swaps:
             d[name] = real
         torch._C._set_grad_enabled(grad_enabled)
+        leaks = snapshot.restore_leaks(_holds_proxy)
+    if leaks:
+        raise CompilerError(f"the function stores traced tensors outside its result ({', '.join(leaks)}); they were "
+                            "put back. A cached trace cannot repeat such writes: return the values instead")
+    mutated = builder.mutated_arguments()
+    if mutated:
+        raise CompilerError(f"the function changes its argument {', '.join(mutated)} (a Python list/dict); a cached "
+                            "trace cannot repeat Python side effects on arguments: return the values instead")
     if state.grad_enabled != grad_enabled:  # a `no_grad` block left open cannot happen; restore anyway
         state.trace.bsyms.append(BoundSymbol(SET_GRAD_ENABLED, (grad_enabled,), {}, None))
     _check_outputs(out)
@@ -58,6 +68,10 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     trace.header = "computation trace from the native front end"
     prologue = builder.finish(state.captured, grad_enabled)
     return FrontendResult(trace, prologue, state.events)
+
+
+def _holds_proxy(value) -> bool:
+    return any(isinstance(v, (TensorProxy, OpaqueProxy)) for v in pytree.tree_leaves(value))
 
 
 def _check_outputs(out) -> None:

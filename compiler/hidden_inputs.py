@@ -79,34 +79,94 @@ def _is_library(fn) -> bool:
     return mod == "torch" or mod.startswith(("torch.", "compiler.", "builtins"))
 
 
-def _visit_code(code: types.CodeType, globals_: dict, closure, found: list, seen: set, label: str) -> None:
+def _visit_code(code: types.CodeType, globals_: dict, closure, found: list, seen: set, label: str,
+                slots: list | None = None) -> None:
     if id(code) in seen:
         return
     seen.add(id(code))
     for name in code.co_names:
+        if slots is not None:
+            slots.append((globals_, name))
         if name in globals_:
             value = globals_[name]
             if isinstance(value, types.ModuleType):
                 continue  # rebinding a module global is vanishingly rare; its attributes are not guarded
             found.append(HiddenValue("global", globals_, name, value, f"{label}.__globals__[{name!r}]"))
-            _visit_callable(value, found, seen, name)
+            _visit_callable(value, found, seen, name, slots)
     for name, cell in zip(code.co_freevars, closure or ()):
+        if slots is not None:
+            slots.append((cell, name))
         try:
             value = cell.cell_contents
         except ValueError:  # empty cell: the traced run could not have read it
             continue
         found.append(HiddenValue("cell", cell, name, value, f"{label} closure cell {name!r}"))
-        _visit_callable(value, found, seen, name)
+        _visit_callable(value, found, seen, name, slots)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):  # nested function, lambda or comprehension
-            _visit_code(const, globals_, None, found, seen, label)
+            _visit_code(const, globals_, None, found, seen, label, slots)
 
 
-def _visit_callable(value, found: list, seen: set, label: str) -> None:
+def _visit_callable(value, found: list, seen: set, label: str, slots: list | None = None) -> None:
     if isinstance(value, types.MethodType):
         value = value.__func__
     if isinstance(value, types.FunctionType) and not _is_library(value):
-        _visit_code(value.__code__, value.__globals__, value.__closure__, found, seen, label)
+        _visit_code(value.__code__, value.__globals__, value.__closure__, found, seen, label, slots)
+
+
+_MISSING = object()
+
+
+class StateSnapshot:
+    """What the traced function can write outside its arguments: global names and closure cells its code
+    names, and submodule attributes. After tracing, a traced value (proxy) found there was leaked by the
+    function (`global cache; cache = x * 2`, `self.last = h`): it is put back and the trace refused."""
+
+    def __init__(self, fn, module=None):
+        self.slots: list = []
+        _visit_callable(fn if module is None else type(module).forward, [], set(), "fn", self.slots)
+        self.values = [(holder, name, self._read(holder, name)) for holder, name in self.slots]
+        self.modules = [(sub, dict(vars(sub))) for sub in module.modules()] if module is not None else []
+
+    @staticmethod
+    def _read(holder, name):
+        if isinstance(holder, dict):
+            return holder.get(name, _MISSING)
+        try:
+            return holder.cell_contents
+        except ValueError:
+            return _MISSING
+
+    @staticmethod
+    def _write(holder, name, value):
+        if isinstance(holder, dict):
+            if value is _MISSING:
+                holder.pop(name, None)
+            else:
+                holder[name] = value
+        elif value is _MISSING:
+            del holder.cell_contents
+        else:
+            holder.cell_contents = value
+
+    def restore_leaks(self, is_traced) -> list[str]:
+        """Put back every slot that now holds a traced value; returns their descriptions."""
+        leaks = []
+        for holder, name, before in self.values:
+            now = self._read(holder, name)
+            if now is not before and now is not _MISSING and is_traced(now):
+                self._write(holder, name, before)
+                leaks.append(f"{'global' if isinstance(holder, dict) else 'closure variable'} {name!r}")
+        for sub, before in self.modules:
+            d = vars(sub)
+            for name, now in list(d.items()):
+                if before.get(name, _MISSING) is not now and is_traced(now):
+                    if name in before:
+                        d[name] = before[name]
+                    else:
+                        del d[name]
+                    leaks.append(f"module attribute {type(sub).__qualname__}.{name}")
+        return leaks
 
 
 def hidden_values(fn, module: torch.nn.Module | None = None) -> list[HiddenValue]:

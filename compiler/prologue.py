@@ -150,6 +150,7 @@ class PrologueBuilder:
         self.bsyms: list[BoundSymbol] = []
         self.input_names: list[str] = []  # prologue variables returned to the computation, in order
         self._n = 0
+        self.containers: list = []  # (list/dict given to the function, its items then, origin)
         self._trace_for_consts = Trace("prologue")
         self._trace_for_consts.wrap_try = True
 
@@ -206,12 +207,17 @@ class PrologueBuilder:
             var = self._var()
             self._emit(UNPACK, var, source)
             self._emit(CHECK_STRUCTURE, var, t.__name__, len(x))
-            return t(self.value(f"{var}[{i}]", v, f"{origin}[{i}]") for i, v in enumerate(x))
+            built = t(self.value(f"{var}[{i}]", v, f"{origin}[{i}]") for i, v in enumerate(x))
+            if t is list:
+                self.containers.append((built, list(built), origin))
+            return built
         if t is dict and all(type(k) is str for k in x):
             var = self._var()
             self._emit(UNPACK, var, source)
             self._emit(CHECK_STRUCTURE, var, "dict", tuple(x))
-            return {k: self.value(f"{var}[{k!r}]", v, f"{origin}[{k!r}]") for k, v in x.items()}
+            built = {k: self.value(f"{var}[{k!r}]", v, f"{origin}[{k!r}]") for k, v in x.items()}
+            self.containers.append((built, dict(built), origin))
+            return built
         if isinstance(x, torch.Tensor):
             raise UnsupportedInputError(f"unsupported input at {origin}: tensor subclass {t.__qualname__} "
                                         "(only torch.Tensor and nn.Parameter are traced)")
@@ -241,6 +247,18 @@ class PrologueBuilder:
 
     def _module_expr(self, sub) -> str:
         return self._trace_for_consts.const_expr(sub)
+
+    def mutated_arguments(self) -> list[str]:
+        """Argument lists/dicts the traced function changed: a cached trace cannot replay that."""
+        changed = []
+        for built, before, origin in self.containers:
+            if type(built) is list:
+                same = len(built) == len(before) and all(a is b for a, b in zip(built, before))
+            else:
+                same = built.keys() == before.keys() and all(built[k] is before[k] for k in before)
+            if not same:
+                changed.append(origin)
+        return changed
 
     def hidden(self, fn, module=None) -> None:
         """Guard the globals, closure cells and module attributes the function's code can reach."""

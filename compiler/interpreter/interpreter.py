@@ -392,7 +392,18 @@ class Interpreter:
                     return self._call_user_lookaside(replacement, (obj,), {}, (prov,), {})
                 if type(desc) is property and type(desc.fget) is types.FunctionType and \
                         not code_info(desc.fget.__code__).own:
-                    value, _ = self.call_function(desc.fget, (obj,), {}, (prov,))
+                    fallback = _lookup_type(kind, "__getattr__")
+                    if fallback is _NOT_FOUND:
+                        value, _ = self.call_function(desc.fget, (obj,), {}, (prov,))
+                        return value, pv.Attribute(prov, name)
+                    try:
+                        value, _ = self.call_function(desc.fget, (obj,), {}, (prov,))
+                        return value, pv.Attribute(prov, name)
+                    except AttributeError:
+                        pass
+                    # As CPython: an AttributeError from the getter falls back to __getattr__ (no context).
+                    value, _ = self.call(frame, fallback.__get__(obj, kind) if hasattr(fallback, "__get__")
+                                         else fallback, (name,), {}, (pv.Constant(name),), {})
                     return value, pv.Attribute(prov, name)
         return getattr(obj, name), pv.Attribute(prov, name)
 

@@ -149,3 +149,38 @@ def test_tensor_state_attributes_are_refused_by_name():
 
 def test_type_name_is_the_eager_one():
     assert compiler.jit(lambda x: (x.type(), x.type(torch.float64)))(torch.ones(2))[0] == torch.ones(2).type()
+
+
+CACHE = None
+
+
+def test_traced_values_stored_outside_the_result_are_put_back_and_refused():
+    def stores_global(x):
+        global CACHE
+        CACHE = x * 2
+        return x
+
+    with pytest.raises(compiler.CompilerError, match="global 'CACHE'"):
+        compiler.jit(stores_global)(torch.ones(2))
+    assert CACHE is None
+
+    class Keeps(torch.nn.Module):
+        def forward(self, x):
+            self.last = x + 1
+            return x
+
+    m = Keeps()
+    with pytest.raises(compiler.CompilerError, match="Keeps.last"):
+        compiler.jit(m)(torch.ones(2))
+    assert not hasattr(m, "last")
+
+
+def test_mutating_an_argument_list_is_refused():
+    def appends(x, acc):
+        acc.append(x * 2)
+        return x
+
+    acc = []
+    with pytest.raises(compiler.CompilerError, match=r"args\[1\]"):
+        compiler.jit(appends)(torch.ones(2), acc)
+    assert acc == []

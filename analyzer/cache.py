@@ -3,8 +3,10 @@
 One pickle of plain builtins loads in milliseconds even for thousands of files (one file, not one per
 source file). The key covers the tool version, a fingerprint of the engine and rule sources (so an
 edited rule in a development checkout is never answered from stale results), the Python version and
-every setting that changes findings. A file is a hit only when its content hash matches; a damaged or
-foreign cache file is ignored and rewritten, never trusted.
+every setting that changes findings. A file is a hit when its content hash matches, or, without even
+being opened, when its stat signature is the one recorded when it was hashed (git's index does the
+same; files modified moments before they were read are never trusted this way). A damaged or foreign
+cache file is ignored and rewritten, never trusted.
 """
 
 from __future__ import annotations
@@ -82,6 +84,13 @@ def entry_to_diag(entry: tuple, path: str) -> Diagnostic:
     return Diagnostic.from_json(j)
 
 
+class _PlainUnpickler(pickle.Unpickler):
+    """Loads plain builtins only: a cache file can never make us import or call anything."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"cache files hold plain data only, not {module}.{name}")
+
+
 class ResultCache:
     """``entries``: absolute path -> (content hash, tuple of diagnostic entries, stat signature or None).
 
@@ -99,7 +108,7 @@ class ResultCache:
     def load(self) -> "ResultCache":
         try:
             with open(self.file, "rb") as f:
-                data = pickle.load(f)
+                data = _PlainUnpickler(f).load()
             if isinstance(data, dict) and data.get("key") == self.key and isinstance(data.get("entries"), dict):
                 self.entries = data["entries"]
         except Exception:  # missing, truncated, or written by something else: start afresh

@@ -285,3 +285,17 @@ def test_pool_spawns_when_other_threads_are_alive(tmp_path, monkeypatch):
         t.join()
     assert not spawned.errors
     assert as_json(spawned.diagnostics) == as_json(run(paths, Settings(), jobs=1).diagnostics)
+
+
+def test_cache_file_cannot_smuggle_code(tmp_path):
+    import pickle
+
+    key = settings_key("test", Settings())
+    cache = ResultCache(tmp_path, key)
+    evil = {"key": key, "entries": {"/x.py": (b"h", (), os.system)}}  # a global: refused on load
+    cache.file.write_bytes(pickle.dumps(evil))
+    assert cache.load().entries == {}
+    good = ResultCache(tmp_path, key)
+    good.put("/x.py", b"h", [], (1, 2, 3, 4))
+    assert good.save() is None
+    assert ResultCache(tmp_path, key).load().entries == {"/x.py": (b"h", (), (1, 2, 3, 4))}

@@ -90,3 +90,8 @@ PROGRAMS.update({
     "metaclass_call_interpreted": "log = []\nclass Meta(type):\n    def __call__(cls, *a):\n        log.append(('make', cls.__name__, a))\n        return super().__call__(*a)\nclass C(metaclass=Meta):\n    def __init__(self, x):\n        self.x = x\ndef main():\n    return C(5).x, log",
     "class_init_kwargs_error": "class C:\n    def __init__(self, *, k):\n        self.k = k\ndef main():\n    return C(1)",
 })
+PROGRAMS.update({
+    "property_attributeerror_falls_back_to_getattr": "class C:\n    @property\n    def p(self):\n        raise AttributeError('inner')\n    def __getattr__(self, name):\n        return 'fallback ' + name\ndef main():\n    return C().p",
+    "property_attributeerror_getattr_raises": "class C:\n    @property\n    def p(self):\n        raise AttributeError('inner')\n    def __getattr__(self, name):\n        raise AttributeError('outer ' + name)\ndef main():\n    return C().p",
+    "property_other_error_no_fallback": "class C:\n    @property\n    def p(self):\n        raise KeyError('k')\n    def __getattr__(self, name):\n        return 'fallback'\ndef main():\n    return C().p",
+})

@@ -1090,8 +1090,19 @@ sample("corner.linear_1d_weight", lambda x, w: F.linear(x, w), T((3, 4)), T((4,)
 sample("corner.layer_norm_bias_only", lambda x, b: F.layer_norm(x, (4,), None, b), T((3, 4)), T((4,)))
 sample("corner.bmm_int", torch.bmm, T((2, 3, 4), i64), T((2, 4, 2), i64))
 sample("corner.embedding_max_norm", lambda i, w: F.embedding(i, w, max_norm=1.0) * 1, Index((5,), 6), T((6, 3)))
-sample("corner.sdpa_gqa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
-       T((2, 4, 5, 8)), T((2, 2, 5, 8)), T((2, 2, 5, 8)))
+
+def _sdpa_has_gqa() -> bool:  # enable_gqa arrived in torch 2.5; the project allows torch >= 2.4
+    try:
+        F.scaled_dot_product_attention(torch.ones(1, 2, 1, 2), torch.ones(1, 1, 1, 2), torch.ones(1, 1, 1, 2),
+                                       enable_gqa=True)
+        return True
+    except TypeError:
+        return False
+
+
+if _sdpa_has_gqa():
+    sample("corner.sdpa_gqa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+           T((2, 4, 5, 8)), T((2, 2, 5, 8)), T((2, 2, 5, 8)))
 sample("corner.sdpa_dropout", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.5),
        T(_Q), T(_Q), T(_Q), manual_seed=11)
 sample("corner.dropout_inplace_flag", lambda x: F.dropout(x * 1, 0.5, training=True, inplace=True), T((4, 5)),

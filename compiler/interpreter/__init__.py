@@ -1,7 +1,7 @@
 """A CPython 3.11-3.13 bytecode interpreter with provenance (the compiler's front end; imports no torch).
 
     result = interpret(fn, *args, observers=(), lookasides=None, **kwargs)
-    traced = run(fn, args, kwargs, observers=(), lookasides=None, check_stack=None)
+    traced = run(fn, args, kwargs, observers=(), lookasides=None, check_stack=None, native_paths=())
     traced.value, traced.provenance, traced.events, traced.frames
 
 What runs how:
@@ -52,12 +52,17 @@ class Traced:
     frames: int = 0  # how many Python frames were interpreted
 
 
-def run(fn, args=(), kwargs=None, *, observers=(), lookasides=None, check_stack: bool | None = None) -> Traced:
-    """Interpret `fn(*args, **kwargs)`; returns the value, its provenance and the events emitted."""
+def run(fn, args=(), kwargs=None, *, observers=(), lookasides=None, check_stack: bool | None = None,
+        native_paths=()) -> Traced:
+    """Interpret `fn(*args, **kwargs)`; returns the value, its provenance and the events emitted.
+
+    native_paths: source path prefixes (e.g. the compiler's own package) whose Python code runs natively
+    without events, as trusted machinery."""
     kwargs = dict(kwargs or {})
     recorded: list = []
     interp = Interpreter((recorded.append, *observers), lookasides,
-                         check_stack=_check_stack_default() if check_stack is None else check_stack)
+                         check_stack=_check_stack_default() if check_stack is None else check_stack,
+                         native_paths=native_paths)
     provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]
     kwprovs = {k: provenance.Argument(f"kwargs[{k!r}]") for k in kwargs}
     value, prov = interp.call(None, fn, tuple(args), kwargs, provs, kwprovs)

@@ -52,8 +52,9 @@ INTERNAL_LOOKASIDES: dict = {}
 
 
 class Interpreter:
-    def __init__(self, observers=(), lookasides=None, *, check_stack: bool = False):
+    def __init__(self, observers=(), lookasides=None, *, check_stack: bool = False, native_paths=()):
         self.observers = tuple(observers)
+        self.native_paths = tuple(native_paths)  # source path prefixes whose Python code runs natively
         # Keyed by identity: looking a callable up must never run user code (__hash__/__eq__).
         self.lookasides = {id(k): (k, v) for k, v in (lookasides or {}).items()}
         self.check_stack = check_stack
@@ -194,6 +195,9 @@ class Interpreter:
 
     def call_function(self, fn, args, kwargs, provs=(), kwprovs=None, info=None):
         """Interpret a Python function (generator functions return a generator driven by the interpreter)."""
+        if self.native_paths and fn.__code__.co_filename.startswith(self.native_paths):
+            # trusted machinery (e.g. the compiler's proxies): run natively, no events
+            return fn(*args, **kwargs), pv.Computed("call", tuple(provs) + tuple((kwprovs or {}).values()))
         frame = self.make_frame(fn, args, kwargs, provs, kwprovs or {}, info)
         if frame.code.co_flags & CO_GENERATOR:
             return self._drive_generator(frame), pv.Computed(f"generator {fn.__qualname__}")

@@ -203,3 +203,44 @@ def test_building_the_model_under_the_interpreter():
     assert [n for n, _ in native.named_parameters()] == [n for n, _ in interpreted.named_parameters()]
     for a, b in zip(native.parameters(), interpreted.parameters()):
         torch.testing.assert_close(a, b)
+
+
+def test_runs_under_the_compilers_tracing_as_its_front_end():
+    """The integration step: compiler.jit with a front end that interprets the user's function inside the
+    native front end's tracing context (torch calls reach the compiler's symbols through its TorchFunctionMode;
+    the compiler's own Python code runs natively via native_paths)."""
+    import os
+
+    compiler = pytest.importorskip("compiler")
+    if not hasattr(compiler, "jit"):
+        pytest.skip("compiler.jit not available")
+    from compiler.frontend import native_frontend
+
+    compiler_dir = os.path.dirname(os.path.abspath(compiler.__file__)) + os.sep
+    interpreter_dir = os.path.join(compiler_dir, "interpreter") + os.sep
+    seen = []
+
+    class Interpreted:
+        def __init__(self, fn):
+            self.fn = fn
+            self.__wrapped__ = fn
+
+        def __call__(self, *args, **kwargs):
+            # everything in compiler/ except the interpreter (whose own code always runs natively anyway)
+            trusted = tuple(os.path.join(compiler_dir, d) for d in os.listdir(compiler_dir)
+                            if os.path.join(compiler_dir, d) + os.sep != interpreter_dir)
+            return run(self.fn, args, kwargs, observers=(seen.append,), native_paths=trusted).value
+
+    def frontend(fn, args, kwargs, **kw):
+        return native_frontend(Interpreted(fn), args, kwargs, **kw)
+
+    def f(x, y):
+        return F.gelu(x * SCALE + y.sin()).sum(-1)
+
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    jf = compiler.jit(f, frontend=frontend)
+    torch.testing.assert_close(jf(x, y), f(x, y))
+    reads = [(e.kind, e.name) for e in seen if e.kind == ev.GLOBAL_READ]
+    assert ("global_read", "SCALE") in reads
+    assert all(not e.location.filename.startswith(compiler_dir) or e.location.filename.startswith(interpreter_dir)
+               for e in seen)

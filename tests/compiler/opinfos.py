@@ -1041,6 +1041,8 @@ _TRANSPOSED = (lambda t: t.t(), "transposed")
 for _extra in ([T((3, 3))], [Same(0)], [Same(0, *_ROW)], [Same(0, *_TRANSPOSED)]):
     sample("alias.write_a_read_b", _write_a_read_b, T((3, 3)), *_extra)
     sample("alias.copy_into_a_then_read", _copy_into_a_then_read, T((3, 3)), *_extra)
+sample("alias.write_a_read_b", _write_a_read_b, T((3, 3)), Same(0, lambda t: t[1:], "shifted"))  # partial overlap
+sample("alias.write_a_read_b", _write_a_read_b, T((3, 3)), Same(0, lambda t: t.view(-1)[2:5], "flatslice"))
 for _t in (T((3, 3)), T((3, 3), layout="transposed"), T((3, 3), i64)):
     sample("alias.view_taken_before_write", _view_taken_before_write, _t)
     sample("alias.write_through_two_views", _write_through_two_views, _t)

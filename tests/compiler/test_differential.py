@@ -740,6 +740,15 @@ def test_reshape_inplace_samples_cover_both_view_and_copy():
             assert outcomes == {True, False}, f"{op}: eager changed the input only {outcomes}"
 
 
+def test_known_gaps_become_strict_xfails(monkeypatch):
+    """An entry of KNOWN_GAPS must turn its case into a strict xfail (an XPASS then fails the suite,
+    which is the signal to delete the entry); other cases carry no mark."""
+    monkeypatch.setitem(KNOWN_GAPS, "add-f32[3x4]-f32[4]", "example reason")
+    (mark,) = _param("add-f32[3x4]-f32[4]", None).marks
+    assert mark.name == "xfail" and mark.kwargs == {"strict": True, "reason": "example reason"}
+    assert not _param("sub-f32[3x4]-f32[4]", None).marks
+
+
 def _install_fake_compiler(monkeypatch, transform) -> None:
     """Replace compiler.jit by `transform(fn)` run eagerly, with honest call counting: a stand-in
     that is wrong in one known way, to prove the checks above notice that way of being wrong."""

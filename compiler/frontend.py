@@ -40,10 +40,13 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     builder.hidden(fn, module)
     snapshot = StateSnapshot(fn, module)
     grad_enabled = torch.is_grad_enabled()
+    globals_before = _global_state(state)
     try:
         with tracing(state), TracingMode():
             out = fn(*pargs, **pkwargs)
             out = state.normalize(out)  # numbers -> values, returned real tensors -> captured inputs
+            changed = [name for name, before, now in zip(_GLOBAL_STATE_NAMES, globals_before, _global_state(state))
+                       if not _same(before, now)]
     except DataDependentError as e:
         state.emit(Event(DATA_DEPENDENT, str(e), e.location))  # observers see it even though we raise
         raise
@@ -52,6 +55,9 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
             d[name] = real
         torch._C._set_grad_enabled(grad_enabled)
         leaks = snapshot.restore_leaks(_holds_proxy)
+    if changed:
+        raise CompilerError(f"the function changes global torch state natively ({', '.join(changed)}); tracing runs it "
+                            "once, so cached calls would not repeat it: set it outside the jitted function")
     if leaks:
         raise CompilerError(f"the function stores traced tensors outside its result ({', '.join(leaks)}); they were "
                             "put back. A cached trace cannot repeat such writes: return the values instead")
@@ -68,6 +74,26 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     trace.header = "computation trace from the native front end"
     prologue = builder.finish(state.captured, grad_enabled)
     return FrontendResult(trace, prologue, state.events)
+
+
+_GLOBAL_STATE_NAMES = ("the grad mode (set_grad_enabled without restoring it)", "the default dtype",
+                       "the random number generator state (manual_seed, set_rng_state or a random draw outside the "
+                       "traced ops)", "a generator argument's state")
+
+
+def _global_state(state) -> tuple:
+    # Tracing itself runs only meta ops: none of this changes unless the user's Python code changes it.
+    with torch._C.DisableTorchFunction():
+        gens = tuple(p.value.get_state() for p in state.inputs if isinstance(p, OpaqueProxy))
+        return torch.is_grad_enabled(), torch.get_default_dtype(), torch.random.get_rng_state(), gens
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return torch.equal(a, b)
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
 
 
 def _holds_proxy(value) -> bool:

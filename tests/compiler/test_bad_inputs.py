@@ -184,3 +184,31 @@ def test_mutating_an_argument_list_is_refused():
     with pytest.raises(compiler.CompilerError, match=r"args\[1\]"):
         compiler.jit(appends)(torch.ones(2), acc)
     assert acc == []
+
+
+@pytest.mark.parametrize("change, what", [
+    (lambda: torch.manual_seed(0), "random number generator"),
+    (lambda: torch.set_grad_enabled(False), "grad mode"),
+    (lambda: torch.set_default_dtype(torch.float64), "default dtype"),
+])
+def test_native_global_state_changes_are_refused(change, what):
+    def fn(x):
+        change()
+        return x * 2
+
+    dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()
+    try:
+        with pytest.raises(compiler.CompilerError, match=what):
+            compiler.jit(fn)(torch.ones(2))
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+
+
+def test_reseeding_an_argument_generator_is_refused():
+    def fn(x, g):
+        g.manual_seed(1)
+        return x + torch.rand(2, generator=g)
+
+    with pytest.raises(compiler.CompilerError, match="generator argument"):
+        compiler.jit(fn)(torch.ones(2), torch.Generator())

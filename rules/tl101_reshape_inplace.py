@@ -85,6 +85,10 @@ aliasing and the view comes first.
         "import torch\ndef f(image):\n    return image.to(torch.float32).mul_(1 / 255)\n",
         # the name is rebound before the write
         "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y = y * 2\n    y.add_(1)\n    return y\n",
+        # the write and the later read of `t` sit in two cases of one match: no run executes both
+        "import torch\ndef f(mode):\n    t = torch.zeros(4, 4)\n    y = t.reshape(-1)\n    match mode:\n"
+        "        case 'flat':\n            y[0] = 1\n            out = y\n        case _:\n            out = t\n"
+        "    return out\n",
     ],
     invalid=[
         "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y.mul_(2)\n    return x\n",
@@ -94,6 +98,9 @@ aliasing and the view comes first.
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        torch.add(x, 1, out=self.buf.reshape(-1))\n        return x\n",
         # a cast returns `self` when x is already float: x is read after the write
         "import torch\ndef f(x):\n    h = x.float()\n    h.mul_(0.5)\n    return x + h\n",
+        # an exception can skip the `return` inside the try: the code after it reads `t`
+        "import torch\ndef f():\n    t = torch.zeros(4, 4)\n    y = t.reshape(-1)\n    try:\n        y[0] = 1\n"
+        "        return y.cuda()\n    except RuntimeError:\n        pass\n    return t\n",
     ],
 )
 

@@ -63,6 +63,23 @@ def _deep_nesting_position(source: SourceFile) -> tuple[int, int]:
     return 1, 1
 
 
+def _deepest_node_position(tree: ast.AST) -> tuple[int, int]:
+    """1-based (line, column) of the deepest node with a position: where a recursive rule ran out of depth.
+
+    Walked with an explicit stack, since recursion is exactly what failed.
+    """
+    best_depth, best = -1, (1, 1)
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if hasattr(node, "lineno") and depth >= best_depth:
+            here = (node.lineno, node.col_offset + 1)
+            if depth > best_depth or here < best:  # the first of the deepest nodes in the text
+                best_depth, best = depth, here
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return best
+
+
 def syntax_error_diagnostic(source: SourceFile, exc: BaseException) -> Diagnostic:
     text = source.text
     if isinstance(exc, (RecursionError, MemoryError)):
@@ -154,7 +171,7 @@ def lint(
         seen.add(key)
         diagnostics.append(_diagnostic(code, finding.message, path, span, fixes))
     if too_deep:
-        line, col = _deep_nesting_position(source)
+        line, col = _deepest_node_position(tree)
         diagnostics.append(
             _diagnostic(
                 "TL001",

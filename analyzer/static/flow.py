@@ -66,13 +66,15 @@ class FunctionFacts:
     aug_names: set[str] = field(default_factory=set)
     attribute_uses: dict[str, list[ast.Attribute]] = field(default_factory=dict)  # name -> name.attr nodes
     subscript_uses: set[str] = field(default_factory=set)
-    # (body start, body end, orelse start, orelse end) of every if/else: the two sides exclude each other
-    branches: list[tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int]]] = field(
-        default_factory=list
-    )
+    # Groups of (start, end) spans of which one run executes at most one: the two arms of an if/else, the
+    # cases of a match, the handlers of a try together with its else block.
+    branches: list[tuple[tuple[tuple[int, int], tuple[int, int]], ...]] = field(default_factory=list)
     returns: list[tuple[tuple[int, int], tuple[int, int]]] = field(default_factory=list)  # return/raise spans
     # (start of its block, start, end) of every return/raise: code after it is unreachable from its block
     exits: list[tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = field(default_factory=list)
+    # Blocks whose return/raise does not end every path: a try body with handlers (an exception before the
+    # return continues after the try) and the blocks of a try with a finally (the finally still runs).
+    guarded: list[tuple[tuple[int, int], tuple[int, int]]] = field(default_factory=list)
 
     # -- queries ---------------------------------------------------------------------------------
     def is_local(self, name: str) -> bool:
@@ -124,23 +126,37 @@ class FunctionFacts:
     def reachable(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
         """Can execution get from position ``a`` to the later position ``b`` (ignoring loops)?
 
-        Not when they sit in the two arms of one if/else, nor when a return/raise of a block holding ``a``
-        comes between them.
+        Not when they sit in two exclusive arms (if/else, match cases, except handlers and the try's else),
+        nor when a return/raise of a block holding ``a`` comes between them.
         """
-        if any(_exclusive(a, b, br) for br in self.branches):
+        if any(_exclusive(a, b, group) for group in self.branches):
             return False
-        return not any(block <= a < r_start and r_end <= b for block, r_start, r_end in self.exits)
+        return not any(
+            block <= a < r_start and r_end <= b and not self._escapes(r_start, b) for block, r_start, r_end in self.exits
+        )
+
+    def _escapes(self, exit_pos: tuple[int, int], b: tuple[int, int]) -> bool:
+        """Can a path leave the guarded block holding ``exit_pos`` before the exit and reach ``b``?"""
+        return any(lo <= exit_pos <= hi < b for lo, hi in self.guarded)
 
     def _ends_path(self, pos: tuple[int, int]) -> bool:
         """Is ``pos`` inside a return/raise statement (nothing after it runs)?"""
         return any(start <= pos <= stop for start, stop in self.returns)
 
 
-def _exclusive(a, b, branch) -> bool:
-    body_start, body_end, else_start, else_end = branch
-    a_body, b_body = body_start <= a <= body_end, body_start <= b <= body_end
-    a_else, b_else = else_start <= a <= else_end, else_start <= b <= else_end
-    return (a_body and b_else) or (a_else and b_body)
+def _exclusive(a, b, group) -> bool:
+    """Do ``a`` and ``b`` sit in two different arms of one group (so no single run reaches both)?"""
+    arm_a = arm_b = -1
+    for k, (lo, hi) in enumerate(group):
+        if lo <= a <= hi:
+            arm_a = k
+        if lo <= b <= hi:
+            arm_b = k
+    return arm_a != -1 and arm_b != -1 and arm_a != arm_b
+
+
+def _span(stmts) -> tuple[tuple[int, int], tuple[int, int]]:
+    return _start(stmts[0]), _end(stmts[-1])
 
 
 def _end(node) -> tuple[int, int]:
@@ -239,9 +255,24 @@ def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.
                 elif t is ast.If or t is ast.While:
                     facts.tests.append(("if" if t is ast.If else "while", node.test))
                     if t is ast.If and node.orelse:
-                        facts.branches.append(
-                            (_start(node.body[0]), _end(node.body[-1]), _start(node.orelse[0]), _end(node.orelse[-1]))
-                        )
+                        facts.branches.append((_span(node.body), _span(node.orelse)))
+                elif t is ast.Match:
+                    if len(node.cases) > 1:
+                        facts.branches.append(tuple(_span(c.body) for c in node.cases))
+                elif t is ast.Try or t is ast.TryStar:
+                    # A handler runs only when the body raised, the else block only when it did not; a write in
+                    # the body can still be seen by a handler (the exception may come after it).
+                    arms = [_span(h.body) for h in node.handlers]
+                    if node.orelse:
+                        arms.append(_span(node.orelse))
+                    if len(arms) > 1:
+                        facts.branches.append(tuple(arms))
+                    if node.handlers or node.finalbody:
+                        facts.guarded.append(_span(node.body))
+                    if node.finalbody:
+                        facts.guarded.extend(_span(h.body) for h in node.handlers)
+                        if node.orelse:
+                            facts.guarded.append(_span(node.orelse))
                 elif t is ast.Return or t is ast.Raise:
                     facts.returns.append((_start(node), _end(node)))
                 elif t is ast.Assert:

@@ -110,8 +110,12 @@ class Interpreter:
         kind = type(fn)
         if kind is types.FunctionType:
             info = code_info(fn.__code__)
-            if info.interpretable:
-                return self.call_function(fn, args, kwargs, provs, kwprovs, info)
+            if info.interpretable and not (self.native_paths and info.code.co_filename.startswith(self.native_paths)):
+                new_frame = self.make_frame(fn, args, kwargs, provs, kwprovs, info)  # inlined call_function
+                if info.code.co_flags & CO_GENERATOR:
+                    return self._drive_generator(new_frame), pv.Computed(f"generator {fn.__qualname__}")
+                outcome = self.execute(new_frame)
+                return outcome.value, outcome.prov
         elif kind is types.MethodType:
             if fn.__self__ is RANDOM_INSTANCE:  # random.randint & co.: one side-effect call, not its internals
                 return self.call_native(frame, fn, args, kwargs, provs, kwprovs)
@@ -246,6 +250,9 @@ class Interpreter:
             self.active.pop()
 
     def _run(self, frame, instructions, handlers, check, stack):
+        # Native frames per interpreted call: _run -> CALL handler -> call -> execute -> _run, so interpreted
+        # recursion reaches about a quarter of the native depth; the recursion limit stays as the user set it
+        # (raising it risks overflowing the C stack in native code).
         while True:
             index = frame.ip
             instr = instructions[index]

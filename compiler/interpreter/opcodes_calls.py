@@ -14,7 +14,9 @@ from .registry import handles
 _V313 = VERSION >= (3, 13)
 
 
-def _do_call(interp, frame, argc, kw_names):
+def _decode_call(frame, argc, kw_names):
+    """Pop a call's operands: (callable, args, kwargs, provs, kwprovs). Separate from the call itself so
+    that interpreted recursion costs as few native frames as possible."""
     args, provs = frame.popn(argc)
     (first, second), (pfirst, psecond) = frame.popn(2)
     if _V313:
@@ -35,7 +37,7 @@ def _do_call(interp, frame, argc, kw_names):
             kwargs[name] = value
             kwprovs[name] = prov
         del args[-n:], provs[-n:]
-    frame.push(*interp.call(frame, fn, args, kwargs, provs, kwprovs))
+    return fn, args, kwargs, provs, kwprovs
 
 
 @handles("KW_NAMES", until=(3, 12))
@@ -46,13 +48,13 @@ def kw_names(interp, frame, instr):
 @handles("CALL")
 def call(interp, frame, instr):
     names, frame.kw_names = frame.kw_names, ()
-    _do_call(interp, frame, instr.arg, names)
+    frame.push(*interp.call(frame, *_decode_call(frame, instr.arg, names)))
 
 
 @handles("CALL_KW", since=(3, 13))
 def call_kw(interp, frame, instr):
     names = frame.pop()
-    _do_call(interp, frame, instr.arg, names)
+    frame.push(*interp.call(frame, *_decode_call(frame, instr.arg, names)))
 
 
 @handles("CALL_FUNCTION_EX")

@@ -110,3 +110,6 @@ PROGRAMS.update({
     "dir_no_args": "def main():\n    q = 1\n    w = 2\n    return dir()",
     "warnings_catch": "import warnings\ndef main():\n    with warnings.catch_warnings(record=True) as w:\n        warnings.simplefilter('always')\n        warnings.warn('careful', UserWarning)\n    return [str(x.message) for x in w], [x.category.__name__ for x in w]",
 })
+PROGRAMS.update({
+    "recursion_depth_200": "def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\ndef main():\n    return depth(200)",
+})

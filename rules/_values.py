@@ -16,6 +16,13 @@ _SHAPE_FUNCTIONS = frozenset({"len"})
 _TENSOR_ONLY_ATTRIBUTES = frozenset({"sum", "mean", "any", "all", "item", "view", "reshape", "shape", "dtype",
                                      "device", "transpose", "permute", "contiguous", "clone", "detach", "unsqueeze",
                                      "squeeze", "numel", "dim", "ndim", "float", "masked_fill", "softmax", "matmul"})
+# Methods that mark an untyped parameter as a tensor: lists, dicts, strings and numbers have none of them.
+_TENSOR_PARAM_METHODS = frozenset({"sum", "mean", "any", "all", "item", "tolist", "max", "min", "abs", "view",
+                                   "reshape", "float", "to", "transpose", "permute", "t", "contiguous", "clone",
+                                   "detach", "unsqueeze", "squeeze", "matmul", "softmax", "flatten", "expand", "norm",
+                                   "pow", "exp", "sqrt", "rsqrt", "sigmoid", "tanh", "relu", "clamp", "topk",
+                                   "argmax", "argmin", "masked_fill", "new_zeros", "new_ones", "new_empty",
+                                   "new_full", "var", "std", "cumsum", "gather", "type_as", "chunk"})
 _SCALAR_FUNCTIONS = frozenset({"int", "float", "abs", "min", "max", "round", "sum"})
 
 
@@ -64,9 +71,7 @@ class Values:
             ann = _annotation_name(facts.annotations.get(p))
             uses = facts.attribute_uses.get(p, [])
             if is_tensor_annotation(facts.annotations.get(p)) or any(
-                u.attr in METADATA_ATTRIBUTES or u.attr in METADATA_METHODS or u.attr in ("sum", "mean", "any", "all",
-                "item", "tolist", "max", "min", "abs", "view", "reshape", "float", "to", "sum", "transpose", "permute", "t",
-                "contiguous", "clone", "detach", "unsqueeze", "squeeze", "matmul", "softmax", "flatten", "expand")
+                u.attr in METADATA_ATTRIBUTES or u.attr in METADATA_METHODS or u.attr in _TENSOR_PARAM_METHODS
                 or (u.attr.endswith("_") and not u.attr.startswith("_")) for u in uses
             ):
                 self.tensors.add(p)
@@ -96,6 +101,12 @@ class Values:
             changed = False
             for name, bindings in self.facts.bindings.items():
                 for b in bindings:
+                    if b.kind == "assign" and b.value is None and isinstance(b.stmt, ast.Assign):
+                        # `bsz, q_len, _ = x.size()`: every name unpacked from a shape is a symbolic size
+                        if name not in self.scalars and self._is_shape(b.stmt.value):
+                            self.scalars.add(name)
+                            changed = True
+                        continue
                     if b.kind != "assign" or b.value is None:
                         continue
                     if name not in self.tensors and self.is_tensor(b.value):
@@ -133,6 +144,16 @@ class Values:
             return self.is_tensor(e.value)
         if isinstance(e, ast.Attribute):
             return e.attr in ("T", "mT", "real", "imag", "data", "grad") and self.is_tensor(e.value)
+        return False
+
+    def _is_shape(self, e) -> bool:
+        """``x.shape``, ``x.size()`` or a slice of them, for a non-``self`` tensor: a tuple of sizes."""
+        if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Slice):
+            e = e.value
+        if isinstance(e, ast.Attribute) and e.attr == "shape":
+            return not self._is_self_attr(e)
+        if isinstance(e, ast.Call) and not e.args and isinstance(e.func, ast.Attribute) and e.func.attr == "size":
+            return not self._is_self_attr(e.func.value)
         return False
 
     def is_symbolic(self, e) -> bool:

@@ -57,12 +57,18 @@ There is no automatic fix.
         "import torch\n@torch.compile(dynamic=True)\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if self.training:\n            return x * 2\n"
         "        return x\nm = torch.compile(M(), dynamic=True)\n",
+        # the rank and the dtype are never symbolic, even with dynamic shapes
+        "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    if x.dim() == 4 and x.dtype == torch.float16:\n"
+        "        x = x.float()\n    return x\n",
     ],
     invalid=[
         "import thunder, torch\ndef foo(flag):\n    if flag > 5:\n        return torch.ones(1)\n    return torch.zeros(1)\n"
         "jfoo = thunder.jit(foo, cache=thunder.CACHE_OPTIONS.SYMBOLIC_VALUES)\n",
         "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    if x.shape[0] > 8:\n        return x[:8]\n    return x\n",
         "import thunder\ndef f(x, n):\n    for i in range(n):\n        x = x + i\n    return x\ng = thunder.jit(f, cache='symbolic values')\n",
+        # sizes unpacked from a shape are symbolic too
+        "import torch\n@torch.compile(dynamic=True)\ndef f(x, verbose: bool = False):\n    bsz, q_len, _ = x.size()\n"
+        "    if verbose and q_len > 1:\n        x = x[:, -1:]\n    return x\n",
     ],
 )
 

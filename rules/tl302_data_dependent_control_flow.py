@@ -56,6 +56,9 @@ There is no automatic fix.
         "import thunder\n@thunder.jit\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n",
         "import torch\n@torch.compile\ndef f(x):\n    n = x.max().item()\n    return x / n\n",
         "import thunder, torch\n@thunder.jit\ndef f(x: torch.Tensor):\n    while x:\n        x = x - 1\n    return x\n",
+        # an untyped argument used like a tensor (`x.norm(...)`) is a tensor
+        "import torch\n@torch.compile\ndef f(x, eps=1e-6):\n    norm = x.norm(dim=-1, keepdim=True)\n"
+        "    if (norm < eps).any():\n        norm = norm.clamp(min=eps)\n    return x / norm\n",
     ],
 )
 

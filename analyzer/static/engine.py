@@ -8,6 +8,7 @@ a fix and fixes are wanted.
 from __future__ import annotations
 
 import ast
+import gc
 import warnings
 from collections.abc import Iterable
 
@@ -105,6 +106,21 @@ def syntax_error_diagnostic(source: SourceFile, exc: BaseException) -> Diagnosti
     return _diagnostic("TL001", f"syntax error: {message}", source.path, (line, col, end_line, end_col))
 
 
+def _parse(text: str, path: str) -> ast.Module:
+    """``ast.parse`` with the cyclic garbage collector paused.
+
+    A parse allocates one object per node and no cycles, yet every allocation burst triggers collections
+    that rescan the growing tree: on an 8 MB file that made the parse 2-5x slower (superlinear in size).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(text, filename=path)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def lint(
     text: str,
     path: str = "<string>",
@@ -115,7 +131,7 @@ def lint(
 ) -> list[Diagnostic]:
     source = SourceFile(text, path)
     try:
-        tree = ast.parse(text, filename=path)
+        tree = _parse(text, path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return [syntax_error_diagnostic(source, exc)]
 

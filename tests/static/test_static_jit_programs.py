@@ -1,0 +1,52 @@
+"""Jit rules (TL2xx/TL3xx) on realistic compiled code: training scripts, a GPT, Hugging Face style attention,
+closures and configs. Each program must give exactly the listed findings: a finding is a real hazard, and
+the `self.training` / `is None` / flag / dtype / rank checks, UPPER_CASE constants and loggers stay quiet."""
+
+from pathlib import Path
+
+import pytest
+
+from analyzer.static import lint_source
+
+PROGRAMS = Path(__file__).resolve().parent / "jit_programs"
+
+# file -> [(code, text of the reported line)], in line order
+EXPECTED = {
+    # thunder.jit(model) of a nanoGPT: asserts and branches on self.config / self.training / `targets is None`
+    # under the default cache, and the eager training loop around it, hold no hazard
+    "train_gpt.py": [],
+    "train_step.py": [
+        ("TL301", "if rem == 0:"),  # rem = x.shape[-1] % multiple under dynamic=True
+        ("TL301", "for start in range(0, h.shape[0], chunk_size):"),
+        ("TL301", "return total / max(h.shape[0], 1)"),
+        ("TL302", "if (norm < eps).any():"),  # x is a tensor: `x.norm(...)`
+    ],
+    "hf_style.py": [
+        ("TL301", "if output_attentions and q_len > 1:"),  # q_len unpacked from hidden_states.size()
+        ("TL301", "if num_logits_to_keep > 0:"),
+        ("TL301", "if n_rep == 1:"),
+        ("TL101", "boxes[:, 0::2] /= w"),  # boxes = boxes.reshape(-1, 4) of the argument
+    ],
+    "thunder_funcs.py": [
+        ("TL201", "return x * scale"),
+        ("TL202", "return x * factor"),
+        ("TL203", "count += 1"),
+        ("TL204", "return x + random.random()"),
+        ("TL201", "_cache[key] = torch.zeros_like(x)"),
+        ("TL102", "flat.sub_(flat.mean())"),
+        ("TL102", "x.diagonal().fill_(value)"),
+        ("TL101", "y.sub_(1)"),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_program_findings_are_exactly_the_hazards(name):
+    text = (PROGRAMS / name).read_text()
+    lines = text.splitlines()
+    found = [(d.code, lines[d.line - 1].strip()) for d in lint_source(text, name, with_fixes=False)]
+    assert found == EXPECTED[name]
+
+
+def test_every_program_is_listed():
+    assert sorted(p.name for p in PROGRAMS.glob("*.py")) == sorted(EXPECTED)

@@ -1,9 +1,14 @@
-"""The interpreter's own lookasides: builtins that depend on the calling frame (super(), locals(),
-globals(), vars(), sys.exc_info()) or that must keep provenance (getattr)."""
+"""The interpreter's own lookasides: builtins that depend on the calling frame (super(), locals(), globals(),
+vars(), eval/exec/dir, sys._getframe, sys.exc_info()), that must keep provenance (getattr) or that call
+back into Python (map, filter, sorted/min/max keys, functools.reduce, itertools): their callbacks are
+interpreted too."""
 from __future__ import annotations
 
 import builtins
+import functools
+import itertools
 import sys
+import types
 
 from . import events as ev
 from . import provenance as pv
@@ -237,3 +242,49 @@ def dir_lookaside(interp, frame, args, kwargs, provs, kwprovs):
     if args or kwargs:
         return builtins.dir(*args, **kwargs), pv.Computed("dir", tuple(provs))
     return sorted(_frame_locals(frame)), pv.Computed("dir")
+
+
+# ----- builtins that call back into Python: the callbacks are interpreted too -----
+
+
+def _reentrant(interp, frame, fn):
+    """Wrap a Python callable handed to a native builtin so that its calls come back to the interpreter.
+    Only for builtins that neither store nor expose the callable's identity in a way user code observes."""
+    target = fn.__func__ if type(fn) is types.MethodType else fn
+    if type(target) is not types.FunctionType:
+        return fn
+
+    def callback(*args, **kwargs):
+        value, _ = interp.call(frame, fn, args, kwargs, [pv.UNKNOWN] * len(args),
+                               {k: pv.UNKNOWN for k in kwargs})
+        return value
+    return callback
+
+
+def _callback_lookaside(target, positions=(), keywords=()):
+    """Register `target` so that its callable arguments at `positions` / `keywords` are interpreted."""
+    @_internal_lookaside(target)
+    def lookaside(interp, frame, args, kwargs, provs, kwprovs):
+        args = list(args)
+        for i in positions:
+            if i < len(args):
+                args[i] = _reentrant(interp, frame, args[i])
+        for k in keywords:
+            if k in kwargs:
+                kwargs = {**kwargs, k: _reentrant(interp, frame, kwargs[k])}
+        return target(*args, **kwargs), pv.Computed(f"call {target.__name__}", tuple(provs))
+    return lookaside
+
+
+_callback_lookaside(builtins.map, positions=(0,))
+_callback_lookaside(builtins.filter, positions=(0,))
+_callback_lookaside(builtins.sorted, keywords=("key",))
+_callback_lookaside(builtins.min, keywords=("key",))
+_callback_lookaside(builtins.max, keywords=("key",))
+_callback_lookaside(functools.reduce, positions=(0,))
+_callback_lookaside(itertools.starmap, positions=(0,))
+_callback_lookaside(itertools.filterfalse, positions=(0,))
+_callback_lookaside(itertools.takewhile, positions=(0,))
+_callback_lookaside(itertools.dropwhile, positions=(0,))
+_callback_lookaside(itertools.groupby, positions=(1,), keywords=("key",))
+_callback_lookaside(itertools.accumulate, positions=(1,), keywords=("func",))

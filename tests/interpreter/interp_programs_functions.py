@@ -113,3 +113,12 @@ PROGRAMS.update({
 PROGRAMS.update({
     "recursion_depth_200": "def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\ndef main():\n    return depth(200)",
 })
+PROGRAMS.update({
+    "callbacks_map_filter_star": "import itertools\ndef main():\n    pairs = [(1, 2), (3, 4)]\n    return list(itertools.starmap(lambda a, b: a * b, pairs)), list(filter(lambda v: v % 2, range(7))), list(map(lambda a, b: a - b, [5, 6], [1, 2]))",
+    "callbacks_groupby_accumulate": "import itertools, operator\ndef main():\n    words = ['apple', 'avocado', 'banana', 'blueberry', 'cherry']\n    return [(k, len(list(g))) for k, g in itertools.groupby(words, key=lambda w: w[0])], list(itertools.accumulate([1, 2, 3, 4], lambda a, b: a * b)), list(itertools.accumulate([1, 2], func=operator.add))",
+    "callbacks_takewhile_dropwhile": "import itertools\ndef main():\n    xs = [1, 3, 5, 2, 7]\n    return list(itertools.takewhile(lambda v: v % 2, xs)), list(itertools.dropwhile(lambda v: v < 5, xs)), list(itertools.filterfalse(lambda v: v > 2, xs))",
+    "callbacks_raise_inside": "def main():\n    return sorted([1, 2, 0], key=lambda v: 1 / v)",
+    "callbacks_min_max_default": "def main():\n    return min([], key=lambda v: v, default='empty'), max([2, 9, 4], key=lambda v: -v), min('bca')",
+    "callbacks_bound_method_key": "class K:\n    def __init__(self, w):\n        self.w = w\n    def weight(self, v):\n        return v * self.w\ndef main():\n    return sorted([3, 1, 2], key=K(-1).weight)",
+    "callbacks_map_object_reuse": "def main():\n    m = map(lambda v: v * 2, [1, 2, 3])\n    first = next(m)\n    return first, list(m), list(m)",
+})

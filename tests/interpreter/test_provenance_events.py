@@ -282,3 +282,20 @@ def test_special_methods_written_in_python_are_interpreted():
     assert traced.value == (7, [0, 1, 2], 4)
     functions = {e.location.function for e in traced.events if e.kind == ev.GLOBAL_READ and e.name == "G"}
     assert functions == {"_Money.__add__", "_Money.__iter__", "_Money.__getitem__"}
+
+
+def test_python_callbacks_of_builtins_are_interpreted():
+    import functools
+
+    def f(xs):
+        ordered = sorted(xs, key=lambda v: v * G)
+        doubled = list(map(lambda v: v + G, xs))
+        biggest = max(xs, key=lambda v: -v if G else v)
+        total = functools.reduce(lambda a, b: a + b + G, xs)
+        return ordered, doubled, biggest, total
+
+    traced = run(f, ([3, 1, 2],))
+    assert traced.value == f([3, 1, 2])
+    lambdas = [e for e in traced.events if e.kind == ev.GLOBAL_READ and e.name == "G"]
+    assert len(lambdas) == 3 + 3 + 3 + 2  # one read per callback call
+    assert all(e.location.function.endswith("<lambda>") for e in lambdas)

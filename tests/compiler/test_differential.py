@@ -17,6 +17,7 @@ from __future__ import annotations
 import linecache
 import random
 import re
+import types
 
 import pytest
 import torch
@@ -346,6 +347,25 @@ class _Settings:
     bias = 1.0
 
 
+# a module object, as `import config` would give: modules are usually treated as constant namespaces
+SETTINGS_MODULE = types.ModuleType("settings_for_the_differential_suite")
+SETTINGS_MODULE.SCALE = 2.0
+
+
+def _reads_module_attribute(x):
+    return x * SETTINGS_MODULE.SCALE
+
+
+def _module_attribute_changed():
+    jfn, x = compiler.jit(_reads_module_attribute), torch.randn(3)
+    jfn(x)
+    SETTINGS_MODULE.SCALE = 7.0
+    try:
+        return [(_after_change(jfn, x), _reads_module_attribute(x))]
+    finally:
+        SETTINGS_MODULE.SCALE = 2.0
+
+
 GLOBAL_SETTINGS = _Settings()
 
 
@@ -443,6 +463,7 @@ HIDDEN_INPUT_CASES = {
     "hidden.default_dtype": _default_dtype_changed,
     "hidden.grad_mode": _grad_mode_changed,
     "hidden.autocast": _autocast_turned_on,
+    "hidden.imported_module_attribute": _module_attribute_changed,
 }
 
 

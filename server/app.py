@@ -167,6 +167,12 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         format: Annotated[OutputFormat, Query(description="json (default), sarif or github")] = "json",
     ):
         request.state.file_count = len(req.files)
+        unknown = sorted(set(request.query_params) - {"format"})
+        if unknown:  # a typo such as ?fromat=sarif must not silently give JSON
+            raise ApiError(
+                422, "invalid_request", f"unknown query parameter(s): {', '.join(unknown)}",
+                [{"field": name, "message": "unknown query parameter"} for name in unknown],
+            )
         submitted = _check_limits(req, settings)
         select, ignore, extend, enabled = _selection(req)
         fix = ("unsafe" if req.unsafe_fixes else "safe") if req.fix else None

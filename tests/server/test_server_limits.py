@@ -147,6 +147,8 @@ def test_unknown_rule_selectors_and_format_are_422(api):
     assert "unknown rule selector 'TL999'" in error["message"]
     error = _error(api.post("/analyze", params={"format": "xml"}, json={"files": []}), 422, "invalid_request")
     assert _fields(error) == {"format"}
+    error = _error(api.post("/analyze", params={"fromat": "sarif"}, json={"files": []}), 422, "invalid_request")
+    assert _fields(error) == {"fromat"}
 
 
 def test_non_json_content_type_is_415(api):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import LIMITS, TOKEN
+from server_helpers import ServerProcess
 
 
 def test_openapi_has_request_and_response_models(api):
@@ -49,3 +50,33 @@ def test_schemathesis_against_the_live_server(authed_server):
         check()
     assert {label for label, _ in calls} == {op.label for op in operations}
     assert all(status < 500 for _, status in calls)
+
+
+@pytest.fixture(scope="module")
+def open_server():
+    """No auth: negative cases then violate the body or the query, never just a missing token."""
+    server = ServerProcess("--workers", "1", "--max-files", "8")
+    yield server
+    server.stop()
+
+
+def test_schemathesis_schema_violations_are_refused(open_server):
+    schemathesis = pytest.importorskip("schemathesis")
+    from hypothesis import HealthCheck, Phase, given, settings
+    from schemathesis.generation import GenerationMode
+
+    schema = schemathesis.openapi.from_url(f"{open_server.url}/openapi.json")
+    analyze = next(r.ok() for r in schema.get_all_operations() if r.ok().label == "POST /analyze")
+    refused = []
+
+    @given(case=analyze.as_strategy(generation_mode=GenerationMode.NEGATIVE))
+    @settings(
+        max_examples=40, deadline=None, database=None, derandomize=True,
+        phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck),
+    )
+    def check(case):
+        response = case.call_and_validate(timeout=30)  # fails on a 5xx or an accepted invalid request
+        refused.append(response.status_code)
+
+    check()
+    assert refused and all(400 <= status < 500 for status in refused), refused

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -147,6 +148,8 @@ _worker_known: dict[str, bytes] = {}
 def _init_worker(settings: Settings, known: dict[str, bytes]) -> None:
     global _worker_settings, _worker_known
     _worker_settings, _worker_known = settings, known
+    # Ctrl-C reaches the whole process group: the parent alone handles it (and stops the workers).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _run_chunk(paths: list[str]) -> list[FileResult]:
@@ -186,6 +189,18 @@ def _pool_context():
     if sys.platform.startswith("linux") and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Stop busy workers now (there is no public way), then let the pool's threads wind down."""
+    for proc in list(getattr(pool, "_processes", {}).values()):
+        try:
+            proc.terminate()
+        except Exception:
+            pass
+    # With its workers gone the pool's manager thread ends at once; waiting for it means the next pool
+    # sees a single-threaded process again (and may fork).
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _one_at_a_time(paths: list[str], settings: Settings, known: dict[str, bytes], errors: list[str]) -> list[FileResult]:
@@ -252,25 +267,26 @@ def run(
         _engine()  # loaded once here, so that forked workers inherit it instead of each importing it
         chunks = _chunks(paths, jobs * CHUNKS_PER_JOB)
         done_files = hits
+        pool = ProcessPoolExecutor(
+            max_workers=min(jobs, len(chunks)), mp_context=_pool_context(), initializer=_init_worker, initargs=(settings, known)
+        )
         try:
-            with ProcessPoolExecutor(
-                max_workers=min(jobs, len(chunks)), mp_context=_pool_context(), initializer=_init_worker, initargs=(settings, known)
-            ) as pool:
-                pending = {pool.submit(_run_chunk, c): c for c in chunks}
-                while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        chunk = pending.pop(fut)
-                        try:
-                            results.extend(fut.result())
-                        except BrokenProcessPool:
-                            raise
-                        except Exception as e:  # a result that failed to come back: lint that chunk here
-                            errors.append(f"worker failed ({type(e).__name__}: {e}); linting {len(chunk)} file(s) in-process")
-                            results.extend(process_file(p, settings, known) for p in chunk)
-                        done_files += len(chunk)
-                        if progress:
-                            progress(done_files, total)
+            pending = {pool.submit(_run_chunk, c): c for c in chunks}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    chunk = pending.pop(fut)
+                    try:
+                        results.extend(fut.result())
+                    except BrokenProcessPool:
+                        raise
+                    except Exception as e:  # a result that failed to come back: lint that chunk here
+                        errors.append(f"worker failed ({type(e).__name__}: {e}); linting {len(chunk)} file(s) in-process")
+                        results.extend(process_file(p, settings, known) for p in chunk)
+                    done_files += len(chunk)
+                    if progress:
+                        progress(done_files, total)
+            pool.shutdown(wait=True)
         except BrokenProcessPool:
             # A worker died (killed, out of memory, a crash in C code). Linting the rest in this process
             # could crash it too, so the rest goes to one worker, one file at a time: a second death
@@ -278,7 +294,11 @@ def run(
             finished = {r.path for r in results}
             rest = [p for p in paths if p not in finished]
             errors.append(f"a worker process died; linting the remaining {len(rest)} file(s) one at a time")
+            _stop(pool)
             results.extend(_one_at_a_time(rest, settings, known, errors))
+        except BaseException:  # Ctrl-C or anything else: stop the workers now, not after the queue drains
+            _stop(pool)
+            raise
 
     for r in results:
         if r.diagnostics is None:  # a worker found the content hash in the cache

@@ -299,3 +299,49 @@ def test_cache_file_cannot_smuggle_code(tmp_path):
     good.put("/x.py", b"h", [], (1, 2, 3, 4))
     assert good.save() is None
     assert ResultCache(tmp_path, key).load().entries == {"/x.py": (b"h", (), (1, 2, 3, 4))}
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process groups from /proc")
+def test_ctrl_c_stops_the_workers_at_once(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cli_helpers import REPO
+
+    make_tree(tmp_path, n=120)
+    # The engine is slowed down (0.1 s a file) so that the run is still busy when Ctrl-C comes.
+    probe = (
+        "import time, analyzer.static as s\n"
+        "real = s.lint_source\n"
+        "s.lint_source = lambda *a, **k: (time.sleep(0.1), real(*a, **k))[1]\n"
+        "from analyzer.cli import main\n"
+        "raise SystemExit(main(['.', '--no-cache', '-j', '2', '-q']))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-c", probe], cwd=tmp_path, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole process group
+    start = time.perf_counter()
+    out, err = proc.communicate(timeout=30)
+    assert time.perf_counter() - start < 5
+    assert proc.returncode == 130 and "interrupted" in err
+    assert _processes_in_group(proc.pid) == []
+
+
+def _processes_in_group(pgid: int) -> list[int]:
+    """PIDs whose process group is ``pgid`` (from /proc; the workers would be there if left behind)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(entry))
+    return found

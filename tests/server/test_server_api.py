@@ -141,6 +141,9 @@ def test_sarif_github_and_json_are_the_cli_bytes(api, tmp_path):
     assert github.text.count("::error") >= 3
     as_json = _post(api, files).json()
     assert as_json["diagnostics"] == json.loads(_cli(tmp_path, "json", names))
+    # One file goes to one worker, which renders itself (several are merged and rendered at the end).
+    single = _post(api, files[:1], "sarif")
+    assert single.content == _cli(tmp_path, "sarif", names[:1])
 
 
 def test_paths_are_labels_only(api, tmp_path):

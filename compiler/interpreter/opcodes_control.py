@@ -161,12 +161,12 @@ def load_assertion_error(interp, frame, instr):
 
 # ----- with -----
 def _special(obj, name):
-    for klass in type(obj).__mro__:
-        if name in klass.__dict__:
-            attr = klass.__dict__[name]
-            getter = getattr(type(attr), "__get__", None)
-            return attr if getter is None else getter(attr, obj, type(obj))
-    return None
+    """A special method looked up on the type (as CPython does for `with`), bound to obj; None if absent."""
+    attr = dunders.lookup(type(obj), name)
+    if attr is dunders._MISSING:
+        return None
+    getter = getattr(type(attr), "__get__", None)
+    return attr if getter is None else getter(attr, obj, type(obj))
 
 
 @handles("BEFORE_WITH")

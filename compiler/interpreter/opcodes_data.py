@@ -328,16 +328,16 @@ def binary_subscr(interp, frame, instr):
 
 @handles("STORE_SUBSCR")
 def store_subscr(interp, frame, instr):
-    key = frame.pop()
-    container = frame.pop()
-    value = frame.pop()
+    key, pkey = frame.popp()
+    container, pcont = frame.popp()
+    value, pvalue = frame.popp()
     replacement = interp.lookasides and interp.user_lookaside(operator.setitem)
     if replacement:
-        replacement(container, key, value)
+        interp._call_user_lookaside(replacement, (container, key, value), {}, (pcont, pkey, pvalue), {})
         return
     method = dunders.python_method(type(container), "__setitem__")
     if method is not None:
-        interp.call_function(method, (container, key, value), {}, ())
+        interp.call_function(method, (container, key, value), {}, (pcont, pkey, pvalue))
         return
     container[key] = value
 

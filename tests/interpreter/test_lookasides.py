@@ -180,3 +180,19 @@ def test_lookaside_lookup_runs_no_user_code():
     assert interpret(f, lookasides={math.sqrt: math.sqrt}) == "called"
     assert calls == []
     assert interpret(f, lookasides={obj: lambda: "looked aside"}) == "looked aside"
+
+
+def test_setitem_lookaside_with_provenance():
+    seen = []
+
+    @with_provenance
+    def tracked_setitem(container, key, value):
+        seen.append((str(container.provenance), key.value, str(value.provenance)))
+        container.value[key.value] = value.value
+
+    def f(d, v):
+        d["k"] = v
+        return d
+
+    assert interpret(f, {}, 5, lookasides={operator.setitem: tracked_setitem}) == {"k": 5}
+    assert seen == [("args[0]", "k", "args[1]")]

@@ -331,20 +331,33 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
 
     name = args.stdin_filename or STDIN_DEFAULT_NAME
     data = sys.stdin.buffer.read()
+    fixing_to_stdout = settings.fix is not None and not args.diff
     try:
         text = decode(data)
     except Unreadable as e:
         diagnostics = [unreadable_diagnostic(name, e)]
-        _report(args, diagnostics, {}, fixed=None)
+        if fixing_to_stdout:
+            # An editor replaces its buffer with our stdout: give the input back untouched.
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stderr.write(render(diagnostics, "concise"))
+        else:
+            _report(args, diagnostics, {}, fixed=None)
         return _exit_code(args, 1, [])
     if settings.fix is None:
         diagnostics = lint_text(text, name, settings)
         _report(args, diagnostics, {name: text}, fixed=None)
         return _exit_code(args, len(diagnostics), [])
-    outcome = static.fix_source(
-        text, name, select=settings.select, ignore=settings.ignore_for(name), extend_select=settings.extend_select,
-        jit_decorators=settings.jit_decorators, unsafe=settings.fix == "unsafe",
-    )
+    try:
+        outcome = static.fix_source(
+            text, name, select=settings.select, ignore=settings.ignore_for(name), extend_select=settings.extend_select,
+            jit_decorators=settings.jit_decorators, unsafe=settings.fix == "unsafe",
+        )
+    except Exception as e:
+        if fixing_to_stdout:
+            sys.stdout.write(text)  # never lose the user's source, whatever went wrong
+        print(f"thunder-lint: error: {name}: internal error while fixing: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_ERROR
     if args.diff:
         diff = _unified_diff(name, text, outcome.text)
         _emit(args, diff)

@@ -113,3 +113,31 @@ def test_fix_refuses_a_file_that_changed_meanwhile(tmp_path):
     assert p.read_text() == TL101_SRC
     assert _write_fixed(str(p), content_hash(TL101_SRC.encode()), "x = 1\n") is None
     assert p.read_text() == "x = 1\n"
+
+
+def test_fix_on_stdin_gives_back_what_it_cannot_fix(capfdbinary, monkeypatch, tmp_path):
+    # Editors replace their buffer with stdout: bytes that cannot be decoded must come back unchanged.
+    import io
+    import sys
+
+    from analyzer.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    blob = b"x = '\xff\xfe'\n\x00\x01"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(blob)))
+    code = main(["--stdin-filename", "m.py", "--fix"])
+    out, err = capfdbinary.readouterr()
+    assert code == 1 and out == blob
+    assert b"TL002" in err
+
+
+def test_fix_on_stdin_survives_an_engine_error(cli, monkeypatch):
+    from analyzer import static
+
+    def broken(*a, **k):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(static, "fix_source", broken)
+    r = cli("--stdin-filename", "m.py", "--fix", "--unsafe-fixes", stdin=TL101_SRC)
+    assert r.code == 2 and r.out == TL101_SRC
+    assert "internal error while fixing: RuntimeError: boom" in r.err

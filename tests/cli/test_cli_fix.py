@@ -111,6 +111,8 @@ def test_fix_refuses_a_file_that_changed_meanwhile(tmp_path):
     stale = content_hash(b"something else")
     assert "changed while it was being linted" in _write_fixed(str(p), stale, "x = 1\n")
     assert p.read_text() == TL101_SRC
+    assert "would not parse" in _write_fixed(str(p), content_hash(TL101_SRC.encode()), "def f(:\n")
+    assert p.read_text() == TL101_SRC
     assert _write_fixed(str(p), content_hash(TL101_SRC.encode()), "x = 1\n") is None
     assert p.read_text() == "x = 1\n"
 

@@ -224,3 +224,37 @@ def indexing_meta(symbol, args, kwargs):
         out = run_on_meta(symbol.fn, (self, index_for_meta, *rest), kwargs, device)
         return out
     return generic_meta(symbol, args, kwargs)
+
+
+def tensor_from_data_meta(symbol, args, kwargs):
+    """torch.tensor / as_tensor of Python data holding traced 0-d tensors (torch.tensor([a, b])): eager copies
+    their values, so the result's metadata follows from the nesting and the elements' dtypes."""
+    data = args[0] if args else kwargs.get("data")
+    proxies = [p for p in pytree.tree_leaves(data) if isinstance(p, TensorProxy)]
+    if not proxies or isinstance(data, TensorProxy):
+        return generic_meta(symbol, args, kwargs)
+    if any(p.ndim != 0 for p in proxies):
+        raise ValueError("only one element tensors can be converted to Python scalars")
+
+    def shape_of(x):
+        if isinstance(x, (list, tuple)):
+            return (len(x), *(shape_of(x[0]) if x else ()))
+        return ()
+
+    leaves = pytree.tree_leaves(data)
+    dtype = kwargs.get("dtype")
+    if dtype is None:
+        kinds = [leaf.dtype if isinstance(leaf, TensorProxy) else type(leaf) for leaf in leaves]
+        if any(k is complex or (isinstance(k, torch.dtype) and k.is_complex) for k in kinds):
+            dtype = torch.complex64 if torch.get_default_dtype() is torch.float32 else torch.complex128
+        elif any(k is float or (isinstance(k, torch.dtype) and k.is_floating_point) for k in kinds):
+            dtype = torch.get_default_dtype()
+        elif all(k is bool or k is torch.bool for k in kinds):
+            dtype = torch.bool
+        else:
+            dtype = torch.int64
+    device = infer_device(symbol, (), {"device": kwargs.get("device")}) if kwargs.get("device") is not None \
+        else default_device()
+    with torch._C.DisableTorchFunction():
+        m = torch.empty(shape_of(data), dtype=dtype, device="meta")
+    return _new_proxy(m, device)

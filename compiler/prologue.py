@@ -163,6 +163,7 @@ class PrologueBuilder:
 
     def tensor_input(self, var: str, t: torch.Tensor, origin: str) -> TensorProxy:
         p = TensorProxy(self.state.trace.new_name("t"), meta_like(t), t.device, origin=origin)
+        p.is_parameter = type(t) is torch.nn.Parameter
         self._emit(CHECK_TENSOR, var, t)
         self.state.inputs.append(p)
         self.input_names.append(var)

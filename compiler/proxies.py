@@ -32,7 +32,7 @@ class Proxy:
 class TensorProxy(Proxy):
     """A tensor seen at trace time. `meta` is a meta-device tensor with the same shape/strides/dtype."""
 
-    __slots__ = ("name", "meta", "device", "producer", "origin", "dynamic", "__weakref__")
+    __slots__ = ("name", "meta", "device", "producer", "origin", "dynamic", "is_parameter", "__weakref__")
 
     def __init__(self, name: str, meta: torch.Tensor, device: torch.device, producer=None, origin=None,
                  dynamic: bool = False):
@@ -44,6 +44,11 @@ class TensorProxy(Proxy):
         # dynamic: its size depends on tensor values (x[mask]); the meta tensor holds a placeholder size, so
         # reading the size in Python raises instead of baking a wrong number into the trace.
         self.dynamic = dynamic
+        self.is_parameter = False  # an input that is an nn.Parameter in the caller's world
+
+    # Not a torch.Tensor subclass: isinstance(x, torch.Tensor) is False while tracing. Faking __class__
+    # would fix isinstance but torch's C++ argument parser then takes the proxy for a real tensor and
+    # crashes (torch.pow(x, 0.5)); the interpreter's lookasides for isinstance/type/is_tensor fix it.
 
     # --- metadata, answered from trace-time facts (guarded by the prologue) ---
     @property

@@ -228,7 +228,7 @@ class TracingState:
         def f(v):
             if isinstance(v, (IntegerProxy, FloatProxy)):
                 return v.value
-            if isinstance(v, torch.Tensor):
+            if type(v) is not TensorProxy and isinstance(v, torch.Tensor):  # (proxies pass as Tensors)
                 return self.capture(v)
             if isinstance(v, torch.Generator):
                 p = self.opaque.get(id(v))
@@ -325,6 +325,8 @@ def _record_call(symbol, args, kwargs):
 
 
 def _decompose(state: TracingState, bsym: BoundSymbol) -> None:
+    from .torchlang.decompositions import Skip
+
     state.scopes.append(bsym.subsymbols)
     try:
         dout = bsym.symbol.decomposition(*bsym.args, **bsym.kwargs)
@@ -337,10 +339,15 @@ def _decompose(state: TracingState, bsym: BoundSymbol) -> None:
                 if isinstance(o, TensorProxy) and (not isinstance(d, TensorProxy) or d.shape != o.shape
                                                    or d.dtype != o.dtype):
                     problem = f"decomposition gives {getattr(d, 'shape', d)}/{getattr(d, 'dtype', '')}, op gives {o.shape}/{o.dtype}"
+    except Skip:  # deliberately not decomposed (random ops, fused attention, uncovered arguments)
+        problem = "skip"
     except (CompilerError, RuntimeError, TypeError, ValueError, IndexError) as e:
         problem = f"{type(e).__name__}: {e}"
     finally:
         state.scopes.pop()
+    if problem == "skip":
+        bsym.subsymbols = []
+        return
     if problem is not None:
         bsym.subsymbols = []
         state.emit(ev.Event(ev.DECOMPOSITION_FAILED, f"{bsym.symbol.name} was not decomposed into prims ({problem}); "

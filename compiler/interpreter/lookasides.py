@@ -261,11 +261,39 @@ def _reentrant(interp, frame, fn):
     return callback
 
 
-def _callback_lookaside(target, positions=(), keywords=()):
-    """Register `target` so that its callable arguments at `positions` / `keywords` are interpreted."""
+def _interpreted_iterable(interp, frame, obj):
+    """`obj` itself, or for an instance of a class with __iter__ written in Python an iterator whose
+    __iter__/__next__ run under the interpreter (what a native consumer such as list() would call)."""
+    from .dunders import python_method
+    method = python_method(type(obj), "__iter__")
+    if method is None:
+        return obj
+    iterator, _ = interp.call_function(method, (obj,), {}, ())
+    if not hasattr(type(iterator), "__next__"):
+        raise TypeError(f"iter() returned non-iterator of type '{type(iterator).__name__}'")
+    step = python_method(type(iterator), "__next__")
+    if step is None:
+        return iterator  # e.g. a generator: already driven by the interpreter
+
+    def interpreted_iterator():
+        while True:
+            try:
+                value, _ = interp.call_function(step, (iterator,), {}, ())
+            except StopIteration:
+                return
+            yield value
+    return interpreted_iterator()
+
+
+def _callback_lookaside(target, positions=(), keywords=(), iterables=()):
+    """Register `target` so that its callable arguments at `positions` / `keywords` are interpreted, and
+    so are the Python-level __iter__/__next__ of its iterable arguments at `iterables` ("*": all)."""
     @_internal_lookaside(target)
     def lookaside(interp, frame, args, kwargs, provs, kwprovs):
         args = list(args)
+        for i in (range(len(args)) if iterables == "*" else iterables):
+            if i < len(args):
+                args[i] = _interpreted_iterable(interp, frame, args[i])
         for i in positions:
             if i < len(args):
                 args[i] = _reentrant(interp, frame, args[i])
@@ -276,15 +304,33 @@ def _callback_lookaside(target, positions=(), keywords=()):
     return lookaside
 
 
-_callback_lookaside(builtins.map, positions=(0,))
-_callback_lookaside(builtins.filter, positions=(0,))
-_callback_lookaside(builtins.sorted, keywords=("key",))
-_callback_lookaside(builtins.min, keywords=("key",))
-_callback_lookaside(builtins.max, keywords=("key",))
-_callback_lookaside(functools.reduce, positions=(0,))
-_callback_lookaside(itertools.starmap, positions=(0,))
-_callback_lookaside(itertools.filterfalse, positions=(0,))
-_callback_lookaside(itertools.takewhile, positions=(0,))
-_callback_lookaside(itertools.dropwhile, positions=(0,))
-_callback_lookaside(itertools.groupby, positions=(1,), keywords=("key",))
-_callback_lookaside(itertools.accumulate, positions=(1,), keywords=("func",))
+_callback_lookaside(builtins.map, positions=(0,), iterables=range(1, 64))
+_callback_lookaside(builtins.filter, positions=(0,), iterables=(1,))
+_callback_lookaside(builtins.sorted, keywords=("key",), iterables=(0,))
+_callback_lookaside(functools.reduce, positions=(0,), iterables=(1,))
+_callback_lookaside(itertools.starmap, positions=(0,), iterables=(1,))
+_callback_lookaside(itertools.filterfalse, positions=(0,), iterables=(1,))
+_callback_lookaside(itertools.takewhile, positions=(0,), iterables=(1,))
+_callback_lookaside(itertools.dropwhile, positions=(0,), iterables=(1,))
+_callback_lookaside(itertools.groupby, positions=(1,), keywords=("key",), iterables=(0,))
+_callback_lookaside(itertools.accumulate, positions=(1,), keywords=("func",), iterables=(0,))
+for _consumer in (list, tuple, set, frozenset, sum, any, all, enumerate, itertools.chain, itertools.islice):
+    _callback_lookaside(_consumer, iterables=(0,))
+_callback_lookaside(zip, iterables="*")
+
+
+def _min_max(target):
+    # min(iterable, *, key, default) or min(a, b, ...): only the one-iterable form iterates its argument
+    @_internal_lookaside(target)
+    def lookaside(interp, frame, args, kwargs, provs, kwprovs):
+        args = list(args)
+        if len(args) == 1:
+            args[0] = _interpreted_iterable(interp, frame, args[0])
+        if "key" in kwargs:
+            kwargs = {**kwargs, "key": _reentrant(interp, frame, kwargs["key"])}
+        return target(*args, **kwargs), pv.Computed(f"call {target.__name__}", tuple(provs))
+    return lookaside
+
+
+_min_max(builtins.min)
+_min_max(builtins.max)

@@ -100,8 +100,21 @@ def _callable_name(func) -> str:
     return f"{mod}.{qn}"
 
 
+# Functions that answer from metadata (guarded by the prologue) rather than record an op.
+METADATA_FUNCTIONS = {
+    torch.numel: lambda x: x.numel(),
+    torch.is_floating_point: lambda x: x.is_floating_point(),
+    torch.is_complex: lambda x: x.is_complex(),
+    torch.Tensor.dim: lambda x: x.dim(),
+    torch.Tensor.size: lambda x, *a: x.size(*a),
+    torch.Tensor.numel: lambda x: x.numel(),
+}
+
+
 def dispatch(func, args, kwargs):
     sym = TORCH_SYMBOLS.get(func)
+    if sym is None and func in METADATA_FUNCTIONS and args and isinstance(args[0], TensorProxy):
+        return METADATA_FUNCTIONS[func](*args, **kwargs)
     if sym is None:
         if not _has_proxy(args, kwargs):
             # No traced value involved (e.g. reading a real tensor's .shape): run it natively.

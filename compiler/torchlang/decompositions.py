@@ -125,6 +125,11 @@ def where(cond, a=None, b=None):
     return prims.where(_expand(cond, shape), a2, b2)
 
 
+def where_method(self, condition, other):
+    """Tensor.where(condition, other) is torch.where(condition, self, other)."""
+    return where(condition, self, other)
+
+
 def reflected(dec):
     return lambda a, b: dec(b, a)
 

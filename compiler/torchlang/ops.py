@@ -2,7 +2,7 @@
 their tags, and (where one exists) a decomposition into prims."""
 from __future__ import annotations
 
-from ..meta import indexing_meta, masked_select_meta, nonzero_meta, to_meta
+from ..meta import indexing_meta, masked_select_meta, nonzero_meta, tensor_from_data_meta, to_meta
 from ..symbols import Tag
 from . import decompositions as D
 from . import register, register_property
@@ -40,7 +40,7 @@ for n in ("add sub subtract mul multiply div divide true_divide floor_divide rem
     fn_and_methods(n, decomposition=D.BINARY.get(n))
 register("torch.rsub")
 register("torch.where", decomposition=D.where)
-register("torch.Tensor.where", decomposition=D.where)
+register("torch.Tensor.where", decomposition=D.where_method)
 for dunder, base in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("floordiv", None),
                      ("mod", None), ("pow", "pow"), ("and", None), ("or", None), ("xor", None),
                      ("lshift", None), ("rshift", None), ("matmul", None)):
@@ -163,7 +163,8 @@ for n in ("copy_", "zero_", "fill_", "normal_", "uniform_", "bernoulli_", "expon
 # ---- creation ----
 for n in ("zeros ones full empty arange linspace logspace eye tensor as_tensor scalar_tensor empty_strided "
           "zeros_like ones_like full_like empty_like").split():
-    register(f"torch.{n}", C, decomposition=D.CREATION.get(n))
+    register(f"torch.{n}", C, decomposition=D.CREATION.get(n),
+             meta=tensor_from_data_meta if n in ("tensor", "as_tensor") else None)
 for n in "rand randn randint randperm rand_like randn_like randint_like normal bernoulli multinomial".split():
     register(f"torch.{n}", C | R)
 for n in "bernoulli multinomial".split():

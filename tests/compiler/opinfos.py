@@ -1154,6 +1154,44 @@ sample("python.as_tensor_number", lambda x: x + torch.as_tensor(2.0), T((3, 2), 
 sample("python.new_ones", lambda x: x.new_ones(2), T((3, 2), i64))
 
 
+# --- grad mode and autocast changed inside the function --------------------------------------------
+
+def _no_grad_inside(x):
+    with torch.no_grad():
+        y = x * 2
+    return y + x, y
+
+
+def _enable_grad_inside(x):
+    with torch.enable_grad():
+        return x * 3
+
+
+def _set_grad_enabled_inside(x):
+    torch.set_grad_enabled(False)
+    y = x * 2
+    torch.set_grad_enabled(True)
+    return y, x * 2
+
+
+def _detach_inside(x):
+    return x.detach() * x
+
+
+def _fresh_leaf_inside(x):
+    return x.detach().clone().requires_grad_() * 2
+
+
+def _autocast_inside(x):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        return x @ x.mT
+
+
+for _fn in (_no_grad_inside, _enable_grad_inside, _set_grad_enabled_inside, _detach_inside, _fresh_leaf_inside,
+            _autocast_inside):
+    sample("context" + _fn.__name__, _fn, T((3, 4)))
+
+
 # --- traps for trace passes: CSE must not merge across writes or random draws, DCE must keep writes
 # and the RNG draws whose results are unused (they advance the generator) ------------------------------
 
@@ -1212,6 +1250,8 @@ _TYPE_CHECK = ("{check} is False for the tracing proxy: the compiled function si
                "branch (proxies are not torch.Tensor instances)")
 
 KNOWN_GAPS: dict[str, str] = {
+    "context_autocast_inside-f32[3x4]": ("torch.autocast entered inside the function is ignored: the matmul "
+                                         "result is float32, eager's is bfloat16 (silently different dtype)"),
     "hidden.imported_module_attribute": ("silently stale: an attribute of an imported module (config.SCALE) "
                                          "changed between calls; the cached trace keeps the first value (seed 132)"),
     "python.isinstance_tensor-f32[3x2]": _TYPE_CHECK.format(check="isinstance(x, torch.Tensor)"),

@@ -185,3 +185,15 @@ def test_process_never_shows_a_traceback_on_bad_input(tmp_path):
     assert r.code == 1, r.err
     assert "Traceback" not in r.err + r.out
     assert "nonexistent_dir" in r.out and "a.py" in r.out and "c.py" in r.out
+
+
+def test_oversized_file_is_tl002_not_a_memory_blowup(cli, tmp_path, monkeypatch):
+    import analyzer.file_reader as fr
+
+    monkeypatch.setattr(fr, "MAX_FILE_BYTES", 1024 * 1024)  # the real limit is 64 MiB
+    write(tmp_path / "huge.py", "x = 1\n" * 200_000)
+    write(tmp_path / "bad.py", SYNTAX_ERROR_SRC)
+    r = cli(".", "--format", "json", "-j", "1")
+    got = findings(r)
+    assert ("huge.py", "TL002", "Cannot lint this file: file too large to lint (1.1 MiB; the limit is 1 MiB)") in got
+    assert ("bad.py", "TL001") in codes_by_path(r)

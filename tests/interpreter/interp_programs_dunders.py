@@ -59,3 +59,11 @@ PROGRAMS.update({
     "op_list_concat_error": "class R:\n    pass\ndef main():\n    return [1] + R()",
     "op_str_subclass_add": "class S(str):\n    def __add__(self, o):\n        return S(str.__add__(self, o).upper())\ndef main():\n    return S('ab') + 'cd', 'x' + S('y')",
 })
+PROGRAMS.update({
+    "consumers_of_python_iterables": "class Box:\n    def __init__(self, *items):\n        self.items = items\n    def __iter__(self):\n        for i in self.items:\n            yield i * 10\nclass Count:\n    def __init__(self, n):\n        self.i, self.n = 0, n\n    def __iter__(self):\n        return self\n    def __next__(self):\n        if self.i >= self.n:\n            raise StopIteration\n        self.i += 1\n        return self.i\ndef main():\n    b = Box(1, 2, 3)\n    return list(b), tuple(b), sorted(set(b)), sum(b), any(b), all(Box(0, 1)), list(enumerate(b)), list(zip(b, Count(2))), min(b), max(Count(4)), list(Count(3)), sorted(Box(3, 1), reverse=True)",
+    "consumers_non_iterator_error": "class Bad:\n    def __iter__(self):\n        return [1, 2]\ndef main():\n    return list(Bad())",
+    "consumers_iter_raises": "class Bad:\n    def __iter__(self):\n        raise KeyError('no iteration')\ndef main():\n    return tuple(Bad())",
+    "consumers_next_raises": "class It:\n    def __iter__(self):\n        return self\n    def __next__(self):\n        raise ValueError('next failed')\ndef main():\n    return sum(It())",
+    "consumers_islice_chain": "import itertools\nclass R:\n    def __iter__(self):\n        yield from range(5)\ndef main():\n    return list(itertools.islice(R(), 1, 4)), list(itertools.chain(R(), 'ab'))",
+    "consumers_min_two_args": "class V:\n    def __init__(self, v):\n        self.v = v\n    def __lt__(self, o):\n        return self.v < o.v\n    def __iter__(self):\n        raise AssertionError('not iterated')\ndef main():\n    return min(V(2), V(1)).v, max(V(2), V(1), key=lambda x: -x.v).v",
+})

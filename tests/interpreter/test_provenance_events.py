@@ -299,3 +299,13 @@ def test_python_callbacks_of_builtins_are_interpreted():
     lambdas = [e for e in traced.events if e.kind == ev.GLOBAL_READ and e.name == "G"]
     assert len(lambdas) == 3 + 3 + 3 + 2  # one read per callback call
     assert all(e.location.function.endswith("<lambda>") for e in lambdas)
+
+
+def test_python_iterables_consumed_by_builtins_are_interpreted():
+    def f(m):
+        return list(m), sum(m), sorted(m)
+
+    traced = run(f, (_Money(0),))
+    assert traced.value == ([0, 1, 2], 3, [0, 1, 2])
+    iter_reads = [e for e in traced.events if e.kind == ev.GLOBAL_READ and e.location.function == "_Money.__iter__"]
+    assert len(iter_reads) == 3

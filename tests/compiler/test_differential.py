@@ -795,8 +795,14 @@ def _on_clones(fn):
 
 
 def _first_result_forever(fn):
+    """Like a cache without guards: whatever the inputs, the first call's result."""
     memo = []
-    return lambda *args: memo[0] if memo else memo.append(fn(*args)) or memo[0]
+
+    def run(*args):
+        if not memo:
+            memo.append(fn(*args))
+        return memo[0]
+    return run
 
 
 def _map_outputs(change):
@@ -837,6 +843,10 @@ FAKE_COMPILER_BUGS = {
     "off by a little": (_map_outputs(lambda out: out * (1 + 1e-4)), "F.layer_norm-f32[3x8]-f32[8]"),
     "swallows eager's error": (lambda fn: lambda *a: a[0], "view-f32[3x4]T"),
     "draws other random numbers": (_reseeded, "F.dropout_train_seeded-f32[4x5]"),
+    "returns a list for a tuple": (_map_outputs(list), "split-f32[2x3x4]"),
+    "returns a plain tuple for torch.Size": (
+        _map_outputs(lambda out: tuple(tuple(o) if isinstance(o, torch.Size) else o for o in out)),
+        "metadata-f32[2x3]"),
 }
 
 

@@ -6,6 +6,8 @@ Submitted values are never echoed back: they may be whole source files.
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -111,8 +113,6 @@ async def on_api_error(request: Request, exc: ApiError) -> JSONResponse:
 
 
 async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-    import logging
-
     logging.getLogger("thunder_lint.server").exception("internal error (request %s)", getattr(request.state, "request_id", None))
     return _respond(request, 500, "internal_error", f"internal error: {type(exc).__name__}")
 

@@ -135,10 +135,13 @@ def call(fn, args, manual_seed):
     """(result, None) or (None, exception): eager errors are part of the expected behaviour."""
     if manual_seed is not None:
         torch.manual_seed(manual_seed)
+    grad_mode = torch.is_grad_enabled()
     try:
         return fn(*args), None
     except Exception as e:  # noqa: BLE001 - any eager error must be mirrored by the compiled function
         return None, e
+    finally:  # a function that toggles grad mode and fails half-way must not leak it into later tests
+        torch.set_grad_enabled(grad_mode)
 
 
 def compare_one_call(jfn, fn, make_args, *, where: str, manual_seed=None, meta_only=False,

@@ -244,3 +244,37 @@ def test_runs_under_the_compilers_tracing_as_its_front_end():
     assert ("global_read", "SCALE") in reads
     assert all(not e.location.filename.startswith(compiler_dir) or e.location.filename.startswith(interpreter_dir)
                for e in seen)
+
+
+def _module_cases():
+    torch.manual_seed(0)
+    cases = [
+        ("Conv2d", nn.Conv2d(3, 4, 3, padding=1), (torch.randn(2, 3, 8, 8),)),
+        ("BatchNorm1d", nn.BatchNorm1d(5).eval(), (torch.randn(4, 5),)),
+        ("LSTM", nn.LSTM(4, 6, batch_first=True), (torch.randn(2, 3, 4),)),
+        ("GRU", nn.GRU(4, 6), (torch.randn(3, 2, 4),)),
+        ("TransformerEncoderLayer", nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval(),
+         (torch.randn(2, 5, 8),)),
+        ("Sequential", nn.Sequential(nn.Flatten(), nn.Linear(12, 3), nn.Softmax(-1)), (torch.randn(2, 3, 4),)),
+        ("GroupNorm", nn.GroupNorm(2, 4), (torch.randn(2, 4, 3),)),
+        ("MaxPool2d", nn.MaxPool2d(2), (torch.randn(1, 1, 4, 4),)),
+        ("Upsample", nn.Upsample(scale_factor=2, mode="nearest"), (torch.randn(1, 1, 2, 2),)),
+        ("CrossEntropyLoss", nn.CrossEntropyLoss(), (torch.randn(3, 5), torch.tensor([1, 0, 4]))),
+    ]
+    return cases
+
+
+@pytest.mark.parametrize("name,module,args", _module_cases(), ids=[c[0] for c in _module_cases()])
+def test_torch_nn_modules_match_eager(name, module, args):
+    with torch.no_grad():
+        expected = module(*args)
+        traced = run(module, args, check_stack=True)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    got = traced.value if isinstance(traced.value, tuple) else (traced.value,)
+    for e, g in zip(expected, got):
+        if isinstance(e, tuple):  # LSTM's (h, c)
+            for ei, gi in zip(e, g):
+                torch.testing.assert_close(gi, ei)
+        else:
+            torch.testing.assert_close(g, e)
+    assert traced.frames >= 2

@@ -1154,6 +1154,15 @@ sample("python.as_tensor_number", lambda x: x + torch.as_tensor(2.0), T((3, 2), 
 sample("python.new_ones", lambda x: x.new_ones(2), T((3, 2), i64))
 
 
+# --- ops outside the coverage list that write their inputs: batch norm's running statistics ----------
+
+sample("F.batch_norm_train_updates_stats",
+       lambda x, mean, var, w, b: F.batch_norm(x, mean, var, w, b, training=True, momentum=0.1),
+       T((4, 3, 2)), T((3,)), T((3,), domain="positive"), T((3,)), T((3,)))
+sample("F.batch_norm_eval", lambda x, mean, var: F.batch_norm(x, mean, var), T((4, 3)), T((3,)),
+       T((3,), domain="positive"))
+
+
 # --- grad mode and autocast changed inside the function --------------------------------------------
 
 def _no_grad_inside(x):

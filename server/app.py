@@ -1,7 +1,8 @@
 """The FastAPI application: POST /analyze, the rule docs, health and version.
 
-Linting never runs on the event loop: each /analyze request is one job for the worker pool, so a slow
-file holds one worker, not the server. The app itself only validates, dispatches and assembles JSON.
+Linting never runs on the event loop: an /analyze request's files go to the worker pool (split over
+the workers, see dispatch.py), so a slow file holds a worker, never the server. The app itself only
+validates, dispatches and assembles JSON.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from .models import (
     RuleOut,
     VersionOut,
 )
+from .dispatch import run_request
 from .pool import JobFailed, JobTimeout, PoolBusy, WorkerCrashed, WorkerPool
 from .settings import ServerSettings
-from .dispatch import run_request
 from .worker import Job, SubmittedFile
 
 MEDIA_TYPES = {"json": "application/json", "sarif": "application/sarif+json", "github": "text/plain; charset=utf-8"}
@@ -44,12 +45,9 @@ MEDIA_TYPES = {"json": "application/json", "sarif": "application/sarif+json", "g
 _ERRORS = {
     401: {"model": ErrorResponse, "description": "Missing or wrong bearer token (when auth is on)."},
 }
-_BODY_ERRORS = {
-    408: {"model": ErrorResponse, "description": "The request body stalled."},
-}
 _ANALYZE_ERRORS = {
     **_ERRORS,
-    **_BODY_ERRORS,
+    408: {"model": ErrorResponse, "description": "The request body stalled."},
     413: {"model": ErrorResponse, "description": "Body, file count or a file over its limit."},
     415: {"model": ErrorResponse, "description": "The body is not sent as JSON."},
     422: {"model": ErrorResponse, "description": "Malformed JSON, wrong types or unknown rule codes; `fields` names them."},

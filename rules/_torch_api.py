@@ -23,6 +23,8 @@ VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 # Calls that always produce new memory.
 FRESH_METHODS = frozenset({"clone", "copy", "detach_copy"})
 FRESH_FUNCTIONS = frozenset({"copy.deepcopy", "copy.copy", "torch.clone"})
+# Functions whose result always shares memory with their first argument (a NumPy array).
+SHARING_FUNCTIONS = frozenset({"torch.from_numpy"})
 
 # Reading these gives metadata, never tensor values.
 METADATA_ATTRIBUTES = frozenset(

@@ -11,6 +11,7 @@ from ._torch_api import (
     FRESH_METHODS,
     MAYBE_VIEW_FUNCTIONS,
     MAYBE_VIEW_METHODS,
+    SHARING_FUNCTIONS,
     VIEW_ATTRIBUTES,
     VIEW_METHODS,
     end,
@@ -98,6 +99,8 @@ aliasing and the view comes first.
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        torch.add(x, 1, out=self.buf.reshape(-1))\n        return x\n",
         # a cast returns `self` when x is already float: x is read after the write
         "import torch\ndef f(x):\n    h = x.float()\n    h.mul_(0.5)\n    return x + h\n",
+        # each item of a list argument is still held by the caller's list
+        "import torch\ndef f(caches):\n    for c in caches:\n        flat = c.reshape(-1)\n        flat.mul_(0.5)\n",
         # an exception can skip the `return` inside the try: the code after it reads `t`
         "import torch\ndef f():\n    t = torch.zeros(4, 4)\n    y = t.reshape(-1)\n    try:\n        y[0] = 1\n"
         "        return y.cuda()\n    except RuntimeError:\n        pass\n    return t\n",
@@ -199,6 +202,11 @@ def _observer(ctx, facts, base, pos, mutation, depth=0) -> tuple[str, bool] | No
             # at module level every name is a global: any function (or importer) can read it later
             if b == "unknown" or b.value is None or _is_fresh(ctx, b.value) or _view_input(ctx, b.value) is None:
                 return f"the global `{name}`", read_later
+        if b != "unknown" and b.kind == "loop":
+            # `for v in videos:` — each item is still held by the container the loop walks
+            owner = _loop_owner(facts, b)
+            if owner is not None:
+                return f"an item of the argument `{owner}` (through `{name}`)", read_later
         if b == "unknown" or b.value is None:
             return (f"the local `{name}`", True) if read_later else None
         if b.kind == "assign" and _is_held_elsewhere(b.value):
@@ -220,6 +228,25 @@ def _observer(ctx, facts, base, pos, mutation, depth=0) -> tuple[str, bool] | No
     inner = _view_input(ctx, base)
     if inner is not None:
         return _observer(ctx, facts, inner, pos, mutation, depth + 1)
+    return None
+
+
+def _loop_owner(facts, binding) -> str | None:
+    """The argument whose items a loop variable takes: ``for v in xs`` or ``for v, m in zip(xs, ms)``."""
+    loop = binding.stmt
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return None
+    iters = [loop.iter]
+    if isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "zip":
+        target = loop.target
+        if not isinstance(target, ast.Tuple) or len(target.elts) != len(loop.iter.args):
+            return None
+        iters = [a for t, a in zip(target.elts, loop.iter.args) if isinstance(t, ast.Name) and t.id == binding.name]
+    elif not isinstance(loop.target, ast.Name):
+        return None
+    for it in iters:
+        if isinstance(it, ast.Name) and facts.binding_at(it.id, (loop.lineno, loop.col_offset)) == "param":
+            return None if it.id in ("self", "cls") else it.id
     return None
 
 
@@ -249,6 +276,8 @@ def _view_input(ctx, expr):
     found = _maybe_view(ctx, expr)
     if found:
         return found[1]
+    if isinstance(expr, ast.Call) and expr.args and ctx.resolve(expr.func) in SHARING_FUNCTIONS:
+        return expr.args[0]  # torch.from_numpy(a) shares a's memory
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in VIEW_METHODS:
         if (ctx.resolve(expr.func) or "").startswith("torch."):
             return expr.args[0] if expr.args else None

@@ -26,7 +26,7 @@ from .diagnostics import Diagnostic
 from .file_reader import Unreadable, decode, read_with_stat, unreadable_diagnostic
 
 SERIAL_BELOW = 24  # fewer files than this: a pool costs more than it saves
-CHUNKS_PER_JOB = 8  # enough chunks to balance uneven files, few enough to keep IPC cheap
+CHUNKS_PER_JOB = 32  # small chunks keep the tail short (a file with fixes can take seconds); IPC stays cheap
 
 
 @dataclass(frozen=True)

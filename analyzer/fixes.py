@@ -29,8 +29,11 @@ def build_fixes(text: str, spans_and_requests) -> list[tuple[Fix, ...]]:
     """For each (ast span, [FixRequest]) the Fixes that could be built (possibly none).
 
     A span is (line, column, end_line, end_column) in the Diagnostic convention (1-based, end exclusive).
-    Any libcst failure (a syntax libcst does not know, a rewrite that does not apply) means no fix, never
-    an exception.
+    libcst parses only each target expression's own source text, not the whole module with position
+    metadata: the target's span is known from ``ast`` already, and whole-module metadata cost about
+    70 ms per fix. The expression's text keeps its inner formatting and comments, so the rewritten node
+    renders them as written. Any libcst failure (a syntax libcst does not know, a rewrite that does not
+    apply) means no fix, never an exception.
     """
     spans_and_requests = list(spans_and_requests)
     out: list[tuple[Fix, ...]] = [() for _ in spans_and_requests]
@@ -38,36 +41,31 @@ def build_fixes(text: str, spans_and_requests) -> list[tuple[Fix, ...]]:
         return out
     try:
         import libcst as cst
-        from libcst.metadata import MetadataWrapper, PositionProvider
-
-        module = cst.parse_module(text)
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        positions = wrapper.resolve(PositionProvider)
-    except Exception:
+    except ImportError:
         return out
-    by_span = {}
-    for node, rng in positions.items():
-        if isinstance(node, cst.BaseExpression):
-            key = (rng.start.line, rng.start.column + 1, rng.end.line, rng.end.column + 1)
-            by_span.setdefault(key, node)
     offsets = _line_offsets(text)
+    parsed: dict[tuple[int, int, int, int], object] = {}
     for i, (_, requests) in enumerate(spans_and_requests):
         fixes = []
         for req in requests:
-            node = by_span.get(req.target_span)
-            if node is None:
+            span = req.target_span
+            start, stop = _offset(span[0], span[1], offsets), _offset(span[2], span[3], offsets)
+            if start is None or stop is None or stop <= start:
                 continue
+            segment = text[start:stop]
             try:
+                node = parsed.get(span)
+                if node is None:
+                    node = parsed[span] = cst.parse_expression(segment)
                 new = req.request.rewrite(node)
                 if new is None:
                     continue
-                # Render the whole module with the node replaced, so indentation and comments inside the
-                # node come out exactly as the surrounding code has them; the edit is the changed part.
-                new_text = module.deep_replace(node, new).code
-                ast.parse(new_text)
+                code = cst.Module([]).code_for_node(new)
+                # The replacement must stand as an expression wherever the original stood.
+                ast.parse("(" + code + "\n)", mode="eval")
             except Exception:
                 continue
-            edit = _minimal_edit(text, new_text, offsets)
+            edit = _minimal_edit(segment, code, start, offsets)
             if edit is None:
                 continue
             fixes.append(Fix(req.request.title, Applicability(req.request.applicability), (edit,)))
@@ -75,8 +73,15 @@ def build_fixes(text: str, spans_and_requests) -> list[tuple[Fix, ...]]:
     return out
 
 
-def _minimal_edit(old: str, new: str, offsets: list[int]) -> Edit | None:
-    """One Edit turning ``old`` into ``new``: the span between their common prefix and common suffix."""
+def _offset(line: int, column: int, offsets: list[int]) -> int | None:
+    if not 1 <= line <= len(offsets) or column < 1:
+        return None
+    return offsets[line - 1] + column - 1
+
+
+def _minimal_edit(old: str, new: str, base: int, offsets: list[int]) -> Edit | None:
+    """One Edit turning ``old`` (the text at offset ``base``) into ``new``: the span between their common
+    prefix and common suffix, so an edit touches as little as it can (`reshape` -> `view`)."""
     if old == new:
         return None
     limit = min(len(old), len(new))
@@ -86,9 +91,8 @@ def _minimal_edit(old: str, new: str, offsets: list[int]) -> Edit | None:
     suffix = 0
     while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
         suffix += 1
-    start, stop = prefix, len(old) - suffix
-    line, col = _position(start, offsets)
-    end_line, end_col = _position(stop, offsets)
+    line, col = _position(base + prefix, offsets)
+    end_line, end_col = _position(base + len(old) - suffix, offsets)
     return Edit(line, col, end_line, end_col, new[prefix : len(new) - suffix])
 
 

@@ -35,6 +35,8 @@ class ModuleIndex:
     tree: ast.Module
     imports: dict[str, str] = field(default_factory=dict)  # local name -> dotted origin ("np" -> "numpy")
     bindings: dict[str, list[str]] = field(default_factory=dict)  # module name -> binding kinds in order
+    # module name -> for each binding, the arms it sits in: ((id(if/try/match), arm index), ...)
+    binding_arms: dict[str, list[tuple]] = field(default_factory=dict)
     global_writes: set[str] = field(default_factory=set)  # names some function declares `global`
     functions: list[FunctionInfo] = field(default_factory=list)
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # by name, any depth
@@ -72,14 +74,28 @@ class ModuleIndex:
             return "static"
         if not others:
             return "static"
-        # A constant by convention: UPPER_CASE, bound exactly once.
-        if len(kinds) == 1 and kinds[0] in ("assign", "none") and name.upper() == name and any(c.isalpha() for c in name):
-            return "static"
+        # A constant by convention: UPPER_CASE, bound once on every path (`if cuda: DTYPE = ... else: DTYPE = ...`,
+        # `try: import apex; HAS_APEX = True except ImportError: HAS_APEX = False`).
+        if all(k in ("assign", "none") for k in kinds) and name.upper() == name and any(c.isalpha() for c in name):
+            arms = self.binding_arms.get(name, [])
+            if len(arms) == len(kinds) and all(
+                _exclusive_arms(a, b) for i, a in enumerate(arms) for b in arms[i + 1 :]
+            ):
+                return "static"
         return "mutable"
 
 
-def _bind(index: ModuleIndex, name: str, kind: str) -> None:
+def _exclusive_arms(a: tuple, b: tuple) -> bool:
+    """Do two bindings sit in different arms of one if/else, try/except or match (never both run)?"""
+    for x, y in zip(a, b):
+        if x != y:
+            return x[0] == y[0]
+    return False
+
+
+def _bind(index: ModuleIndex, name: str, kind: str, arms: tuple = ()) -> None:
     index.bindings.setdefault(name, []).append(kind)
+    index.binding_arms.setdefault(name, []).append(arms)
 
 
 def _target_names(target) -> list[str]:
@@ -127,10 +143,10 @@ def _instantiated(call) -> str | None:
 
 def build_module_index(tree: ast.Module) -> ModuleIndex:
     index = ModuleIndex(tree)
-    # (statement, parents, class_node, at_module_level)
-    stack = [(s, (), None, True) for s in reversed(tree.body)]
+    # (statement, parents, class_node, at_module_level, arms of the enclosing if/try/match at module level)
+    stack = [(s, (), None, True, ()) for s in reversed(tree.body)]
     while stack:
-        stmt, parents, cls, top = stack.pop()
+        stmt, parents, cls, top, arms = stack.pop()
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             for alias in stmt.names:
                 if isinstance(stmt, ast.Import):
@@ -153,14 +169,14 @@ def build_module_index(tree: ast.Module) -> ModuleIndex:
             if top:
                 _bind(index, stmt.name, "def")
             inner = parents + (stmt,)
-            stack.extend((s, inner, None, False) for s in reversed(stmt.body))
+            stack.extend((s, inner, None, False, ()) for s in reversed(stmt.body))
             continue
         if isinstance(stmt, ast.ClassDef):
             index.classes.setdefault(stmt.name, stmt)
             if top:
                 _bind(index, stmt.name, "class")
             inner = parents + (stmt,)
-            stack.extend((s, inner, stmt, False) for s in reversed(stmt.body))
+            stack.extend((s, inner, stmt, False, ()) for s in reversed(stmt.body))
             continue
         if isinstance(stmt, ast.Global):
             index.global_writes.update(stmt.names)
@@ -176,10 +192,10 @@ def build_module_index(tree: ast.Module) -> ModuleIndex:
                 kind = _value_kind(stmt.value)
                 for t in stmt.targets:
                     for n in _target_names(t):
-                        _bind(index, n, kind)
+                        _bind(index, n, kind, arms)
             elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
                 for n in _target_names(stmt.target):
-                    _bind(index, n, _value_kind(stmt.value))
+                    _bind(index, n, _value_kind(stmt.value), arms)
             elif isinstance(stmt, ast.AugAssign):
                 for n in _target_names(stmt.target):
                     _bind(index, n, "aug")
@@ -195,17 +211,26 @@ def build_module_index(tree: ast.Module) -> ModuleIndex:
                 for t in stmt.targets:
                     for n in _target_names(t):
                         _bind(index, n, "del")
-        # Descend into compound statements, keeping the same scope.
-        for attr in _BODIES:
+        # Descend into compound statements, keeping the same scope. Arms (for exclusivity): an if's body (0)
+        # and else (1); a try's body and else (0: both run on the same path) and each handler (2, 3, ...);
+        # a match's cases. A finally, a loop or a with is no arm.
+        is_try = isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar"
+        branching = isinstance(stmt, ast.If) or is_try
+        for k, attr in enumerate(_BODIES):
             body = getattr(stmt, attr, None)
             if body and isinstance(body, list):
-                stack.extend((s, parents, cls, top) for s in reversed(body))
-        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            for h in stmt.handlers:
+                sub = arms + ((id(stmt), k if not is_try or attr != "orelse" else 0),) if branching else arms
+                if attr == "finalbody":
+                    sub = arms
+                stack.extend((s, parents, cls, top, sub) for s in reversed(body))
+        if is_try:
+            for j, h in enumerate(stmt.handlers):
                 if top and h.name:
                     _bind(index, h.name, "other")
-                stack.extend((s, parents, cls, top) for s in reversed(h.body))
+                sub = arms + ((id(stmt), 2 + j),)
+                stack.extend((s, parents, cls, top, sub) for s in reversed(h.body))
         elif isinstance(stmt, ast.Match):
-            for case in stmt.cases:
-                stack.extend((s, parents, cls, top) for s in reversed(case.body))
+            for j, case in enumerate(stmt.cases):
+                sub = arms + ((id(stmt), j),)
+                stack.extend((s, parents, cls, top, sub) for s in reversed(case.body))
     return index

@@ -14,7 +14,8 @@ from . import tree as pytree
 from .errors import CompilerError, DataDependentError
 from .events import DATA_DEPENDENT, Event
 from .prologue import PrologueBuilder
-from .hidden_inputs import StateSnapshot
+from .builtin_answers import answering_isinstance, refuse_type_is_tensor, user_code_objects
+from .hidden_inputs import StateSnapshot, user_codes
 from .proxies import OpaqueProxy, TensorProxy
 from .torchlang import TracingMode
 from .trace import SET_GRAD_ENABLED, BoundSymbol, Trace, TracingState, tracing
@@ -39,10 +40,11 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     swaps = builder.module_tensors(module, "module") if module is not None else []
     builder.hidden(fn, module)
     snapshot = StateSnapshot(fn, module)
+    refuse_type_is_tensor(user_code_objects(user_codes(fn, module)))
     grad_enabled = torch.is_grad_enabled()
     globals_before = _global_state(state)
     try:
-        with tracing(state), TracingMode():
+        with tracing(state), answering_isinstance(), TracingMode():
             out = fn(*pargs, **pkwargs)
             out = state.normalize(out)  # numbers -> values, returned real tensors -> captured inputs
             changed = [name for name, before, now in zip(_GLOBAL_STATE_NAMES, globals_before, _global_state(state))

@@ -10,6 +10,7 @@ provenance.
 """
 from __future__ import annotations
 
+import sys
 import types
 from dataclasses import dataclass
 
@@ -74,6 +75,24 @@ def by_value(value) -> bool:
     return type(value) is tuple and all(by_value(v) for v in value)
 
 
+def _module_attributes(module: types.ModuleType, code: types.CodeType, found: list) -> None:
+    """The module binding itself is left alone; attributes of the user's own modules that this code names
+    (config.SCALE) are guarded like globals."""
+    if _library_module(module):
+        return
+    names = vars(module)
+    for attr in code.co_names:
+        if attr in names and not isinstance(names[attr], types.ModuleType):
+            found.append(HiddenValue("global", names, attr, names[attr], f"{module.__name__}.{attr}"))
+
+
+def _library_module(m: types.ModuleType) -> bool:
+    root = m.__name__.split(".")[0]
+    path = getattr(m, "__file__", None) or ""
+    return root in sys.stdlib_module_names or root in ("torch", "compiler", "builtins") or \
+        "site-packages" in path or "dist-packages" in path or not path
+
+
 def _is_library(fn) -> bool:
     mod = getattr(fn, "__module__", "") or ""
     return mod == "torch" or mod.startswith(("torch.", "compiler.", "builtins"))
@@ -83,14 +102,15 @@ def _visit_code(code: types.CodeType, globals_: dict, closure, found: list, seen
                 slots: list | None = None) -> None:
     if id(code) in seen:
         return
-    seen.add(id(code))
+    seen[id(code)] = (code, label)
     for name in code.co_names:
         if slots is not None:
             slots.append((globals_, name))
         if name in globals_:
             value = globals_[name]
             if isinstance(value, types.ModuleType):
-                continue  # rebinding a module global is vanishingly rare; its attributes are not guarded
+                _module_attributes(value, code, found)
+                continue
             found.append(HiddenValue("global", globals_, name, value, f"{label}.__globals__[{name!r}]"))
             _visit_callable(value, found, seen, name, slots)
     for name, cell in zip(code.co_freevars, closure or ()):
@@ -99,6 +119,9 @@ def _visit_code(code: types.CodeType, globals_: dict, closure, found: list, seen
         try:
             value = cell.cell_contents
         except ValueError:  # empty cell: the traced run could not have read it
+            continue
+        if isinstance(value, types.ModuleType):
+            _module_attributes(value, code, found)
             continue
         found.append(HiddenValue("cell", cell, name, value, f"{label} closure cell {name!r}"))
         _visit_callable(value, found, seen, name, slots)
@@ -124,7 +147,7 @@ class StateSnapshot:
 
     def __init__(self, fn, module=None):
         self.slots: list = []
-        _visit_callable(fn if module is None else type(module).forward, [], set(), "fn", self.slots)
+        _visit_callable(fn if module is None else type(module).forward, [], {}, "fn", self.slots)
         self.values = [(holder, name, self._read(holder, name)) for holder, name in self.slots]
         self.modules = [(sub, dict(vars(sub))) for sub in module.modules()] if module is not None else []
 
@@ -169,9 +192,22 @@ class StateSnapshot:
         return leaks
 
 
+def user_codes(fn, module: torch.nn.Module | None = None) -> list:
+    """(code object, label) of the user functions the jitted code can reach (library code excluded)."""
+    seen: dict = {}
+    if module is not None:
+        for sub in module.modules():
+            forward = type(sub).forward
+            if not _is_library(forward):
+                _visit_callable(forward, [], seen, f"{type(sub).__qualname__}.forward")
+    else:
+        _visit_callable(fn, [], seen, getattr(fn, "__qualname__", "fn"))
+    return list(seen.values())
+
+
 def hidden_values(fn, module: torch.nn.Module | None = None) -> list[HiddenValue]:
     found: list[HiddenValue] = []
-    seen: set = set()
+    seen: dict = {}
     if module is not None:
         for prefix, sub in module.named_modules():
             for name, child in sub._modules.items():  # model.lin = other: the trace used the old one

@@ -304,6 +304,11 @@ def _record_call(symbol, args, kwargs):
     if top:
         state.current_location = loc
         state.sync_grad_mode(loc)
+        if torch._C._is_any_autocast_enabled():
+            err = CompilerError(f"torch.autocast entered inside the jitted function (at {loc.describe() if loc else '?'}): "
+                                "it changes op dtypes at run time, which traces do not model yet")
+            err.location = loc
+            raise err
     args, kwargs = state.normalize((args, kwargs))
     try:
         out = symbol.meta(symbol, args, kwargs)

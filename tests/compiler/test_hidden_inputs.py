@@ -119,3 +119,19 @@ def test_swapped_submodule_retraces():
     m[0] = torch.nn.Linear(2, 2)
     torch.testing.assert_close(jm(x), m(x))
     assert compiler.cache_misses(jm) == 2
+
+
+def test_attributes_of_the_users_imported_modules_are_guarded(tmp_path, monkeypatch):
+    (tmp_path / "user_settings_mod.py").write_text("SCALE = 2.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import user_settings_mod as cfg
+
+    def fn(x):
+        return x * cfg.SCALE
+
+    jf = compiler.jit(fn)
+    x = torch.ones(2)
+    torch.testing.assert_close(jf(x), x * 2)
+    cfg.SCALE = 5.0
+    torch.testing.assert_close(jf(x), x * 5)
+    assert compiler.cache_misses(jf) == 2

@@ -20,3 +20,39 @@ def test_answers_match_eager(fn):
 def test_tensor_from_non_scalar_traced_tensors_is_refused_like_eager():
     with pytest.raises(ValueError, match="one element"):
         compiler.jit(lambda x: torch.tensor([x, x]))(torch.ones(2))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x * 2 if isinstance(x, torch.Tensor) else x,
+    lambda x: x.sum() if torch.is_tensor(x) else x,
+    lambda x: x * 3 if isinstance(x, (int, torch.Tensor)) else x,
+    lambda x: x * 3 if isinstance(x, torch.nn.Parameter) else x - 1,
+])
+def test_isinstance_tensor_answers_like_eager(fn):
+    x = torch.randn(2, 2)
+    torch.testing.assert_close(compiler.jit(fn)(x), fn(x))
+    assert isinstance.__module__ == "builtins"  # restored after tracing
+
+
+def test_isinstance_parameter_answers_like_eager():
+    p = torch.nn.Parameter(torch.ones(2))
+    fn = lambda w: w * 2 if isinstance(w, torch.nn.Parameter) else w  # noqa: E731
+    torch.testing.assert_close(compiler.jit(fn)(p), fn(p))
+
+
+def test_type_is_tensor_is_refused():
+    def fn(x):
+        return x.sum() if type(x) is torch.Tensor else x
+
+    with pytest.raises(compiler.CompilerError, match="compares type"):
+        compiler.jit(fn)(torch.ones(2))
+
+
+def test_autocast_inside_the_function_is_refused():
+    def fn(a):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return a @ a
+
+    with pytest.raises(compiler.CompilerError, match="autocast entered inside"):
+        compiler.jit(fn)(torch.ones(2, 2))
+    assert not torch._C._is_any_autocast_enabled()

@@ -82,3 +82,38 @@ def written_tensor(ctx, facts, mutation):
         call = mutation.node
         return call.args[0] if call.args else None
     return target
+
+
+# Calls that say "a compiler is tracing this code right now".
+_COMPILING_CHECKS = frozenset({"is_compiling", "is_dynamo_compiling", "is_scripting", "is_tracing", "is_jitting"})
+
+
+def _is_compiling_test(test) -> bool | None:
+    """True for ``is_compiling()``, False for ``not is_compiling()``, None for anything else."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    if isinstance(test, ast.Call) and not test.args:
+        f = test.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if name in _COMPILING_CHECKS:
+            return not negated
+    return None
+
+
+def eager_only_spans(func) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Spans of ``func`` that run only in eager mode: the body of ``if not torch.compiler.is_compiling():``
+    and the else of ``if is_compiling():``. Code there never runs under a compiler, so it holds no hazard."""
+    spans = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.If):
+            compiling = _is_compiling_test(node.test)
+            block = node.body if compiling is False else node.orelse if compiling else None
+            if block:
+                spans.append((start(block[0]), end(block[-1])))
+    return spans
+
+
+def in_spans(node, spans) -> bool:
+    pos = start(node)
+    return any(lo <= pos <= hi for lo, hi in spans)

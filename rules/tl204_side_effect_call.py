@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from ._jit_scopes import jitted_scopes
+from ._torch_api import eager_only_spans, in_spans
 from .base import Finding, RuleInfo
 
 _BUILTINS = frozenset({"print", "open", "input", "breakpoint", "globals", "locals", "vars"})
@@ -53,11 +54,17 @@ There is no automatic fix.
         "import torch\n@torch.compile\ndef f(x):\n    return x * torch.rand(())\n",
         "import thunder\n@thunder.jit\ndef f(x):\n    def print(*a):\n        return a\n    print(x)\n    return x\n",
         "import random\ndef f(x):\n    print(x)\n    return random.random()\n",  # not jitted
+        # eager-only code: under a compiler is_compiling() is true and the print never runs
+        "import torch\n@torch.compile\ndef f(x):\n    if not torch.compiler.is_compiling():\n        print('eager', x.shape)\n"
+        "    return x + 1\n",
     ],
     invalid=[
         "import torch\n@torch.compile\ndef f(x):\n    print('step', x.shape)\n    return x\n",
         "import random\nimport thunder\n@thunder.jit\ndef f(x):\n    return x * random.random()\n",
         "import thunder\nfrom time import time\n@thunder.jit\ndef f(x):\n    t = time()\n    return x + t\n",
+        # the compiling branch of an is_compiling() check is still traced
+        "import torch\n@torch.compile\ndef f(x):\n    if torch.compiler.is_compiling():\n        print('compiled')\n"
+        "    else:\n        x = x + 0\n    return x\n",
     ],
 )
 
@@ -87,8 +94,11 @@ def _side_effect(ctx, scope, call) -> str | None:
 
 def check(ctx):
     for target, jit_scope in jitted_scopes(ctx):
+        eager_only = eager_only_spans(target.info.node)
         for scope in jit_scope.walk():
             for call in scope.calls:
+                if eager_only and in_spans(call, eager_only):
+                    continue  # `if not torch.compiler.is_compiling(): print(...)` never runs compiled
                 what = _side_effect(ctx, scope, call)
                 if what:
                     yield Finding(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ._torch_api import eager_only_spans, in_spans
 from ._values import Values
 from .base import Finding, RuleInfo
 
@@ -56,6 +57,9 @@ There is no automatic fix.
         "import thunder\n@thunder.jit\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n",
         "import torch\n@torch.compile\ndef f(x):\n    n = x.max().item()\n    return x / n\n",
         "import thunder, torch\n@thunder.jit\ndef f(x: torch.Tensor):\n    while x:\n        x = x - 1\n    return x\n",
+        # `not` calls bool() on the tensor just the same
+        "import torch\n@torch.compile\ndef f(x):\n    while not torch.isfinite(x).all():\n        x = torch.nan_to_num(x)\n"
+        "    return x\n",
         # an untyped argument used like a tensor (`x.norm(...)`) is a tensor
         "import torch\n@torch.compile\ndef f(x, eps=1e-6):\n    norm = x.norm(dim=-1, keepdim=True)\n"
         "    if (norm < eps).any():\n        norm = norm.clamp(min=eps)\n    return x / norm\n",
@@ -69,7 +73,10 @@ def check(ctx):
         values = Values(ctx, target.info, facts)
         name = target.info.name
         reported = set()
+        eager_only = eager_only_spans(target.info.node)
         for call in facts.calls:
+            if eager_only and in_spans(call, eager_only):
+                continue
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and not call.args:
                 reported.add((call.lineno, call.col_offset))
@@ -87,12 +94,23 @@ def check(ctx):
                 continue
             if _has_item(test):
                 continue  # the .item() is reported already
-            if values.is_tensor(test) or (isinstance(test, ast.BoolOp) and any(values.is_tensor(v) for v in test.values)):
+            if eager_only and in_spans(test, eager_only):
+                continue
+            if _decides_on_tensor(values, test):
                 yield Finding(
                     test,
                     f"control flow on tensor data in jitted function `{name}`: the branch is taken while "
                     f"tracing and replayed for other data",
                 )
+
+
+def _decides_on_tensor(values, test) -> bool:
+    """Does Python call ``bool()`` on a tensor to decide ``test``? (`not t.any()` and `a and t` do too.)"""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if isinstance(test, ast.BoolOp):
+        return any(_decides_on_tensor(values, v) for v in test.values)
+    return values.is_tensor(test)
 
 
 def _has_item(expr) -> bool:

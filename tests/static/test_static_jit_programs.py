@@ -30,6 +30,10 @@ EXPECTED = {
     # UPPER_CASE constants bound once on every path (if/else on cuda, try: import / except ImportError),
     # TYPE_CHECKING imports, string annotations, local lambdas: quiet; a constant rebound is not one
     "constants_and_flags.py": [("TL201", "return x * SCALE")],
+    # a closure over a local function or class is no hidden data; eager-only prints under
+    # `if not torch.compiler.is_compiling()` never run compiled; `len` of a ModuleList, `torch.is_tensor` and
+    # `numel()` are no tensor data, but `not torch.isfinite(x).all()` is
+    "eager_guards_and_closures.py": [("TL302", "while not torch.isfinite(x).all():")],
     "thunder_funcs.py": [
         ("TL201", "return x * scale"),
         ("TL202", "return x * factor"),

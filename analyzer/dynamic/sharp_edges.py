@@ -1,0 +1,107 @@
+"""The trace checks: interpreter and compiler events -> Diagnostics (origin "trace").
+
+    global_read                        -> TL201 global-capture   (data, not modules/functions/classes/constants)
+    closure_read (cell from outside)   -> TL202 closure-capture
+    global_write/delete,
+    nonlocal_write/delete (outside)    -> TL203 captured-write
+    side_effect_call                   -> TL204 side-effect-call
+    compiler inplace_on_may_view       -> TL101 reshape-inplace
+
+"Outside" comes from the interpreter: a cell created while the jitted call runs (``details["internal"]``)
+belongs to the computation, so closures over the jitted function's own variables and nonlocal writes or
+deletes of them are not hazards (seed 132). Callers decide which files are the user's (user_code).
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import linecache
+import types
+
+import torch
+
+from rules import RULES
+
+from ..diagnostics import Diagnostic, Severity
+
+TRACE_CODES = ("TL101", "TL201", "TL202", "TL203", "TL204")
+
+
+def make_diagnostic(code: str, message: str, path: str, span: tuple[int, int, int, int]) -> Diagnostic:
+    info = RULES[code]
+    line, column, end_line, end_column = span
+    return Diagnostic(code=code, name=info.name, severity=Severity(info.severity), message=message, path=path,
+                      line=line, column=column, end_line=end_line, end_column=end_column, origin="trace")
+
+
+def is_code_not_data(value) -> bool:
+    """Modules, classes and callables (functions, builtins, partials, jitted functions) are program structure;
+    an nn.Module is callable but holds parameters and state, so it is data."""
+    if isinstance(value, (types.ModuleType, type)):
+        return True
+    return callable(value) and not isinstance(value, torch.nn.Module)
+
+
+@functools.lru_cache(maxsize=256)
+def _module_index(filename: str, source: str):
+    from ..static.module_index import build_module_index
+
+    try:
+        return build_module_index(ast.parse(source, filename))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def is_never_rebound_constant(filename: str, name: str) -> bool:
+    """The static linter's verdict for module global ``name`` of the module in ``filename``: an UPPER_CASE
+    constant bound once and never declared `global` anywhere (the same rule TL201's static check applies)."""
+    source = "".join(linecache.getlines(filename))
+    if not source:
+        return False  # no source (exec'd code): only the runtime value can tell, and it says data
+    index = _module_index(filename, source)
+    return index is not None and index.module_name_kind(name) == "static"
+
+
+def check_interpreter_event(event, span) -> Diagnostic | None:
+    """TL201-TL204 for one compiler.interpreter Event at the user's ``span``; None when it is no hazard."""
+    kind, name, where = event.kind, event.name, event.location
+    function = where.function
+    if kind == "global_read":
+        if is_code_not_data(event.value) or is_never_rebound_constant(where.filename, name):
+            return None
+        return make_diagnostic("TL201", f"`{function}` reads the module global `{name}` "
+                               f"({type(event.value).__name__}) inside the jitted call: a hidden input, not an "
+                               f"argument; pass it in or make it a constant", where.filename, span)
+    if kind == "closure_read":
+        if event.details.get("internal") or is_code_not_data(event.value):
+            return None
+        return make_diagnostic("TL202", f"`{function}` reads `{name}` ({type(event.value).__name__}), a variable "
+                               f"captured from outside the jitted call: a hidden input, not an argument",
+                               where.filename, span)
+    if kind in ("global_write", "global_delete"):
+        verb = "assigns" if kind == "global_write" else "deletes"
+        return make_diagnostic("TL203", f"`{function}` {verb} the module global `{name}` inside the jitted call: "
+                               f"a compiled trace does not repeat this on later calls", where.filename, span)
+    if kind in ("nonlocal_write", "nonlocal_delete"):
+        if event.details.get("internal"):
+            return None  # the variable lives inside the jitted call: part of the computation
+        verb = "assigns" if kind == "nonlocal_write" else "deletes"
+        return make_diagnostic("TL203", f"`{function}` {verb} `{name}`, a variable that lives outside the jitted "
+                               f"call: a compiled trace does not repeat this on later calls", where.filename, span)
+    if kind == "side_effect_call":
+        return make_diagnostic("TL204", f"`{name}` called inside the jitted call runs only while tracing: the "
+                               f"compiled function skips it or bakes its result in", where.filename, span)
+    return None
+
+
+def check_compiler_event(event, path: str, span) -> Diagnostic | None:
+    """TL101 from the compiler's inplace_on_may_view event, at the user's line of the in-place op."""
+    if event.kind != "inplace_on_may_view":
+        return None
+    details = event.details
+    op, view_op = event.op or "an in-place op", details.get("view_op", "a reshape-like op")
+    got = "a view (the write reaches the original tensor)" if details.get("returned_view") else \
+        "a copy (the write does not reach the original tensor)"
+    return make_diagnostic("TL101", f"in-place `{op}` on the result of `{view_op}`, which may return a view or a "
+                           f"copy; with these inputs it returned {got}, and other layouts change that",
+                           path, span)

@@ -47,10 +47,18 @@ There is no automatic fix.
         "import thunder\nimport torch\nSCALE = 5\n@thunder.jit\ndef f(x):\n    return torch.sin(x) * SCALE\n",
         "import thunder\ndef helper(x):\n    return x + 1\n@thunder.jit\ndef f(x):\n    return helper(x)\n",
         "x = 5\ndef f():\n    return x\n",  # not jitted
+        # a class made by namedtuple, and a backward-compatible alias of it, are classes
+        "import torch\nfrom collections import namedtuple\nOutputs = namedtuple('Outputs', ['logits', 'aux'])\n"
+        "_Outputs = Outputs\n@torch.compile\ndef f(x):\n    return _Outputs(x, None) if x.dim() else Outputs(x, x)\n",
+        # a constant bound once on every path
+        "import torch\ntry:\n    import apex\n    HAS_APEX = True\nexcept ImportError:\n    HAS_APEX = False\n"
+        "@torch.compile\ndef f(x):\n    return x * 2 if HAS_APEX else x\n",
     ],
     invalid=[
         "import thunder\nx = 5\n@thunder.jit\ndef foo():\n    return x\n",
         "import torch\nSCALE = 5\nSCALE = 6\ndef f(x):\n    return x * SCALE\ng = torch.compile(f)\n",
+        # an alias of a mutable global is just as mutable
+        "import torch\ncounter = 0\nalias = counter\n@torch.compile\ndef f(x):\n    return x + alias\n",
     ],
 )
 

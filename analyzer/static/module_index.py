@@ -37,6 +37,7 @@ class ModuleIndex:
     bindings: dict[str, list[str]] = field(default_factory=dict)  # module name -> binding kinds in order
     # module name -> for each binding, the arms it sits in: ((id(if/try/match), arm index), ...)
     binding_arms: dict[str, list[tuple]] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)  # `_Outputs = Outputs` at module level: "_Outputs" -> "Outputs"
     global_writes: set[str] = field(default_factory=set)  # names some function declares `global`
     functions: list[FunctionInfo] = field(default_factory=list)
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # by name, any depth
@@ -55,7 +56,7 @@ class ModuleIndex:
         parts.append(self.imports.get(expr.id, expr.id))
         return ".".join(reversed(parts))
 
-    def module_name_kind(self, name: str) -> str:
+    def module_name_kind(self, name: str, _depth: int = 0) -> str:
         """How a jitted function's read of module global ``name`` should be judged.
 
         "none": not bound at module level (a builtin or a star import); "static": a module, function,
@@ -74,6 +75,11 @@ class ModuleIndex:
             return "static"
         if not others:
             return "static"
+        # `_Outputs = Outputs` kept for backward compatibility: as static as what it names
+        target = self.aliases.get(name)
+        if kinds == ["assign"] and target and target != name and _depth < 4:
+            if self.module_name_kind(target, _depth + 1) == "static":
+                return "static"
         # A constant by convention: UPPER_CASE, bound once on every path (`if cuda: DTYPE = ... else: DTYPE = ...`,
         # `try: import apex; HAS_APEX = True except ImportError: HAS_APEX = False`).
         if all(k in ("assign", "none") for k in kinds) and name.upper() == name and any(c.isalpha() for c in name):
@@ -112,6 +118,11 @@ def _target_names(target) -> list[str]:
     return out
 
 
+# Calls that make a class (or a type) at module level: `Outputs = namedtuple("Outputs", [...])`.
+_CLASS_FACTORIES = frozenset({"namedtuple", "NamedTuple", "TypedDict", "TypeVar", "NewType", "make_dataclass",
+                              "Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
+
+
 def _value_kind(value) -> str:
     if isinstance(value, ast.Constant) and value.value is None:
         return "none"
@@ -120,6 +131,8 @@ def _value_kind(value) -> str:
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if name in ("getLogger", "get_logger"):
             return "logger"  # a logger is bound once and never replaced: no hidden input
+        if name in _CLASS_FACTORIES:
+            return "class"
     return "assign"
 
 
@@ -193,6 +206,8 @@ def build_module_index(tree: ast.Module) -> ModuleIndex:
                 for t in stmt.targets:
                     for n in _target_names(t):
                         _bind(index, n, kind, arms)
+                        if isinstance(stmt.value, ast.Name) and isinstance(t, ast.Name):
+                            index.aliases[n] = stmt.value.id
             elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
                 for n in _target_names(stmt.target):
                     _bind(index, n, _value_kind(stmt.value), arms)

@@ -90,7 +90,7 @@ def _library_module(m: types.ModuleType) -> bool:
     root = m.__name__.split(".")[0]
     path = getattr(m, "__file__", None) or ""
     return root in sys.stdlib_module_names or root in ("torch", "compiler", "builtins") or \
-        "site-packages" in path or "dist-packages" in path or not path
+        "site-packages" in path or "dist-packages" in path
 
 
 def _is_library(fn) -> bool:

@@ -104,3 +104,26 @@ def test_namedtuple_and_return_type_outputs_are_rebuilt_per_call():
         (pair, mx), (epair, emx) = jf(x), fn(x)
         assert type(pair) is Pair and torch.equal(pair.low, epair.low) and torch.equal(pair.high, epair.high)
         assert type(mx) is type(emx) and torch.equal(mx.values, emx.values) and torch.equal(mx.indices, emx.indices)
+
+
+def _prim_samples():
+    # The differential suite's op samples (written by the test engineer), every 6th: run through prims only.
+    import opinfos
+
+    return [s for s in opinfos.SAMPLES[::6] if not s.expect_error and s.manual_seed is None
+            and not s.op.startswith("python.")]
+
+
+@pytest.mark.parametrize("sample", _prim_samples(), ids=lambda s: s.id)
+def test_decompositions_compute_what_the_op_computes(sample):
+    """Ops with a decomposition, run by an executor that only knows prims, give eager's results."""
+    expected = sample.fn(*sample.make_args())
+    jf = compiler.jit(sample.fn, executors=[TorchExecutor(only_prims=True), python_executor])
+    try:
+        got = jf(*sample.make_args())
+    except compiler.ExecutorError:
+        pytest.skip("an op in this sample has no decomposition into prims")
+    low = any(isinstance(t, torch.Tensor) and t.dtype in (torch.bfloat16, torch.float16)
+              for t in torch.utils._pytree.tree_leaves(expected))
+    tol = dict(rtol=sample.rtol or (2e-2 if low else 1e-5), atol=sample.atol or (2e-2 if low else 1e-5))
+    torch.testing.assert_close(got, expected, equal_nan=True, **tol)

@@ -85,11 +85,15 @@ def written_tensor(ctx, facts, mutation):
 
 
 # Calls that say "a compiler is tracing this code right now".
-_COMPILING_CHECKS = frozenset({"is_compiling", "is_dynamo_compiling", "is_scripting", "is_tracing", "is_jitting"})
+_COMPILING_CHECKS = frozenset({"is_compiling", "is_dynamo_compiling", "is_torchdynamo_compiling", "is_scripting",
+                                "is_tracing", "is_jitting"})
 
 
 def _is_compiling_test(test) -> bool | None:
-    """True for ``is_compiling()``, False for ``not is_compiling()``, None for anything else."""
+    """True for ``is_compiling()``, False for ``not is_compiling()`` (also as an operand of ``and``: the whole
+    test is false when compiling), None for anything else."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return False if any(_is_compiling_test(v) is False for v in test.values) else None
     negated = False
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, negated = test.operand, not negated
@@ -117,3 +121,16 @@ def eager_only_spans(func) -> list[tuple[tuple[int, int], tuple[int, int]]]:
 def in_spans(node, spans) -> bool:
     pos = start(node)
     return any(lo <= pos <= hi for lo, hi in spans)
+
+
+def compiled_operands(test) -> list:
+    """The parts of a branch test that a compiler evaluates: in ``a and not is_compiling() and b`` only ``a``
+    (and the check itself) runs compiled; ``b`` is short-circuited away."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        out = []
+        for v in test.values:
+            out.append(v)
+            if _is_compiling_test(v) is False:
+                break
+        return out
+    return [test]

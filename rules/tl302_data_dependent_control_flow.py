@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ._torch_api import eager_only_spans, in_spans
+from ._torch_api import compiled_operands, eager_only_spans, in_spans
 from ._values import Values
 from .base import Finding, RuleInfo
 
@@ -49,6 +49,9 @@ There is no automatic fix.
 - [lightning-thunder #262](https://github.com/Lightning-AI/lightning-thunder/issues/262)
 """,
     valid=[
+        # short-circuited away under a compiler: `not is_torchdynamo_compiling()` is false there
+        "import torch\nfrom transformers.utils import is_torchdynamo_compiling\n@torch.compile\ndef f(x, ids):\n"
+        "    if not is_torchdynamo_compiling() and (ids == 0).any():\n        raise ValueError('bad ids')\n    return x\n",
         "import thunder, torch\n@thunder.jit\ndef f(x):\n    return torch.where(x.sum() > 0, x, -x)\n",
         "import thunder\n@thunder.jit\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n",
         "def f(x):\n    return x.item()\n",  # not jitted
@@ -57,6 +60,9 @@ There is no automatic fix.
         "import thunder\n@thunder.jit\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n",
         "import torch\n@torch.compile\ndef f(x):\n    n = x.max().item()\n    return x / n\n",
         "import thunder, torch\n@thunder.jit\ndef f(x: torch.Tensor):\n    while x:\n        x = x - 1\n    return x\n",
+        # the operand before the eager-only check is still evaluated compiled
+        "import torch\n@torch.compile\ndef f(x):\n    if x.any() and not torch.compiler.is_compiling():\n"
+        "        x = x + 1\n    return x\n",
         # `not` calls bool() on the tensor just the same
         "import torch\n@torch.compile\ndef f(x):\n    while not torch.isfinite(x).all():\n        x = torch.nan_to_num(x)\n"
         "    return x\n",
@@ -96,7 +102,7 @@ def check(ctx):
                 continue  # the .item() is reported already
             if eager_only and in_spans(test, eager_only):
                 continue
-            if _decides_on_tensor(values, test):
+            if any(_decides_on_tensor(values, part) for part in compiled_operands(test)):
                 yield Finding(
                     test,
                     f"control flow on tensor data in jitted function `{name}`: the branch is taken while "

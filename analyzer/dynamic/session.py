@@ -32,8 +32,10 @@ class TraceSession:
         where = event.location
         if where is None or where.lineno is None or not is_user_file(where.filename):
             return
-        span = line_span(where.filename, where.lineno, self._positions_at(where))
-        self._add(check_interpreter_event(event, span), stop_now=True)
+        frame = self._frame_at(where)
+        span = line_span(where.filename, where.lineno, frame.instr.positions if frame is not None else None)
+        code = frame.code if frame is not None else None
+        self._add(check_interpreter_event(event, span, code), stop_now=True)
 
     def on_compiler_event(self, event) -> None:
         frame = self._innermost_user_frame()
@@ -77,11 +79,12 @@ class TraceSession:
             raise StopTracing(f"{diagnostic.code} at {diagnostic.path}:{diagnostic.line}",
                               filename=diagnostic.path, lineno=diagnostic.line, construct=diagnostic.code)
 
-    def _positions_at(self, where):
+    def _frame_at(self, where):
+        """The interpreted frame that emitted an event at ``where`` (normally the innermost one)."""
         for frame in reversed(self._active()):
             if frame.code.co_filename == where.filename and frame.instr is not None \
-                    and frame.location().lineno == where.lineno:
-                return frame.instr.positions
+                    and frame.code.co_qualname == where.function and frame.location().lineno == where.lineno:
+                return frame
         return None
 
     def _innermost_user_frame(self):

@@ -14,6 +14,7 @@ deletes of them are not hazards (seed 132). Callers decide which files are the u
 from __future__ import annotations
 
 import ast
+import dis
 import functools
 import linecache
 import types
@@ -62,12 +63,22 @@ def is_never_rebound_constant(filename: str, name: str) -> bool:
     return index is not None and index.module_name_kind(name) == "static"
 
 
-def check_interpreter_event(event, span) -> Diagnostic | None:
-    """TL201-TL204 for one compiler.interpreter Event at the user's ``span``; None when it is no hazard."""
+@functools.lru_cache(maxsize=1024)
+def _globals_written_by(code) -> frozenset:
+    return frozenset(i.argval for i in dis.get_instructions(code) if i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"))
+
+
+def check_interpreter_event(event, span, code=None) -> Diagnostic | None:
+    """TL201-TL204 for one compiler.interpreter Event at the user's ``span``; None when it is no hazard.
+
+    ``code``: the code object that emitted it, when known (a global the function itself declares `global`
+    and writes is reported once, as TL203, as the static check does)."""
     kind, name, where = event.kind, event.name, event.location
     function = where.function
     if kind == "global_read":
         if is_code_not_data(event.value) or is_never_rebound_constant(where.filename, name):
+            return None
+        if code is not None and name in _globals_written_by(code):
             return None
         return make_diagnostic("TL201", f"`{function}` reads the module global `{name}` "
                                f"({type(event.value).__name__}) inside the jitted call: a hidden input, not an "

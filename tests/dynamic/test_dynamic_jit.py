@@ -196,3 +196,30 @@ def test_check_returns_findings_and_lets_the_users_exception_through_with_a_note
 def test_check_never_raises_a_sharp_edge_error():
     diags = check(reshape_add_, torch.zeros(2, 2))
     assert [d.code for d in diags] == ["TL101"]
+
+
+def test_an_error_finding_wins_over_a_later_user_exception_and_keeps_it_as_cause():
+    def f(x):
+        y = x.reshape(-1)
+        y.add_(1)
+        raise KeyError("later")
+
+    with pytest.raises(SharpEdgeError) as info:
+        jit(f)(torch.zeros(2, 2))
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_without_findings_the_users_exception_is_unchanged():
+    def f(x):
+        raise KeyError("mine")
+
+    with pytest.raises(KeyError, match="mine"):
+        jit(f, sharp_edges="error")(torch.zeros(1))
+
+
+@pytest.mark.parametrize("bad", [None, 3, "not a function"])
+def test_not_a_function_is_a_clear_type_error(bad):
+    with pytest.raises(TypeError, match="function"):
+        jit(bad)
+    with pytest.raises(TypeError, match="function"):
+        check(bad)

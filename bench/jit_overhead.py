@@ -127,18 +127,24 @@ def main(argv=None) -> int:
             results.append({"case": name, "eager_us": eager, "jit_us": jitted, "overhead_us": jitted - eager,
                             "ratio": jitted / eager, "first_call_s": first,
                             "ok": jitted - eager <= OVERHEAD_TARGET_US and first < FIRST_CALL_TARGET_S})
+    # The fixed cost of a cache hit (guards + call) without op timings' noise: an identity function.
+    ident = lambda a, b: a  # noqa: E731
+    jident = compiler.jit(ident)
+    e_id, j_id = per_call_us(ident, jident, (x, y), opts.number * 5, opts.repeat)
+    fixed = {"case": "identity fn, 2 tensors", "eager_us": e_id, "jit_us": j_id, "overhead_us": j_id - e_id}
     cold = None
     if opts.cold:
         cold = {"cold_first_call_s": cold_first_call_s(False),
                 "cold_first_call_torch_dynamo_preimported_s": cold_first_call_s(True)}
     if opts.json:
-        print(json.dumps({"cases": results, "cold": cold}, indent=2))
+        print(json.dumps({"cases": results, "fixed_overhead": fixed, "cold": cold}, indent=2))
     else:
         print(f"{'case':24} {'eager us':>9} {'jit us':>9} {'overhead us':>12} {'ratio':>6} {'first call s':>13}  target")
         for r in results:
             print(f"{r['case']:24} {r['eager_us']:9.2f} {r['jit_us']:9.2f} {r['overhead_us']:12.2f} {r['ratio']:6.2f} "
                   f"{r['first_call_s']:13.4f}  {'ok' if r['ok'] else 'MISSED'}")
         print(f"targets: overhead <= {OVERHEAD_TARGET_US} us/call, first call < {FIRST_CALL_TARGET_S} s")
+        print(f"fixed cache-hit cost (identity function, 2 tensor inputs): {fixed['overhead_us']:.2f} us/call")
         if cold:
             print(f"fresh process, elementwise10 first call: {cold['cold_first_call_s']:.3f} s; with torch._dynamo "
                   f"imported beforehand: {cold['cold_first_call_torch_dynamo_preimported_s']:.3f} s (torch's meta "

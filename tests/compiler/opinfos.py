@@ -1255,18 +1255,11 @@ for _fn in (_two_draws, _two_dropouts, _unused_draw, _unused_dropout, _randn_and
 # its sample passes.
 # ---------------------------------------------------------------------------------------------------
 
-_TYPE_CHECK = ("{check} is False for the tracing proxy: the compiled function silently takes the other "
-               "branch (proxies are not torch.Tensor instances)")
-
 KNOWN_GAPS: dict[str, str] = {
-    "context_autocast_inside-f32[3x4]": ("torch.autocast entered inside the function is ignored: the matmul "
-                                         "result is float32, eager's is bfloat16 (silently different dtype)"),
-    "hidden.imported_module_attribute": ("silently stale: an attribute of an imported module (config.SCALE) "
-                                         "changed between calls; the cached trace keeps the first value (seed 132)"),
-    "python.isinstance_tensor-f32[3x2]": _TYPE_CHECK.format(check="isinstance(x, torch.Tensor)"),
-    "python.isinstance_optional_arg-f32[3x2]-f32[3x2]": _TYPE_CHECK.format(check="isinstance(y, torch.Tensor)"),
-    "python.type_is_tensor-f32[3x2]": _TYPE_CHECK.format(check="type(x) is torch.Tensor"),
-    "python.torch_is_tensor-f32[3x2]": _TYPE_CHECK.format(check="torch.is_tensor(x)"),
+    "context_autocast_inside-f32[3x4]": ("torch.autocast entered inside the function: refused with a CompilerError "
+                                         "(was silently float32); eager runs the matmul in bfloat16"),
+    "python.type_is_tensor-f32[3x2]": ("type(x) is torch.Tensor: refused with a CompilerError (was silently the "
+                                       "other branch); needs the interpreter's type() lookaside"),
 }
 
 SAMPLES_BY_ID = {s.id: s for s in SAMPLES}

@@ -81,7 +81,7 @@ def jit(fn, *, sharp_edges: str = "allow", rules: dict | None = None, **compiler
     return compiler.jit(fn, frontend=frontend, **compiler_options)
 
 
-def check(fn, *args, **kwargs) -> list[Diagnostic]:
+def check(fn, /, *args, **kwargs) -> list[Diagnostic]:
     """Run ``fn(*args, **kwargs)`` once under the compiler with every trace check on; return the findings
     (severity: each rule's default), sorted by place. Raises no SharpEdgeError and warns nothing.
 

@@ -223,3 +223,10 @@ def test_not_a_function_is_a_clear_type_error(bad):
         jit(bad)
     with pytest.raises(TypeError, match="function"):
         check(bad)
+
+
+def test_compiler_observers_given_by_the_caller_still_get_the_compilers_events():
+    seen = []
+    with pytest.raises(SharpEdgeError):
+        jit(reshape_add_, observers=[seen.append])(torch.zeros(2, 2))
+    assert "inplace_on_may_view" in [e.kind for e in seen]

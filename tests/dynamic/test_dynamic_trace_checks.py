@@ -2,6 +2,7 @@
 torch, the seed-132 closure verdicts, and the user's file:line on every finding."""
 import math
 import random
+import time
 
 import pytest
 import torch
@@ -195,6 +196,24 @@ def test_tl204_print_and_random(capsys):
     assert [(d.code, d.line) for d in check(prints, _x())] == [("TL204", _line("tl204-print"))]
     assert "tracing" in capsys.readouterr().out  # the call itself still ran, as eager would
     assert [(d.code, d.line) for d in check(draws, _x())] == [("TL204", _line("tl204-random"))]
+
+
+@pytest.mark.parametrize("call", [
+    lambda: time.time(), lambda: random.randint(1, 3), lambda: len(globals()), lambda: len(vars()),
+])
+def test_tl204_other_side_effects(call):
+    def f(x):
+        return x + 0 * call()
+
+    diags = check(f, _x())
+    assert [d.code for d in diags] == ["TL204"] and diags[0].path == HERE
+
+
+def test_check_passes_keyword_arguments_through_even_one_named_fn():
+    def f(x, fn=None):
+        return x * fn
+
+    assert check(f, _x(), fn=2.0) == []  # `fn=` reaches f, not check's own first parameter
 
 
 def test_tl204_pure_math_is_not_a_side_effect():

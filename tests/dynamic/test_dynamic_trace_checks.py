@@ -125,6 +125,38 @@ def test_tl203_the_seeds_lst_example_writes_a_variable_captured_from_outside():
     assert "TL202" in _codes(diags)  # it also reads lst
 
 
+global_lst = []
+
+
+def unrelated():
+    lst = None
+
+    def inner():
+        nonlocal lst
+        if lst is None:
+            lst = global_lst  # seed-latter-read
+        lst.append("#")
+        return lst
+
+    return inner
+
+
+def seed_latter(x):
+    inner_fn = unrelated()  # its cell is created inside the jitted call
+    lst1 = inner_fn()
+    lst2 = inner_fn()
+    print(lst1 is lst2)  # seed-latter-print
+    return x + len(lst2)
+
+
+def test_seed_132_latter_example_cells_created_inside_the_call_are_internal(capsys):
+    global_lst.clear()
+    diags = check(seed_latter, _x())
+    assert [(d.code, d.line) for d in diags] == [("TL201", _line("seed-latter-read")),
+                                                 ("TL204", _line("seed-latter-print"))]
+    assert global_lst == ["#", "#"] and capsys.readouterr().out == "True\n"  # effects as in eager Python
+
+
 def bumps_counter(x):
     global counter
     counter += 1  # tl203-global

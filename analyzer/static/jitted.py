@@ -225,6 +225,11 @@ def _enclosing_functions(stmt, index: ModuleIndex):
 
 
 def _functions_named_by(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
+    if isinstance(expr, ast.Lambda):
+        # thunder.jit(lambda x, n: ...): the lambda is the compiled function, inside the functions around it
+        enclosing = _enclosing_functions(stmt, index)
+        parents = enclosing[0].parents + (enclosing[0].node,) if enclosing else ()
+        return [FunctionInfo(expr, parents, None)]
     if isinstance(expr, ast.Name):
         # A function defined in the scope of the call, else at module level.
         candidates = [i for i in index.functions if i.node.name == expr.id and i.class_node is None]

@@ -17,13 +17,13 @@ _BODIES = ("body", "orelse", "finalbody")
 
 @dataclass
 class FunctionInfo:
-    node: ast.FunctionDef | ast.AsyncFunctionDef
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda  # a Lambda only when passed to a jit call
     parents: tuple  # enclosing FunctionDef/ClassDef nodes, outermost first
     class_node: ast.ClassDef | None  # the class when this is a method
 
     @property
     def name(self) -> str:
-        return self.node.name
+        return getattr(self.node, "name", "<lambda>")
 
     @property
     def qualname(self) -> str:

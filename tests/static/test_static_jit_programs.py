@@ -57,3 +57,22 @@ def test_program_findings_are_exactly_the_hazards(name):
 
 def test_every_program_is_listed():
     assert sorted(p.name for p in PROGRAMS.glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize(
+    "src, expected",
+    [
+        # thunder.jit of a lambda with symbolic values: the ternary on `n` and the global read
+        (
+            "import thunder\nscale = 3\n"
+            "jfn = thunder.jit(lambda x, n: x * n if n > 2 else x * scale, cache='symbolic values')\n",
+            [("TL301", 3), ("TL201", 3)],
+        ),
+        # a compiled lambda in a factory: the closure read and the .item()
+        ("import torch\ndef make(k):\n    return torch.compile(lambda x: (x * k).sum().item())\n", [("TL302", 3), ("TL202", 3)]),
+        # `is None` in a compiled lambda is no hazard
+        ("import torch\nf = torch.compile(lambda x, mask=None: x if mask is None else x * mask)\n", []),
+    ],
+)
+def test_jitted_lambdas_are_analysed(src, expected):
+    assert [(d.code, d.line) for d in lint_source(src, with_fixes=False)] == expected

@@ -36,13 +36,8 @@ def is_user_file(filename: str) -> bool:
 def compiler_trusted_paths() -> tuple[str, ...]:
     """Folders of compiler/ whose Python runs natively under the interpreter (the proxies, the tracer):
     everything in compiler/ except the interpreter itself."""
-    interpreter_dir = os.path.join(_COMPILER_DIR, "interpreter") + os.sep
-    out = []
-    for name in sorted(os.listdir(_COMPILER_DIR)):
-        path = os.path.join(_COMPILER_DIR, name)
-        if path + os.sep != interpreter_dir and path != interpreter_dir.rstrip(os.sep):
-            out.append(path)
-    return tuple(out)
+    return tuple(os.path.join(_COMPILER_DIR, name) for name in sorted(os.listdir(_COMPILER_DIR))
+                 if name != "interpreter")
 
 
 def line_span(filename: str, lineno: int, positions=None) -> tuple[int, int, int, int]:

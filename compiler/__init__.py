@@ -6,6 +6,8 @@ symbol table (compiler.torchlang.TORCH_SYMBOLS); the front-end seam (compiler.fr
 """
 from __future__ import annotations
 
+import types
+
 import torch
 
 from . import events  # noqa: F401
@@ -29,6 +31,9 @@ def jit(fn_or_module, *, cache: str = "constant values", executors=None, observe
     options = dict(cache=cache, executors=executors, observers=observers, frontend=frontend, passes=passes)
     if isinstance(fn_or_module, torch.nn.Module):
         return JittedModule(fn_or_module, **options)
+    if isinstance(fn_or_module, types.MethodType) and isinstance(fn_or_module.__self__, torch.nn.Module):
+        # jit(model.forward): the module's parameters, buffers and attributes are inputs/guards, as for jit(model)
+        return JittedFunction(fn_or_module, module=fn_or_module.__self__, **options)
     if not callable(fn_or_module):
         raise TypeError(f"jit expects a function or nn.Module, got {type(fn_or_module).__qualname__}")
     return JittedFunction(fn_or_module, **options)

@@ -220,6 +220,11 @@ def hidden_values(fn, module: torch.nn.Module | None = None) -> list[HiddenValue
             if not _is_library(forward):
                 _visit_callable(forward, found, seen, f"{type(sub).__qualname__}.forward")
     else:
+        if isinstance(fn, types.MethodType) and _plain_object(fn.__self__):
+            # jit(obj.method): the method reads self's attributes; guard them like a global object's
+            for name, value in vars(fn.__self__).items():
+                if not name.startswith("_"):
+                    found.append(HiddenValue("attribute", fn.__self__, name, value, f"self.{name}"))
         _visit_callable(fn, found, seen, getattr(fn, "__qualname__", "fn"))
     return [g for h in found for g in (expand(h) if h.kind != "child" else [replace_check(h, "identity")])]
 

@@ -135,3 +135,38 @@ def test_attributes_of_the_users_imported_modules_are_guarded(tmp_path, monkeypa
     cfg.SCALE = 5.0
     torch.testing.assert_close(jf(x), x * 5)
     assert compiler.cache_misses(jf) == 2
+
+
+def test_jitted_bound_methods_see_their_objects_state():
+    class Scaler:
+        def __init__(self):
+            self.factor = 2.0
+
+        def apply(self, x):
+            return x * self.factor
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(2, 2)
+            self.scale = 1.0
+
+        def forward(self, x):
+            return self.lin(x) * self.scale
+
+    s = Scaler()
+    jf = compiler.jit(s.apply)
+    x = torch.ones(2)
+    jf(x)
+    s.factor = 3.0
+    torch.testing.assert_close(jf(x), x * 3)
+
+    net = Net()
+    jm = compiler.jit(net.forward)
+    y = torch.randn(1, 2)
+    jm(y)
+    net.scale = 4.0
+    with torch.no_grad():
+        net.lin.weight.zero_()
+    torch.testing.assert_close(jm(y), net(y))
+    assert len(compiler.last_traces(jm)[-1].args) == 3  # x, weight, bias: parameters are inputs

@@ -5,8 +5,14 @@ fixed seed for every call, so eager and compiled runs get identical, fresh input
 *layout* (a `.clone()` would silently turn a transposed or expanded input contiguous, and whether a
 reshape is a view or a copy depends on that layout).
 
-`KNOWN_GAPS` maps sample ids to what the compiler cannot do yet; the suite runs those as strict xfails,
-so the entry must be removed the moment the sample starts passing.
+Add one with `sample(op, fn, *specs, name=None, **options)`. A spec is `T(shape, dtype, layout, domain)`
+(a tensor), `Index` (int64 indices), `Gen` (a seeded torch.Generator), `Same` (an earlier input, or a
+view of it) or a plain Python value. Ids read `op-<inputs>`, e.g. `add-f32[3x4]T-f32[4]`, where a
+trailing T/S/E marks a transposed/sliced/expanded input; `expect_error=True` says eager raises.
+
+`KNOWN_GAPS` maps ids to what the compiler cannot do yet; the suite runs those as strict xfails, so an
+entry must be removed the moment its case starts passing (ids of cases built in test_differential.py,
+`hidden.*` and `random-*`, are allowed too).
 """
 
 from __future__ import annotations

@@ -5,10 +5,61 @@ from __future__ import annotations
 import ast
 
 
-def jitted_scopes(ctx):
-    """(jit target, its scope) for every jitted function of the file."""
+_HELPER_DEPTH = 2  # helpers of helpers are followed this far
+
+
+def jitted_scopes(ctx, follow_helpers: bool = True):
+    """(jit target, its scope) for every jitted function of the file, then (with ``follow_helpers``) for the
+    module-level functions they call by name: a jit traces into those too, so their global reads and side
+    effects are the jitted function's. Helpers decorated to run eagerly (``@torch.compiler.disable``) are not.
+    """
+    seen = set()
+    frontier = []
     for target in ctx.jitted:
-        yield target, ctx.function_scope(target.info)
+        scope = ctx.function_scope(target.info)
+        seen.add(id(target.info.node))
+        frontier.append((target, scope))
+        yield target, scope
+    if not follow_helpers:
+        return
+    for _ in range(_HELPER_DEPTH):
+        called = []
+        for target, scope in frontier:
+            for info in _called_helpers(ctx, scope):
+                if id(info.node) in seen:
+                    continue
+                seen.add(id(info.node))
+                helper = type(target)(info, target.symbolic, "helper", target.caller or target.info.name)
+                called.append((helper, ctx.function_scope(info)))
+        for pair in called:
+            yield pair
+        frontier = called
+
+
+def _called_helpers(ctx, jit_scope):
+    """Module-level functions called by plain name from anywhere in ``jit_scope``."""
+    out = []
+    for scope in jit_scope.walk():
+        for call in scope.calls:
+            func = call.func
+            if not isinstance(func, ast.Name) or scope.owner_of(func.id) is not None:
+                continue
+            if ctx.index.bindings.get(func.id) != ["def"]:
+                continue  # rebound, or not a function at all
+            for info in ctx.index.functions:
+                if not info.parents and info.name == func.id and not _runs_eagerly(ctx, info.node):
+                    out.append(info)
+    return out
+
+
+def _runs_eagerly(ctx, node) -> bool:
+    """``@torch.compiler.disable`` / ``@torch._dynamo.disable``: the compiler calls it without tracing it."""
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = ctx.resolve(target) or ""
+        if name.rsplit(".", 1)[-1] in ("disable", "skip"):
+            return True
+    return False
 
 
 def _is_definition_only(scope, name: str) -> bool:

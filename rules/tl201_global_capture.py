@@ -57,6 +57,9 @@ There is no automatic fix.
     invalid=[
         "import thunder\nx = 5\n@thunder.jit\ndef foo():\n    return x\n",
         "import torch\nSCALE = 5\nSCALE = 6\ndef f(x):\n    return x * SCALE\ng = torch.compile(f)\n",
+        # a module-level helper the jitted function calls is traced with it: its global reads are hidden inputs
+        "import torch\nregistry = {}\ndef scale_of(x):\n    return x * registry.get('scale', 1.0)\n"
+        "@torch.compile\ndef f(x):\n    return scale_of(x) + 1\n",
         # an alias of a mutable global is just as mutable
         "import torch\ncounter = 0\nalias = counter\n@torch.compile\ndef f(x):\n    return x + alias\n",
     ],
@@ -69,6 +72,6 @@ def check(ctx):
             if kind == "global":
                 yield Finding(
                     node,
-                    f"jitted function `{target.info.name}` reads the module global `{node.id}`: a hidden input that "
+                    f"jitted function {target.label} reads the module global `{node.id}`: a hidden input that "
                     f"a compiled trace may bake in and keep using after it changes",
                 )

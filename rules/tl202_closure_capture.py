@@ -63,6 +63,6 @@ def check(ctx):
             if kind == "closure":
                 yield Finding(
                     node,
-                    f"jitted function `{target.info.name}` reads `{node.id}` from the enclosing function "
+                    f"jitted function {target.label} reads `{node.id}` from the enclosing function "
                     f"`{getattr(owner.node, 'name', '<lambda>')}`: a hidden input a compiled trace may bake in",
                 )

@@ -75,6 +75,6 @@ def check(ctx):
                     continue
                 yield Finding(
                     node,
-                    f"jitted function `{target.info.name}` writes the {what} variable `{name}`: a cached trace "
+                    f"jitted function {target.label} writes the {what} variable `{name}`: a cached trace "
                     f"does not repeat this side effect on every call",
                 )

@@ -54,6 +54,9 @@ There is no automatic fix.
         "import torch\n@torch.compile\ndef f(x):\n    return x * torch.rand(())\n",
         "import thunder\n@thunder.jit\ndef f(x):\n    def print(*a):\n        return a\n    print(x)\n    return x\n",
         "import random\ndef f(x):\n    print(x)\n    return random.random()\n",  # not jitted
+        # a helper that the compiler runs without tracing it
+        "import torch\n@torch.compiler.disable\ndef log(x):\n    print(x.shape)\n@torch.compile\ndef f(x):\n"
+        "    log(x)\n    return x + 1\n",
         # eager-only code: under a compiler is_compiling() is true and the print never runs
         "import torch\n@torch.compile\ndef f(x):\n    if not torch.compiler.is_compiling():\n        print('eager', x.shape)\n"
         "    return x + 1\n",
@@ -62,6 +65,8 @@ There is no automatic fix.
         "import torch\n@torch.compile\ndef f(x):\n    print('step', x.shape)\n    return x\n",
         "import random\nimport thunder\n@thunder.jit\ndef f(x):\n    return x * random.random()\n",
         "import thunder\nfrom time import time\n@thunder.jit\ndef f(x):\n    t = time()\n    return x + t\n",
+        # a helper called from the jitted function is traced with it
+        "import torch\ndef log(x):\n    print(x.shape)\n@torch.compile\ndef f(x):\n    log(x)\n    return x + 1\n",
         # the compiling branch of an is_compiling() check is still traced
         "import torch\n@torch.compile\ndef f(x):\n    if torch.compiler.is_compiling():\n        print('compiled')\n"
         "    else:\n        x = x + 0\n    return x\n",
@@ -103,6 +108,6 @@ def check(ctx):
                 if what:
                     yield Finding(
                         call,
-                        f"{what} inside jitted function `{target.info.name}` runs only while tracing: the "
+                        f"{what} inside jitted function {target.label} runs only while tracing: the "
                         f"compiled function skips it or bakes its result in",
                     )

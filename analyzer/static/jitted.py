@@ -34,6 +34,12 @@ class JitTarget:
     info: FunctionInfo
     symbolic: bool  # compiled with symbolic/dynamic values
     how: str  # e.g. "@torch.compile" or "thunder.jit(f) at line 12"
+    caller: str = ""  # for a helper traced through: the jitted function that calls it
+
+    @property
+    def label(self) -> str:
+        """How messages name it: `f`, or `helper` (called from `f`)."""
+        return f"`{self.info.name}` (called from `{self.caller}`)" if self.caller else f"`{self.info.name}`"
 
 
 class JitMatcher:

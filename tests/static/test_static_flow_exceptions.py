@@ -98,3 +98,18 @@ def test_rule_out_of_depth_reports_tl001_where_the_deep_expression_is():
     assert len(tl001) == 1
     assert (tl001[0].line, tl001[0].column) == (7, 9)  # the first `n` of the sum (1-based column)
     assert {"TL101", "TL201"} <= {d.code for d in ds}
+
+
+def test_parse_pauses_the_gc_and_restores_its_state_even_on_errors():
+    import gc
+
+    for text in ("import torch\nx = 1\n", "def f(:\n"):
+        assert gc.isenabled()
+        lint_source(text)
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            lint_source(text)
+            assert not gc.isenabled()  # a caller that paused the GC keeps it paused
+        finally:
+            gc.enable()

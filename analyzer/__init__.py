@@ -3,6 +3,9 @@
     lint_source(text, path="<string>", *, select=None, ignore=None, ...) -> list[Diagnostic]
     lint_paths(paths, *, select=None, ignore=None, extend_select=None, config=None, jobs=None, cache=True)
     fix_source(text, path="<string>", *, select=None, ignore=None, unsafe_fixes=False) -> str
+    jit(fn, *, sharp_edges="allow" | "warn" | "error", rules=None, **compiler_options)   (needs torch)
+    check(fn, *args, **kwargs) -> list[Diagnostic]                                      (needs torch)
+    SharpEdgeError, SharpEdgeWarning
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ def __getattr__(name: str):
         from .static import lint_source
 
         return lint_source
+    # The dynamic analysis (jit/check) needs torch and the compiler: loaded on first use only, so the
+    # server and the reporters never import torch.
+    if name in ("jit", "check", "SharpEdgeError", "SharpEdgeWarning"):
+        from . import dynamic
+
+        return getattr(dynamic, name)
     raise AttributeError(f"module 'analyzer' has no attribute {name!r}")
 
 
@@ -101,8 +110,12 @@ __all__ = [
     "Edit",
     "Fix",
     "Severity",
+    "SharpEdgeError",
+    "SharpEdgeWarning",
     "__version__",
+    "check",
     "fix_source",
+    "jit",
     "lint_paths",
     "lint_source",
 ]

@@ -127,6 +127,16 @@ def _print_hidden(bsym, trace):
     return _fail_if(f"{read} is not {trace.const_expr(v)}")
 
 
+def _print_same(bsym, trace):
+    var, first = bsym.args
+    return _fail_if(f"{var} is not {first}")
+
+
+def _print_distinct(bsym, trace):
+    (names,) = bsym.args
+    return _fail_if(f"len({{{', '.join(f'id({n})' for n in names)}}}) != {len(names)}")
+
+
 def _print_return(bsym, trace):
     return [f"return ({''.join(n + ', ' for n in bsym.args[0])})"]
 
@@ -140,6 +150,8 @@ CHECK_MODULE_FLAG = _guard("check_module_training", _print_module_flag)
 CHECK_GLOBAL_STATE = _guard("check_global_state", _print_globals)
 RETURN_INPUTS = _guard("return_inputs", _print_return)
 CHECK_HIDDEN = _guard("check_hidden_value", _print_hidden)
+CHECK_SAME = _guard("check_same_object", _print_same)
+CHECK_DISTINCT = _guard("check_distinct_objects", _print_distinct)
 
 
 class PrologueBuilder:
@@ -151,6 +163,7 @@ class PrologueBuilder:
         self.input_names: list[str] = []  # prologue variables returned to the computation, in order
         self._n = 0
         self.containers: list = []  # (list/dict given to the function, its items then, origin)
+        self.arg_tensors: dict = {}  # id(tensor argument) -> (proxy, prologue variable)
         self._trace_for_consts = Trace("prologue")
         self._trace_for_consts.wrap_try = True
 
@@ -183,7 +196,13 @@ class PrologueBuilder:
         if t is torch.Tensor or t is torch.nn.Parameter:
             var = self._var()
             self._emit(UNPACK, var, source)
-            return self.tensor_input(var, x, origin)
+            seen = self.arg_tensors.get(id(x))
+            if seen is not None:  # f(x, x): one object, one proxy (`a is b` answers as in eager)
+                self._emit(CHECK_SAME, var, seen[1])
+                return seen[0]
+            p = self.tensor_input(var, x, origin)
+            self.arg_tensors[id(x)] = (p, var)
+            return p
         if x is None or t in (bool, str, complex, slice) or isinstance(x, (torch.dtype, torch.device)):
             var = self._var()
             self._emit(UNPACK, var, source)
@@ -268,6 +287,8 @@ class PrologueBuilder:
 
     def finish(self, captured, grad_enabled) -> Trace:
         tr = self._trace_for_consts
+        if len(self.arg_tensors) > 1:  # distinct tensor arguments must stay distinct objects
+            self._emit(CHECK_DISTINCT, tuple(var for _, var in self.arg_tensors.values()))
         for real, proxy in captured:
             var = tr.const_expr(real)
             self._emit(CHECK_TENSOR, var, real)

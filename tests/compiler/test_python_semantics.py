@@ -56,3 +56,26 @@ def test_autocast_inside_the_function_is_refused():
     with pytest.raises(compiler.CompilerError, match="autocast entered inside"):
         compiler.jit(fn)(torch.ones(2, 2))
     assert not torch._C._is_any_autocast_enabled()
+
+
+def test_one_tensor_passed_twice_is_one_object():
+    def fn(a, b):
+        return a * 2 if a is b else a - b
+
+    x, y = torch.ones(3), torch.full((3,), 5.0)
+    jf = compiler.jit(fn)
+    torch.testing.assert_close(jf(x, x), fn(x, x))
+    torch.testing.assert_close(jf(x, y), fn(x, y))  # not the aliased trace
+    torch.testing.assert_close(jf(y, y), fn(y, y))
+    assert compiler.cache_misses(jf) == 2 and compiler.cache_hits(jf) == 1
+    assert len({id(t) for t in [x, x]}) == 1
+
+
+def test_aliased_inputs_with_inplace_match_eager():
+    def fn(a, b):
+        a.add_(1)
+        return b * 2
+
+    x1, x2 = torch.ones(2), torch.ones(2)
+    torch.testing.assert_close(compiler.jit(fn)(x1, x1), fn(x2, x2))
+    assert torch.equal(x1, x2)

@@ -337,25 +337,38 @@ def check(ctx):
                 # differ. Report it only where this function would see the aliasing itself.
                 continue
             reported.add(id(call))
+            # Evidence that the write is meant to reach the base: the base is read again, or the written
+            # result itself never is (then the write can only have been meant for the base).
+            meant_for_base = read_later or not _result_read_after(facts, target, mutation)
             yield Finding(
                 mutation.node,
                 f"in-place {_describe(mutation)} writes to the result of `{op}`, which may be a view of {who} or a "
                 f"copy depending on its strides, dtype or device; compiled code may differ from eager here",
-                _fixes(ctx, call, op, read_later),
+                _fixes(ctx, call, op, meant_for_base),
             )
+
+
+def _result_read_after(facts, target, mutation) -> bool:
+    """Is the tensor written by ``mutation`` (``flat`` in ``flat[i] = v`` / ``flat.add_(1)``) read afterwards?"""
+    root = target
+    while isinstance(root, (ast.Subscript, ast.Attribute)):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False  # `x.reshape(-1).add_(1)`: the result has no name, nothing reads it again
+    return facts.read_after(root.id, end(mutation.stmt), mutation.loop)
 
 
 # -- fixes ----------------------------------------------------------------------------------------
 
 
-def _fixes(ctx, call, op, read_later) -> tuple[FixRequest, ...]:
+def _fixes(ctx, call, op, meant_for_base) -> tuple[FixRequest, ...]:
     fixes = []
     view = _view_rewrite(ctx, call, op)
     if view is not None:
         fixes.append(FixRequest("Make the aliasing explicit (use `view`)", call, view))
     fixes.append(FixRequest("Make the copy explicit (append `.clone()`)", call, _append_clone))
-    if not read_later:
-        fixes.reverse()  # nobody reads the input again: the copy is the likelier intent
+    if not meant_for_base:
+        fixes.reverse()  # the result is used and nobody reads the input again: the copy is the likelier intent
     return tuple(fixes)
 
 

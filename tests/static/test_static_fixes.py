@@ -70,7 +70,22 @@ def test_several_findings_in_one_file_are_all_fixed():
     )
     out = fix_source(src, unsafe=True)
     assert len(out.applied) == 2 and out.remaining == []
-    assert "x.view(-1)" in out.text and "x.flatten().clone()[0] = 1" in out.text
+    # g's write lands in an unnamed temporary: it can only have been meant for x, so the view comes first
+    assert "a = x.view(-1)" in out.text and "x.view(-1)[0] = 1" in out.text
+
+
+def test_fix_order_follows_the_evidence_of_intent():
+    def first_fix(src):
+        [d] = [d for d in lint_source(src) if d.code == "TL101"]
+        return d.fixes[0].title
+
+    # the written result is used afterwards and the argument is not read again: a copy was meant
+    assert "copy" in first_fix("import torch\ndef f(x):\n    y = x.reshape(-1)\n    y.add_(1)\n    return y\n")
+    # the written result is never read again: the write was meant for the caller's tensor
+    assert "aliasing" in first_fix("import torch\ndef f(x):\n    y = x.reshape(-1)\n    y[0] = 1\n")
+    # the argument is read again after the write
+    assert "aliasing" in first_fix(
+        "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y.add_(1)\n    return x, y\n")
 
 
 def test_noqa_finding_is_not_fixed():

@@ -1284,15 +1284,7 @@ for _fn in (_two_draws, _two_dropouts, _unused_draw, _unused_dropout, _randn_and
 # its sample passes.
 # ---------------------------------------------------------------------------------------------------
 
-_ONE_OBJECT_TWO_PROXIES = ("one tensor passed twice becomes two proxies: {what} (silently the other "
-                           "result; the prologue does not guard input identity either)")
-
 KNOWN_GAPS: dict[str, str] = {
-    "python_is_same_object-f32[3]-same0": _ONE_OBJECT_TWO_PROXIES.format(what="`a is b` is False"),
-    "python_same_object_as_dict_key-f32[3]-same0": _ONE_OBJECT_TWO_PROXIES.format(what="two dict keys"),
-    "python_same_object_in_set-f32[3]-same0": _ONE_OBJECT_TWO_PROXIES.format(what="a set of two"),
-    "python_same_object_in_list-f32[3]-same0": ("`a in [a]` with one tensor passed twice: raises DataDependentError "
-                                                "(identity is not seen, so == is tried); eager answers True"),
     "context_autocast_inside-f32[3x4]": ("torch.autocast entered inside the function: refused with a CompilerError "
                                          "(was silently float32); eager runs the matmul in bfloat16"),
     "python.type_is_tensor-f32[3x2]": ("type(x) is torch.Tensor: refused with a CompilerError (was silently the "

@@ -707,6 +707,46 @@ def test_random_program_one_jit_across_layouts_and_numbers(seed: int):
     assert compiler.cache_hits(jfn) >= 1, "the first inputs again must hit their cache entry"
 
 
+def _program_grad_args(make_args) -> tuple[tuple, list[torch.Tensor]]:
+    """Inputs whose float32/float64 tensors are clones of leaves that require grad (so the programs'
+    in-place writes to inputs stay legal), and those leaves."""
+    args, leaves = [], []
+    for a in make_args():
+        if isinstance(a, torch.Tensor) and a.dtype in (torch.float32, torch.float64):
+            leaves.append(a.detach().requires_grad_())
+            a = leaves[-1].clone()
+        args.append(a)
+    return tuple(args), leaves
+
+
+def _program_has_gradients(seed: int) -> bool:
+    """Eager differentiates it: some output depends on a float input (not only bf16/int64 inputs)."""
+    fn, make_args, _ = build_program(seed)
+    return call(_output_and_grads, (fn, *_program_grad_args(make_args), None), None)[1] is None
+
+
+GRAD_PROGRAM_SEEDS = [seed for seed in range(RANDOM_PROGRAM_COUNT) if _program_has_gradients(seed)][::2]
+
+
+@pytest.mark.parametrize("seed", [_param(f"random-grads-{i:03d}", i) for i in GRAD_PROGRAM_SEEDS])
+def test_random_program_gradients_match_eager(seed: int):
+    """Gradients of the programs' float inputs (through their in-place writes too) match eager's."""
+    fn, make_args, source = build_program(seed)
+    expected, eager_error = call(_output_and_grads, (fn, *_program_grad_args(make_args), None), None)
+    actual, error = call(_output_and_grads, (compiler.jit(fn), *_program_grad_args(make_args), None), None)
+    assert eager_error is None, f"eager's gradients failed: {eager_error!r}"
+    try:
+        if error is not None:
+            raise AssertionError(f"compiled raised {type(error).__name__}: {error}") from error
+        assert_same(actual[0], expected[0], where="output")
+        for i, (g, e) in enumerate(zip(actual[1], expected[1])):
+            assert (g is None) == (e is None), f"gradient of input {i}: None-ness differs from eager"
+            if e is not None:
+                assert_same(g, e, where=f"gradient of input {i}", rtol=1e-4 if e.dtype == torch.float32 else None)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- program ---\n{source}") from e
+
+
 def test_random_programs_are_deterministic_and_varied():
     """The generator is seeded (same program every run) and actually produces distinct programs."""
     assert random_program(7)[0] == random_program(7)[0]

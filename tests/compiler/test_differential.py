@@ -216,7 +216,7 @@ def _sample_groups() -> list:
             continue
         op = members[0].op
         seen[op] = seen.get(op, 0) + 1
-        cases.append(pytest.param(members, id=op if seen[op] == 1 else f"{op}#{seen[op]}"))
+        cases.append(_param(f"group:{op}" if seen[op] == 1 else f"group:{op}#{seen[op]}", members))
     return cases
 
 
@@ -907,6 +907,6 @@ def test_harness_catches_a_wrong_compiler(monkeypatch, bug):
 
 def test_harness_catches_a_stale_cache(monkeypatch):
     _install_fake_compiler(monkeypatch, _first_result_forever)
-    members = next(p.values[0] for p in _sample_groups() if p.id == "abs")
+    members = next(p.values[0] for p in _sample_groups() if p.id == "group:abs")
     with pytest.raises(AssertionError, match="values differ|shape"):
         test_one_jitted_function_across_inputs(members)

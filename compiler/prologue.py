@@ -78,6 +78,9 @@ def _print_value(bsym, trace):
         return _fail_if(f"{name} is not {value!r}")
     if isinstance(value, float) and math.isnan(value):
         return _fail_if(f"type({name}) is not float or {name} == {name}")
+    if isinstance(value, float) and value == 0.0:  # 0.0 == -0.0, but 1 / x and copysign tell them apart
+        sign = math.copysign(1.0, value)
+        return _fail_if(f"type({name}) is not float or {name} != 0.0 or math.copysign(1.0, {name}) != {sign}")
     if isinstance(value, (int, float, complex, str)):
         return _fail_if(f"type({name}) is not {type(value).__name__} or {name} != {trace.const_expr(value)}")
     if isinstance(value, (torch.dtype, torch.device)):
@@ -121,6 +124,9 @@ def _print_hidden(bsym, trace):
             return _fail_if(f"type({read}) is not float or {read} == {read}")
         if v is None or isinstance(v, bool):
             return _fail_if(f"{read} is not {v!r}")
+        if isinstance(v, float) and v == 0.0:
+            return _fail_if(f"type({read}) is not float or {read} != 0.0 or "
+                            f"math.copysign(1.0, {read}) != {math.copysign(1.0, v)}")
         tname = type(v).__name__ if type(v) in (int, float, complex, str, tuple) else trace.const_expr(type(v))
         value = trace.expr(v) if isinstance(v, tuple) else trace.const_expr(v)
         return _fail_if(f"type({read}) is not {tname} or {read} != {value}")

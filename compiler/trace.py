@@ -17,7 +17,7 @@ from .symbols import BoundSymbol, Symbol, Tag
 
 # Names every printed trace may use; a trace's own constants are added per trace.
 BASE_CTX: dict[str, Any] = {"torch": torch, "F": torch.nn.functional, "Tensor": torch.Tensor, "inf": math.inf,
-                            "nan": math.nan}
+                            "nan": math.nan, "math": math}
 
 
 def register_ctx_name(name: str, obj) -> None:
@@ -58,7 +58,7 @@ class Trace:
                 return "nan"
             if math.isinf(x):
                 return "inf" if x > 0 else "-inf"
-            return repr(x)
+            return repr(x)  # "-0.0" keeps its sign
         if isinstance(x, (IntegerProxy, FloatProxy)):
             return self.const_expr(x.value)
         if type(x) is complex:

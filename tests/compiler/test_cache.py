@@ -165,3 +165,11 @@ def test_default_device_is_guarded():
             jf(torch.ones(2, device="cpu"))
     jf(torch.ones(2))
     assert compiler.cache_hits(jf) == 1
+
+
+def test_negative_zero_is_not_zero():
+    jf = compiler.jit(lambda x, d: x / d)
+    x = torch.ones(2)
+    torch.testing.assert_close(jf(x, 0.0), x / 0.0)
+    torch.testing.assert_close(jf(x, -0.0), x / -0.0)
+    assert compiler.cache_misses(jf) == 2

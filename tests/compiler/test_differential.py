@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 import compiler
+from compiler.executors import TorchExecutor, python_executor
 from opinfos import KNOWN_GAPS, SAMPLES, SAMPLES_BY_ID, T, OpSample
 
 # (rtol, atol) per dtype. float32 is loose enough for a different but valid reduction order.
@@ -242,6 +243,43 @@ def test_no_caching_matches_eager(sample: OpSample):
         compare_one_call(jfn, sample.fn, sample.make_args, where=attempt, manual_seed=sample.manual_seed,
                          meta_only=sample.compare == "meta", rtol=sample.rtol, atol=sample.atol)
     assert compiler.cache_hits(jfn) == 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# The prims path: ops run through their decompositions into prims (what a fusing executor such as
+# nvFuser will run) must match eager too, or be refused with an ExecutorError naming the op.
+# ---------------------------------------------------------------------------------------------------
+
+def _jit_prims_only(fn):
+    return compiler.jit(fn, executors=[TorchExecutor(only_prims=True), python_executor])
+
+
+@pytest.mark.parametrize("sample", [_param(f"prims:{s.id}", s) for s in SAMPLES[::2] if s.id not in KNOWN_GAPS])
+def test_prims_path_matches_eager_or_refuses(sample: OpSample):
+    jfn = _jit_prims_only(sample.fn)
+    try:
+        compare_one_call(jfn, sample.fn, sample.make_args, where="prims only", manual_seed=sample.manual_seed,
+                         meta_only=sample.compare == "meta", rtol=sample.rtol, atol=sample.atol)
+    except AssertionError as e:
+        if not isinstance(e.__cause__, compiler.ExecutorError):  # no decomposition yet: a clear refusal
+            raise
+
+
+PRIMS_CORE_SAMPLES = ["add-f32[3x4]-f32[4]", "mul-f32[4x3]T-f32[4x3]", "exp-f32[3x4]", "sum_dim-f32[2x3x4]",
+                      "softmax-f32[3x4]", "F.layer_norm-f32[3x8]-f32[8]", "matmul-f32[3x4]-f32[4x5]",
+                      "reshape-f32[2x3x4]T", "F.gelu-f32[3x4]", "where-b8[3x4]-f32[3x4]-f32[3x4]",
+                      "inplace.add_-f32[3x4]-f32[4]", "reshape_inplace.reshape_add_-f32[4x3]T",
+                      "F.embedding-idx[2x5]-f32[10x4]", "transpose-f32[2x3x4]", "masked_fill-f32[3x4]-b8[3x4]--1.0",
+                      "cat-(f32[2x3],f32[4x3])-dim0"]
+
+
+@pytest.mark.parametrize("sample_id", PRIMS_CORE_SAMPLES)
+def test_prims_path_runs_the_core_ops(sample_id: str):
+    """The refusal above must not become the rule: the ops a transformer needs do run as prims."""
+    sample = SAMPLES_BY_ID[sample_id]
+    jfn = _jit_prims_only(sample.fn)
+    compare_one_call(jfn, sample.fn, sample.make_args, where="prims only")
+    assert "prims." in str(compiler.last_traces(jfn)[-1]), "the execution trace calls no prims"
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -76,15 +76,23 @@ class FunctionFacts:
     # return continues after the try) and the blocks of a try with a finally (the finally still runs).
     guarded: list[tuple[tuple[int, int], tuple[int, int]]] = field(default_factory=list)
 
+    # Indexes over the lists above, built on first query (the facts do not change after build_facts).
+    _index: _FlowIndex | None = field(default=None, repr=False, compare=False)
+
     # -- queries ---------------------------------------------------------------------------------
     def is_local(self, name: str) -> bool:
         return name in self.bindings or name in self.params
+
+    def _flow(self) -> _FlowIndex:
+        if self._index is None:
+            self._index = _FlowIndex(self)
+        return self._index
 
     def binding_at(self, name: str, pos: tuple[int, int]) -> Binding | str | None:
         """What ``name`` holds just before ``pos``: a Binding, "param", "unknown" (bound only later), or None (not local)."""
         items = self.bindings.get(name)
         if items:
-            i = bisect.bisect_left([b.pos for b in items], pos)
+            i = bisect.bisect_left(self._flow().stores(name), pos)
             if i:
                 return items[i - 1]
         if name in self.params:
@@ -100,7 +108,7 @@ class FunctionFacts:
         see another value.
         """
         loads = self.loads.get(name, ())
-        stores = [b.pos for b in self.bindings.get(name, ())]
+        stores = self._flow().stores(name)
         if since is not None:
             k = bisect.bisect_right(stores, since)
             if k < len(stores) and stores[k] <= after:
@@ -116,7 +124,8 @@ class FunctionFacts:
                 i += 1
         if loop is not None:
             span_start, span_end = (loop.lineno, loop.col_offset), (loop.end_lineno, loop.end_col_offset)
-            rebound_in_loop = any(span_start <= p <= span_end for p in stores)
+            k = bisect.bisect_left(stores, span_start)
+            rebound_in_loop = k < len(stores) and stores[k] <= span_end
             if not rebound_in_loop:
                 k = bisect.bisect_left(loads, span_start)
                 if k < len(loads) and loads[k] <= span_end:
@@ -129,30 +138,97 @@ class FunctionFacts:
         Not when they sit in two exclusive arms (if/else, match cases, except handlers and the try's else),
         nor when a return/raise of a block holding ``a`` comes between them.
         """
-        if any(_exclusive(a, b, group) for group in self.branches):
-            return False
-        return not any(
-            block <= a < r_start and r_end <= b and not self._escapes(r_start, b) for block, r_start, r_end in self.exits
-        )
-
-    def _escapes(self, exit_pos: tuple[int, int], b: tuple[int, int]) -> bool:
-        """Can a path leave the guarded block holding ``exit_pos`` before the exit and reach ``b``?"""
-        return any(lo <= exit_pos <= hi < b for lo, hi in self.guarded)
+        flow = self._flow()
+        return not flow.exclusive(a, b) and not flow.exit_between(a, b)
 
     def _ends_path(self, pos: tuple[int, int]) -> bool:
         """Is ``pos`` inside a return/raise statement (nothing after it runs)?"""
-        return any(start <= pos <= stop for start, stop in self.returns)
+        return self._flow().returns.innermost(pos) is not None
 
 
-def _exclusive(a, b, group) -> bool:
-    """Do ``a`` and ``b`` sit in two different arms of one group (so no single run reaches both)?"""
-    arm_a = arm_b = -1
-    for k, (lo, hi) in enumerate(group):
-        if lo <= a <= hi:
-            arm_a = k
-        if lo <= b <= hi:
-            arm_b = k
-    return arm_a != -1 and arm_b != -1 and arm_a != arm_b
+class _NestedSpans:
+    """Closed spans that nest or are disjoint (statement blocks), each with a payload: which hold a point?
+
+    Sorted by start (outer before inner on ties) with each span's parent, so a query is one bisect plus a
+    walk up the parents: O(log n + nesting depth) instead of a scan of every span.
+    """
+
+    def __init__(self, spans):
+        spans = sorted(spans, key=lambda s: (s[0], (-s[1][0], -s[1][1])))
+        self.los = [s[0] for s in spans]
+        self.his = [s[1] for s in spans]
+        self.payloads = [s[2] for s in spans]
+        self.parents = []
+        stack: list[int] = []
+        for k, hi in enumerate(self.his):
+            while stack and self.his[stack[-1]] < hi:
+                stack.pop()
+            self.parents.append(stack[-1] if stack else -1)
+            stack.append(k)
+
+    def innermost(self, p) -> int | None:
+        k = bisect.bisect_right(self.los, p) - 1
+        while k >= 0 and self.his[k] < p:
+            k = self.parents[k]
+        return k if k >= 0 else None
+
+    def holding(self, p):
+        """Payloads of the spans holding ``p``, innermost first."""
+        k = self.innermost(p)
+        while k is not None and k >= 0:
+            yield self.payloads[k]
+            k = self.parents[k]
+
+
+class _FlowIndex:
+    """The position indexes behind FunctionFacts' queries, so each costs a bisect, not a scan of the function."""
+
+    def __init__(self, facts: FunctionFacts):
+        self._bindings = facts.bindings
+        self._stores: dict[str, list[tuple[int, int]]] = {}
+        # every arm of every exclusive group, as (group number, arm number)
+        self.arms = _NestedSpans(
+            (lo, hi, (g, k)) for g, group in enumerate(facts.branches) for k, (lo, hi) in enumerate(group)
+        )
+        self.returns = _NestedSpans((lo, hi, None) for lo, hi in facts.returns)
+        guarded = _NestedSpans((lo, hi, hi) for lo, hi in facts.guarded)
+        # Per statement block holding a return/raise: its exits in order, each with the end of the innermost
+        # guarded block around it (a path may leave that block before the exit and go on after it).
+        by_block: dict[tuple[int, int], list] = {}
+        for block, r_start, r_end in facts.exits:
+            escape = next(guarded.holding(r_start), None)
+            by_block.setdefault(block, []).append((r_start, r_end, escape))
+        for exits in by_block.values():
+            exits.sort()
+        # A block's span is cut at its last exit: only a point before an exit can be cut off by it.
+        self.exit_blocks = _NestedSpans((block, exits[-1][0], exits) for block, exits in by_block.items())
+
+    def stores(self, name: str) -> list[tuple[int, int]]:
+        s = self._stores.get(name)
+        if s is None:
+            s = self._stores[name] = [b.pos for b in self._bindings.get(name, ())]
+        return s
+
+    def exclusive(self, a, b) -> bool:
+        """Do ``a`` and ``b`` sit in two different arms of one group (so no single run reaches both)?"""
+        arms_a = dict(self.arms.holding(a))
+        if not arms_a:
+            return False
+        return any(g in arms_a and arms_a[g] != k for g, k in self.arms.holding(b))
+
+    def exit_between(self, a, b) -> bool:
+        """Does a return/raise of a block holding ``a`` come between ``a`` and ``b`` on every path?
+
+        In one block the first exit after ``a`` decides: a later one ends later, inside the same guarded
+        blocks, so it cuts off no ``b`` that the first does not.
+        """
+        for exits in self.exit_blocks.holding(a):
+            i = bisect.bisect_right(exits, (a, (1 << 30, 0), None))
+            if i < len(exits):
+                _, r_end, escape = exits[i]
+                if r_end <= b and (escape is None or escape >= b):
+                    return True
+        return False
 
 
 def _span(stmts) -> tuple[tuple[int, int], tuple[int, int]]:

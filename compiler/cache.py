@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 import torch
 
 from .executors import assign_executors, resolve_executors
-from .frontend import FrontendResult, native_frontend
+from .errors import CompilerError
+from .frontend import FrontendResult
+from .interpreted_frontend import interpreted_frontend
 from .passes import run_passes
 from .trace import Trace, current_state
 
@@ -28,6 +30,7 @@ class CacheEntry:
     prologue_traces: list[Trace]
     events: list = field(default_factory=list)
     compile_seconds: float = 0.0
+    rerun: list = field(default_factory=list)  # non-empty: Python effects; used for the call that traced it only
 
 
 class JittedFunction:
@@ -42,7 +45,7 @@ class JittedFunction:
         self.cache_option = cache
         self.executors = resolve_executors(executors)
         self.observers = list(observers or ())
-        self.frontend = frontend or native_frontend
+        self.frontend = frontend or interpreted_frontend
         self.module = module
         self.passes = passes
         self.entries: list[CacheEntry] = []
@@ -70,12 +73,28 @@ class JittedFunction:
         entry = self.compile(args, kwargs)
         inputs = entry.prologue(args, kwargs)
         if inputs is None:
-            raise RuntimeError("internal error: a fresh prologue rejected the inputs it was built from:\n"
-                               + str(entry.prologue_traces[-1]))
-        if self.cache_option == "constant values":
+            inputs = self._inputs_after_own_writes(entry, args, kwargs)
+        if self.cache_option == "constant values" and not entry.rerun:
             self.entries.append(entry)
         self.last_entry = entry
         return entry.computation(*inputs)
+
+    def _inputs_after_own_writes(self, entry: CacheEntry, args, kwargs):
+        """The fresh prologue rejected the inputs it was built from. When only its guards on hidden values
+        failed, tracing changed state the trace depends on (a counter in a closure, a global list appended
+        to, a config attribute set): the trace serves this call only, and the next call traces again, so the
+        change happens once per call as in eager."""
+        from .prologue import CHECK_HIDDEN
+
+        prologue = entry.prologue_traces[-1]
+        unguarded = prologue.copy_with([b for b in prologue.bsyms if b.symbol is not CHECK_HIDDEN],
+                                       "prologue without its guards on hidden values")
+        inputs = unguarded.python_callable()(args, kwargs)
+        if inputs is None:
+            raise CompilerError("the function changed its own inputs' metadata (types, shapes, strides) while it "
+                                "was traced; this is not supported:\n" + str(prologue))
+        entry.rerun = entry.rerun or ["the function changed a global, closure or attribute value it reads"]
+        return inputs
 
     def compile(self, args, kwargs) -> CacheEntry:
         start = time.perf_counter()
@@ -91,7 +110,7 @@ class JittedFunction:
             computation = _restoring_grad_mode(computation)
         prologue = result.prologue.python_callable()
         return CacheEntry(prologue, computation, traces, [result.prologue], result.events,
-                          time.perf_counter() - start)
+                          time.perf_counter() - start, list(getattr(result, "rerun", ())))
 
 
 def _restoring_grad_mode(computation):

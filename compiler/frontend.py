@@ -26,11 +26,16 @@ class FrontendResult:
     computation: Trace
     prologue: Trace
     events: list = field(default_factory=list)
+    rerun: list = field(default_factory=list)  # why the trace is good for this call only (Python effects)
 
 
 def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, observers=(),
-                    decompose: bool = True) -> FrontendResult:
-    """Trace `fn(*args, **kwargs)`; with `module`, its parameters and buffers are inputs too."""
+                    decompose: bool = True, call=None, hidden_reads=None) -> FrontendResult:
+    """Trace `fn(*args, **kwargs)`; with `module`, its parameters and buffers are inputs too.
+
+    call: what runs the function over the proxies (default: `fn` itself, natively; the interpreted front
+    end passes the interpreter). hidden_reads: called after tracing, returns expanded HiddenValues seen
+    read at run time (beyond those found statically in `fn`'s code) for the prologue to guard too."""
     if torch._C._is_any_autocast_enabled():
         raise CompilerError("torch.autocast is active: it changes op dtypes at run time, which traces do not model "
                             "yet; call the jitted function outside autocast (or cast explicitly inside it)")
@@ -45,7 +50,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     globals_before = _global_state(state)
     try:
         with tracing(state), answering_isinstance(), TracingMode():
-            out = fn(*pargs, **pkwargs)
+            out = (fn if call is None else call)(*pargs, **pkwargs)
             out = state.normalize(out)  # numbers -> values, returned real tensors -> captured inputs
             changed = [name for name, before, now in zip(_GLOBAL_STATE_NAMES, globals_before, _global_state(state))
                        if not _same(before, now)]
@@ -74,6 +79,8 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     trace.args = list(state.inputs) + [p for _, p in state.captured]
     trace.output = out
     trace.header = "computation trace from the native front end"
+    if hidden_reads is not None:
+        builder.guard_hidden(hidden_reads())
     prologue = builder.finish(state.captured, grad_enabled)
     return FrontendResult(trace, prologue, state.events)
 

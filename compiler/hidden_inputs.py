@@ -28,6 +28,7 @@ class HiddenValue:
     where: str  # human-readable origin, e.g. "fn.__globals__['SCALE']"
     path: tuple = ()  # then into the value: ("item", key) / ("attr", name) steps
     check: str = ""  # "value", "identity", "list", "dict" (type + length/keys); set by expand()
+    shape: object = None  # for "list"/"dict": the length/keys when expanded (the container may change later)
 
 
 _MAX_ITEMS = 64  # containers/objects larger than this are guarded by identity only
@@ -53,7 +54,7 @@ def expand(h: HiddenValue, depth: int = 0) -> list:
         return [replace(h, check="value")]
     if depth < _MAX_DEPTH and type(v) in (list, dict) and len(v) <= _MAX_ITEMS and \
             (type(v) is list or all(type(k) in (str, int) for k in v)):
-        out = [replace(h, check=type(v).__name__)]
+        out = [replace(h, check=type(v).__name__, shape=len(v) if type(v) is list else tuple(v))]
         items = enumerate(v) if type(v) is list else v.items()
         for k, item in items:
             out += expand(replace(h, value=item, path=h.path + (("item", k),), where=f"{h.where}[{k!r}]"), depth + 1)
@@ -226,6 +227,10 @@ def hidden_values(fn, module: torch.nn.Module | None = None) -> list[HiddenValue
                 if not name.startswith("_"):
                     found.append(HiddenValue("attribute", fn.__self__, name, value, f"self.{name}"))
         _visit_callable(fn, found, seen, getattr(fn, "__qualname__", "fn"))
+    return expand_all(found)
+
+
+def expand_all(found) -> list[HiddenValue]:
     return [g for h in found for g in (expand(h) if h.kind != "child" else [replace_check(h, "identity")])]
 
 

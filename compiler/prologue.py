@@ -116,9 +116,9 @@ def _print_hidden(bsym, trace):
         read += f"[{k!r}]" if step == "item" else f".{k}"
     v = h.value
     if h.check == "list":
-        return _fail_if(f"type({read}) is not list or len({read}) != {len(v)}")
+        return _fail_if(f"type({read}) is not list or len({read}) != {h.shape}")
     if h.check == "dict":
-        return _fail_if(f"type({read}) is not dict or tuple({read}) != {tuple(v)!r}")
+        return _fail_if(f"type({read}) is not dict or tuple({read}) != {h.shape!r}")
     if h.check == "value":
         if isinstance(v, float) and v != v:
             return _fail_if(f"type({read}) is not float or {read} == {read}")
@@ -170,6 +170,7 @@ class PrologueBuilder:
         self._n = 0
         self.containers: list = []  # (list/dict given to the function, its items then, origin)
         self.arg_tensors: dict = {}  # id(tensor argument) -> (proxy, prologue variable)
+        self.hidden_guarded: set = set()  # (id(holder), key, path) of the hidden values guarded so far
         self._trace_for_consts = Trace("prologue")
         self._trace_for_consts.wrap_try = True
 
@@ -288,8 +289,15 @@ class PrologueBuilder:
 
     def hidden(self, fn, module=None) -> None:
         """Guard the globals, closure cells and module attributes the function's code can reach."""
-        for h in hidden_values(fn, module):
-            self._emit(CHECK_HIDDEN, h)
+        self.guard_hidden(hidden_values(fn, module))
+
+    def guard_hidden(self, values) -> None:
+        """Guard these HiddenValues (expanded), skipping any slot already guarded."""
+        for h in values:
+            key = (id(h.holder), h.key, h.path)
+            if key not in self.hidden_guarded:
+                self.hidden_guarded.add(key)
+                self._emit(CHECK_HIDDEN, h)
 
     def finish(self, captured, grad_enabled) -> Trace:
         tr = self._trace_for_consts

@@ -4,6 +4,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -35,11 +36,31 @@ def _is_internal(filename: str) -> bool:
     return filename.startswith(_COMPILER_DIR) or filename.startswith(_TORCH_DIR)
 
 
+_INTERPRETER_DIR = os.path.join(_COMPILER_DIR, "interpreter") + os.sep
+_INTERPRETERS: list = []  # bytecode interpreters running the user's code now, innermost last
+
+
+@contextmanager
+def interpreting(interp):
+    """While the user's code runs under ``interp``, its frames are the user's frames: they are not on
+    Python's own stack, where only the interpreter's machinery is."""
+    _INTERPRETERS.append(interp)
+    try:
+        yield
+    finally:
+        _INTERPRETERS.remove(interp)
+
+
 def user_location(skip: int = 1) -> SourceLocation | None:
     frame = sys._getframe(skip)
     while frame is not None:
         filename = frame.f_code.co_filename
         if filename.startswith("<") or not _is_internal(os.path.abspath(filename)):
             return SourceLocation(filename, frame.f_lineno, frame.f_code.co_name)
+        if _INTERPRETERS and filename.startswith(_INTERPRETER_DIR):
+            for interpreted in reversed(_INTERPRETERS[-1].active):
+                where = interpreted.location()
+                if where.filename.startswith("<") or not _is_internal(os.path.abspath(where.filename)):
+                    return SourceLocation(where.filename, where.lineno, interpreted.code.co_name)
         frame = frame.f_back
     return None

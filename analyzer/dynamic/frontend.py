@@ -1,52 +1,26 @@
-"""An interpreting front end for compiler.jit, built on its `frontend=` seam.
-
-The compiler's native front end calls the user's function over proxies inside its tracing context; here
-that call goes through the bytecode interpreter instead, so every global/closure read and write, every
-side-effect call and every compiler event gets the user's file:line. The analysis is a `TraceSession`
-(session.py) created per trace; this module only wires it in.
-"""
+"""The analysis layer's front end for compiler.jit: the compiler's own interpreting front end
+(compiler.interpreted_frontend), with a fresh TraceSession (session.py) per trace listening to both the
+interpreter's and the compiler's events. The session decides, once tracing is over, whether the trace may
+be used (``session.finish(error)``)."""
 from __future__ import annotations
 
-import os
-
-from compiler.frontend import native_frontend
-from compiler.interpreter import Interpreter, provenance
-
-from .user_code import compiler_trusted_paths
-
-
-class InterpretedCall:
-    """The user's function as the native front end sees it: calling it interprets it."""
-
-    def __init__(self, fn, session):
-        self.fn = fn
-        self.__wrapped__ = fn  # the compiler looks through this for the user's code objects and globals
-        self.session = session
-
-    def __call__(self, *args, **kwargs):
-        check_stack = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
-        interp = Interpreter((self.session.on_interpreter_event,), None, check_stack=check_stack,
-                             native_paths=compiler_trusted_paths())
-        self.session.interpreter = interp
-        provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]
-        kwprovs = {k: provenance.Argument(f"kwargs[{k!r}]") for k in kwargs}
-        try:
-            value, _ = interp.call(None, self.fn, tuple(args), dict(kwargs), provs, kwprovs)
-        finally:
-            self.session.interpreter = None
-        return value
+from compiler.interpreted_frontend import interpreted_frontend
 
 
 def interpreting_frontend(new_session):
-    """A front end (the signature of compiler.frontend.native_frontend) that interprets the user's function,
-    with a fresh session from ``new_session()`` per trace; the session sees the compiler's events too and
-    decides, once tracing is over, whether the trace may be used (``session.finish(error)``)."""
+    """A front end (the signature of compiler.frontend.native_frontend) with a session from
+    ``new_session()`` per trace."""
 
     def frontend(fn, args, kwargs, *, observers=(), **options):
         session = new_session()
+
+        def on_interpreter(interp):
+            session.interpreter = interp
+
         try:
-            result = native_frontend(InterpretedCall(fn, session), args, kwargs,
-                                     observers=(*observers, session.on_compiler_event), **options)
+            result = interpreted_frontend(fn, args, kwargs, observers=(*observers, session.on_compiler_event),
+                                          interpreter_observers=(session.on_interpreter_event,),
+                                          on_interpreter=on_interpreter, **options)
         except BaseException as exc:  # noqa: BLE001  (re-raised by finish, or replaced by a SharpEdgeError)
             session.finish(exc)
             raise

@@ -21,7 +21,7 @@ class TraceSession:
         self.levels = levels
         self.enforce = enforce
         self.on_finish = on_finish
-        self.interpreter = None  # set by InterpretedCall while the user's function runs
+        self.interpreter = None  # set by the front end while the user's function runs
         self.found: dict[tuple, object] = {}
 
     @property

@@ -33,13 +33,6 @@ def is_user_file(filename: str) -> bool:
     return not path.startswith(_NOT_USER)
 
 
-def compiler_trusted_paths() -> tuple[str, ...]:
-    """Folders of compiler/ whose Python runs natively under the interpreter (the proxies, the tracer):
-    everything in compiler/ except the interpreter itself."""
-    return tuple(os.path.join(_COMPILER_DIR, name) for name in sorted(os.listdir(_COMPILER_DIR))
-                 if name != "interpreter")
-
-
 def line_span(filename: str, lineno: int, positions=None) -> tuple[int, int, int, int]:
     """(line, column, end_line, end_column), 1-based with an exclusive end column, in characters.
 

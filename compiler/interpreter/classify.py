@@ -4,6 +4,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import os
 import random
 import time
 
@@ -41,3 +42,8 @@ def is_pure(fn) -> bool:
         return True  # int(...), list(...), ValueError(...)
     owner = getattr(fn, "__self__", None)
     return type(owner) in _PURE_SELF_TYPES  # bound methods of builtin containers and scalars
+
+
+# Python functions that read process state from outside the program (environment variables): run natively
+# and reported as opaque calls, so a compiler knows the value came from outside and may change.
+RUN_NATIVELY_IDS = {id(f) for f in (os._Environ.__getitem__, os._Environ.__iter__, os._Environ.__len__)}

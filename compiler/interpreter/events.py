@@ -2,6 +2,10 @@
 
 An observer is any callable taking one Event; it runs synchronously while the program is interpreted.
 Kinds are strings so observers need not import this module.
+
+Details: reads and writes of globals and cells carry ``holder`` (the globals dict or the cell); writes and
+deletes also carry ``previous`` (the value before, or opcodes_data.ABSENT), so an observer can guard what
+was read or put back what was written; opaque and side-effect calls carry ``callee``.
 """
 from __future__ import annotations
 

@@ -194,7 +194,7 @@ def load_deref(interp, frame, instr):
     prov = _cell_prov(interp, frame, i, cell)
     if i >= frame.info.first_free and frame.info.names[i] != "__class__":  # zero-arg super()'s implicit cell
         interp.emit(ev.CLOSURE_READ, frame.info.names[i], frame, value, prov,
-                    internal=id(cell) in interp.internal_cells)
+                    internal=id(cell) in interp.internal_cells, holder=cell)
     frame.push(value, prov)
 
 
@@ -203,11 +203,12 @@ def store_deref(interp, frame, instr):
     i = instr.arg
     cell = frame.fast[i]
     value, prov = frame.popp()
+    previous = _cell_value(cell)
     cell.cell_contents = value
     interp.cell_provs[id(cell)] = (cell, prov)
     if i >= frame.info.first_free:
         interp.emit(ev.NONLOCAL_WRITE, frame.info.names[i], frame, value, prov,
-                    internal=id(cell) in interp.internal_cells)
+                    internal=id(cell) in interp.internal_cells, holder=cell, previous=previous)
 
 
 @handles("DELETE_DEREF")
@@ -220,20 +221,30 @@ def delete_deref(interp, frame, instr):
         cell = None
     if cell is None:
         raise unbound_deref(frame, i)
+    previous = cell.cell_contents
     del frame.fast[i].cell_contents
     if i >= frame.info.first_free:
-        interp.emit(ev.NONLOCAL_DELETE, frame.info.names[i], frame, internal=id(cell) in interp.internal_cells)
+        interp.emit(ev.NONLOCAL_DELETE, frame.info.names[i], frame, internal=id(cell) in interp.internal_cells,
+                    holder=cell, previous=previous)
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return ABSENT
 
 
 # ----- globals -----
-_ABSENT = object()
+# What a write event's details["previous"] holds when the global or cell had no value before.
+ABSENT = _ABSENT = object()
 
 
 def _load_global(interp, frame, name):
     value = frame.globals.get(name, _ABSENT)
     if value is not _ABSENT:
         prov = pv.Global(name, frame.globals.get("__name__"), frame.code.co_qualname)
-        interp.emit(ev.GLOBAL_READ, name, frame, value, prov)
+        interp.emit(ev.GLOBAL_READ, name, frame, value, prov, holder=frame.globals)
         return value, prov
     value = frame.builtins.get(name, _ABSENT)
     if value is _ABSENT:
@@ -253,8 +264,9 @@ def load_global(interp, frame, instr):
 @handles("STORE_GLOBAL")
 def store_global(interp, frame, instr):
     value, prov = frame.popp()
+    previous = frame.globals.get(instr.argval, _ABSENT)
     frame.globals[instr.argval] = value
-    interp.emit(ev.GLOBAL_WRITE, instr.argval, frame, value, prov)
+    interp.emit(ev.GLOBAL_WRITE, instr.argval, frame, value, prov, holder=frame.globals, previous=previous)
 
 
 @handles("DELETE_GLOBAL")
@@ -262,8 +274,8 @@ def delete_global(interp, frame, instr):
     name = instr.argval
     if name not in frame.globals:
         raise NameError(f"name '{name}' is not defined", name=name)
-    del frame.globals[name]
-    interp.emit(ev.GLOBAL_DELETE, name, frame)
+    previous = frame.globals.pop(name)
+    interp.emit(ev.GLOBAL_DELETE, name, frame, holder=frame.globals, previous=previous)
 
 
 # ----- attributes and items -----

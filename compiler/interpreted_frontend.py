@@ -1,0 +1,155 @@
+"""The interpreting front end, compiler.jit's default: the user's function runs under the bytecode
+interpreter (compiler.interpreter) over proxies, inside the native front end's tracing context.
+
+What the interpreter sees decides how the trace may be cached:
+- every global and closure cell that user code reads is guarded by the prologue (beyond the names found
+  statically), so rebinding it re-traces, also inside methods reached only through attributes;
+- Python effects a cached trace cannot repeat make the trace single-use: the next call traces again, so
+  the effect happens once per call as in eager. They are writes or deletes of globals and of cells that
+  live outside the call, side-effect calls (print, random, time, ...), and calls that read state from
+  outside the program (os.environ, ContextVar.get, time, random, ...). `FrontendResult.rerun` says why;
+- if tracing fails, the globals and cells it wrote are put back, so a refused call changes nothing there.
+"""
+from __future__ import annotations
+
+import os
+import types
+
+from .frontend import FrontendResult, native_frontend
+from .hidden_inputs import HiddenValue, expand
+from .interpreter import Interpreter, events as ev, provenance
+from .interpreter.opcodes_data import ABSENT
+from .proxies import OpaqueProxy, TensorProxy
+from .source import interpreting
+from . import tree as pytree
+
+_COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
+_LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+# Modules whose native functions read or change state outside the program: their results can differ on
+# every call, whatever the arguments.
+_OUTSIDE_STATE_MODULES = ("time", "random", "os", "posix", "nt", "_contextvars", "contextvars", "secrets", "uuid",
+                          "datetime", "_datetime", "threading", "_thread", "_random", "numpy.random", "socket")
+
+
+def trusted_paths() -> tuple[str, ...]:
+    """compiler/'s own folders and files whose Python runs natively under the interpreter (proxies, the
+    tracer): everything in compiler/ but the interpreter itself."""
+    return tuple(os.path.join(_COMPILER_DIR, name) for name in sorted(os.listdir(_COMPILER_DIR))
+                 if name != "interpreter")
+
+
+def _library_file(filename: str) -> bool:
+    import sysconfig
+
+    if filename.startswith("<"):
+        return filename.startswith("<frozen")
+    stdlib = sysconfig.get_paths().get("stdlib") or "\0"
+    return filename.startswith((_COMPILER_DIR, stdlib)) or any(m in filename for m in _LIBRARY_MARKERS)
+
+
+def _traced(value) -> bool:
+    return any(isinstance(v, (TensorProxy, OpaqueProxy)) for v in pytree.tree_leaves(value))
+
+
+def _reads_outside_state(callee, value) -> bool:
+    """An opaque native call whose result may differ from call to call with the same arguments."""
+    owner = getattr(callee, "__self__", None)
+    module = getattr(callee, "__module__", None) or (type(owner).__module__ if owner is not None else "") or ""
+    if module.startswith(("torch", "compiler")) or _traced(value):
+        return False  # a torch op recorded into the trace, or the tracer's own machinery
+    return module.split(".")[0] in _OUTSIDE_STATE_MODULES or module in _OUTSIDE_STATE_MODULES
+
+
+class CallEffects:
+    """Interpreter observer: the hidden values user code read, the writes it made outside the call, and
+    the reasons a trace of it cannot be reused."""
+
+    def __init__(self):
+        self.reads: list[HiddenValue] = []  # expanded when first read: guards check the values read
+        self._read_slots: set = set()
+        self.writes: list[tuple] = []  # (holder, key, previous value), in order
+        self.rerun: list[str] = []
+
+    def __call__(self, event) -> None:
+        kind, d, where = event.kind, event.details, event.location
+        if kind == ev.GLOBAL_READ or (kind == ev.CLOSURE_READ and not d.get("internal")):
+            holder = d["holder"]
+            if (id(holder), event.name) in self._read_slots or where is None or _library_file(where.filename):
+                return
+            self._read_slots.add((id(holder), event.name))
+            if isinstance(event.value, types.ModuleType):
+                return  # the module binding; its attributes are guarded where read statically
+            label = f"{where.function}.__globals__[{event.name!r}]" if kind == ev.GLOBAL_READ else \
+                f"{where.function} closure cell {event.name!r}"
+            self.reads += expand(HiddenValue("global" if kind == ev.GLOBAL_READ else "cell", holder, event.name,
+                                             event.value, label))
+            return
+        if kind in (ev.GLOBAL_WRITE, ev.GLOBAL_DELETE, ev.NONLOCAL_WRITE, ev.NONLOCAL_DELETE):
+            if d.get("internal"):
+                return  # a cell created inside this call: part of the computation
+            self.writes.append((d["holder"], event.name, d["previous"]))
+            verb = "writes" if kind.endswith("write") else "deletes"
+            what = "the global" if kind.startswith("global") else "the variable"
+            self.rerun.append(f"{where}: {verb} {what} {event.name!r}, which outlives the call")
+        elif kind == ev.SIDE_EFFECT_CALL:
+            self.rerun.append(f"{where}: calls {event.name}, a side effect")
+        elif kind == ev.OPAQUE_CALL and _reads_outside_state(d.get("callee"), event.value):
+            self.rerun.append(f"{where}: calls {event.name}, whose result can change between calls")
+
+    def undo_writes(self) -> None:
+        """Put back every global and cell written, newest first."""
+        for holder, key, previous in reversed(self.writes):
+            if isinstance(holder, dict):
+                if previous is ABSENT:
+                    holder.pop(key, None)
+                else:
+                    holder[key] = previous
+            elif previous is ABSENT:
+                try:
+                    del holder.cell_contents
+                except ValueError:
+                    pass
+            else:
+                holder.cell_contents = previous
+        self.writes.clear()
+
+
+class InterpretedCall:
+    """The user's function as the native front end calls it: calling it interprets it."""
+
+    def __init__(self, fn, observers=(), on_interpreter=None):
+        self.fn = fn
+        self.observers = tuple(observers)
+        self.on_interpreter = on_interpreter
+
+    def __call__(self, *args, **kwargs):
+        check_stack = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
+        interp = Interpreter(self.observers, None, check_stack=check_stack, native_paths=trusted_paths())
+        if self.on_interpreter is not None:
+            self.on_interpreter(interp)
+        provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]
+        kwprovs = {k: provenance.Argument(f"kwargs[{k!r}]") for k in kwargs}
+        try:
+            with interpreting(interp):
+                value, _ = interp.call(None, self.fn, tuple(args), dict(kwargs), provs, kwprovs)
+        finally:
+            if self.on_interpreter is not None:
+                self.on_interpreter(None)
+        return value
+
+
+def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observers=(), on_interpreter=None,
+                         **options) -> FrontendResult:
+    """The signature of native_frontend, plus: ``interpreter_observers`` get the interpreter's events
+    (compiler.interpreter.events), ``on_interpreter(interp)`` is told the interpreter while it runs
+    (and None after)."""
+    effects = CallEffects()
+    call = InterpretedCall(fn, (effects, *interpreter_observers), on_interpreter)
+    try:
+        result = native_frontend(fn, args, kwargs, observers=observers, call=call,
+                                 hidden_reads=lambda: effects.reads, **options)
+    except BaseException:
+        effects.undo_writes()
+        raise
+    result.rerun = effects.rerun
+    return result

@@ -64,6 +64,22 @@ def test_allow_reports_nothing_and_results_equal_eager():
         torch.testing.assert_close(jf(x), adds_offset(x))
 
 
+def test_allow_and_warn_never_return_stale_results_after_a_global_changes():
+    global offset
+    for level in ("allow", "warn"):
+        jf = jit(adds_offset, sharp_edges=level)
+        x = torch.zeros(2)
+        before = offset
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SharpEdgeWarning)
+                torch.testing.assert_close(jf(x), adds_offset(x))
+                offset = 4.0
+                torch.testing.assert_close(jf(x), adds_offset(x))  # re-traced, not the 1.5 baked in
+        finally:
+            offset = before
+
+
 def prints_inside_try(x):
     try:
         print("before")  # error-site

@@ -4,6 +4,8 @@ Workloads: a 10-op elementwise function on 8x8 tensors and a small MLP module (C
 per-call time of the jitted callable minus eager's, both measured in this one run (best of repeats,
 eager and jitted loops interleaved).
 Targets (issue 3): overhead <= 15 us per call, first call (trace + passes + build + run) < 0.15 s.
+It also prints the first call through the interpreting front end (compiler.jit's default) against the
+native one, for these two and for the two-layer GPT model of tests/compiler/test_gpt_model.py (issue 4).
 
     python3 bench/jit_overhead.py [--repeat 7] [--number 2000] [--json]
 """
@@ -64,14 +66,32 @@ def per_call_us(eager_fn, jitted_fn, args, number: int, repeat: int) -> tuple[fl
     return min(eager), min(jitted)
 
 
-def first_call_s(make_fn, args, repeat: int) -> float:
+def first_call_s(make_fn, args, repeat: int, frontend=None) -> float:
     times = []
     for _ in range(repeat):
-        jfn = compiler.jit(make_fn())
+        jfn = compiler.jit(make_fn(), frontend=frontend)
         start = time.perf_counter()
         jfn(*args)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def frontend_costs(cases, repeat: int) -> list[dict]:
+    """First call through the interpreting front end (the default) against the native one (the same
+    tracing, the user's Python run natively over proxies), both measured here; plus the GPT model of
+    tests/compiler/test_gpt_model.py, the compiler-core issue's model."""
+    from compiler.frontend import native_frontend
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compiler"))
+    from test_gpt_model import make_model, tokens
+
+    gpt = [("gpt 2 layers, 2x12 tokens", lambda: make_model(torch.float32), None, (tokens(),))]
+    rows = []
+    for name, make_fn, _, args in [*cases, *gpt]:
+        interpreted = first_call_s(make_fn, args, repeat)
+        native = first_call_s(make_fn, args, repeat, frontend=native_frontend)
+        rows.append({"case": name, "interpreted_s": interpreted, "native_s": native, "ratio": interpreted / native})
+    return rows
 
 
 _COLD = """
@@ -132,12 +152,13 @@ def main(argv=None) -> int:
     jident = compiler.jit(ident)
     e_id, j_id = per_call_us(ident, jident, (x, y), opts.number * 5, opts.repeat)
     fixed = {"case": "identity fn, 2 tensors", "eager_us": e_id, "jit_us": j_id, "overhead_us": j_id - e_id}
+    frontends = frontend_costs(cases, max(3, opts.repeat // 2))
     cold = None
     if opts.cold:
         cold = {"cold_first_call_s": cold_first_call_s(False),
                 "cold_first_call_torch_dynamo_preimported_s": cold_first_call_s(True)}
     if opts.json:
-        print(json.dumps({"cases": results, "fixed_overhead": fixed, "cold": cold}, indent=2))
+        print(json.dumps({"cases": results, "fixed_overhead": fixed, "frontends": frontends, "cold": cold}, indent=2))
     else:
         print(f"{'case':24} {'eager us':>9} {'jit us':>9} {'overhead us':>12} {'ratio':>6} {'first call s':>13}  target")
         for r in results:
@@ -145,6 +166,9 @@ def main(argv=None) -> int:
                   f"{r['first_call_s']:13.4f}  {'ok' if r['ok'] else 'MISSED'}")
         print(f"targets: overhead <= {OVERHEAD_TARGET_US} us/call, first call < {FIRST_CALL_TARGET_S} s")
         print(f"fixed cache-hit cost (identity function, 2 tensor inputs): {fixed['overhead_us']:.2f} us/call")
+        print(f"\n{'first call, front end':26} {'interpreted s':>14} {'native s':>9} {'ratio':>6}")
+        for r in frontends:
+            print(f"{r['case']:26} {r['interpreted_s']:14.4f} {r['native_s']:9.4f} {r['ratio']:6.2f}")
         if cold:
             print(f"fresh process, elementwise10 first call: {cold['cold_first_call_s']:.3f} s; with torch._dynamo "
                   f"imported beforehand: {cold['cold_first_call_torch_dynamo_preimported_s']:.3f} s (torch's meta "

@@ -2,7 +2,8 @@
 with eager-identical results, and caches it behind guards. It emits events (compiler.events) to observers.
 
 Public API: jit, last_traces, last_prologue_traces, cache_hits, cache_misses, last_events; the torch
-symbol table (compiler.torchlang.TORCH_SYMBOLS); the front-end seam (compiler.frontend.native_frontend).
+symbol table (compiler.torchlang.TORCH_SYMBOLS); the front ends (compiler.interpreted_frontend, the default, and
+compiler.frontend.native_frontend).
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ def jit(fn_or_module, *, cache: str = "constant values", executors=None, observe
       or "no caching" (trace on every call). "symbolic values" is a later issue and raises.
     executors: priority list (default: torch executor, python executor).
     observers: callables receiving compiler.events.Event while a function is traced.
-    frontend: replaces the native front end (same signature as compiler.frontend.native_frontend).
+    frontend: replaces the default interpreting front end (compiler.interpreted_frontend) with any callable of
+      compiler.frontend.native_frontend's signature, e.g. native_frontend itself.
     passes: trace passes run before executor assignment (default: DCE, CSE).
     """
     options = dict(cache=cache, executors=executors, observers=observers, frontend=frontend, passes=passes)

@@ -1,8 +1,9 @@
 """The front end: (fn, args, kwargs) -> computation trace + prologue trace.
 
-This one calls the user's function natively over proxies, with a TorchFunctionMode routing every torch
-call through the symbol table. The bytecode interpreter (next issue) replaces it behind the same
-signature: `jit(..., frontend=...)` takes any callable with the signature of `native_frontend`.
+The tracing core: arguments become proxies and guards, and a TorchFunctionMode routes every torch call
+through the symbol table while the user's function runs. By itself it calls the function natively;
+compiler.interpreted_frontend (jit's default) runs it under the bytecode interpreter through `call=`.
+`jit(..., frontend=...)` takes any callable with the signature of `native_frontend`.
 """
 from __future__ import annotations
 

@@ -1,12 +1,11 @@
-"""Hidden inputs the native front end can see without an interpreter: globals and closure cells named by
+"""Hidden inputs found before tracing, from code alone: globals and closure cells named by
 the jitted function's code (and, transitively, by the user functions it names), and the plain attributes
 of every submodule. The prologue guards them (values by equality, objects by identity), so rebinding one
 re-traces instead of returning a stale result (seed 132).
 
 This is a static over-approximation: it may guard names the run never reads (harmless: a rebinding only
-costs a re-trace), and it misses what only execution reveals - attributes of global objects, values
-reached through containers or getattr. The bytecode interpreter (next issue) replaces it with exact
-provenance.
+costs a re-trace), and it misses what only execution reveals (globals read by methods reached through
+attributes); the interpreting front end adds guards for every global and cell it saw read.
 """
 from __future__ import annotations
 

@@ -140,6 +140,22 @@ def _visit_callable(value, found: list, seen: set, label: str, slots: list | Non
 _MISSING = object()
 
 
+def write_slot(holder, name: str, value, absent=_MISSING) -> None:
+    """Set a global (``holder``: the globals dict) or a cell; ``value is absent`` removes it."""
+    if isinstance(holder, dict):
+        if value is absent:
+            holder.pop(name, None)
+        else:
+            holder[name] = value
+    elif value is absent:
+        try:
+            del holder.cell_contents
+        except ValueError:
+            pass
+    else:
+        holder.cell_contents = value
+
+
 class StateSnapshot:
     """What the traced function can write outside its arguments: global names and closure cells its code
     names, and submodule attributes. After tracing, a traced value (proxy) found there was leaked by the
@@ -160,25 +176,13 @@ class StateSnapshot:
         except ValueError:
             return _MISSING
 
-    @staticmethod
-    def _write(holder, name, value):
-        if isinstance(holder, dict):
-            if value is _MISSING:
-                holder.pop(name, None)
-            else:
-                holder[name] = value
-        elif value is _MISSING:
-            del holder.cell_contents
-        else:
-            holder.cell_contents = value
-
     def restore_leaks(self, is_traced) -> list[str]:
         """Put back every slot that now holds a traced value; returns their descriptions."""
         leaks = []
         for holder, name, before in self.values:
             now = self._read(holder, name)
             if now is not before and now is not _MISSING and is_traced(now):
-                self._write(holder, name, before)
+                write_slot(holder, name, before)
                 leaks.append(f"{'global' if isinstance(holder, dict) else 'closure variable'} {name!r}")
         for sub, before in self.modules:
             d = vars(sub)

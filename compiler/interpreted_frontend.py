@@ -12,11 +12,13 @@ What the interpreter sees decides how the trace may be cached:
 """
 from __future__ import annotations
 
+import functools
 import os
+import sysconfig
 import types
 
 from .frontend import FrontendResult, native_frontend
-from .hidden_inputs import HiddenValue, expand
+from .hidden_inputs import HiddenValue, expand, write_slot
 from .interpreter import Interpreter, events as ev, provenance
 from .interpreter.opcodes_data import ABSENT
 from .proxies import OpaqueProxy, TensorProxy
@@ -24,6 +26,7 @@ from .source import interpreting
 from . import tree as pytree
 
 _COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
+_STDLIB = sysconfig.get_paths().get("stdlib") or "\0"
 _LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 # Modules whose native functions read or change state outside the program: their results can differ on
 # every call, whatever the arguments.
@@ -38,13 +41,12 @@ def trusted_paths() -> tuple[str, ...]:
                  if name != "interpreter")
 
 
+@functools.lru_cache(maxsize=4096)
 def _library_file(filename: str) -> bool:
-    import sysconfig
-
+    """Library code (stdlib, installed packages, the compiler): its globals are not the user's hidden inputs."""
     if filename.startswith("<"):
         return filename.startswith("<frozen")
-    stdlib = sysconfig.get_paths().get("stdlib") or "\0"
-    return filename.startswith((_COMPILER_DIR, stdlib)) or any(m in filename for m in _LIBRARY_MARKERS)
+    return filename.startswith((_COMPILER_DIR, _STDLIB)) or any(m in filename for m in _LIBRARY_MARKERS)
 
 
 def _traced(value) -> bool:
@@ -99,18 +101,7 @@ class CallEffects:
     def undo_writes(self) -> None:
         """Put back every global and cell written, newest first."""
         for holder, key, previous in reversed(self.writes):
-            if isinstance(holder, dict):
-                if previous is ABSENT:
-                    holder.pop(key, None)
-                else:
-                    holder[key] = previous
-            elif previous is ABSENT:
-                try:
-                    del holder.cell_contents
-                except ValueError:
-                    pass
-            else:
-                holder.cell_contents = previous
+            write_slot(holder, key, previous, ABSENT)
         self.writes.clear()
 
 

@@ -110,7 +110,7 @@ class JittedFunction:
             computation = _restoring_grad_mode(computation)
         prologue = result.prologue.python_callable()
         return CacheEntry(prologue, computation, traces, [result.prologue], result.events,
-                          time.perf_counter() - start, list(getattr(result, "rerun", ())))
+                          time.perf_counter() - start, list(result.rerun))
 
 
 def _restoring_grad_mode(computation):

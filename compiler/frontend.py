@@ -79,7 +79,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     trace = state.trace
     trace.args = list(state.inputs) + [p for _, p in state.captured]
     trace.output = out
-    trace.header = "computation trace from the native front end"
+    trace.header = "computation trace from the " + ("native" if call is None else "interpreting") + " front end"
     if hidden_reads is not None:
         builder.guard_hidden(hidden_reads())
     prologue = builder.finish(state.captured, grad_enabled)

@@ -6,8 +6,9 @@ tensors and crash), so during tracing only, the builtin `isinstance` is replaced
 proxies and defers to the original for everything else; it is restored when the last trace ends. C code
 is unaffected (it does not look the builtin up). The bytecode interpreter replaces this with lookasides.
 
-`type(x) is torch.Tensor` cannot be answered this way (`type` is also the metaclass of every class), so
-user code comparing `type(...)` with `torch.Tensor` is refused with a clear error instead.
+`type(x) is torch.Tensor` cannot be answered this way (`type` is also the metaclass of every class): the
+interpreting front end answers it with `traced_type`, a lookaside for `type(...)`; the native front end
+refuses user code comparing `type(...)` with `torch.Tensor` with a clear error instead.
 """
 from __future__ import annotations
 
@@ -56,6 +57,13 @@ class answering_isinstance:
             _depth -= 1
             if _depth == 0:
                 builtins.isinstance = _real_isinstance
+
+
+def traced_type(*args):
+    """builtins.type under the interpreter: a traced tensor's type is the type of the tensor it stands for."""
+    if len(args) == 1 and _real_isinstance(args[0], TensorProxy):
+        return torch.nn.Parameter if args[0].is_parameter else torch.Tensor
+    return type(*args)
 
 
 def refuse_type_is_tensor(codes) -> None:

@@ -46,7 +46,8 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     swaps = builder.module_tensors(module, "module") if module is not None else []
     builder.hidden(fn, module)
     snapshot = StateSnapshot(fn, module)
-    refuse_type_is_tensor(user_code_objects(user_codes(fn, module)))
+    if call is None:  # natively, type(proxy) is TensorProxy; the interpreter answers type() as eager does
+        refuse_type_is_tensor(user_code_objects(user_codes(fn, module)))
     grad_enabled = torch.is_grad_enabled()
     globals_before = _global_state(state)
     try:

@@ -17,6 +17,7 @@ import os
 import sysconfig
 import types
 
+from .builtin_answers import traced_type
 from .frontend import FrontendResult, native_frontend
 from .hidden_inputs import HiddenValue, expand, write_slot
 from .interpreter import Interpreter, events as ev, provenance
@@ -105,6 +106,9 @@ class CallEffects:
         self.writes.clear()
 
 
+_LOOKASIDES = {type: traced_type}
+
+
 class InterpretedCall:
     """The user's function as the native front end calls it: calling it interprets it."""
 
@@ -115,7 +119,7 @@ class InterpretedCall:
 
     def __call__(self, *args, **kwargs):
         check_stack = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
-        interp = Interpreter(self.observers, None, check_stack=check_stack, native_paths=trusted_paths())
+        interp = Interpreter(self.observers, _LOOKASIDES, check_stack=check_stack, native_paths=trusted_paths())
         if self.on_interpreter is not None:
             self.on_interpreter(interp)
         provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]

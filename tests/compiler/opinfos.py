@@ -1304,8 +1304,6 @@ for _fn in (_two_draws, _two_dropouts, _unused_draw, _unused_dropout, _randn_and
 KNOWN_GAPS: dict[str, str] = {
     "context_autocast_inside-f32[3x4]": ("torch.autocast entered inside the function: refused with a CompilerError "
                                          "(was silently float32); eager runs the matmul in bfloat16"),
-    "python.type_is_tensor-f32[3x2]": ("type(x) is torch.Tensor: refused with a CompilerError (was silently the "
-                                       "other branch); needs the interpreter's type() lookaside"),
 }
 
 SAMPLES_BY_ID = {s.id: s for s in SAMPLES}

@@ -40,12 +40,22 @@ def test_isinstance_parameter_answers_like_eager():
     torch.testing.assert_close(compiler.jit(fn)(p), fn(p))
 
 
-def test_type_is_tensor_is_refused():
+def test_type_of_a_traced_tensor_answers_as_in_eager_and_the_native_front_end_refuses_it():
+    from compiler.frontend import native_frontend
+
     def fn(x):
         return x.sum() if type(x) is torch.Tensor else x
 
+    def param_only(p):
+        return p * 2 if type(p) is torch.nn.Parameter else p - 1
+
+    x, p = torch.ones(2), torch.nn.Parameter(torch.ones(2))
+    torch.testing.assert_close(compiler.jit(fn)(x), fn(x))
+    torch.testing.assert_close(compiler.jit(param_only)(p), param_only(p))
+    torch.testing.assert_close(compiler.jit(param_only)(x), param_only(x))
+    assert compiler.jit(lambda t: type(t).__name__ + str(type(3)))(x) == "Tensor<class 'int'>"
     with pytest.raises(compiler.CompilerError, match="compares type"):
-        compiler.jit(fn)(torch.ones(2))
+        compiler.jit(fn, frontend=native_frontend)(x)
 
 
 def test_autocast_inside_the_function_is_refused():

@@ -63,7 +63,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         for d, name, real in swaps:
             d[name] = real
         torch._C._set_grad_enabled(grad_enabled)
-        leaks = snapshot.restore_leaks(_holds_proxy)
+        leaks = snapshot.restore_leaks(holds_proxy)
     if changed:
         raise CompilerError(f"the function changes global torch state natively ({', '.join(changed)}); tracing runs it "
                             "once, so cached calls would not repeat it: set it outside the jitted function")
@@ -107,7 +107,7 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def _holds_proxy(value) -> bool:
+def holds_proxy(value) -> bool:
     return any(isinstance(v, (TensorProxy, OpaqueProxy)) for v in pytree.tree_leaves(value))
 
 

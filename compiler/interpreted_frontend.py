@@ -18,13 +18,11 @@ import sysconfig
 import types
 
 from .builtin_answers import traced_type
-from .frontend import FrontendResult, native_frontend
+from .frontend import FrontendResult, holds_proxy, native_frontend
 from .hidden_inputs import HiddenValue, expand, write_slot
 from .interpreter import Interpreter, events as ev, provenance
 from .interpreter.opcodes_data import ABSENT
-from .proxies import OpaqueProxy, TensorProxy
 from .source import interpreting
-from . import tree as pytree
 
 _COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
 _STDLIB = sysconfig.get_paths().get("stdlib") or "\0"
@@ -35,6 +33,7 @@ _OUTSIDE_STATE_MODULES = ("time", "random", "os", "posix", "nt", "_contextvars",
                           "datetime", "_datetime", "threading", "_thread", "_random", "numpy.random", "socket")
 
 
+@functools.lru_cache(maxsize=1)
 def trusted_paths() -> tuple[str, ...]:
     """compiler/'s own folders and files whose Python runs natively under the interpreter (proxies, the
     tracer): everything in compiler/ but the interpreter itself."""
@@ -50,15 +49,11 @@ def _library_file(filename: str) -> bool:
     return filename.startswith((_COMPILER_DIR, _STDLIB)) or any(m in filename for m in _LIBRARY_MARKERS)
 
 
-def _traced(value) -> bool:
-    return any(isinstance(v, (TensorProxy, OpaqueProxy)) for v in pytree.tree_leaves(value))
-
-
 def _reads_outside_state(callee, value) -> bool:
     """An opaque native call whose result may differ from call to call with the same arguments."""
     owner = getattr(callee, "__self__", None)
     module = getattr(callee, "__module__", None) or (type(owner).__module__ if owner is not None else "") or ""
-    if module.startswith(("torch", "compiler")) or _traced(value):
+    if module.startswith(("torch", "compiler")) or holds_proxy(value):
         return False  # a torch op recorded into the trace, or the tracer's own machinery
     return module.split(".")[0] in _OUTSIDE_STATE_MODULES or module in _OUTSIDE_STATE_MODULES
 

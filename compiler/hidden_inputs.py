@@ -9,7 +9,10 @@ attributes); the interpreting front end adds guards for every global and cell it
 """
 from __future__ import annotations
 
+import functools
+import os
 import sys
+import sysconfig
 import types
 from dataclasses import dataclass
 
@@ -88,9 +91,21 @@ def _module_attributes(module: types.ModuleType, code: types.CodeType, found: li
 
 def _library_module(m: types.ModuleType) -> bool:
     root = m.__name__.split(".")[0]
-    path = getattr(m, "__file__", None) or ""
     return root in sys.stdlib_module_names or root in ("torch", "compiler", "builtins") or \
-        "site-packages" in path or "dist-packages" in path
+        library_file(getattr(m, "__file__", None) or "")
+
+
+_COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
+_STDLIB = sysconfig.get_paths().get("stdlib") or "\0"
+
+
+@functools.lru_cache(maxsize=4096)
+def library_file(filename: str) -> bool:
+    """Library code (the standard library, installed packages, the compiler): not the user's."""
+    if filename.startswith("<"):
+        return filename.startswith("<frozen")
+    return filename.startswith((_COMPILER_DIR, _STDLIB)) or "site-packages" in filename or \
+        "dist-packages" in filename
 
 
 def _is_library(fn) -> bool:
@@ -230,10 +245,6 @@ def hidden_values(fn, module: torch.nn.Module | None = None) -> list[HiddenValue
                 if not name.startswith("_"):
                     found.append(HiddenValue("attribute", fn.__self__, name, value, f"self.{name}"))
         _visit_callable(fn, found, seen, getattr(fn, "__qualname__", "fn"))
-    return expand_all(found)
-
-
-def expand_all(found) -> list[HiddenValue]:
     return [g for h in found for g in (expand(h) if h.kind != "child" else [replace_check(h, "identity")])]
 
 

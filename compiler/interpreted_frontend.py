@@ -14,23 +14,17 @@ from __future__ import annotations
 
 import functools
 import os
-import sysconfig
 import types
 
 from .builtin_answers import traced_type
 from .frontend import FrontendResult, holds_proxy, native_frontend
-from .hidden_inputs import HiddenValue, expand, write_slot
+from .hidden_inputs import HiddenValue, expand, library_file, write_slot
 from .interpreter import Interpreter, events as ev, provenance
+from .interpreter.classify import reads_outside_state
 from .interpreter.opcodes_data import ABSENT
 from .source import interpreting
 
 _COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
-_STDLIB = sysconfig.get_paths().get("stdlib") or "\0"
-_LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
-# Modules whose native functions read or change state outside the program: their results can differ on
-# every call, whatever the arguments.
-_OUTSIDE_STATE_MODULES = ("time", "random", "os", "posix", "nt", "_contextvars", "contextvars", "secrets", "uuid",
-                          "datetime", "_datetime", "threading", "_thread", "_random", "numpy.random", "socket")
 
 
 @functools.lru_cache(maxsize=1)
@@ -41,21 +35,10 @@ def trusted_paths() -> tuple[str, ...]:
                  if name != "interpreter")
 
 
-@functools.lru_cache(maxsize=4096)
-def _library_file(filename: str) -> bool:
-    """Library code (stdlib, installed packages, the compiler): its globals are not the user's hidden inputs."""
-    if filename.startswith("<"):
-        return filename.startswith("<frozen")
-    return filename.startswith((_COMPILER_DIR, _STDLIB)) or any(m in filename for m in _LIBRARY_MARKERS)
-
-
-def _reads_outside_state(callee, value) -> bool:
-    """An opaque native call whose result may differ from call to call with the same arguments."""
-    owner = getattr(callee, "__self__", None)
-    module = getattr(callee, "__module__", None) or (type(owner).__module__ if owner is not None else "") or ""
-    if module.startswith(("torch", "compiler")) or holds_proxy(value):
-        return False  # a torch op recorded into the trace, or the tracer's own machinery
-    return module.split(".")[0] in _OUTSIDE_STATE_MODULES or module in _OUTSIDE_STATE_MODULES
+def _varies_between_calls(callee, value) -> bool:
+    """An opaque native call whose result may differ from call to call with the same arguments (a torch
+    op's result is a proxy recorded into the trace, never such a value)."""
+    return not holds_proxy(value) and reads_outside_state(callee)
 
 
 class CallEffects:
@@ -72,7 +55,7 @@ class CallEffects:
         kind, d, where = event.kind, event.details, event.location
         if kind == ev.GLOBAL_READ or (kind == ev.CLOSURE_READ and not d.get("internal")):
             holder = d["holder"]
-            if (id(holder), event.name) in self._read_slots or where is None or _library_file(where.filename):
+            if (id(holder), event.name) in self._read_slots or where is None or library_file(where.filename):
                 return
             self._read_slots.add((id(holder), event.name))
             if isinstance(event.value, types.ModuleType):
@@ -91,7 +74,7 @@ class CallEffects:
             self.rerun.append(f"{where}: {verb} {what} {event.name!r}, which outlives the call")
         elif kind == ev.SIDE_EFFECT_CALL:
             self.rerun.append(f"{where}: calls {event.name}, a side effect")
-        elif kind == ev.OPAQUE_CALL and _reads_outside_state(d.get("callee"), event.value):
+        elif kind == ev.OPAQUE_CALL and _varies_between_calls(d.get("callee"), event.value):
             self.rerun.append(f"{where}: calls {event.name}, whose result can change between calls")
 
     def undo_writes(self) -> None:

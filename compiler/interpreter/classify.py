@@ -44,6 +44,21 @@ def is_pure(fn) -> bool:
     return type(owner) in _PURE_SELF_TYPES  # bound methods of builtin containers and scalars
 
 
+# Modules whose native functions read state from outside the program: their results can differ on every
+# call, whatever the arguments.
+_OUTSIDE_STATE_MODULES = frozenset(("time", "random", "_random", "os", "posix", "nt", "contextvars", "_contextvars",
+                                    "secrets", "uuid", "datetime", "_datetime", "threading", "_thread", "socket",
+                                    "numpy.random"))
+
+
+def reads_outside_state(fn) -> bool:
+    """A native callable (or a method of a native object) from a module that reads outside state."""
+    owner = getattr(fn, "__self__", None)
+    module = getattr(fn, "__module__", None) or (type(owner).__module__ if owner is not None else "") or ""
+    parts = module.split(".")
+    return parts[0] in _OUTSIDE_STATE_MODULES or ".".join(parts[:2]) in _OUTSIDE_STATE_MODULES
+
+
 # Python functions that read process state from outside the program (environment variables): run natively
 # and reported as opaque calls, so a compiler knows the value came from outside and may change.
 RUN_NATIVELY_IDS = {id(f) for f in (os._Environ.__getitem__, os._Environ.__iter__, os._Environ.__len__)}

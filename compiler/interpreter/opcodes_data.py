@@ -215,14 +215,10 @@ def store_deref(interp, frame, instr):
 def delete_deref(interp, frame, instr):
     i = instr.arg
     cell = frame.fast[i]
-    try:
-        cell.cell_contents
-    except ValueError:
-        cell = None
-    if cell is None:
+    previous = _cell_value(cell)
+    if previous is ABSENT:  # raised outside any except block, so the error has no __context__, as natively
         raise unbound_deref(frame, i)
-    previous = cell.cell_contents
-    del frame.fast[i].cell_contents
+    del cell.cell_contents
     if i >= frame.info.first_free:
         interp.emit(ev.NONLOCAL_DELETE, frame.info.names[i], frame, internal=id(cell) in interp.internal_cells,
                     holder=cell, previous=previous)
@@ -237,17 +233,17 @@ def _cell_value(cell):
 
 # ----- globals -----
 # What a write event's details["previous"] holds when the global or cell had no value before.
-ABSENT = _ABSENT = object()
+ABSENT = object()
 
 
 def _load_global(interp, frame, name):
-    value = frame.globals.get(name, _ABSENT)
-    if value is not _ABSENT:
+    value = frame.globals.get(name, ABSENT)
+    if value is not ABSENT:
         prov = pv.Global(name, frame.globals.get("__name__"), frame.code.co_qualname)
         interp.emit(ev.GLOBAL_READ, name, frame, value, prov, holder=frame.globals)
         return value, prov
-    value = frame.builtins.get(name, _ABSENT)
-    if value is _ABSENT:
+    value = frame.builtins.get(name, ABSENT)
+    if value is ABSENT:
         raise NameError(f"name '{name}' is not defined", name=name)
     return value, pv.Builtin(name)
 
@@ -264,7 +260,7 @@ def load_global(interp, frame, instr):
 @handles("STORE_GLOBAL")
 def store_global(interp, frame, instr):
     value, prov = frame.popp()
-    previous = frame.globals.get(instr.argval, _ABSENT)
+    previous = frame.globals.get(instr.argval, ABSENT)
     frame.globals[instr.argval] = value
     interp.emit(ev.GLOBAL_WRITE, instr.argval, frame, value, prov, holder=frame.globals, previous=previous)
 

@@ -148,11 +148,9 @@ def _write_fixed(path: str, digest: bytes | None, fixed: str) -> str | None:
         return f"{path}: not fixed: {e}"
     if digest is not None and content_hash(current) != digest:
         return f"{path}: not fixed: the file changed while it was being linted"
-    try:
-        import ast
+    from .parsing import parses
 
-        ast.parse(fixed)  # the engine promises this; a file on disk is worth checking twice
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    if not parses(fixed):  # the engine promises this; a file on disk is worth checking twice
         return f"{path}: not fixed: the fixed text would not parse"
     target = os.path.realpath(path)  # through a symlink: replace the file, keep the link
     tmp = f"{target}.thunder-lint-tmp"

@@ -152,24 +152,14 @@ def _write_fixed(path: str, digest: bytes | None, fixed: str) -> str | None:
 
     if not parses(fixed):  # the engine promises this; a file on disk is worth checking twice
         return f"{path}: not fixed: the fixed text would not parse"
-    target = os.path.realpath(path)  # through a symlink: replace the file, keep the link
-    tmp = f"{target}.thunder-lint-tmp"
     try:
         data = fixed.encode(_encoding_of(current))
-        with open(tmp, "wb") as f:
-            f.write(data)
-        try:
-            os.chmod(tmp, os.stat(target).st_mode & 0o7777)
-        except OSError:
-            pass
-        os.replace(tmp, target)
-    except (OSError, UnicodeEncodeError, LookupError) as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    except (UnicodeEncodeError, LookupError) as e:
         return f"{path}: not fixed: {e}"
-    return None
+    from .fix_writer import write_fixed
+
+    problem = write_fixed(path, digest, data)  # safe temp file, mode, links: see there
+    return None if problem is None else f"{path}: not fixed: {problem}"
 
 
 def _sources_for(diagnostics: list[Diagnostic], known: dict[str, str]) -> dict[str, str]:

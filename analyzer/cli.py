@@ -279,14 +279,19 @@ def cmd_check(argv: list[str]) -> int:
 
 
 def _emit(args: argparse.Namespace, text: str) -> None:
+    # A file name that is not valid UTF-8 reaches us with surrogate escapes: print its own bytes back.
     if args.output_file:
         try:
-            with open(args.output_file, "w", encoding="utf-8") as f:
+            with open(args.output_file, "w", encoding="utf-8", errors="surrogateescape") as f:
                 f.write(text)
         except OSError as e:
             raise UsageError(f"cannot write the report to {args.output_file}: {e.strerror or e}") from None
     else:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
 
 
 def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = "") -> None:
@@ -324,7 +329,12 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
     from . import static
 
     name = args.stdin_filename or STDIN_DEFAULT_NAME
-    data = sys.stdin.buffer.read()
+    if sys.stdin is None:  # started with stdin closed (``<&-``): Python gives us no stream at all
+        raise UsageError("cannot read source from stdin: stdin is closed")
+    try:
+        data = sys.stdin.buffer.read()
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read source from stdin: {getattr(e, 'strerror', None) or e}") from None
     fixing_to_stdout = settings.fix is not None and not args.diff
     try:
         text = decode(data)

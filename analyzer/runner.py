@@ -40,6 +40,7 @@ class Settings:
     jit_decorators: tuple[str, ...] = ()
     root: str = "."
     fix: str | None = None  # None: lint only; "safe" or "unsafe": compute fixed text too
+    max_file_bytes: int | None = None  # larger files are TL002 unread; None: file_reader.MAX_FILE_BYTES
 
     @classmethod
     def from_config(cls, config: Config, *, fix: str | None = None) -> "Settings":
@@ -104,7 +105,7 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes]) -> File
     """Read, hash and lint one file; never raises."""
     result = FileResult(path)
     try:
-        data, st = read_with_stat(path)
+        data, st = read_with_stat(path, settings.max_file_bytes)
         result.digest = content_hash(data)
         result.signature = trusted_signature(st)
         if known.get(os.path.abspath(path)) == result.digest and settings.fix is None:

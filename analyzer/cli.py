@@ -68,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml instead of searching for one")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the results cache")
     run.add_argument("--cache-dir", metavar="DIR", help="where the results cache lives (default: <project root>/.thunder-lint-cache)")
+    run.add_argument("--assume-compiled", action="append", metavar="PATTERN",
+                     help="treat functions whose qualified name (package.module.Class.method) matches this glob as compiled")
+    run.add_argument("--target", choices=config_mod.TARGETS, default=None,
+                     help="the compiler messages speak of (default: the config's, else each function's own)")
     run.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="worker processes (default: all cores)")
     p.add_argument("--version", action="version", version=f"thunder-lint {__version__}")
     return p
@@ -105,6 +109,8 @@ def effective_config(args: argparse.Namespace, paths: Sequence[str]) -> config_m
         per_file_ignores=cfg.per_file_ignores,
         jit_decorators=cfg.jit_decorators,
         exclude=cfg.exclude,
+        assume_compiled=cfg.assume_compiled + tuple(getattr(args, "assume_compiled", None) or ()),
+        target=getattr(args, "target", None) or cfg.target,
         root=cfg.root,
         source=cfg.source,
     )
@@ -351,7 +357,9 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
             _report(args, diagnostics, {}, fixed=None)
         return _exit_code(args, 1, [])
     if settings.fix is None:
-        diagnostics = lint_text(text, name, settings)
+        from .project_index import project_file
+
+        diagnostics = lint_text(text, name, settings, project_file(name, settings))
         _report(args, diagnostics, {name: text}, fixed=None)
         return _exit_code(args, len(diagnostics), [])
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 
 _HELPER_DEPTH = 2  # helpers of helpers are followed this far
@@ -29,7 +30,7 @@ def jitted_scopes(ctx, follow_helpers: bool = True):
                 if id(info.node) in seen:
                     continue
                 seen.add(id(info.node))
-                helper = type(target)(info, target.symbolic, "helper", target.caller or target.info.name)
+                helper = replace(target, info=info, how="helper", caller=target.caller or target.info.name)
                 called.append((helper, ctx.function_scope(info)))
         for pair in called:
             yield pair

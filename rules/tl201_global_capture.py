@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._jit_scopes import free_reads, jitted_scopes
+from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(
@@ -72,6 +73,11 @@ def check(ctx):
             if kind == "global":
                 yield Finding(
                     node,
-                    f"jitted function {target.label} reads the module global `{node.id}`: a hidden input that "
-                    f"a compiled trace may bake in and keep using after it changes",
+                    **compiled_message(
+                        target,
+                        f"jitted function {target.label} reads the module global `{node.id}`",
+                        "—a hidden input that a compiled trace may bake in and keep using after it changes",
+                        "guards on its value: every new value recompiles the function (a recompile per change, "
+                        "and eager fallback past the recompile limit)",
+                    ),
                 )

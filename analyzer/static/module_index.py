@@ -148,9 +148,18 @@ def strip_self_returning(expr):
 
 
 def _instantiated(call) -> str | None:
+    """``C`` of ``C(...)``, or ``mod.C`` of ``mod.C(...)`` (the project index resolves those across modules)."""
     call = strip_self_returning(call)
-    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
-        return call.func.id
+    if not isinstance(call, ast.Call):
+        return None
+    parts = []
+    func = call.func
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name):
+        parts.append(func.id)
+        return ".".join(reversed(parts))
     return None
 
 

@@ -57,6 +57,9 @@ There is no automatic fix.
     ],
     invalid=[
         "import thunder\nx = 5\n@thunder.jit\ndef foo():\n    return x\n",
+        # bound once per import path, but used as data, not as a namespace
+        "import torch\ntry:\n    import fast\n    scale = fast.SCALE\nexcept ImportError:\n    scale = None\n"
+        "@torch.compile\ndef f(x):\n    return x * scale\n",
         "import torch\nSCALE = 5\nSCALE = 6\ndef f(x):\n    return x * SCALE\ng = torch.compile(f)\n",
         # a module-level helper the jitted function calls is traced with it: its global reads are hidden inputs
         "import torch\nregistry = {}\ndef scale_of(x):\n    return x * registry.get('scale', 1.0)\n"

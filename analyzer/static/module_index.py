@@ -91,6 +91,18 @@ class ModuleIndex:
         return "mutable"
 
 
+    def bound_once_per_path(self, name: str) -> bool:
+        """Is ``name`` bound at import on exclusive paths only (``try: ops = load() except: ops = None``),
+        and never rebound by a function? Then it is fixed once the module is imported."""
+        kinds = self.bindings.get(name, [])
+        arms = self.binding_arms.get(name, [])
+        if len(kinds) < 2 or len(arms) != len(kinds) or name in self.global_writes:
+            return False
+        if any(k in ("aug", "loop", "del", "other") for k in kinds):
+            return False
+        return all(_exclusive_arms(a, b) for i, a in enumerate(arms) for b in arms[i + 1 :])
+
+
 def _exclusive_arms(a: tuple, b: tuple) -> bool:
     """Do two bindings sit in different arms of one if/else, try/except or match (never both run)?"""
     for x, y in zip(a, b):

@@ -199,13 +199,23 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}es" if word.endswith(("x", "s", "ch", "sh")) else f"{n} {word}s"
 
 
+def _by_severity(diagnostics: list[Diagnostic]) -> str:
+    """"3 errors and 19 warnings": a torch.compile performance warning is not counted as an error."""
+    counts: dict[str, int] = {}
+    for d in diagnostics:
+        counts[d.severity.value] = counts.get(d.severity.value, 0) + 1
+    parts = [_plural(counts[s], {"info": "note"}.get(s, s)) for s in ("error", "warning", "info") if counts.get(s)]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+
+
 def summary_lines(diagnostics: list[Diagnostic], *, fixed: int | None, unsafe_fixes: bool) -> list[str]:
     lines = []
     n = len(diagnostics)
     if fixed:
-        lines.append(f"Found {_plural(n + fixed, 'error')} ({fixed} fixed, {n} remaining).")
+        rest = f": {_by_severity(diagnostics)}" if n else ""
+        lines.append(f"Found {_plural(n + fixed, 'finding')} ({fixed} fixed, {n} remaining{rest}).")
     elif n:
-        lines.append(f"Found {_plural(n, 'error')}.")
+        lines.append(f"Found {_by_severity(diagnostics)}.")
     else:
         lines.append("All checks passed!")
     safe = sum(1 for d in diagnostics if any(f.applicability is Applicability.SAFE for f in d.fixes))

@@ -174,6 +174,9 @@ def lint(
         span = source.span(finding.node)
         if is_suppressed(code, span[0], noqa):
             continue
+        # a `# noqa` on the line the fix edits (the `reshape` of a TL101) is about this finding too
+        if noqa and any(is_suppressed(code, getattr(r.target, "lineno", 0), noqa) for r in finding.fixes):
+            continue
         kept.append((code, finding, span))
 
     fixes_per_finding = [()] * len(kept)

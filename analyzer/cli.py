@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-file-size", type=_size, default=None, metavar="SIZE",
                      help="files larger than this are reported as TL002, not parsed (default: 4MiB; e.g. 10MB)")
     run.add_argument("--cache-dir", metavar="DIR", help="where the results cache lives (default: <project root>/.thunder-lint-cache)")
+    run.add_argument("--assume-compiled", action="append", metavar="PATTERN",
+                     help="treat functions whose qualified name (package.module.Class.method) matches this glob as compiled")
+    run.add_argument("--target", choices=config_mod.TARGETS, default=None,
+                     help="the compiler messages speak of (default: the config's, else each function's own)")
     run.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="worker processes (default: all cores)")
     p.add_argument("--version", action="version", version=f"thunder-lint {__version__}")
     return p
@@ -117,6 +121,8 @@ def effective_config(args: argparse.Namespace, paths: Sequence[str]) -> config_m
         per_file_ignores=cfg.per_file_ignores,
         jit_decorators=cfg.jit_decorators,
         exclude=cfg.exclude,
+        assume_compiled=cfg.assume_compiled + tuple(getattr(args, "assume_compiled", None) or ()),
+        target=getattr(args, "target", None) or cfg.target,
         root=cfg.root,
         source=cfg.source,
     )
@@ -193,13 +199,23 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}es" if word.endswith(("x", "s", "ch", "sh")) else f"{n} {word}s"
 
 
+def _by_severity(diagnostics: list[Diagnostic]) -> str:
+    """"3 errors and 19 warnings": a torch.compile performance warning is not counted as an error."""
+    counts: dict[str, int] = {}
+    for d in diagnostics:
+        counts[d.severity.value] = counts.get(d.severity.value, 0) + 1
+    parts = [_plural(counts[s], {"info": "note"}.get(s, s)) for s in ("error", "warning", "info") if counts.get(s)]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+
+
 def summary_lines(diagnostics: list[Diagnostic], *, fixed: int | None, unsafe_fixes: bool) -> list[str]:
     lines = []
     n = len(diagnostics)
     if fixed:
-        lines.append(f"Found {_plural(n + fixed, 'error')} ({fixed} fixed, {n} remaining).")
+        rest = f": {_by_severity(diagnostics)}" if n else ""
+        lines.append(f"Found {_plural(n + fixed, 'finding')} ({fixed} fixed, {n} remaining{rest}).")
     elif n:
-        lines.append(f"Found {_plural(n, 'error')}.")
+        lines.append(f"Found {_by_severity(diagnostics)}.")
     else:
         lines.append("All checks passed!")
     safe = sum(1 for d in diagnostics if any(f.applicability is Applicability.SAFE for f in d.fixes))
@@ -368,7 +384,9 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
             _report(args, diagnostics, {}, fixed=None)
         return _exit_code(args, 1, [])
     if settings.fix is None:
-        diagnostics = lint_text(text, name, settings)
+        from .project_index import project_file
+
+        diagnostics = lint_text(text, name, settings, project_file(name, settings))
         _report(args, diagnostics, {name: text}, fixed=None)
         return _exit_code(args, len(diagnostics), [])
     try:

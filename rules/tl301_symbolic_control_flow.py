@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from ._values import Values
+from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(
@@ -92,16 +93,25 @@ def check(ctx):
             if decided:
                 yield Finding(
                     test,
-                    f"{_KIND[kind]} decided by a symbolic value in `{target.info.name}` (compiled with symbolic/"
-                    f"dynamic values): a cached trace may be reused for inputs that take the other path",
+                    **compiled_message(
+                        target,
+                        f"{_KIND[kind]} decided by a symbolic value in {target.label} (compiled with symbolic/"
+                        f"dynamic values)",
+                        "—a cached trace may be reused for inputs that take the other path",
+                        "guards on this condition: inputs that take the other path recompile (one compile per path)",
+                    ),
                 )
         for call in facts.calls:
             if isinstance(call.func, ast.Name) and call.func.id in ("min", "max") and len(call.args) > 1:
                 if any(values.is_symbolic(a) for a in call.args):
                     yield Finding(
                         call,
-                        f"`{call.func.id}` of a symbolic value in `{target.info.name}` picks one side while "
-                        f"tracing; the cached trace keeps that choice",
+                        **compiled_message(
+                            target,
+                            f"`{call.func.id}` of a symbolic value in {target.label}",
+                            "picks one side while tracing; the cached trace keeps that choice",
+                            "guards on which side it picked: the other side recompiles",
+                        ),
                     )
 
 

@@ -6,6 +6,7 @@ import ast
 
 from ._torch_api import compiled_operands, eager_only_spans, in_spans
 from ._values import Values
+from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
 _CONVERSIONS = frozenset({"bool", "int", "float"})
@@ -88,13 +89,26 @@ def check(ctx):
                 reported.add((call.lineno, call.col_offset))
                 yield Finding(
                     call,
-                    f"`.{func.attr}()` in jitted function `{name}` reads tensor data into Python: the compiled "
-                    f"trace bakes the value in (or breaks the graph)",
+                    **compiled_message(
+                        target,
+                        f"`.{func.attr}()` in jitted function `{name}` reads tensor data into Python",
+                        "—the compiled trace bakes the value in (or breaks the graph)",
+                        "breaks the graph here to read it (right results; the function runs as separate graphs "
+                        "with a device sync between them)",
+                    ),
                 )
             elif isinstance(func, ast.Name) and func.id in _CONVERSIONS and len(call.args) == 1:
                 if values.is_tensor(call.args[0]) and not facts.is_local(func.id):
                     reported.add((call.lineno, call.col_offset))
-                    yield Finding(call, f"`{func.id}()` of a tensor in jitted function `{name}` reads tensor data")
+                    yield Finding(
+                        call,
+                        **compiled_message(
+                            target,
+                            f"`{func.id}()` of a tensor in jitted function `{name}` reads tensor data",
+                            "—the compiled trace bakes the value in",
+                            "breaks the graph here to read it (right results; separate graphs and a device sync)",
+                        ),
+                    )
         for kind, test in facts.tests:
             if kind == "for" or (test.lineno, test.col_offset) in reported:
                 continue
@@ -105,8 +119,13 @@ def check(ctx):
             if any(_decides_on_tensor(values, part) for part in compiled_operands(test)):
                 yield Finding(
                     test,
-                    f"control flow on tensor data in jitted function `{name}`: the branch is taken while "
-                    f"tracing and replayed for other data",
+                    **compiled_message(
+                        target,
+                        f"control flow on tensor data in jitted function `{name}`",
+                        "—the branch is taken while tracing and replayed for other data",
+                        "breaks the graph here and takes the right branch (the cost: separate graphs and a "
+                        "device sync)",
+                    ),
                 )
 
 

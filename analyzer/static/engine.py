@@ -33,13 +33,13 @@ def enabled_codes(select=None, ignore=None, extend_select=None) -> frozenset[str
     return resolve(rule_table.RULES.keys(), select, ignore, extend_select)
 
 
-def _diagnostic(code: str, message: str, path: str, span: tuple[int, int, int, int], fixes=()) -> Diagnostic:
+def _diagnostic(code: str, message: str, path: str, span: tuple[int, int, int, int], fixes=(), severity=None) -> Diagnostic:
     info = rule_table.RULES[code]
     line, col, end_line, end_col = span
     return Diagnostic(
         code=code,
         name=info.name,
-        severity=Severity(info.severity),
+        severity=Severity(severity or info.severity),
         message=message,
         path=path,
         line=line,
@@ -146,9 +146,12 @@ def lint(
     enabled: frozenset[str],
     jit_decorators: Iterable[str] = (),
     with_fixes: bool = True,
+    project=None,
     capped: bool = True,
 ) -> list[Diagnostic]:
-    """``capped``: at most MAX_FINDINGS_PER_FILE findings and a summary (fixing rounds need them all)."""
+    """``project`` (a ProjectFile) brings what the project index knows about this file, and takes back
+    the file's summary for the index: both from this one parse. ``capped``: at most
+    MAX_FINDINGS_PER_FILE findings and a summary (fixing rounds need them all)."""
     source = SourceFile(text, path)
     try:
         tree = parse(text)  # under a pseudo file name: the path is a label, never opened
@@ -159,6 +162,8 @@ def lint(
         return [syntax_error_diagnostic(source, late)]
 
     ctx = FileContext(source, tree, tuple(jit_decorators))
+    if project is not None:
+        project.attach(ctx)
     found = []  # (code, Finding)
     too_deep = []  # rules that ran out of recursion depth on this file
     try:
@@ -192,6 +197,9 @@ def lint(
         span = source.span(finding.node)
         if is_suppressed(code, span[0], noqa):
             continue
+        # a `# noqa` on the line the fix edits (the `reshape` of a TL101) is about this finding too
+        if noqa and any(is_suppressed(code, getattr(r.target, "lineno", 0), noqa) for r in finding.fixes):
+            continue
         kept.append((code, finding, span))
     kept, omitted = _cap(kept) if capped else (kept, [])
 
@@ -209,7 +217,7 @@ def lint(
         if key in seen:
             continue
         seen.add(key)
-        diagnostics.append(_diagnostic(code, finding.message, path, span, fixes))
+        diagnostics.append(_diagnostic(code, finding.message, path, span, fixes, getattr(finding, "severity", None)))
     if omitted:
         code, finding, span = omitted[0]
         message = (

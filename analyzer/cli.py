@@ -154,30 +154,18 @@ def _write_fixed(path: str, digest: bytes | None, fixed: str) -> str | None:
         return f"{path}: not fixed: {e}"
     if digest is not None and content_hash(current) != digest:
         return f"{path}: not fixed: the file changed while it was being linted"
-    try:
-        import ast
+    from .parsing import parses
 
-        ast.parse(fixed)  # the engine promises this; a file on disk is worth checking twice
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    if not parses(fixed):  # the engine promises this; a file on disk is worth checking twice
         return f"{path}: not fixed: the fixed text would not parse"
-    target = os.path.realpath(path)  # through a symlink: replace the file, keep the link
-    tmp = f"{target}.thunder-lint-tmp"
     try:
         data = fixed.encode(_encoding_of(current))
-        with open(tmp, "wb") as f:
-            f.write(data)
-        try:
-            os.chmod(tmp, os.stat(target).st_mode & 0o7777)
-        except OSError:
-            pass
-        os.replace(tmp, target)
-    except (OSError, UnicodeEncodeError, LookupError) as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    except (UnicodeEncodeError, LookupError) as e:
         return f"{path}: not fixed: {e}"
-    return None
+    from .fix_writer import write_fixed
+
+    problem = write_fixed(path, digest, data)  # safe temp file, mode, links: see there
+    return None if problem is None else f"{path}: not fixed: {problem}"
 
 
 def _sources_for(diagnostics: list[Diagnostic], known: dict[str, str]) -> dict[str, str]:
@@ -307,14 +295,19 @@ def cmd_check(argv: list[str]) -> int:
 
 
 def _emit(args: argparse.Namespace, text: str) -> None:
+    # A file name that is not valid UTF-8 reaches us with surrogate escapes: print its own bytes back.
     if args.output_file:
         try:
-            with open(args.output_file, "w", encoding="utf-8") as f:
+            with open(args.output_file, "w", encoding="utf-8", errors="surrogateescape") as f:
                 f.write(text)
         except OSError as e:
             raise UsageError(f"cannot write the report to {args.output_file}: {e.strerror or e}") from None
     else:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
 
 
 def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = "") -> None:
@@ -352,7 +345,12 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
     from . import static
 
     name = args.stdin_filename or STDIN_DEFAULT_NAME
-    data = sys.stdin.buffer.read()
+    if sys.stdin is None:  # started with stdin closed (``<&-``): Python gives us no stream at all
+        raise UsageError("cannot read source from stdin: stdin is closed")
+    try:
+        data = sys.stdin.buffer.read()
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read source from stdin: {getattr(e, 'strerror', None) or e}") from None
     fixing_to_stdout = settings.fix is not None and not args.diff
     try:
         text = decode(data)

@@ -102,7 +102,7 @@ def _relint(todo: list[tuple[object, tuple]], settings, jobs: int) -> list:
 
 def _fingerprint(results: list) -> str:
     material = "\n".join(sorted(f"{os.path.abspath(r.path)}:{r.digest.hex() if r.digest else ''}" for r in results))
-    return hashlib.blake2b(material.encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b(material.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
 def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[int] = frozenset()) -> set[int]:

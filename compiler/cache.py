@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from . import segments
 from .executors import assign_executors, resolve_executors
 from .errors import CompilerError
 from .frontend import FrontendResult
@@ -31,6 +32,7 @@ class CacheEntry:
     events: list = field(default_factory=list)
     compile_seconds: float = 0.0
     rerun: list = field(default_factory=list)  # non-empty: Python effects; used for the call that traced it only
+    segment_count: int = 1  # traces split at reads of tensor values (compiler.segments): segments run
 
 
 class JittedFunction:
@@ -61,6 +63,8 @@ class JittedFunction:
             inputs = entry.prologue(args, kwargs)
             if inputs is not None:
                 self.hits += 1
+                if isinstance(entry.computation, segments.SegmentedComputation):
+                    return segments.run_cached(self, entry, inputs, args, kwargs)
                 self.last_entry = entry
                 return entry.computation(*inputs)
         return self._miss(args, kwargs)
@@ -96,12 +100,18 @@ class JittedFunction:
         entry.rerun = entry.rerun or ["the function changed a global, closure or attribute value it reads"]
         return inputs
 
-    def compile(self, args, kwargs) -> CacheEntry:
+    def compile(self, args, kwargs, replay=None) -> CacheEntry:
         start = time.perf_counter()
         kw = {"observers": self.observers}
         if self.module is not None:
             kw["module"] = self.module
-        result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
+        with segments.segmenting(self.executors, self.passes, replay):
+            result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
+        if result.segments is not None:
+            comp = segments.SegmentedComputation(result.segments)
+            traces = segments.traces_of(comp.first_nodes)
+            return CacheEntry(result.prologue.python_callable(), comp, traces, [result.prologue], result.events,
+                              time.perf_counter() - start, list(result.rerun), len(traces))
         traces = run_passes(result.computation, *(() if self.passes is None else (self.passes,)))
         execution = assign_executors(traces[-1], self.executors)
         traces.append(execution)

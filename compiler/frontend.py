@@ -17,6 +17,7 @@ from .events import DATA_DEPENDENT, Event
 from .prologue import PrologueBuilder
 from .builtin_answers import answering_isinstance, refuse_type_is_tensor, user_code_objects
 from .hidden_inputs import StateSnapshot, user_codes
+from . import segments
 from .proxies import OpaqueProxy, TensorProxy
 from .torchlang import TracingMode
 from .trace import SET_GRAD_ENABLED, BoundSymbol, Trace, TracingState, tracing
@@ -28,6 +29,7 @@ class FrontendResult:
     prologue: Trace
     events: list = field(default_factory=list)
     rerun: list = field(default_factory=list)  # why the trace is good for this call only (Python effects)
+    segments: object = None  # compiler.segments.Path when value reads split the trace
 
 
 def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, observers=(),
@@ -41,6 +43,8 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         raise CompilerError("torch.autocast is active: it changes op dtypes at run time, which traces do not model "
                             "yet; call the jitted function outside autocast (or cast explicitly inside it)")
     state = TracingState(observers, decompose)
+    if segments.current_options() is not None:  # under compiler.jit: value reads split the trace
+        state.segmenter = segments.Segmenter(state, segments.current_options())
     builder = PrologueBuilder(state)
     pargs, pkwargs = builder.arguments(args, kwargs)
     swaps = builder.module_tensors(module, "module") if module is not None else []
@@ -84,7 +88,8 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     if hidden_reads is not None:
         builder.guard_hidden(hidden_reads())
     prologue = builder.finish(state.captured, grad_enabled)
-    return FrontendResult(trace, prologue, state.events)
+    path = state.segmenter.finish(trace) if state.segmenter is not None and state.segmenter.records else None
+    return FrontendResult(trace, prologue, state.events, segments=path)
 
 
 _GLOBAL_STATE_NAMES = ("the grad mode (set_grad_enabled without restoring it)", "the default dtype",

@@ -186,6 +186,7 @@ class PrologueBuilder:
         p.is_parameter = type(t) is torch.nn.Parameter
         self._emit(CHECK_TENSOR, var, t)
         self.state.inputs.append(p)
+        self.state.real_inputs[p.name] = t
         self.input_names.append(var)
         return p
 

@@ -195,6 +195,8 @@ class TracingState:
         self.grad_enabled = torch.is_grad_enabled()
         self.default_device = torch.get_default_device()
         self.initial_grad_enabled = self.grad_enabled
+        self.real_inputs: dict = {}  # proxy name -> the argument tensor, while tracing (segments run on them)
+        self.segmenter = None  # compiler.segments.Segmenter when reads of tensor values split the trace
 
     def sync_grad_mode(self, loc=None) -> None:
         g = torch.is_grad_enabled()

@@ -8,7 +8,6 @@ a fix and fixes are wanted.
 from __future__ import annotations
 
 import ast
-import gc
 import warnings
 from collections.abc import Iterable
 
@@ -16,6 +15,7 @@ import rules as rule_table
 
 from ..diagnostics import Diagnostic, Severity
 from ..fixes import SpannedRequest, build_fixes
+from ..parsing import PARSE_ERRORS, compile_error, newer_syntax, parse
 from ..selection import resolve
 from .context import FileContext
 from .noqa import is_suppressed, noqa_lines
@@ -23,6 +23,8 @@ from .source import SourceFile
 
 # A depth at which we stop trusting recursion (ours or the parser's) and report the file as unparsable.
 _NESTING_LIMIT = 200
+# Below this size a MemoryError from the parser is its stack overflowing on nesting, not a full heap.
+_SMALL_FILE_CHARS = 1_000_000
 
 
 def enabled_codes(select=None, ignore=None, extend_select=None) -> frozenset[str]:
@@ -47,8 +49,8 @@ def _diagnostic(code: str, message: str, path: str, span: tuple[int, int, int, i
     )
 
 
-def _deep_nesting_position(source: SourceFile) -> tuple[int, int]:
-    """Where bracket nesting first gets too deep (1-based line/column), else the start of the file."""
+def _deep_nesting_position(source: SourceFile, default=(1, 1)):
+    """Where bracket nesting first gets too deep (1-based line/column), else ``default``."""
     depth = 0
     line, col = 1, 0
     for ch in source.text:
@@ -61,7 +63,7 @@ def _deep_nesting_position(source: SourceFile) -> tuple[int, int]:
                 return line, col
         elif ch in ")]}":
             depth = max(0, depth - 1)
-    return 1, 1
+    return default
 
 
 def _deepest_node_position(tree: ast.AST) -> tuple[int, int]:
@@ -81,8 +83,22 @@ def _deepest_node_position(tree: ast.AST) -> tuple[int, int]:
     return best
 
 
-def syntax_error_diagnostic(source: SourceFile, exc: BaseException) -> Diagnostic:
+def _out_of_memory(source: SourceFile, exc: BaseException, parsing: bool) -> bool:
+    """CPython's parser raises MemoryError for its own stack overflow (deep nesting) too: that is the
+    cause when the file is small or nested past our limit; otherwise memory ran out, never "nesting"."""
+    if not isinstance(exc, MemoryError):
+        return False
+    if not parsing:
+        return True
+    return len(source.text) >= _SMALL_FILE_CHARS and _deep_nesting_position(source, None) is None
+
+
+def syntax_error_diagnostic(source: SourceFile, exc: BaseException, *, parsing: bool = True) -> Diagnostic:
     text = source.text
+    if _out_of_memory(source, exc, parsing):
+        size = len(text.encode("utf-8", "surrogatepass")) / 1e6
+        message = f"Cannot lint this file: out of memory while analyzing it ({size:.1f} MB)"
+        return _diagnostic("TL002", message, source.path, (1, 1, 1, 1))
     if isinstance(exc, (RecursionError, MemoryError)):
         line, col = _deep_nesting_position(source)
         message = "the file is too deeply nested to parse or analyze"
@@ -103,22 +119,10 @@ def syntax_error_diagnostic(source: SourceFile, exc: BaseException) -> Diagnosti
     end_col = getattr(exc, "end_offset", None) or col + 1
     if end_line != line or end_col <= col:
         end_line, end_col = line, col + 1
+    note = newer_syntax(text, exc) if isinstance(exc, SyntaxError) else None
+    if note:
+        message = f"{message} ({note})"
     return _diagnostic("TL001", f"syntax error: {message}", source.path, (line, col, end_line, end_col))
-
-
-def _parse(text: str, path: str) -> ast.Module:
-    """``ast.parse`` with the cyclic garbage collector paused.
-
-    A parse allocates one object per node and no cycles, yet every allocation burst triggers collections
-    that rescan the growing tree: on an 8 MB file that made the parse 2-5x slower (superlinear in size).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return ast.parse(text, filename=path)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def lint(
@@ -134,9 +138,12 @@ def lint(
     the file's summary for the index: both from this one parse."""
     source = SourceFile(text, path)
     try:
-        tree = _parse(text, path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        tree = parse(text)  # under a pseudo file name: the path is a label, never opened
+    except PARSE_ERRORS as exc:
         return [syntax_error_diagnostic(source, exc)]
+    late = compile_error(tree)  # errors CPython raises only when compiling: the file would not run
+    if late is not None:
+        return [syntax_error_diagnostic(source, late)]
 
     ctx = FileContext(source, tree, tuple(jit_decorators))
     if project is not None:
@@ -166,7 +173,7 @@ def lint(
                 continue
             found.extend(rule_found)
     except (RecursionError, MemoryError) as exc:
-        return [syntax_error_diagnostic(source, exc)]
+        return [syntax_error_diagnostic(source, exc, parsing=False)]
 
     noqa = noqa_lines(text)
     kept = []

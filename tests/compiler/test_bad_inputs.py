@@ -70,9 +70,24 @@ def test_cpu_scalar_tensor_with_another_device_is_allowed_like_eager():
     (lambda x: x.new_zeros(len(torch.nonzero(x))), "depends on values"),
     (lambda x: x.tolist(), "tolist"),
 ])
-def test_data_dependent_programs_are_refused(fn, what):
-    with pytest.raises(compiler.DataDependentError, match=what):
-        compiler.jit(fn)(torch.randn(4))
+def test_data_dependent_programs_split_and_match_eager(fn, what):
+    # They used to be refused; the trace now splits at the read (compiler/segments.py).
+    x = torch.randn(4)
+    jfn = compiler.jit(fn)
+    for _ in range(2):
+        got, want = jfn(x), fn(x)
+        if isinstance(want, torch.Tensor):
+            assert torch.equal(got, want)
+        else:
+            assert got == want
+    assert compiler.cache_hits(jfn) == 1
+
+
+def test_a_front_end_called_outside_jit_still_refuses_value_reads():
+    from compiler.frontend import native_frontend
+
+    with pytest.raises(compiler.DataDependentError, match="item"):
+        native_frontend(lambda x: x.sum().item(), (torch.randn(4),), {})
 
 
 def test_shape_errors_carry_the_users_line_and_eagers_message():

@@ -65,6 +65,12 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     except DataDependentError as e:
         state.emit(Event(DATA_DEPENDENT, str(e), e.location))  # observers see it even though we raise
         raise
+    except Exception as e:
+        if state.segmenter is not None and _users_exception(e):
+            # eager did everything before the raise: do it for real, keep the Python effects, re-raise
+            state.segmenter.run_before_error(state_writes.take(holds_proxy)[0])
+            e.thunder_effects_kept = True
+        raise
     finally:
         writes, key_guards = state_writes.take(holds_proxy)  # replayed by the epilogue (stores), put back now
         for d, name, real in swaps:
@@ -115,6 +121,13 @@ def _same(a, b) -> bool:
     if isinstance(a, tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return a == b
+
+
+def _users_exception(e: Exception) -> bool:
+    """Raised by the user's program (eager raises it too), not a refusal of the compiler or interpreter."""
+    from .interpreter import InterpreterError
+
+    return not isinstance(e, (CompilerError, InterpreterError)) and not getattr(e, "thunder_from_observer", False)
 
 
 def holds_proxy(value) -> bool:

@@ -214,7 +214,11 @@ class TracingState:
     def emit(self, event: ev.Event) -> None:
         self.events.append(event)
         for obs in self.observers:
-            obs(event)
+            try:
+                obs(event)
+            except Exception as e:
+                e.thunder_from_observer = True  # not the user's program: nothing of the call runs for real
+                raise
 
     def capture(self, t: torch.Tensor) -> TensorProxy:
         for real, proxy in self.captured:

@@ -168,10 +168,10 @@ class TensorProxy(Proxy):
         return self._needs_data("using a tensor as an index", "index")
 
     def __str__(self):  # print(x), f"{x}": eager prints the values
-        self._needs_data("str(tensor) (printing or formatting a tensor)")
+        self._needs_data("str(tensor) (printing or formatting a tensor)", "str")
 
     def __format__(self, spec):
-        self._needs_data("formatting a tensor")
+        self._needs_data("formatting a tensor", "format")
 
     def item(self):
         return self._needs_data("tensor.item()", "item")

@@ -102,3 +102,21 @@ def test_every_log_line_is_json(server):
         assert isinstance(json.loads(line), dict), line
     (serving,) = [json.loads(line) for line in lines if '"serving"' in line]
     assert serving["url"] == server.url and serving["message"] == f"serving on {server.url}"
+
+
+def test_a_request_that_cannot_finish_in_time_is_413_at_once():
+    s = ServerProcess("--workers", "1", "--timeout", "1", "--max-body-bytes", "20000000", "--max-file-bytes", "20000000")
+    try:
+        with s.client() as c:
+            start = time.monotonic()
+            big = "x = 1\n" * 600_000  # 3.4 MiB: at least 1.7 s at the fastest rate, over the 1 s limit
+            r = c.post("/analyze", json={"files": [{"path": "big.py", "content": big}]})
+            assert r.status_code == 413, r.text
+            error = r.json()["error"]
+            assert error["code"] == "request_too_large"
+            assert "more than the time limit of 1 s" in error["message"] and "--timeout" in error["message"]
+            assert time.monotonic() - start < 5  # refused up front, not after the limit
+            small = c.post("/analyze", json={"files": [{"path": "ok.py", "content": "x = 1\n" * 1000}]})
+            assert small.status_code == 200
+    finally:
+        s.stop()

@@ -82,7 +82,11 @@ class ModuleIndex:
                 return "static"
         # A constant by convention: UPPER_CASE, bound once on every path (`if cuda: DTYPE = ... else: DTYPE = ...`,
         # `try: import apex; HAS_APEX = True except ImportError: HAS_APEX = False`).
-        if all(k in ("assign", "none") for k in kinds) and name.upper() == name and any(c.isalpha() for c in name):
+        # A feature flag: `try: import apex; has_apex = True / except ImportError: has_apex = False`, each
+        # path binding True or False once: decided at import, like the UPPER_CASE constants below.
+        if len(kinds) > 1 and all(k == "flag" for k in kinds) and self.bound_once_per_path(name):
+            return "static"
+        if all(k in ("assign", "none", "flag") for k in kinds) and name.upper() == name and any(c.isalpha() for c in name):
             arms = self.binding_arms.get(name, [])
             if len(arms) == len(kinds) and all(
                 _exclusive_arms(a, b) for i, a in enumerate(arms) for b in arms[i + 1 :]
@@ -138,6 +142,8 @@ _CLASS_FACTORIES = frozenset({"namedtuple", "NamedTuple", "TypedDict", "TypeVar"
 def _value_kind(value) -> str:
     if isinstance(value, ast.Constant) and value.value is None:
         return "none"
+    if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+        return "flag"
     if isinstance(value, ast.Call):
         func = value.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""

@@ -118,3 +118,31 @@ def check(x):
 
 def test_tl302_item_in_the_message_of_a_guarded_raise_is_not_a_second_finding():
     assert codes(RAISE_MESSAGE, "TL302") == [6, 8]
+
+
+# timm/layers/fast_norm.py: feature flags decided at import
+FLAG = """\
+import torch
+
+try:
+    from apex.normalization import fused_layer_norm_affine
+    has_apex = True
+except ImportError:
+    has_apex = False
+
+
+@torch.compile
+def norm(x, w, b):
+    if has_apex:
+        return fused_layer_norm_affine(x, w, b, x.shape[-1:], 1e-5)
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], w, b)
+"""
+
+
+def test_tl201_feature_flag_bound_once_per_import_path_is_static():
+    assert codes(FLAG, "TL201") == []
+    # a flag that a function can switch is data
+    assert codes(FLAG + "\n\ndef disable():\n    global has_apex\n    has_apex = False\n", "TL201") == [12]
+    # one binding only: another module may set it (`fast_norm.has_apex = ...`) as with any global
+    single = FLAG.replace("    has_apex = False\n", "    pass\n")
+    assert codes(single, "TL201") == [12]

@@ -86,7 +86,12 @@ class ModuleIndex:
         # path binding True or False once: decided at import, like the UPPER_CASE constants below.
         if len(kinds) > 1 and all(k == "flag" for k in kinds) and self.bound_once_per_path(name):
             return "static"
-        if all(k in ("assign", "none", "flag") for k in kinds) and name.upper() == name and any(c.isalpha() for c in name):
+        # A private module global (`_torch_version = ...`, `_flash_available, _ = probe()`) bound once per
+        # import path and never rebound in its module: no one is meant to change it after import.
+        if name.startswith("_") and all(k in ("assign", "none", "flag") for k in kinds):
+            if len(kinds) == 1 or self.bound_once_per_path(name):
+                return "static"
+        if all(k in ("assign", "none", "flag", "container") for k in kinds) and name.upper() == name and any(c.isalpha() for c in name):
             arms = self.binding_arms.get(name, [])
             if len(arms) == len(kinds) and all(
                 _exclusive_arms(a, b) for i, a in enumerate(arms) for b in arms[i + 1 :]
@@ -94,6 +99,15 @@ class ModuleIndex:
                 return "static"
         return "mutable"
 
+
+    def bound_at_import(self, name: str) -> bool:
+        """Bound once per import path (see below), or once inside an if/try whose other paths bind nothing
+        (`if has_kernels: ops = get_kernel(...) else: raise ImportError(...)`)."""
+        kinds = self.bindings.get(name, [])
+        arms = self.binding_arms.get(name, [])
+        if kinds == ["assign"] and len(arms) == 1 and arms[0] and name not in self.global_writes:
+            return True
+        return self.bound_once_per_path(name)
 
     def bound_once_per_path(self, name: str) -> bool:
         """Is ``name`` bound at import on exclusive paths only (``try: ops = load() except: ops = None``),
@@ -144,6 +158,12 @@ def _value_kind(value) -> str:
         return "none"
     if isinstance(value, ast.Constant) and isinstance(value.value, bool):
         return "flag"
+    if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
+        return "container"  # mutable in place: data, however often it is bound
+    if isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute)):
+        callee = value.func.id if isinstance(value.func, ast.Name) else value.func.attr
+        if callee in ("dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter"):
+            return "container"
     if isinstance(value, ast.Call):
         func = value.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""

@@ -146,3 +146,44 @@ def test_tl201_feature_flag_bound_once_per_import_path_is_static():
     # one binding only: another module may set it (`fast_norm.has_apex = ...`) as with any global
     single = FLAG.replace("    has_apex = False\n", "    pass\n")
     assert codes(single, "TL201") == [12]
+
+
+def test_tl201_namespace_bound_once_in_an_if_whose_else_raises_is_code():
+    # diffusers/quantizers/nunchaku/utils.py
+    src = KERNEL_NAMESPACE.replace(
+        'try:\n    from kernels import get_kernel\n    ops = get_kernel("nunchaku")\nexcept ImportError:\n    ops = None\n',
+        'if HAS_KERNELS:\n    from kernels import get_kernel\n    ops = get_kernel("nunchaku")\nelse:\n'
+        '    raise ImportError("pip install kernels")\n',
+    ).replace("import torch\n", "import torch\nHAS_KERNELS = True\n", 1)
+    assert "raise ImportError" in src
+    assert codes(src, "TL201") == []
+
+
+# diffusers/utils/import_utils.py: private availability flags probed once at import
+PRIVATE_PROBE = """\
+import importlib.util
+
+import torch
+
+_npu_available = importlib.util.find_spec("torch_npu") is not None
+registry = {}
+_cache = {}
+
+
+def is_npu_available():
+    return _npu_available
+
+
+@torch.compile
+def f(x):
+    if is_npu_available():
+        return x
+    return x * registry.get("scale", 1.0) + len(_cache)
+"""
+
+
+def test_tl201_private_global_bound_once_is_static_but_containers_are_data():
+    lines = codes(PRIVATE_PROBE, "TL201")
+    assert lines == [18, 18], lines  # registry and _cache: containers hold data
+    rebinding = PRIVATE_PROBE + "\n\ndef force_npu():\n    global _npu_available\n    _npu_available = True\n"
+    assert 11 in codes(rebinding, "TL201")

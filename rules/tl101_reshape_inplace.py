@@ -263,7 +263,23 @@ def _written_back(ctx, facts, target, base, mutation) -> bool:
     def strip_data(text: str) -> str:
         return text[:-5] if text.endswith(".data") else text
 
-    want = strip_data(ctx.segment(base))
+    # The base, and what it was taken from (`w = module.weight.data` ... `w = w.reshape(...)`): storing
+    # the result into any of those is a write-back.
+    wants = {strip_data(ctx.segment(base))}
+    expr, pos = base, start(mutation.node)
+    for _ in range(_MAX_DEPTH):
+        if not isinstance(expr, ast.Name):
+            break
+        b = facts.binding_at(expr.id, pos)
+        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
+            break
+        value = b.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            value = value.func.value  # w.reshape(...).to(...) -> w
+        while isinstance(value, ast.Subscript):
+            value = value.value
+        wants.add(strip_data(ctx.segment(value)))
+        expr, pos = value, start(b.stmt)
     after = end(mutation.stmt)
 
     def uses_name(expr) -> bool:
@@ -273,17 +289,16 @@ def _written_back(ctx, facts, target, base, mutation) -> bool:
         if not hasattr(node, "lineno") or (node.lineno, node.col_offset) < after:
             continue
         if isinstance(node, ast.Assign) and uses_name(node.value):
-            if any(strip_data(ctx.segment(t)) == want for t in node.targets if isinstance(t, (ast.Attribute, ast.Subscript, ast.Name))):
-                if not any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-                    return True
+            if any(strip_data(ctx.segment(t)) in wants for t in node.targets if isinstance(t, (ast.Attribute, ast.Subscript))):
+                return True
         elif isinstance(node, ast.Call) and node.args and uses_name(node.args[-1]):
             func = node.func
-            if isinstance(func, ast.Attribute) and func.attr == "copy_" and strip_data(ctx.segment(func.value)) == want:
+            if isinstance(func, ast.Attribute) and func.attr == "copy_" and strip_data(ctx.segment(func.value)) in wants:
                 return True
             if isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) == 3:
                 attr = node.args[1]
                 if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
-                    if strip_data(f"{ctx.segment(node.args[0])}.{attr.value}") == want:
+                    if strip_data(f"{ctx.segment(node.args[0])}.{attr.value}") in wants:
                         return True
     return False
 

@@ -187,3 +187,22 @@ def test_tl201_private_global_bound_once_is_static_but_containers_are_data():
     assert lines == [18, 18], lines  # registry and _cache: containers hold data
     rebinding = PRIVATE_PROBE + "\n\ndef force_npu():\n    global _npu_available\n    _npu_available = True\n"
     assert 11 in codes(rebinding, "TL201")
+
+
+# timm/models/nextvit.py: the weight is taken from the module, reshaped, scaled in place, stored back
+FUSE_BN = """\
+import torch
+
+
+def fuse(module, scale):
+    weight = module.weight.data
+    weight = weight.reshape(weight.shape[0], weight.shape[1])
+    weight.mul_(scale)
+    weight = weight.reshape(weight.shape[0], weight.shape[1], 1, 1)
+    {store}
+"""
+
+
+def test_tl101_write_back_through_a_chain_of_rebindings():
+    assert codes(FUSE_BN.format(store="module.weight.data = weight"), "TL101") == []
+    assert codes(FUSE_BN.format(store="return weight"), "TL101") == [7]

@@ -206,3 +206,15 @@ def fuse(module, scale):
 def test_tl101_write_back_through_a_chain_of_rebindings():
     assert codes(FUSE_BN.format(store="module.weight.data = weight"), "TL101") == []
     assert codes(FUSE_BN.format(store="return weight"), "TL101") == [7]
+
+
+def test_tl201_import_time_probe_is_static():
+    # timm/layers/fast_norm.py
+    src = FLAG.replace("try:", 'has_rms_norm = hasattr(torch.nn.functional, "rms_norm")\ntry:', 1).replace(
+        "    if has_apex:", "    if has_apex and has_rms_norm:"
+    )
+    assert "has_rms_norm = hasattr" in src
+    assert codes(src, "TL201") == []
+    # the same name bound to data is still reported
+    data = src.replace('has_rms_norm = hasattr(torch.nn.functional, "rms_norm")', "has_rms_norm = load_config()")
+    assert codes(data, "TL201") == [13]

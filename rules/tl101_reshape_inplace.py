@@ -260,11 +260,26 @@ def _written_back(ctx, facts, target, base, mutation) -> bool:
         return False
     name = root.id
 
+    # The base, and what it was taken from (`w = module.weight.data` ... `w = w.reshape(...)`): storing
+    # the result into any of those is a write-back.
+    wants = {_strip_data(ctx.segment(base))}
+    expr, pos = base, start(mutation.node)
+    for _ in range(_MAX_DEPTH):
+        if not isinstance(expr, ast.Name):
+            break
+        b = facts.binding_at(expr.id, pos)
+        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
+            break
+        value = b.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            value = value.func.value  # w.reshape(...).to(...) -> w
+        while isinstance(value, ast.Subscript):
+            value = value.value
+        wants.add(_strip_data(ctx.segment(value)))
+        expr, pos = value, start(b.stmt)
     after = end(mutation.stmt)
-    for pos, names, rebinds in _store_backs(ctx, facts).get(_strip_data(ctx.segment(base)), ()):
-        if pos >= after and name in names and name not in rebinds:
-            return True
-    return False
+    stores = _store_backs(ctx, facts)
+    return any(pos >= after and name in names for want in wants for pos, names in stores.get(want, ()))
 
 
 def _strip_data(text: str) -> str:
@@ -273,24 +288,23 @@ def _strip_data(text: str) -> str:
 
 def _store_backs(ctx, facts) -> dict:
     """What the scope stores values into, keyed by the destination's text without ``.data``: for each
-    store (an assignment, ``dest.copy_(v)``, ``setattr(obj, "name", v)``) its position, the names the
-    stored value reads and the names the statement rebinds. Built once per scope, so checking many writes
-    stays linear in the scope's size."""
+    store (``dest = v`` to an attribute or item, ``dest.copy_(v)``, ``setattr(obj, "name", v)``) its
+    position and the names the stored value reads. Built once per scope, so checking many writes stays
+    linear in the scope's size (a walk of the scope per finding was quadratic)."""
     cached = getattr(facts, "_tl101_store_backs", None)
     if cached is not None:
         return cached
     found: dict = {}
 
-    def add(dest: str, node, value, rebinds=frozenset()):
+    def add(dest: str, node, value):
         names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-        found.setdefault(_strip_data(dest), []).append(((node.lineno, node.col_offset), names, rebinds))
+        found.setdefault(_strip_data(dest), []).append(((node.lineno, node.col_offset), names))
 
     for node in ast.walk(facts.node):
         if isinstance(node, ast.Assign):
-            rebinds = frozenset(t.id for t in node.targets if isinstance(t, ast.Name))
             for t in node.targets:
-                if isinstance(t, (ast.Attribute, ast.Subscript, ast.Name)):
-                    add(ctx.segment(t), node, node.value, rebinds)
+                if isinstance(t, (ast.Attribute, ast.Subscript)):
+                    add(ctx.segment(t), node, node.value)
         elif isinstance(node, ast.Call) and node.args:
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "copy_":

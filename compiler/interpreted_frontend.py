@@ -122,8 +122,9 @@ def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observer
     try:
         result = native_frontend(fn, args, kwargs, observers=observers, call=call,
                                  hidden_reads=lambda: effects.reads, **options)
-    except BaseException:
-        effects.undo_writes()
+    except BaseException as e:
+        if not getattr(e, "thunder_effects_kept", False):  # a refusal: put back what tracing wrote
+            effects.undo_writes()
         raise
     result.rerun = effects.rerun
     return result

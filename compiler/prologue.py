@@ -57,9 +57,23 @@ def _device_check(name: str, dev: torch.device) -> str:
     return f"{name}.device != torch.device({str(dev)!r})"
 
 
+class TensorFacts:
+    """What the guard checks of a tensor, without the tensor: a cache entry must not keep its first call's
+    arguments alive."""
+
+    __slots__ = ("cls", "dtype", "shape", "strides", "device", "requires_grad", "is_leaf")
+
+    def __init__(self, t: torch.Tensor):
+        self.cls, self.dtype, self.shape, self.strides = type(t), t.dtype, tuple(t.shape), tuple(t.stride())
+        self.device, self.requires_grad, self.is_leaf = t.device, t.requires_grad, t.is_leaf
+
+    def stride(self):
+        return self.strides
+
+
 def _print_tensor(bsym, trace):
     name, t = bsym.args
-    tname = trace.const_expr(type(t))
+    tname = trace.const_expr(t.cls)
     conds = [f"type({name}) is not {tname}", f"{name}.dtype is not {t.dtype}",
              f"{name}.shape != {tuple(t.shape)!r}", f"{name}.stride() != {tuple(t.stride())!r}",
              _device_check(name, t.device), f"{name}.requires_grad is not {t.requires_grad}"]
@@ -192,8 +206,9 @@ class PrologueBuilder:
     def tensor_input(self, var: str, t: torch.Tensor, origin: str) -> TensorProxy:
         p = TensorProxy(self.state.trace.new_name("t"), meta_like(t), t.device, origin=origin)
         p.is_parameter = type(t) is torch.nn.Parameter
-        self._emit(CHECK_TENSOR, var, t)
+        self._emit(CHECK_TENSOR, var, TensorFacts(t))
         self.state.inputs.append(p)
+        self.state.real_inputs[p.name] = t
         self.input_names.append(var)
         return p
 
@@ -313,7 +328,7 @@ class PrologueBuilder:
             self._emit(CHECK_DISTINCT, tuple(var for _, var in self.arg_tensors.values()))
         for real, proxy in captured:
             var = tr.const_expr(real)
-            self._emit(CHECK_TENSOR, var, real)
+            self._emit(CHECK_TENSOR, var, TensorFacts(real))
             self.input_names.append(var)
         self._emit(CHECK_GLOBAL_STATE, grad_enabled, torch.get_default_dtype(), self.state.default_device)
         self._emit(RETURN_INPUTS, tuple(self.input_names))

@@ -19,6 +19,7 @@ from .builtin_answers import answering_isinstance, refuse_type_is_tensor, user_c
 from .hidden_inputs import StateSnapshot, user_codes
 from . import segments
 from .epilogue import StateWrites, append_stores, emit_guards
+from .module_hooks import guard_hooks
 from .proxies import OpaqueProxy, TensorProxy
 from .torchlang import TracingMode
 from .trace import SET_GRAD_ENABLED, BoundSymbol, Trace, TracingState, tracing
@@ -47,9 +48,11 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     if segments.current_options() is not None:  # under compiler.jit: value reads split the trace
         state.segmenter = segments.Segmenter(state, segments.current_options())
     builder = PrologueBuilder(state)
+    state.builder = builder
     pargs, pkwargs = builder.arguments(args, kwargs)
     swaps = builder.module_tensors(module, "module") if module is not None else []
     builder.hidden(fn, module)
+    guard_hooks(builder, module)
     snapshot = StateSnapshot(fn, module)
     state_writes = StateWrites(module, snapshot)
     if call is None:  # natively, type(proxy) is TensorProxy; the interpreter answers type() as eager does

@@ -184,6 +184,7 @@ class PrologueBuilder:
         self._n = 0
         self.containers: list = []  # (list/dict given to the function, its items then, origin)
         self.arg_tensors: dict = {}  # id(tensor argument) -> (proxy, prologue variable)
+        self.grads: dict = {}  # input proxy name -> the proxy of its .grad (or None)
         self.hidden_guarded: set = set()  # (id(holder), key, path) of the hidden values guarded so far
         self._trace_for_consts = Trace("prologue")
         self._trace_for_consts.wrap_try = True
@@ -203,6 +204,24 @@ class PrologueBuilder:
         self.state.real_inputs[p.name] = t
         self.input_names.append(var)
         return p
+
+    def grad_of(self, proxy: TensorProxy):
+        """`x.grad` of an input: one more input, fetched from that input by the prologue on every call (gradient
+        clipping, hand-written optimizer steps), guarded as None or as a tensor."""
+        if proxy.name in self.grads:
+            return self.grads[proxy.name]
+        i = next(i for i, p in enumerate(self.state.inputs) if p is proxy)
+        var = self._var()
+        self._emit(UNPACK, var, f"{self.input_names[i]}.grad")
+        real = self.state.real_inputs[proxy.name].grad
+        if real is None:
+            self._emit(CHECK_VALUE, var, None)
+            result = None
+        else:
+            with torch._C.DisableTorchFunction():  # called while tracing: the meta tensor is no traced op
+                result = self.tensor_input(var, real, f"{proxy.origin}.grad")
+        self.grads[proxy.name] = result
+        return result
 
     def arguments(self, args, kwargs):
         self._emit(CHECK_STRUCTURE, "args", "args", (len(args), tuple(kwargs)))

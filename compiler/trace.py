@@ -97,6 +97,9 @@ class Trace:
             return "[" + ", ".join(self.expr(i) for i in x) + "]"
         if type(x) is dict:
             return "{" + ", ".join(f"{self.expr(k)}: {self.expr(v)}" for k, v in x.items()) + "}"
+        if hasattr(type(x), "__dataclass_fields__") and not isinstance(x, type):  # a returned dataclass
+            fields = pytree._init_fields(type(x))
+            return f"{self.const_expr(type(x))}({', '.join(f'{n}={self.expr(getattr(x, n))}' for n in fields)})"
         if isinstance(x, tuple) and not isinstance(x, torch.Size):
             items = ", ".join(self.expr(i) for i in x)
             if hasattr(x, "_fields"):  # namedtuple: Cls(a, b)
@@ -197,6 +200,7 @@ class TracingState:
         self.initial_grad_enabled = self.grad_enabled
         self.real_inputs: dict = {}  # proxy name -> the argument tensor, while tracing (segments run on them)
         self.segmenter = None  # compiler.segments.Segmenter when reads of tensor values split the trace
+        self.builder = None  # the PrologueBuilder: inputs found while tracing (an input's .grad)
 
     def sync_grad_mode(self, loc=None) -> None:
         g = torch.is_grad_enabled()

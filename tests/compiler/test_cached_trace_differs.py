@@ -185,3 +185,74 @@ def test_threads_tracing_different_shapes_get_their_own_results():
     for t in threads:
         t.join()
     assert not errors and all(results.values()) and len(results) == 4
+
+
+# 1. hooks added after the first call run on the next call, as in eager
+def test_hooks_added_or_removed_after_the_first_call():
+    torch.manual_seed(0)
+    m = torch.nn.Linear(2, 2)
+    jm = compiler.jit(m)
+    x = torch.ones(1, 2)
+    assert torch.equal(jm(x), m(x))
+    for register in (lambda: m.register_forward_hook(lambda mod, i, o: o * 3),
+                     lambda: m.register_forward_pre_hook(lambda mod, i: (i[0] * 2,)),
+                     lambda: torch.nn.modules.module.register_module_forward_hook(lambda mod, i, o: o + 1)):
+        handle = register()
+        try:
+            assert torch.equal(jm(x), m(x))
+        finally:
+            handle.remove()
+        assert torch.equal(jm(x), m(x))
+
+
+def test_module_backward_hooks_are_refused_clearly():
+    m = torch.nn.Linear(2, 2)
+    m.register_full_backward_hook(lambda mod, gi, go: None)
+    with pytest.raises(compiler.UnsupportedOpError, match="backward hooks"):
+        compiler.jit(m)(torch.ones(1, 2, requires_grad=True))
+
+
+# reading Tensor.grad and returning dataclasses work as in eager
+def test_reading_grad_for_clipping_and_a_hand_written_step():
+    def clip(p, max_norm):
+        if p.grad is None:
+            return None
+        norm = p.grad.norm()
+        p.grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm
+
+    def sgd(w, lr):
+        with torch.no_grad():
+            w.sub_(w.grad * lr)
+
+    jclip, jsgd = compiler.jit(clip), compiler.jit(sgd)
+    a, b = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(3))
+    assert jclip(a, 1.0) is None and clip(b, 1.0) is None
+    for _ in range(3):
+        for w in (a, b):
+            w.grad = None
+            (w * w * 3).sum().backward()
+        assert torch.equal(jclip(a, 1.0), clip(b, 1.0)) and torch.equal(a.grad, b.grad)
+        jsgd(a, 0.1)
+        sgd(b, 0.1)
+        assert torch.equal(a, b)
+    assert compiler.cache_hits(jclip) == 2
+
+
+def test_returning_a_dataclass():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Output:
+        loss: torch.Tensor
+        logits: torch.Tensor
+        aux: object = None
+
+    def fn(x):
+        return Output(loss=(x * 2).sum(), logits=x * 2)
+
+    jfn = compiler.jit(fn)
+    for _ in range(2):
+        got, want = jfn(torch.ones(3)), fn(torch.ones(3))
+        assert type(got) is Output and torch.equal(got.loss, want.loss) and torch.equal(got.logits, want.logits)
+        assert got.aux is None

@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from . import autocast
 from .errors import UnsupportedInputError
 from .hidden_inputs import hidden_values
 from .meta import meta_like
@@ -108,7 +109,7 @@ def _print_module_flag(bsym, trace):
 
 
 def _print_globals(bsym, trace):
-    grad, dtype, device = bsym.args
+    grad, dtype, device, autocast_state = bsym.args
     # torch.get_default_device() costs ~3 us (it scans the torch-function mode stack in Python); a
     # non-cpu default is itself such a mode, so an empty stack proves the default is cpu in ~0.1 us.
     if device == torch.device("cpu"):
@@ -116,9 +117,9 @@ def _print_globals(bsym, trace):
         trace.constants["_cpu"] = device
     else:
         dev_check = f"torch.get_default_device() != {trace.const_expr(device)}"
-    # autocast changes op dtypes at run time; traces are made (and valid) only with it off
+    # autocast changes op dtypes at run time: a trace is valid only under the autocast state it was made in
     return _fail_if(f"torch.is_grad_enabled() is not {grad} or torch.get_default_dtype() is not {dtype} "
-                    f"or {dev_check} or torch._C._is_any_autocast_enabled()")
+                    f"or {dev_check} or {autocast.guard_expr(trace, autocast_state)}")
 
 
 def _print_hidden(bsym, trace):
@@ -341,7 +342,8 @@ class PrologueBuilder:
             var = tr.const_expr(real)
             self._emit(CHECK_TENSOR, var, TensorFacts(real))
             self.input_names.append(var)
-        self._emit(CHECK_GLOBAL_STATE, grad_enabled, torch.get_default_dtype(), self.state.default_device)
+        self._emit(CHECK_GLOBAL_STATE, grad_enabled, torch.get_default_dtype(), self.state.default_device,
+                   self.state.initial_autocast)
         self._emit(RETURN_INPUTS, tuple(self.input_names))
         tr.bsyms = self.bsyms
         tr.args = ["args", "kwargs"]

@@ -28,7 +28,14 @@ def set_state(state: tuple) -> None:
         torch.set_autocast_dtype(d, dtype)
 
 
-SET_AUTOCAST = Symbol("compiler.autocast.set_state", set_state, Tag.EFFECT, meta=lambda sym, args, kwargs: None)
+def _print_set(bsym, trace):
+    (state,) = bsym.args
+    shown = ", ".join(f"{d} {str(dt).replace('torch.', '')}" if on else f"{d} off" for d, (on, dt) in zip(DEVICE_TYPES, state))
+    return [f"{trace.const_expr(set_state)}({trace.expr(state)})  # autocast: {shown}"]
+
+
+SET_AUTOCAST = Symbol("compiler.autocast.set_state", set_state, Tag.EFFECT, meta=lambda sym, args, kwargs: None,
+                      printer=_print_set)
 
 
 def sync(state, loc) -> None:

@@ -16,6 +16,7 @@ import functools
 import os
 import types
 
+from . import autograd_function
 from .builtin_answers import traced_type
 from .frontend import FrontendResult, holds_proxy, native_frontend
 from .hidden_inputs import HiddenValue, expand, library_file, write_slot
@@ -84,7 +85,7 @@ class CallEffects:
         self.writes.clear()
 
 
-_LOOKASIDES = {type: traced_type}
+_LOOKASIDES = {type: traced_type, autograd_function.APPLY: autograd_function.apply}
 
 
 class InterpretedCall:

@@ -256,3 +256,56 @@ def test_returning_a_dataclass():
         got, want = jfn(torch.ones(3)), fn(torch.ones(3))
         assert type(got) is Output and torch.equal(got.loss, want.loss) and torch.equal(got.logits, want.logits)
         assert got.aux is None
+
+
+# 2. a custom autograd.Function runs as a unit whose backward is the user's
+class _Cube(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.save_for_backward(x)
+        ctx.k = k
+        return x ** 3, (x > 0).long()
+
+    @staticmethod
+    def backward(ctx, grad, _):
+        (x,) = ctx.saved_tensors
+        # deliberately not the true derivative: the user's backward, not autograd's, must run
+        return (grad * ctx.k * x if ctx.needs_input_grad[0] else None), None
+
+
+class _ExpArgmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x.exp()
+        idx = x.argmax()
+        ctx.save_for_backward(out)
+        ctx.mark_non_differentiable(idx)
+        return out, idx
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad, _):
+        (out,) = ctx.saved_tensors
+        return grad * out * 2
+
+
+def _uses_functions(x):
+    a, positive = _Cube.apply(x, 5.0)
+    b, idx = _ExpArgmax.apply(a + 1)
+    return (b * 2).sum(), positive, idx
+
+
+def test_custom_autograd_functions_keep_their_backward():
+    jfn = compiler.jit(_uses_functions)
+    for seed in range(3):
+        x1 = torch.randn(4, generator=torch.Generator().manual_seed(seed)).requires_grad_()
+        x2 = x1.detach().clone().requires_grad_()
+        got, want = jfn(x1), _uses_functions(x2)
+        assert all(torch.equal(g, w) for g, w in zip(got, want))
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want] == [True, False, False]
+        got[0].backward()
+        want[0].backward()
+        assert torch.equal(x1.grad, x2.grad)
+    assert compiler.cache_hits(jfn) == 2
+    x = torch.randn(4)  # needs_input_grad False: no grad anywhere, as in eager
+    assert not jfn(x)[0].requires_grad

@@ -16,7 +16,7 @@ import functools
 import os
 import types
 
-from . import autograd_function
+from . import autograd_function, recursion
 from .builtin_answers import traced_type
 from .frontend import FrontendResult, holds_proxy, native_frontend
 from .hidden_inputs import HiddenValue, expand, library_file, write_slot
@@ -104,7 +104,7 @@ class InterpretedCall:
         provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]
         kwprovs = {k: provenance.Argument(f"kwargs[{k!r}]") for k in kwargs}
         try:
-            with interpreting(interp):
+            with interpreting(interp), recursion.eager_depth(interp, recursion.user_depth()):
                 value, _ = interp.call(None, self.fn, tuple(args), dict(kwargs), provs, kwprovs)
         finally:
             if self.on_interpreter is not None:

@@ -309,3 +309,38 @@ def test_custom_autograd_functions_keep_their_backward():
     assert compiler.cache_hits(jfn) == 2
     x = torch.randn(4)  # needs_input_grad False: no grad anywhere, as in eager
     assert not jfn(x)[0].requires_grad
+
+
+# 9. recursion: as deep as eager, RecursionError past what the interpreter holds, never a crash
+def _recurse(x, n):
+    return x if n == 0 else _recurse(x + 1, n - 1)
+
+
+def test_recursion_reaches_eagers_depth():
+    lo, hi = 1, 3000  # eager's deepest n from here
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        try:
+            _recurse(torch.zeros(1), mid)
+            lo = mid
+        except RecursionError:
+            hi = mid - 1
+    jitted = compiler.jit(_recurse, cache="no caching")
+    assert torch.equal(jitted(torch.zeros(1), lo - 3), torch.full((1,), float(lo - 3)))
+    # the limit follows Python frames only (eager's counter also counts C calls below): about eager's depth
+    with pytest.raises(RecursionError):
+        jitted(torch.zeros(1), lo + 100)
+
+
+def test_very_deep_recursion_raises_instead_of_crashing():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, torch, compiler\nsys.setrecursionlimit(100000)\n"
+            "def rec(x, n):\n    return x if n == 0 else rec(x + 1, n - 1)\n"
+            "try:\n    compiler.jit(rec)(torch.zeros(1), 20000)\nexcept RecursionError:\n    print('RecursionError')\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "RecursionError", done.stderr[-2000:]

@@ -24,6 +24,7 @@ from .interpreter import Interpreter, events as ev, provenance
 from .interpreter.classify import reads_outside_state
 from .interpreter.opcodes_data import ABSENT
 from .source import interpreting
+from .torchlang.lookasides import interpreter_lookasides as torch_lookasides
 
 _COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -85,7 +86,7 @@ class CallEffects:
         self.writes.clear()
 
 
-_LOOKASIDES = {type: traced_type, autograd_function.APPLY: autograd_function.apply}
+_LOOKASIDES = {type: traced_type, **torch_lookasides(), autograd_function.APPLY: autograd_function.apply}
 
 
 class InterpretedCall:

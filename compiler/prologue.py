@@ -21,7 +21,8 @@ from .symbols import BoundSymbol, Symbol, Tag
 from .trace import Trace
 
 SUPPORTED_INPUTS = ("torch.Tensor, nn.Parameter, int, float, bool, complex, str, None, torch.dtype, "
-                    "torch.device, slice, torch.Generator, and tuple/list/dict (str keys) of these")
+                    "torch.device, torch.Size, torch.layout, torch.memory_format, slice, Ellipsis, torch.Generator, and "
+                    "tuple/list/dict (str keys) of these")
 
 
 def _guard(name: str, printer) -> Symbol:
@@ -87,6 +88,10 @@ def _print_generator(bsym, trace):
     return _fail_if(f"type({name}) is not torch.Generator or {name}.device != {trace.const_expr(g.device)}")
 
 
+# Values passed through as they are and guarded by value (dtype, layout and memory_format are singletons).
+_VALUE_TYPES = (torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size)
+
+
 def _print_value(bsym, trace):
     name, value = bsym.args
     if isinstance(value, bool) or value is None:
@@ -98,8 +103,11 @@ def _print_value(bsym, trace):
         return _fail_if(f"type({name}) is not float or {name} != 0.0 or math.copysign(1.0, {name}) != {sign}")
     if isinstance(value, (int, float, complex, str)):
         return _fail_if(f"type({name}) is not {type(value).__name__} or {name} != {trace.const_expr(value)}")
-    if isinstance(value, (torch.dtype, torch.device)):
-        return _fail_if(f"{name} != {trace.const_expr(value)}")
+    if isinstance(value, torch.Size):  # a tuple of the same ints compares equal: check the type too
+        return _fail_if(f"type({name}) is not torch.Size or {name} != {trace.const_expr(value)}")
+    if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format)) or value is Ellipsis:
+        return _fail_if(f"{name} is not {trace.const_expr(value)}" if not isinstance(value, torch.device)
+                        else f"{name} != {trace.const_expr(value)}")
     return _fail_if(f"{name} != {trace.const_expr(value)}")
 
 
@@ -245,7 +253,7 @@ class PrologueBuilder:
             p = self.tensor_input(var, x, origin)
             self.arg_tensors[id(x)] = (p, var)
             return p
-        if x is None or t in (bool, str, complex, slice) or isinstance(x, (torch.dtype, torch.device)):
+        if x is None or x is Ellipsis or t in (bool, str, complex, slice) or isinstance(x, _VALUE_TYPES):
             var = self._var()
             self._emit(UNPACK, var, source)
             self._emit(CHECK_VALUE, var, x)

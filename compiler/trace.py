@@ -98,9 +98,9 @@ class Trace:
             return "[" + ", ".join(self.expr(i) for i in x) + "]"
         if type(x) is dict:
             return "{" + ", ".join(f"{self.expr(k)}: {self.expr(v)}" for k, v in x.items()) + "}"
-        if hasattr(type(x), "__dataclass_fields__") and not isinstance(x, type):  # a returned dataclass
-            fields = pytree._init_fields(type(x))
-            return f"{self.const_expr(type(x))}({', '.join(f'{n}={self.expr(getattr(x, n))}' for n in fields)})"
+        if pytree.is_dataclass_instance(x):  # ModelOutput(logits=t3, hidden=t2)
+            fields = ", ".join(f"{name}={self.expr(getattr(x, name))}" for name in type(x).__dataclass_fields__)
+            return f"{self.const_expr(type(x))}({fields})"
         if isinstance(x, tuple) and not isinstance(x, torch.Size):
             items = ", ".join(self.expr(i) for i in x)
             if hasattr(x, "_fields"):  # namedtuple: Cls(a, b)

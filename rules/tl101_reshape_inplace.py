@@ -212,8 +212,12 @@ def _observer(ctx, facts, base, pos, mutation, depth=0) -> tuple[str, bool] | No
         if b.kind == "assign" and _is_held_elsewhere(b.value):
             # `h = outputs.last_hidden_state`: the object that owns the tensor still holds it
             return f"`{ctx.segment(b.value)}` (through `{name}`)", read_later
-        if b.kind == "assign" and not _is_fresh(ctx, b.value):
-            inner = _view_input(ctx, b.value)
+        # `part = x[:, :2] if first else x[:, 2:]`: either arm may be what the name holds
+        arms = _arms(b.value) if b.kind == "assign" else []
+        for value in arms:
+            if _is_fresh(ctx, value):
+                continue
+            inner = _view_input(ctx, value)
             if inner is not None:
                 seen = _observer(ctx, facts, inner, start(b.stmt), mutation, depth + 1)
                 if seen is not None:
@@ -225,10 +229,78 @@ def _observer(ctx, facts, base, pos, mutation, depth=0) -> tuple[str, bool] | No
         return f"the attribute `{ctx.segment(base)}`", False
     if _is_held_elsewhere(base):
         return f"`{ctx.segment(base)}`", False
+    if isinstance(base, ast.IfExp):
+        for arm in _arms(base):
+            seen = _observer(ctx, facts, arm, pos, mutation, depth + 1)
+            if seen is not None:
+                return seen
+        return None
     inner = _view_input(ctx, base)
     if inner is not None:
         return _observer(ctx, facts, inner, pos, mutation, depth + 1)
     return None
+
+
+def _arms(expr) -> list:
+    """The values an expression may have: both arms of (nested) conditional expressions."""
+    if isinstance(expr, ast.IfExp):
+        return _arms(expr.body) + _arms(expr.orelse)
+    return [expr]
+
+
+def _written_back(ctx, facts, target, base, mutation) -> bool:
+    """Is the written result stored back into ``base`` after the write (``mod.weight.data = w``,
+    ``base.copy_(w)``, ``setattr(mod, "weight", w)``)? Then the base gets the new values either way."""
+    root = target
+    while isinstance(root, (ast.Subscript, ast.Attribute)) or (
+        isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute)
+    ):
+        root = root.func.value if isinstance(root, ast.Call) else root.value
+    if not isinstance(root, ast.Name) or isinstance(base, ast.IfExp):
+        return False
+    name = root.id
+
+    after = end(mutation.stmt)
+    for pos, names, rebinds in _store_backs(ctx, facts).get(_strip_data(ctx.segment(base)), ()):
+        if pos >= after and name in names and name not in rebinds:
+            return True
+    return False
+
+
+def _strip_data(text: str) -> str:
+    return text[:-5] if text.endswith(".data") else text
+
+
+def _store_backs(ctx, facts) -> dict:
+    """What the scope stores values into, keyed by the destination's text without ``.data``: for each
+    store (an assignment, ``dest.copy_(v)``, ``setattr(obj, "name", v)``) its position, the names the
+    stored value reads and the names the statement rebinds. Built once per scope, so checking many writes
+    stays linear in the scope's size."""
+    cached = getattr(facts, "_tl101_store_backs", None)
+    if cached is not None:
+        return cached
+    found: dict = {}
+
+    def add(dest: str, node, value, rebinds=frozenset()):
+        names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        found.setdefault(_strip_data(dest), []).append(((node.lineno, node.col_offset), names, rebinds))
+
+    for node in ast.walk(facts.node):
+        if isinstance(node, ast.Assign):
+            rebinds = frozenset(t.id for t in node.targets if isinstance(t, ast.Name))
+            for t in node.targets:
+                if isinstance(t, (ast.Attribute, ast.Subscript, ast.Name)):
+                    add(ctx.segment(t), node, node.value, rebinds)
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "copy_":
+                add(ctx.segment(func.value), node, node.args[-1])
+            elif isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) == 3:
+                attr = node.args[1]
+                if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
+                    add(f"{ctx.segment(node.args[0])}.{attr.value}", node, node.args[-1])
+    facts._tl101_store_backs = found
+    return found
 
 
 def _loop_owner(facts, binding) -> str | None:
@@ -336,6 +408,8 @@ def check(ctx):
                 # A cast aliases only when nothing needs converting; authors usually know the dtypes
                 # differ. Report it only where this function would see the aliasing itself.
                 continue
+            if _written_back(ctx, facts, target, base, mutation):
+                continue  # the result is stored back into the base: it gets the new values either way
             reported.add(id(call))
             # Evidence that the write is meant to reach the base: the base is read again, or the written
             # result itself never is (then the write can only have been meant for the base).

@@ -17,6 +17,7 @@ from typing import Annotated
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi import routing as fastapi_routing
 
 from analyzer.selection import SelectionError, resolve
 from analyzer.version import __version__
@@ -37,7 +38,7 @@ from .models import (
 )
 from .dispatch import run_request
 from .pool import JobFailed, JobTimeout, PoolBusy, WorkerCrashed, WorkerPool
-from .settings import ServerSettings
+from .settings import LINT_S_PER_MIB_FASTEST, ServerSettings
 from .worker import Job, SubmittedFile
 
 MEDIA_TYPES = {"json": "application/json", "sarif": "application/sarif+json", "github": "text/plain; charset=utf-8"}
@@ -75,8 +76,11 @@ def _check_limits(req: AnalyzeRequest, settings: ServerSettings) -> list[Submitt
             [{"field": "files", "message": f"at most {settings.max_files} files"}],
         )
     submitted = []
+    total = 0
     for i, f in enumerate(req.files):
-        if f.raw_size() > settings.max_file_bytes:
+        size = f.raw_size()
+        total += size
+        if size > settings.max_file_bytes:
             raise ApiError(
                 413, "file_too_large", f"files[{i}] is larger than the limit of {settings.max_file_bytes} bytes per file",
                 [{"field": f"files[{i}].content" if f.content is not None else f"files[{i}].content_base64",
@@ -86,7 +90,24 @@ def _check_limits(req: AnalyzeRequest, settings: ServerSettings) -> list[Submitt
             submitted.append(SubmittedFile(f.path, text=f.content))
         else:
             submitted.append(SubmittedFile(f.path, data=base64.b64decode(f.content_base64)))
+    _check_cost(total, len(req.files), settings)
     return submitted
+
+
+def _check_cost(total_bytes: int, n_files: int, settings: ServerSettings) -> None:
+    """413 at once for a request that cannot finish within the time limit even at the fastest measured
+    linting rate: it would hold its workers for the whole limit and then fail with a 504."""
+    parallel = max(1, min(settings.workers, n_files))
+    at_least = total_bytes / 2**20 * LINT_S_PER_MIB_FASTEST / parallel
+    if at_least > settings.timeout_s:
+        raise ApiError(
+            413, "request_too_large",
+            f"{total_bytes / 2**20:.1f} MiB of source takes at least {at_least:.0f} s to lint here "
+            f"({LINT_S_PER_MIB_FASTEST:g} s per MiB per worker, {parallel} worker(s)), more than the time limit "
+            f"of {settings.timeout_s:g} s: send fewer or smaller files per request, or raise --timeout",
+            [{"field": "files", "message": f"at most about {settings.timeout_s * parallel / LINT_S_PER_MIB_FASTEST:.1f} MiB "
+              "of source per request with this time limit"}],
+        )
 
 
 def settings_hash(enabled: frozenset[str], fix: str | None) -> str:
@@ -121,6 +142,21 @@ def _response_body(result, enabled: frozenset[str], fix: str | None) -> dict:
     }
 
 
+def _warm_up(app: FastAPI) -> None:
+    """Do now what FastAPI and pydantic would do on the first requests and that reads files: the schema
+    (lazy pydantic imports) and each endpoint's source location (FastAPI reads the endpoint's file once,
+    for its error messages). After this, serving a request touches no file (tests/server/test_server_fs_audit.py)."""
+    app.openapi()
+    extract = getattr(fastapi_routing, "_extract_endpoint_context", None)  # private, cached per endpoint
+    for route in app.routes:
+        dependant = getattr(route, "dependant", None)
+        if extract is not None and getattr(dependant, "call", None) is not None:
+            try:
+                extract(dependant.call)
+            except Exception:
+                pass
+
+
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
     settings = settings or ServerSettings()
     pool = WorkerPool(settings.workers, max_waiting=settings.max_waiting, memory_mb=settings.worker_memory_mb)
@@ -128,6 +164,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         await pool.start()
+        _warm_up(app)
         try:
             yield
         finally:

@@ -32,6 +32,24 @@ def region_function(bsym: BoundSymbol, name: str = "region"):
     return sub
 
 
+class _Region:
+    """A region's compiled function. If torch.compile cannot capture it whole (an op dynamo does not
+    support), the region runs as its plain torch ops instead, which computes the same values."""
+
+    def __init__(self, fn, backend, options):
+        self.plain = fn
+        self.compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False, options=options)
+        self.failure = None
+
+    def __call__(self, *inputs):
+        if self.failure is None:
+            try:
+                return self.compiled(*inputs)
+            except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.BackendCompilerFailed) as e:
+                self.failure = e
+        return self.plain(*inputs)
+
+
 class InductorExecutor:
     """`backend`: torch.compile's backend ("inductor"; "aot_eager" runs the same graph capture and autograd
     without code generation, which the tests use for breadth)."""
@@ -53,8 +71,7 @@ class InductorExecutor:
                _signature(bsym.symbol.region.inputs))
         fn = _COMPILED.get(key)
         if fn is None:
-            fn = torch.compile(sub.python_callable(), backend=self.backend, fullgraph=True, dynamic=False,
-                               options=self.options)
+            fn = _Region(sub.python_callable(), self.backend, self.options)
             _COMPILED[key] = fn
         name = bsym.symbol.name
         trace.constants[name] = fn

@@ -2,7 +2,7 @@
 
     thunder-lint [PATHS...] [--select/--ignore/--extend-select CODES] [--fix [--unsafe-fixes]] [--diff]
                  [--show-fixes] [--statistics] [--format FMT] [--output-file F] [--exit-zero]
-                 [--stdin-filename NAME] [--no-cache] [-j N]
+                 [--stdin-filename NAME] [--no-cache] [--max-file-size SIZE] [-j N]
     thunder-lint rule TL101      the rule's documentation
     thunder-lint rules           the table of rules
     thunder-lint serve ...       the HTTP service
@@ -13,6 +13,7 @@ Exit status: 0 no findings, 1 findings (or, with --diff, fixes to show), 2 usage
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import os
 import sys
@@ -67,7 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stdin-filename", metavar="NAME", help="read the source from stdin and report it as NAME")
     run.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml instead of searching for one")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the results cache")
+    run.add_argument("--max-file-size", type=_size, default=None, metavar="SIZE",
+                     help="files larger than this are reported as TL002, not parsed (default: 4MiB; e.g. 10MB)")
     run.add_argument("--cache-dir", metavar="DIR", help="where the results cache lives (default: <project root>/.thunder-lint-cache)")
+    run.add_argument("--assume-compiled", action="append", metavar="PATTERN",
+                     help="treat functions whose qualified name (package.module.Class.method) matches this glob as compiled")
+    run.add_argument("--target", choices=config_mod.TARGETS, default=None,
+                     help="the compiler messages speak of (default: the config's, else each function's own)")
     run.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="worker processes (default: all cores)")
     p.add_argument("--version", action="version", version=f"thunder-lint {__version__}")
     return p
@@ -81,6 +88,15 @@ def _jobs(value: str) -> int:
     if n < 0:
         raise argparse.ArgumentTypeError("the number of jobs cannot be negative")
     return n  # 0 means "all cores"
+
+
+def _size(value: str) -> int:
+    from .file_reader import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 # --- the pieces of a lint run --------------------------------------------------------------------------
@@ -105,6 +121,8 @@ def effective_config(args: argparse.Namespace, paths: Sequence[str]) -> config_m
         per_file_ignores=cfg.per_file_ignores,
         jit_decorators=cfg.jit_decorators,
         exclude=cfg.exclude,
+        assume_compiled=cfg.assume_compiled + tuple(getattr(args, "assume_compiled", None) or ()),
+        target=getattr(args, "target", None) or cfg.target,
         root=cfg.root,
         source=cfg.source,
     )
@@ -143,35 +161,23 @@ def _write_fixed(path: str, digest: bytes | None, fixed: str) -> str | None:
     from .file_reader import Unreadable, read_bytes
 
     try:
-        current = read_bytes(path)
+        current = read_bytes(path, sys.maxsize)  # linted already: its size was allowed
     except Unreadable as e:
         return f"{path}: not fixed: {e}"
     if digest is not None and content_hash(current) != digest:
         return f"{path}: not fixed: the file changed while it was being linted"
-    try:
-        import ast
+    from .parsing import parses
 
-        ast.parse(fixed)  # the engine promises this; a file on disk is worth checking twice
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    if not parses(fixed):  # the engine promises this; a file on disk is worth checking twice
         return f"{path}: not fixed: the fixed text would not parse"
-    target = os.path.realpath(path)  # through a symlink: replace the file, keep the link
-    tmp = f"{target}.thunder-lint-tmp"
     try:
         data = fixed.encode(_encoding_of(current))
-        with open(tmp, "wb") as f:
-            f.write(data)
-        try:
-            os.chmod(tmp, os.stat(target).st_mode & 0o7777)
-        except OSError:
-            pass
-        os.replace(tmp, target)
-    except (OSError, UnicodeEncodeError, LookupError) as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    except (UnicodeEncodeError, LookupError) as e:
         return f"{path}: not fixed: {e}"
-    return None
+    from .fix_writer import write_fixed
+
+    problem = write_fixed(path, digest, data)  # safe temp file, mode, links: see there
+    return None if problem is None else f"{path}: not fixed: {problem}"
 
 
 def _sources_for(diagnostics: list[Diagnostic], known: dict[str, str]) -> dict[str, str]:
@@ -181,7 +187,7 @@ def _sources_for(diagnostics: list[Diagnostic], known: dict[str, str]) -> dict[s
     sources = dict(known)
     for path in {d.path for d in diagnostics if d.code != "TL002"} - set(sources):
         try:
-            sources[path] = decode(read_bytes(path))
+            sources[path] = decode(read_bytes(path, sys.maxsize))
         except Unreadable:
             pass
     return sources
@@ -193,13 +199,23 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}es" if word.endswith(("x", "s", "ch", "sh")) else f"{n} {word}s"
 
 
+def _by_severity(diagnostics: list[Diagnostic]) -> str:
+    """"3 errors and 19 warnings": a torch.compile performance warning is not counted as an error."""
+    counts: dict[str, int] = {}
+    for d in diagnostics:
+        counts[d.severity.value] = counts.get(d.severity.value, 0) + 1
+    parts = [_plural(counts[s], {"info": "note"}.get(s, s)) for s in ("error", "warning", "info") if counts.get(s)]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+
+
 def summary_lines(diagnostics: list[Diagnostic], *, fixed: int | None, unsafe_fixes: bool) -> list[str]:
     lines = []
     n = len(diagnostics)
     if fixed:
-        lines.append(f"Found {_plural(n + fixed, 'error')} ({fixed} fixed, {n} remaining).")
+        rest = f": {_by_severity(diagnostics)}" if n else ""
+        lines.append(f"Found {_plural(n + fixed, 'finding')} ({fixed} fixed, {n} remaining{rest}).")
     elif n:
-        lines.append(f"Found {_plural(n, 'error')}.")
+        lines.append(f"Found {_by_severity(diagnostics)}.")
     else:
         lines.append("All checks passed!")
     safe = sum(1 for d in diagnostics if any(f.applicability is Applicability.SAFE for f in d.fixes))
@@ -285,20 +301,27 @@ def cmd_check(argv: list[str]) -> int:
     from .runner import Settings
 
     settings = Settings.from_config(cfg, fix=fix_mode)
+    if args.max_file_size is not None:
+        settings = dataclasses.replace(settings, max_file_bytes=args.max_file_size)
     if stdin_mode:
         return _check_stdin(args, settings)
     return _check_paths(args, paths, cfg, settings)
 
 
 def _emit(args: argparse.Namespace, text: str) -> None:
+    # A file name that is not valid UTF-8 reaches us with surrogate escapes: print its own bytes back.
     if args.output_file:
         try:
-            with open(args.output_file, "w", encoding="utf-8") as f:
+            with open(args.output_file, "w", encoding="utf-8", errors="surrogateescape") as f:
                 f.write(text)
         except OSError as e:
             raise UsageError(f"cannot write the report to {args.output_file}: {e.strerror or e}") from None
     else:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
 
 
 def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = "") -> None:
@@ -336,9 +359,19 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
     from . import static
 
     name = args.stdin_filename or STDIN_DEFAULT_NAME
-    data = sys.stdin.buffer.read()
+    if sys.stdin is None:  # started with stdin closed (``<&-``): Python gives us no stream at all
+        raise UsageError("cannot read source from stdin: stdin is closed")
+    try:
+        data = sys.stdin.buffer.read()
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read source from stdin: {getattr(e, 'strerror', None) or e}") from None
     fixing_to_stdout = settings.fix is not None and not args.diff
     try:
+        from .file_reader import MAX_FILE_BYTES, too_large
+
+        limit = settings.max_file_bytes or MAX_FILE_BYTES
+        if len(data) > limit:
+            raise Unreadable(too_large(len(data), limit))
         text = decode(data)
     except Unreadable as e:
         diagnostics = [unreadable_diagnostic(name, e)]
@@ -351,7 +384,9 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
             _report(args, diagnostics, {}, fixed=None)
         return _exit_code(args, 1, [])
     if settings.fix is None:
-        diagnostics = lint_text(text, name, settings)
+        from .project_index import project_file
+
+        diagnostics = lint_text(text, name, settings, project_file(name, settings))
         _report(args, diagnostics, {name: text}, fixed=None)
         return _exit_code(args, len(diagnostics), [])
     try:

@@ -2,7 +2,9 @@
 
 Keys (after ruff's spelling): ``select``, ``ignore``, ``extend-select``, ``per-file-ignores``
 (glob -> codes), ``jit-decorators`` (extra decorator names that mark a function as compiled) and
-``exclude`` (extra directory/file globs to skip). The file is found by walking up from the linted
+``exclude`` (extra directory/file globs to skip), ``assume-compiled`` (globs over qualified names
+``package.module.Class.method`` of code compiled outside the linted files) and ``target`` (the compiler
+messages speak of: ``thunder``, ``torch.compile``, or ``any``, each function's own entry point). The file is found by walking up from the linted
 paths; the first pyproject.toml that has the table wins, and its folder is the project root
 (per-file-ignores globs are relative to it).
 """
@@ -16,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 TABLE = "thunder-lint"
-KNOWN_KEYS = ("select", "ignore", "extend-select", "per-file-ignores", "jit-decorators", "exclude")
+KNOWN_KEYS = ("select", "ignore", "extend-select", "per-file-ignores", "jit-decorators", "exclude", "assume-compiled", "target")
+TARGETS = ("any", "thunder", "torch.compile")
 
 
 class ConfigError(ValueError):
@@ -31,6 +34,8 @@ class Config:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     jit_decorators: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    assume_compiled: tuple[str, ...] = ()
+    target: str = "any"
     root: str = field(default_factory=os.getcwd)  # folder of the pyproject.toml (or the cwd)
     source: str | None = None  # the pyproject.toml it came from
 
@@ -65,6 +70,12 @@ def _str_list(value: object, key: str, where: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value if v.strip())
 
 
+def _target(value: object, where: str) -> str:
+    if value not in TARGETS:
+        raise ConfigError(f"{where}: `target` must be one of {', '.join(map(repr, TARGETS))}, got {value!r}")
+    return value
+
+
 def parse_table(table: dict, *, root: str, source: str | None) -> Config:
     where = source or "[tool.thunder-lint]"
     if not isinstance(table, dict):
@@ -82,6 +93,8 @@ def parse_table(table: dict, *, root: str, source: str | None) -> Config:
         per_file_ignores=tuple((str(glob), _str_list(codes, f"per-file-ignores.{glob}", where)) for glob, codes in pfi.items()),
         jit_decorators=_str_list(table.get("jit-decorators", []), "jit-decorators", where),
         exclude=_str_list(table.get("exclude", []), "exclude", where),
+        assume_compiled=_str_list(table.get("assume-compiled", []), "assume-compiled", where),
+        target=_target(table.get("target", "any"), where),
         root=root,
         source=source,
     )

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 
 from .diagnostics import Applicability, Diagnostic, Edit, Fix
+from .parsing import PSEUDO_FILENAME
+from .parsing import parses as _parses
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -62,7 +64,7 @@ def build_fixes(text: str, spans_and_requests) -> list[tuple[Fix, ...]]:
                     continue
                 code = cst.Module([]).code_for_node(new)
                 # The replacement must stand as an expression wherever the original stood.
-                ast.parse("(" + code + "\n)", mode="eval")
+                compile("(" + code + "\n)", PSEUDO_FILENAME, "eval", ast.PyCF_ONLY_AST, dont_inherit=True)
             except Exception:
                 continue
             edit = _minimal_edit(segment, code, start, offsets)
@@ -137,14 +139,6 @@ def choose_fix(diag: Diagnostic, unsafe: bool) -> Fix | None:
         if fix.applicability is Applicability.SAFE or (unsafe and fix.applicability is Applicability.UNSAFE):
             return fix
     return None
-
-
-def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-        return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
 
 
 def apply_fixes(text: str, diagnostics: list[Diagnostic], unsafe: bool) -> tuple[str, list[Diagnostic]]:

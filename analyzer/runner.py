@@ -40,6 +40,9 @@ class Settings:
     jit_decorators: tuple[str, ...] = ()
     root: str = "."
     fix: str | None = None  # None: lint only; "safe" or "unsafe": compute fixed text too
+    assume_compiled: tuple[str, ...] = ()  # globs over package.module.Class.method
+    target: str = "any"  # the compiler messages assume: "thunder", "torch.compile", or "any" (each entry point's)
+    max_file_bytes: int | None = None  # larger files are TL002 unread; None: file_reader.MAX_FILE_BYTES
 
     @classmethod
     def from_config(cls, config: Config, *, fix: str | None = None) -> "Settings":
@@ -51,6 +54,8 @@ class Settings:
             jit_decorators=config.jit_decorators,
             root=config.root,
             fix=fix,
+            assume_compiled=config.assume_compiled,
+            target=config.target,
         )
 
     def ignore_for(self, path: str) -> tuple[str, ...]:
@@ -70,6 +75,8 @@ class FileResult:
     fixed: str | None = None
     applied: list[Diagnostic] = field(default_factory=list)  # fix mode: what was fixed
     error: str | None = None  # an internal error while linting this file
+    summary: dict | None = None  # the file's part of the project index (None: a cache hit, or unparsable)
+    facts: tuple | None = None  # what the project index said about the file when it was linted
 
 
 @dataclass
@@ -88,7 +95,7 @@ def _engine():
     return static
 
 
-def lint_text(text: str, path: str, settings: Settings) -> list[Diagnostic]:
+def lint_text(text: str, path: str, settings: Settings, project=None) -> list[Diagnostic]:
     return _engine().lint_source(
         text,
         path,
@@ -97,14 +104,16 @@ def lint_text(text: str, path: str, settings: Settings) -> list[Diagnostic]:
         extend_select=settings.extend_select,
         jit_decorators=settings.jit_decorators,
         with_fixes=True,
+        project=project,
     )
 
 
-def process_file(path: str, settings: Settings, known: dict[str, bytes]) -> FileResult:
-    """Read, hash and lint one file; never raises."""
+def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: tuple | None = None) -> FileResult:
+    """Read, hash and lint one file; never raises. ``facts``: what the project index knows about it
+    (None on the first pass, before the index exists)."""
     result = FileResult(path)
     try:
-        data, st = read_with_stat(path)
+        data, st = read_with_stat(path, settings.max_file_bytes)
         result.digest = content_hash(data)
         result.signature = trusted_signature(st)
         if known.get(os.path.abspath(path)) == result.digest and settings.fix is None:
@@ -115,7 +124,13 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes]) -> File
         return result
     try:
         if settings.fix is None:
-            result.diagnostics = lint_text(text, path, settings)
+            from .project_index import project_file
+
+            project = project_file(path, settings, facts)
+            result.diagnostics = lint_text(text, path, settings, project)
+            result.summary, result.facts = project.summary, project.used
+            if result.facts is None:  # unparsable: linted, with nothing for the index
+                result.facts = ()
         else:
             outcome = _engine().fix_source(
                 text,
@@ -300,17 +315,30 @@ def run(
             _stop(pool)
             raise
 
+    fresh_results = set()
     for r in results:
         if r.diagnostics is None:  # a worker found the content hash in the cache
             entry = cache.get(os.path.abspath(r.path), r.digest) if cache is not None and r.digest is not None else None
             if entry is None:  # the cache changed under us: lint it now
                 fresh = process_file(r.path, settings, {})
-                r.diagnostics, r.error = fresh.diagnostics, fresh.error
+                r.diagnostics, r.error, r.summary, r.facts = fresh.diagnostics, fresh.error, fresh.summary, fresh.facts
+                fresh_results.add(id(r))
             else:
                 r.diagnostics = [entry_to_diag(e, r.path) for e in entry]
                 cache.put(os.path.abspath(r.path), r.digest, r.diagnostics, r.signature)  # refresh the stat
                 hits += 1
-        elif use_cache and r.digest is not None and r.error is None:
+        else:
+            fresh_results.add(id(r))
+
+    if settings.fix is None:
+        # Second pass: what the whole project compiles, and the files whose findings depend on it.
+        from .project_pass import apply_project_index
+
+        relinted = apply_project_index(results, settings, cache, jobs, fresh_results)
+        fresh_results.update(relinted)
+
+    for r in results:
+        if id(r) in fresh_results and use_cache and r.digest is not None and r.error is None:
             cache.put(os.path.abspath(r.path), r.digest, r.diagnostics, r.signature)
         if r.error:
             errors.append(r.error)

@@ -57,7 +57,8 @@ def _last_entry(jfn):
 
 
 def last_traces(jfn) -> list:
-    """Computation traces of the last call's cache entry: front end, each pass, then the execution trace."""
+    """Computation traces of the last call's cache entry: front end, each pass, then the execution trace;
+    for a trace split at reads of tensor values, the execution trace of each segment the call ran."""
     return list(_last_entry(jfn).traces)
 
 
@@ -70,6 +71,11 @@ def last_events(jfn) -> list:
     return list(_last_entry(jfn).events)
 
 
+def last_segment_count(jfn) -> int:
+    """Segments the last call ran: 1, plus one per read of a tensor value that split its trace."""
+    return _last_entry(jfn).segment_count
+
+
 def cache_hits(jfn) -> int:
     return _jitted(jfn).hits
 
@@ -78,6 +84,6 @@ def cache_misses(jfn) -> int:
     return _jitted(jfn).misses
 
 
-__all__ = ["jit", "last_traces", "last_prologue_traces", "last_events", "cache_hits", "cache_misses",
+__all__ = ["jit", "last_traces", "last_segment_count", "last_prologue_traces", "last_events", "cache_hits", "cache_misses",
            "CACHE_OPTIONS", "CompilerError", "UnsupportedOpError", "UnsupportedInputError", "DataDependentError",
            "DeviceMismatchError", "ExecutorError", "TORCH_SYMBOLS"]

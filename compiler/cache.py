@@ -7,11 +7,13 @@ autograd records them as it would in eager mode (no separate backward trace).
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
 import torch
 
+from . import segments
 from .executors import resolve_executors
 from .executors.plan import plan_execution
 from .errors import CompilerError
@@ -21,6 +23,11 @@ from .passes import run_passes
 from .trace import Trace, current_state
 
 CACHE_OPTIONS = ("constant values", "no caching")
+
+# One trace at a time in the process: the interpreter runs the user's Python (a `global n; n += 1` is many
+# steps there, so threads tracing at once lost updates eager keeps), and tracing swaps process-wide state
+# (builtins.isinstance, the interpreters' stack). Cache hits run without it.
+_TRACING_LOCK = threading.RLock()
 
 
 @dataclass
@@ -32,6 +39,7 @@ class CacheEntry:
     events: list = field(default_factory=list)
     compile_seconds: float = 0.0
     rerun: list = field(default_factory=list)  # non-empty: Python effects; used for the call that traced it only
+    segment_count: int = 1  # traces split at reads of tensor values (compiler.segments): segments run
 
 
 class JittedFunction:
@@ -62,6 +70,8 @@ class JittedFunction:
             inputs = entry.prologue(args, kwargs)
             if inputs is not None:
                 self.hits += 1
+                if isinstance(entry.computation, segments.SegmentedComputation):
+                    return segments.run_cached(self, entry, inputs, args, kwargs)
                 self.last_entry = entry
                 return entry.computation(*inputs)
         return self._miss(args, kwargs)
@@ -97,12 +107,18 @@ class JittedFunction:
         entry.rerun = entry.rerun or ["the function changed a global, closure or attribute value it reads"]
         return inputs
 
-    def compile(self, args, kwargs) -> CacheEntry:
+    def compile(self, args, kwargs, replay=None) -> CacheEntry:
         start = time.perf_counter()
         kw = {"observers": self.observers}
         if self.module is not None:
             kw["module"] = self.module
-        result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
+        with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay):
+            result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
+        if result.segments is not None:
+            comp = segments.SegmentedComputation(result.segments)
+            traces = segments.traces_of(comp.first_nodes)
+            return CacheEntry(result.prologue.python_callable(), comp, traces, [result.prologue], result.events,
+                              time.perf_counter() - start, list(result.rerun), len(traces))
         traces = run_passes(result.computation, *(() if self.passes is None else (self.passes,)))
         added, computation = plan_execution(traces[-1], self.executors)  # fusing executors: functional path
         traces += added
@@ -133,8 +149,52 @@ class JittedModule(torch.nn.Module):
     def __init__(self, module: torch.nn.Module, **options):
         super().__init__()
         self._model = module
+        self._options = options
         # The trace calls the module's __call__ (hooks included) with parameters swapped for proxies.
         self._jitted = JittedFunction(module, module=module, **options)
+
+    # It behaves as the module it wraps: state and parameter names carry no `_model.` prefix.
+    def state_dict(self, *args, **kwargs):
+        return self._model.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        return self._model.load_state_dict(state_dict, strict=strict, assign=assign)
+
+    def named_parameters(self, *args, **kwargs):
+        return self._model.named_parameters(*args, **kwargs)
+
+    def named_buffers(self, *args, **kwargs):
+        return self._model.named_buffers(*args, **kwargs)
+
+    def named_modules(self, *args, **kwargs):
+        return self._model.named_modules(*args, **kwargs)
+
+    def named_children(self):
+        return self._model.named_children()
+
+    def train(self, mode: bool = True):
+        self._model.train(mode)
+        self.training = mode
+        return self
+
+    def _apply(self, fn, recurse=True):  # to(), cuda(), float(), ...: on the module itself
+        self._model._apply(fn, recurse)
+        return self
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_model"], name)
+
+    def __getstate__(self):  # pickling: the module and the options; compiled traces are rebuilt on use
+        return {"module": self._model, "options": self._options}
+
+    def __setstate__(self, state):
+        self.__init__(state["module"], **state["options"])
+
+    def __repr__(self):
+        return f"JittedModule({self._model!r})"
 
     def forward(self, *args, **kwargs):
         return self._jitted(*args, **kwargs)

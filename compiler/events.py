@@ -12,7 +12,8 @@ from typing import Any
 INPLACE_ON_MAY_VIEW = "inplace_on_may_view"  # in-place op on the result of reshape/flatten/contiguous/to...
 INPLACE_ON_INPUT = "inplace_on_input"  # in-place op whose effect the caller sees (input or view of one)
 CAPTURED_TENSOR = "captured_tensor"  # a tensor not passed as an argument (global/closure) was used
-DATA_DEPENDENT = "data_dependent"  # the program needs tensor values at trace time (TL302); tracing then raises
+DATA_DEPENDENT = "data_dependent"  # the program read a tensor value (TL302): the trace splits there (segments)
+DATA_DEPENDENT_READ = "data_dependent_read"  # the same read, announced before the segment before it runs
 DECOMPOSITION_FAILED = "decomposition_failed"  # a torch op could not be decomposed into prims (analysis only)
 
 

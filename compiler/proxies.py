@@ -54,7 +54,7 @@ class TensorProxy(Proxy):
     @property
     def shape(self):
         if self.dynamic:
-            self._needs_data("reading the shape of a tensor whose size depends on values (e.g. x[mask])")
+            self._needs_data("reading the shape of a tensor whose size depends on values (e.g. x[mask])", "shape")
         return self.meta.shape
 
     dtype = property(lambda self: self.meta.dtype)
@@ -65,6 +65,16 @@ class TensorProxy(Proxy):
     is_cpu = property(lambda self: self.device.type == "cpu")
     is_meta = property(lambda self: self.device.type == "meta")
     layout = property(lambda self: self.meta.layout)
+    # Read-only facts that follow from the layout and dtype (traced tensors are plain strided tensors).
+    is_nested = property(lambda self: False)
+    is_sparse = property(lambda self: self.meta.is_sparse)
+    is_sparse_csr = property(lambda self: self.meta.is_sparse_csr)
+    is_quantized = property(lambda self: self.meta.is_quantized)
+    is_mkldnn = property(lambda self: False)
+    itemsize = property(lambda self: self.meta.itemsize)
+    nbytes = property(lambda self: self.numel() * self.meta.itemsize)
+    is_xpu = property(lambda self: self.device.type == "xpu")
+    is_mps = property(lambda self: self.device.type == "mps")
     T = property(lambda self: _dispatch(PROPERTY_GETTERS["T"], (self,)))
     mT = property(lambda self: _dispatch(PROPERTY_GETTERS["mT"], (self,)))
     H = property(lambda self: _dispatch(PROPERTY_GETTERS["H"], (self,)))
@@ -120,12 +130,20 @@ class TensorProxy(Proxy):
 
     __hash__ = object.__hash__
 
-    # Values are unknown at trace time: these need data, so they raise a clear error.
-    def _needs_data(self, what):
+    # Values are unknown at trace time. Under compiler.jit the trace is split here and the value is read
+    # from the real tensor (compiler.segments); elsewhere these raise a clear error.
+    def _needs_data(self, what, kind):
         from .errors import DataDependentError
         from .source import user_location
+        from .trace import current_state
 
         loc = user_location(3)
+        state = current_state()
+        segmenter = getattr(state, "segmenter", None)
+        if segmenter is not None:
+            ok, value = segmenter.read(self, kind, what, loc)
+            if ok:
+                return value
         where = f" at {loc.describe()}" if loc else ""
         err = DataDependentError(
             f"{what} needs the values of tensor {self.name}{where}; the compiler traces with metadata only. "
@@ -135,25 +153,34 @@ class TensorProxy(Proxy):
         raise err
 
     def __bool__(self):
-        self._needs_data("bool(tensor) (an `if`/`while`/`and`/`or` on a tensor)")
+        return self._needs_data("bool(tensor) (an `if`/`while`/`and`/`or` on a tensor)", "bool")
 
     def __int__(self):
-        self._needs_data("int(tensor)")
+        return self._needs_data("int(tensor)", "int")
 
     def __float__(self):
-        self._needs_data("float(tensor)")
+        return self._needs_data("float(tensor)", "float")
+
+    def __complex__(self):
+        return self._needs_data("complex(tensor)", "complex")
 
     def __index__(self):
-        self._needs_data("using a tensor as an index")
+        return self._needs_data("using a tensor as an index", "index")
+
+    def __str__(self):  # print(x), f"{x}": eager prints the values
+        self._needs_data("str(tensor) (printing or formatting a tensor)", "str")
+
+    def __format__(self, spec):
+        self._needs_data("formatting a tensor", "format")
 
     def item(self):
-        self._needs_data("tensor.item()")
+        return self._needs_data("tensor.item()", "item")
 
     def tolist(self):
-        self._needs_data("tensor.tolist()")
+        return self._needs_data("tensor.tolist()", "tolist")
 
     def numpy(self, *a, **k):
-        self._needs_data("tensor.numpy()")
+        self._needs_data("tensor.numpy()", "numpy")
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):

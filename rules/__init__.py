@@ -19,6 +19,7 @@ from . import (
     tl301_symbolic_control_flow,
     tl302_data_dependent_control_flow,
 )
+from ._compilers import render_behaviour
 from .base import DOC_HEADINGS, Finding, FixRequest, RuleInfo
 
 _MODULES = (
@@ -46,6 +47,9 @@ def render_docs(code: str) -> str:
     info = RULES[code.strip().upper()] if isinstance(code, str) else RULES[code]
     parts = [f"# {info.code} ({info.name})", "", f"{info.summary}", "", f"Severity: {info.severity}. "
              f"Fix: {'available (see Fix safety)' if info.fixable else 'none'}.", "", info.docs.rstrip(), ""]
+    behaviour = render_behaviour(info.code)
+    if behaviour:
+        parts += [behaviour, ""]
     if info.invalid:
         parts += ["## Examples that are reported", ""]
         for ex in info.invalid:

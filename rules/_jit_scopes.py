@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import re
+from dataclasses import replace
 
 
 _HELPER_DEPTH = 2  # helpers of helpers are followed this far
@@ -29,7 +31,7 @@ def jitted_scopes(ctx, follow_helpers: bool = True):
                 if id(info.node) in seen:
                     continue
                 seen.add(id(info.node))
-                helper = type(target)(info, target.symbolic, "helper", target.caller or target.info.name)
+                helper = replace(target, info=info, how="helper", caller=target.caller or target.info.name)
                 called.append((helper, ctx.function_scope(info)))
         for pair in called:
             yield pair
@@ -89,7 +91,7 @@ def free_reads(ctx, jit_scope):
             if _declared_and_written(scope, name):
                 continue  # TL203 reports the write
             if owner is None:
-                if ctx.index.module_name_kind(name) == "mutable":
+                if ctx.index.module_name_kind(name) == "mutable" and not _fixed_namespace(ctx, jit_scope, name):
                     reads.append((node, "global", None))
                     seen.add(name)
             elif not _is_definition_only(owner, name):
@@ -97,6 +99,24 @@ def free_reads(ctx, jit_scope):
                 seen.add(name)
     reads.sort(key=lambda r: (r[0].lineno, r[0].col_offset))
     return reads
+
+
+_NAMESPACE_USE = re.compile(r"\s*(?:\.|is\s+(?:not\s+)?None\b)")
+
+
+def _fixed_namespace(ctx, jit_scope, name: str) -> bool:
+    """A global bound once per import path (a kernel library or None) and used only as a namespace
+    (``ops.gemm(...)``, ``ops is None``): code chosen at import, not data that changes between calls."""
+    if not ctx.index.bound_once_per_path(name):
+        return False
+    for scope in jit_scope.walk():
+        for node in scope.loads:
+            if node.id == name and scope.owner_of(name) is None:
+                # ast columns count UTF-8 bytes
+                rest = ctx.source.line(node.lineno).encode()[node.end_col_offset:].decode(errors="replace")
+                if not _NAMESPACE_USE.match(rest):
+                    return False
+    return True
 
 
 def _declared_and_written(scope, name: str) -> bool:

@@ -47,4 +47,5 @@ class Finding:
     node: object
     message: str
     fixes: tuple[FixRequest, ...] = ()
+    severity: str | None = None  # overrides the rule's severity (a jit rule under torch.compile warns)
 

@@ -212,8 +212,12 @@ def _observer(ctx, facts, base, pos, mutation, depth=0) -> tuple[str, bool] | No
         if b.kind == "assign" and _is_held_elsewhere(b.value):
             # `h = outputs.last_hidden_state`: the object that owns the tensor still holds it
             return f"`{ctx.segment(b.value)}` (through `{name}`)", read_later
-        if b.kind == "assign" and not _is_fresh(ctx, b.value):
-            inner = _view_input(ctx, b.value)
+        # `part = x[:, :2] if first else x[:, 2:]`: either arm may be what the name holds
+        arms = _arms(b.value) if b.kind == "assign" else []
+        for value in arms:
+            if _is_fresh(ctx, value):
+                continue
+            inner = _view_input(ctx, value)
             if inner is not None:
                 seen = _observer(ctx, facts, inner, start(b.stmt), mutation, depth + 1)
                 if seen is not None:
@@ -225,10 +229,63 @@ def _observer(ctx, facts, base, pos, mutation, depth=0) -> tuple[str, bool] | No
         return f"the attribute `{ctx.segment(base)}`", False
     if _is_held_elsewhere(base):
         return f"`{ctx.segment(base)}`", False
+    if isinstance(base, ast.IfExp):
+        for arm in _arms(base):
+            seen = _observer(ctx, facts, arm, pos, mutation, depth + 1)
+            if seen is not None:
+                return seen
+        return None
     inner = _view_input(ctx, base)
     if inner is not None:
         return _observer(ctx, facts, inner, pos, mutation, depth + 1)
     return None
+
+
+def _arms(expr) -> list:
+    """The values an expression may have: both arms of (nested) conditional expressions."""
+    if isinstance(expr, ast.IfExp):
+        return _arms(expr.body) + _arms(expr.orelse)
+    return [expr]
+
+
+def _written_back(ctx, facts, target, base, mutation) -> bool:
+    """Is the written result stored back into ``base`` after the write (``mod.weight.data = w``,
+    ``base.copy_(w)``, ``setattr(mod, "weight", w)``)? Then the base gets the new values either way."""
+    root = target
+    while isinstance(root, (ast.Subscript, ast.Attribute)) or (
+        isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute)
+    ):
+        root = root.func.value if isinstance(root, ast.Call) else root.value
+    if not isinstance(root, ast.Name) or isinstance(base, ast.IfExp):
+        return False
+    name = root.id
+
+    def strip_data(text: str) -> str:
+        return text[:-5] if text.endswith(".data") else text
+
+    want = strip_data(ctx.segment(base))
+    after = end(mutation.stmt)
+
+    def uses_name(expr) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(expr))
+
+    for node in ast.walk(facts.node):
+        if not hasattr(node, "lineno") or (node.lineno, node.col_offset) < after:
+            continue
+        if isinstance(node, ast.Assign) and uses_name(node.value):
+            if any(strip_data(ctx.segment(t)) == want for t in node.targets if isinstance(t, (ast.Attribute, ast.Subscript, ast.Name))):
+                if not any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                    return True
+        elif isinstance(node, ast.Call) and node.args and uses_name(node.args[-1]):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "copy_" and strip_data(ctx.segment(func.value)) == want:
+                return True
+            if isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) == 3:
+                attr = node.args[1]
+                if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
+                    if strip_data(f"{ctx.segment(node.args[0])}.{attr.value}") == want:
+                        return True
+    return False
 
 
 def _loop_owner(facts, binding) -> str | None:
@@ -336,6 +393,8 @@ def check(ctx):
                 # A cast aliases only when nothing needs converting; authors usually know the dtypes
                 # differ. Report it only where this function would see the aliasing itself.
                 continue
+            if _written_back(ctx, facts, target, base, mutation):
+                continue  # the result is stored back into the base: it gets the new values either way
             reported.add(id(call))
             # Evidence that the write is meant to reach the base: the base is read again, or the written
             # result itself never is (then the write can only have been meant for the base).

@@ -6,6 +6,7 @@ import ast
 
 from ._torch_api import VIEW_ATTRIBUTES, VIEW_METHODS, is_basic_index, start, written_tensor
 from ._values import Values
+from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(
@@ -105,6 +106,11 @@ def check(ctx):
                 continue  # `xs[0] += 1` on a list argument is no tensor view
             yield Finding(
                 mutation.node,
-                f"in-place write through a view of the input `{arg}` inside a jitted function: the caller's "
-                f"tensor changes, and compiled code may replay the write differently from eager PyTorch",
+                **compiled_message(
+                    target,
+                    f"in-place write through a view of the input `{arg}` inside jitted function {target.label}",
+                    "changes the caller's tensor, and compiled code may replay the write differently from eager PyTorch",
+                    "keeps the caller-visible write by copying the result back into the input after the graph "
+                    "(the cost: an extra copy of the input)",
+                ),
             )

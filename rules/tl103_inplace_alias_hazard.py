@@ -6,6 +6,7 @@ import ast
 
 from ._torch_api import end, start, written_tensor
 from ._values import Values
+from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(
@@ -92,7 +93,12 @@ def check(ctx):
             reported.add(name)
             yield Finding(
                 mutation.node,
-                f"in-place write into the input `{name}` of jitted function `{target.info.name}`, which is used "
-                f"again afterwards: the compiler must copy the result back into `{name}` before that use, and "
-                f"reordered or aliased write-backs make it read the wrong memory",
+                **compiled_message(
+                    target,
+                    f"in-place write into the input `{name}` of jitted function {target.label}, which is used "
+                    f"again afterwards",
+                    f"—the compiler must copy the result back into `{name}` before that use, and reordered or "
+                    f"aliased write-backs make it read the wrong memory",
+                    "functionalizes the writes and copies the result back once (the cost: an extra copy of the input)",
+                ),
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._jit_scopes import free_reads, jitted_scopes
+from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(
@@ -56,6 +57,9 @@ There is no automatic fix.
     ],
     invalid=[
         "import thunder\nx = 5\n@thunder.jit\ndef foo():\n    return x\n",
+        # bound once per import path, but used as data, not as a namespace
+        "import torch\ntry:\n    import fast\n    scale = fast.SCALE\nexcept ImportError:\n    scale = None\n"
+        "@torch.compile\ndef f(x):\n    return x * scale\n",
         "import torch\nSCALE = 5\nSCALE = 6\ndef f(x):\n    return x * SCALE\ng = torch.compile(f)\n",
         # a module-level helper the jitted function calls is traced with it: its global reads are hidden inputs
         "import torch\nregistry = {}\ndef scale_of(x):\n    return x * registry.get('scale', 1.0)\n"
@@ -72,6 +76,11 @@ def check(ctx):
             if kind == "global":
                 yield Finding(
                     node,
-                    f"jitted function {target.label} reads the module global `{node.id}`: a hidden input that "
-                    f"a compiled trace may bake in and keep using after it changes",
+                    **compiled_message(
+                        target,
+                        f"jitted function {target.label} reads the module global `{node.id}`",
+                        "—a hidden input that a compiled trace may bake in and keep using after it changes",
+                        "guards on its value: every new value recompiles the function (a recompile per change, "
+                        "and eager fallback past the recompile limit)",
+                    ),
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._jit_scopes import free_reads, jitted_scopes
+from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(
@@ -63,6 +64,11 @@ def check(ctx):
             if kind == "closure":
                 yield Finding(
                     node,
-                    f"jitted function {target.label} reads `{node.id}` from the enclosing function "
-                    f"`{getattr(owner.node, 'name', '<lambda>')}`: a hidden input a compiled trace may bake in",
+                    **compiled_message(
+                        target,
+                        f"jitted function {target.label} reads `{node.id}` from the enclosing function "
+                        f"`{getattr(owner.node, 'name', '<lambda>')}`",
+                        "—a hidden input a compiled trace may bake in",
+                        "guards on the captured value: a change recompiles the function",
+                    ),
                 )

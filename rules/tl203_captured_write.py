@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._jit_scopes import jitted_scopes
+from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(
@@ -75,6 +76,11 @@ def check(ctx):
                     continue
                 yield Finding(
                     node,
-                    f"jitted function {target.label} writes the {what} variable `{name}`: a cached trace "
-                    f"does not repeat this side effect on every call",
+                    **compiled_message(
+                        target,
+                        f"jitted function {target.label} writes the {what} variable `{name}`",
+                        "—a cached trace does not repeat this side effect on every call",
+                        "replays the write after every call (right results), and guards on the value it reads: "
+                        "a recompile whenever it changes",
+                    ),
                 )

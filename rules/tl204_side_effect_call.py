@@ -6,6 +6,7 @@ import ast
 
 from ._jit_scopes import jitted_scopes
 from ._torch_api import eager_only_spans, in_spans
+from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
 _BUILTINS = frozenset({"print", "open", "input", "breakpoint", "globals", "locals", "vars"})
@@ -108,6 +109,11 @@ def check(ctx):
                 if what:
                     yield Finding(
                         call,
-                        f"{what} inside jitted function {target.label} runs only while tracing: the "
-                        f"compiled function skips it or bakes its result in",
+                        **compiled_message(
+                            target,
+                            f"{what} inside jitted function {target.label}",
+                            "runs only while tracing: the compiled function skips it or bakes its result in",
+                            "runs it on every call at the cost of a graph break around it (the code before and "
+                            "after compiles as separate graphs)",
+                        ),
                     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from ._values import Values
+from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(
@@ -16,9 +17,11 @@ INFO = RuleInfo(
 ## What it does
 In a function compiled with symbolic values (`thunder.jit(f, cache="symbolic values")`,
 `cache=thunder.CACHE_OPTIONS.SYMBOLIC_VALUES`, `torch.compile(f, dynamic=True)`), reports `if`, `while`,
-conditional expressions, `assert`, `range(...)` loop bounds and `min`/`max` decided by a scalar argument
-or by a tensor shape. `is None` checks, flags with a `True`/`False` default and module attributes such as
-`self.training` are not symbolic and are not reported.
+conditional expressions, `range(...)` loop bounds and `min`/`max` decided by a scalar argument or by a
+tensor shape: the places where the trace itself changes with the value. They are reported once per
+function, at the first place, with the lines of the others. `is None` checks, flags with a `True`/`False`
+default and module attributes such as `self.training` are not symbolic and are not reported; neither are
+`assert`s nor `if`s whose branches only raise, warn or log (input validation computes nothing).
 
 ## Why is this bad?
 With symbolic values the compiled trace is reused for other values of the same input. Python control flow
@@ -51,6 +54,10 @@ There is no automatic fix.
 - [torch.compile dynamic shapes](https://pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html)
 """,
     valid=[
+        # validation: the branches raise, warn or log, and the trace computes the same values
+        "import torch, logging\nlog = logging.getLogger()\n@torch.compile(dynamic=True)\ndef f(x, n):\n"
+        "    assert n > 0\n    if x.shape[0] != n:\n        raise ValueError('bad size')\n    if n > 1024:\n"
+        "        log.warning('large')\n    return x * 2\n",
         # constant-values caching (the default) specializes on the value: no hazard
         "import thunder, torch\ndef foo(flag):\n    if flag > 5:\n        return torch.ones(1)\n    return torch.zeros(1)\n"
         "jfoo = thunder.jit(foo)\n",
@@ -73,13 +80,46 @@ There is no automatic fix.
 )
 
 
+_LOG_ROOTS = frozenset({"logger", "logging", "log", "warnings", "_logger", "LOGGER"})
+
+
+def _only_reports(body) -> bool:
+    """A block that only raises, warns, logs or passes: it changes no value the trace computes."""
+    for stmt in body:
+        if isinstance(stmt, (ast.Raise, ast.Pass)):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            root = stmt.value.func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and (root.id in _LOG_ROOTS or root.id == "print"):
+                continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue  # a docstring-like string
+        return False
+    return True
+
+
+def _validation_tests(func) -> set[int]:
+    """ids of `if` tests whose branches only raise, warn or log (input validation, not computation)."""
+    out = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.If) and _only_reports(node.body) and (not node.orelse or _only_reports(node.orelse)):
+            out.add(id(node.test))
+    return out
+
+
 def check(ctx):
     for target in ctx.jitted:
         if not target.symbolic:
             continue
         facts = ctx.facts(target.info.node)
         values = Values(ctx, target.info, facts)
+        validation = None
+        found = []  # (node, what): grouped into one finding per function
         for kind, test in facts.tests:
+            if kind == "assert":
+                continue  # an assert raises or does nothing: the values the trace computes stay the same
             if kind == "for":
                 decided = (
                     isinstance(test, ast.Call)
@@ -89,20 +129,35 @@ def check(ctx):
                 )
             else:
                 decided = values.decides_on_symbolic(test)
+            if decided and kind == "if":
+                if validation is None:
+                    validation = _validation_tests(target.info.node)
+                if id(test) in validation:
+                    continue
             if decided:
-                yield Finding(
-                    test,
-                    f"{_KIND[kind]} decided by a symbolic value in `{target.info.name}` (compiled with symbolic/"
-                    f"dynamic values): a cached trace may be reused for inputs that take the other path",
-                )
+                found.append((test, _KIND[kind]))
         for call in facts.calls:
             if isinstance(call.func, ast.Name) and call.func.id in ("min", "max") and len(call.args) > 1:
                 if any(values.is_symbolic(a) for a in call.args):
-                    yield Finding(
-                        call,
-                        f"`{call.func.id}` of a symbolic value in `{target.info.name}` picks one side while "
-                        f"tracing; the cached trace keeps that choice",
-                    )
+                    found.append((call, f"`{call.func.id}`"))
+        if not found:
+            continue
+        found.sort(key=lambda f: (f[0].lineno, f[0].col_offset))
+        node, what = found[0]
+        more = ""
+        if len(found) > 1:
+            lines = sorted({n.lineno for n, _ in found[1:]})
+            more = f" (and {len(found) - 1} more in this function, line{'s' if len(lines) > 1 else ''} " \
+                   f"{', '.join(map(str, lines))})"
+        yield Finding(
+            node,
+            **compiled_message(
+                target,
+                f"{what} decided by a symbolic value in {target.label} (compiled with symbolic/dynamic values){more}",
+                "—a cached trace may be reused for inputs that take the other path",
+                "guards on this condition: inputs that take the other path recompile (one compile per path)",
+            ),
+        )
 
 
 _KIND = {"if": "`if`", "while": "`while` loop", "ifexp": "conditional expression", "assert": "`assert`",

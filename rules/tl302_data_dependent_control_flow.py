@@ -6,6 +6,7 @@ import ast
 
 from ._torch_api import compiled_operands, eager_only_spans, in_spans
 from ._values import Values
+from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
 _CONVERSIONS = frozenset({"bool", "int", "float"})
@@ -80,21 +81,37 @@ def check(ctx):
         name = target.info.name
         reported = set()
         eager_only = eager_only_spans(target.info.node)
+        in_guarded_raise = _raises_under_data_checks(target.info.node, values)
         for call in facts.calls:
             if eager_only and in_spans(call, eager_only):
                 continue
+            if in_guarded_raise and in_spans(call, in_guarded_raise):
+                continue  # `if (x < 0).any(): raise ValueError(f"{x.min().item()}")`: the check is the finding
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and not call.args:
                 reported.add((call.lineno, call.col_offset))
                 yield Finding(
                     call,
-                    f"`.{func.attr}()` in jitted function `{name}` reads tensor data into Python: the compiled "
-                    f"trace bakes the value in (or breaks the graph)",
+                    **compiled_message(
+                        target,
+                        f"`.{func.attr}()` in jitted function `{name}` reads tensor data into Python",
+                        "—the compiled trace bakes the value in (or breaks the graph)",
+                        "breaks the graph here to read it (right results; the function runs as separate graphs "
+                        "with a device sync between them)",
+                    ),
                 )
             elif isinstance(func, ast.Name) and func.id in _CONVERSIONS and len(call.args) == 1:
                 if values.is_tensor(call.args[0]) and not facts.is_local(func.id):
                     reported.add((call.lineno, call.col_offset))
-                    yield Finding(call, f"`{func.id}()` of a tensor in jitted function `{name}` reads tensor data")
+                    yield Finding(
+                        call,
+                        **compiled_message(
+                            target,
+                            f"`{func.id}()` of a tensor in jitted function `{name}` reads tensor data",
+                            "—the compiled trace bakes the value in",
+                            "breaks the graph here to read it (right results; separate graphs and a device sync)",
+                        ),
+                    )
         for kind, test in facts.tests:
             if kind == "for" or (test.lineno, test.col_offset) in reported:
                 continue
@@ -105,9 +122,27 @@ def check(ctx):
             if any(_decides_on_tensor(values, part) for part in compiled_operands(test)):
                 yield Finding(
                     test,
-                    f"control flow on tensor data in jitted function `{name}`: the branch is taken while "
-                    f"tracing and replayed for other data",
+                    **compiled_message(
+                        target,
+                        f"control flow on tensor data in jitted function `{name}`",
+                        "—the branch is taken while tracing and replayed for other data",
+                        "breaks the graph here and takes the right branch (the cost: separate graphs and a "
+                        "device sync)",
+                    ),
                 )
+
+
+def _raises_under_data_checks(func, values) -> list:
+    """Spans of `raise` statements that an `if` on tensor data guards: their message runs only once that
+    check has already read the data, so an `.item()` in it is no second finding."""
+    spans = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body):
+            if _has_item(node.test) or any(_decides_on_tensor(values, p) for p in compiled_operands(node.test)):
+                for s in node.body:
+                    if isinstance(s, ast.Raise):
+                        spans.append(((s.lineno, s.col_offset), (s.end_lineno, s.end_col_offset)))
+    return spans
 
 
 def _decides_on_tensor(values, test) -> bool:

@@ -17,6 +17,7 @@ from typing import Annotated
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi import routing as fastapi_routing
 
 from analyzer.selection import SelectionError, resolve
 from analyzer.version import __version__
@@ -121,6 +122,21 @@ def _response_body(result, enabled: frozenset[str], fix: str | None) -> dict:
     }
 
 
+def _warm_up(app: FastAPI) -> None:
+    """Do now what FastAPI and pydantic would do on the first requests and that reads files: the schema
+    (lazy pydantic imports) and each endpoint's source location (FastAPI reads the endpoint's file once,
+    for its error messages). After this, serving a request touches no file (tests/server/test_server_fs_audit.py)."""
+    app.openapi()
+    extract = getattr(fastapi_routing, "_extract_endpoint_context", None)  # private, cached per endpoint
+    for route in app.routes:
+        dependant = getattr(route, "dependant", None)
+        if extract is not None and getattr(dependant, "call", None) is not None:
+            try:
+                extract(dependant.call)
+            except Exception:
+                pass
+
+
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
     settings = settings or ServerSettings()
     pool = WorkerPool(settings.workers, max_waiting=settings.max_waiting, memory_mb=settings.worker_memory_mb)
@@ -128,6 +144,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         await pool.start()
+        _warm_up(app)
         try:
             yield
         finally:

@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from . import fs_audit
 from .settings import ServerSettings, SettingsError, read_token
 
 
@@ -131,6 +132,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
                     for sock in server.sockets:
                         host, port = sock.getsockname()[:2]
                         print(f"thunder-lint: serving on http://{host}:{port}", file=sys.stderr, flush=True)
+                fs_audit.arm_if_enabled()  # the pool is up: what follows serves requests
 
     config = uvicorn.Config(
         create_app(settings),

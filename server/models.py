@@ -96,6 +96,16 @@ class SourceFile(BaseModel):
                 raise ValueError("not valid base64") from None
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_null_content(cls, data):
+        # The schema says string: an explicit null is an error, not "absent" (pydantic would take it).
+        if isinstance(data, dict):
+            for name in ("content", "content_base64"):
+                if name in data and data[name] is None:
+                    raise ValueError(f"`{name}` must be a string, not null (leave it out instead)")
+        return data
+
     @model_validator(mode="after")
     def _one_content(self) -> "SourceFile":
         if (self.content is None) == (self.content_base64 is None):

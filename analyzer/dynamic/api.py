@@ -21,7 +21,7 @@ from .session import LEVELS, TraceSession
 from .sharp_edges import TRACE_CODES
 
 SHARP_EDGES = ("allow", "warn", "error")
-_CAPTURE_CODES = ("TL201", "TL202", "TL203", "TL204")
+_CAPTURE_CODES = ("TL201", "TL202", "TL203", "TL204", "TL302")  # follow sharp_edges
 _ALIASES = {"warn": "warning", "allow": "off", "ignore": "off"}
 
 

@@ -47,6 +47,12 @@ class TraceSession:
             span = line_span(where.filename, where.lineno)
         else:
             return
+        if event.kind == "data_dependent_read":
+            # Announced before the segment before it runs (from a value read, where the interpreter lets no
+            # user `try` catch StopTracing): an error-level TL302 stops here, before anything runs for real.
+            if self.enforce and self.levels.get("TL302") == "error":
+                self._add(check_compiler_event(event, where.filename, span), stop_now=True)
+            return
         # Never raise here: a compiler event is emitted inside a torch call of the user's code, where an
         # exception could be caught by the user's try/except. finish() raises instead.
         self._add(check_compiler_event(event, where.filename, span), stop_now=False)

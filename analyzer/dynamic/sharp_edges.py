@@ -6,6 +6,7 @@
     nonlocal_write/delete (outside)    -> TL203 captured-write
     side_effect_call                   -> TL204 side-effect-call
     compiler inplace_on_may_view       -> TL101 reshape-inplace
+    compiler data_dependent            -> TL302 data-dependent-control-flow (the trace splits there)
 
 "Outside" comes from the interpreter: a cell created while the jitted call runs (``details["internal"]``)
 belongs to the computation, so closures over the jitted function's own variables and nonlocal writes or
@@ -25,7 +26,7 @@ from rules import RULES
 
 from ..diagnostics import Diagnostic, Severity
 
-TRACE_CODES = ("TL101", "TL201", "TL202", "TL203", "TL204")
+TRACE_CODES = ("TL101", "TL201", "TL202", "TL203", "TL204", "TL302")
 
 
 def make_diagnostic(code: str, message: str, path: str, span: tuple[int, int, int, int]) -> Diagnostic:
@@ -106,7 +107,14 @@ def check_interpreter_event(event, span, code=None) -> Diagnostic | None:
 
 
 def check_compiler_event(event, path: str, span) -> Diagnostic | None:
-    """TL101 from the compiler's inplace_on_may_view event, at the user's line of the in-place op."""
+    """TL101 from the compiler's inplace_on_may_view event, at the user's line of the in-place op; TL302 from
+    its data_dependent events (data_dependent_read: the same read before its value is known)."""
+    if event.kind in ("data_dependent", "data_dependent_read"):
+        d = event.details
+        value = f" (read {_shown(d['value'], d['kind'])})" if "value" in d else ""
+        return make_diagnostic("TL302", f"{d.get('what', 'a read of tensor values')} needs a tensor's value{value}: "
+                               "the compiled program splits here, runs the part before it, reads the value and "
+                               "continues with a trace cached per value read", path, span)
     if event.kind != "inplace_on_may_view":
         return None
     details = event.details
@@ -116,3 +124,8 @@ def check_compiler_event(event, path: str, span) -> Diagnostic | None:
     return make_diagnostic("TL101", f"in-place `{op}` on the result of `{view_op}`, which may return a view or a "
                            f"copy; with these inputs it returned {got}, and other layouts change that",
                            path, span)
+
+
+def _shown(value, kind) -> str:
+    text = repr(tuple(value) if kind == "shape" else value)
+    return text if len(text) <= 60 else text[:57] + "..."

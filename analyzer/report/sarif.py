@@ -70,8 +70,26 @@ def _rule_descriptor(code: str, info, fallback: Diagnostic | None) -> dict:
     }
 
 
+def _uri_quote(path: str) -> str:
+    # The file name's own bytes, percent-encoded: a name that is not UTF-8 (surrogate escapes) stays exact.
+    return quote(os.fsencode(path))
+
+
 def artifact_location(path: str, root: str) -> dict:
-    """Repo-relative ``uri`` + ``uriBaseId`` when ``path`` is under ``root``, else an absolute file URI."""
+    """Repo-relative ``uri`` + ``uriBaseId`` when ``path`` is under ``root``, else an absolute file URI.
+
+    A relative path that climbs above the file-system root (``../../x.py`` from ``/``, as labels sent to
+    the service can) keeps its ``..`` as a relative reference: made absolute it would collide with ``x.py``.
+    """
+    if not os.path.isabs(path):
+        norm = os.path.normpath(path)
+        ups = 0
+        for part in Path(norm).parts:
+            if part != "..":
+                break
+            ups += 1
+        if ups and ups > len(Path(os.path.abspath(root)).parts) - 1:
+            return {"uri": _uri_quote(Path(norm).as_posix()), "uriBaseId": SRCROOT}
     absolute = os.path.abspath(path)
     root_abs = os.path.abspath(root)
     try:
@@ -79,8 +97,8 @@ def artifact_location(path: str, root: str) -> dict:
     except ValueError:
         rel = None
     if rel is not None and not rel.startswith(".."):
-        return {"uri": quote(Path(rel).as_posix()), "uriBaseId": SRCROOT}
-    return {"uri": Path(absolute).as_uri()}
+        return {"uri": _uri_quote(Path(rel).as_posix()), "uriBaseId": SRCROOT}
+    return {"uri": "file://" + _uri_quote(Path(absolute).as_posix())}
 
 
 def _region(line: int, column: int, end_line: int, end_column: int) -> dict:

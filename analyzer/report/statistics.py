@@ -6,6 +6,7 @@ import json
 from collections import Counter
 
 from ..diagnostics import Diagnostic
+from .text import fix_marker
 
 
 def statistics_rows(diagnostics: list[Diagnostic]) -> list[dict]:
@@ -18,14 +19,25 @@ def statistics_rows(diagnostics: list[Diagnostic]) -> list[dict]:
     ]
 
 
+def _markers(diagnostics: list[Diagnostic]) -> dict[str, str]:
+    """Per code, the marker its findings carry: [*] some have a safe fix, [-] only unsafe ones."""
+    markers: dict[str, str] = {}
+    for d in diagnostics:
+        m = fix_marker(d).strip()
+        if m == "[*]" or (m == "[-]" and markers.get(d.code) != "[*]"):
+            markers[d.code] = m
+    return markers
+
+
 def render_statistics(diagnostics: list[Diagnostic]) -> str:
     rows = statistics_rows(diagnostics)
     if not rows:
         return ""
+    markers = _markers(diagnostics)
     width = len(str(rows[0]["count"]))
     code_width = max(len(r["code"]) for r in rows)
     return "".join(
-        f"{r['count']:>{width}}\t{r['code']:<{code_width}}\t{'[*]' if r['fixable'] else '[ ]'} {r['name']}\n" for r in rows
+        f"{r['count']:>{width}}\t{r['code']:<{code_width}}\t{markers.get(r['code'], '[ ]')} {r['name']}\n" for r in rows
     )
 
 

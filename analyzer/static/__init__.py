@@ -27,14 +27,18 @@ def lint_source(
     extend_select: Iterable[str] | None = None,
     jit_decorators: Iterable[str] = (),
     with_fixes: bool = True,
+    project=None,
 ) -> list[Diagnostic]:
     """Lint one file's text. Sorted by (line, column, code); honours ``# noqa``.
+
+    ``project`` (an ``analyzer.project_index.ProjectFile``) says which of its functions other files compile,
+    and receives the file's summary for the project index.
 
     Never raises on any text: unparsable input becomes one TL001 finding. An unknown rule selector
     raises ``analyzer.selection.SelectionError`` (a usage error, not an input error).
     """
     enabled = enabled_codes(select, ignore, extend_select)
-    return lint(text, path, enabled=enabled, jit_decorators=_names(jit_decorators), with_fixes=with_fixes)
+    return lint(text, path, enabled=enabled, jit_decorators=_names(jit_decorators), with_fixes=with_fixes, project=project)
 
 
 def fix_source(
@@ -53,7 +57,7 @@ def fix_source(
     current = text
     applied: list[Diagnostic] = []
     for _ in range(_MAX_FIX_ROUNDS):
-        diagnostics = lint(current, path, enabled=enabled, jit_decorators=decorators, with_fixes=True)
+        diagnostics = lint(current, path, enabled=enabled, jit_decorators=decorators, with_fixes=True, capped=False)
         new, fixed = apply_fixes(current, diagnostics, unsafe)
         if not fixed or new == current:
             break

@@ -20,10 +20,21 @@ from .source import SourceFile
 
 
 class FileContext:
-    def __init__(self, source: SourceFile, tree: ast.Module, jit_decorators: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        source: SourceFile,
+        tree: ast.Module,
+        jit_decorators: tuple[str, ...] = (),
+        compiled_elsewhere: tuple = (),
+        target: str = "any",
+    ):
         self.source = source
         self.tree = tree
         self.jit_decorators = tuple(jit_decorators)
+        # (qualname, compiler, symbolic, how) from the project index: functions of this file that other
+        # files (or `assume-compiled`) compile
+        self.compiled_elsewhere = tuple(compiled_elsewhere)
+        self.target = target
         self._facts: dict[int, FunctionFacts] = {}
         self._scopes: dict[int, Scope] = {}
 
@@ -33,6 +44,23 @@ class FileContext:
 
     @cached_property
     def jitted(self) -> list[JitTarget]:
+        targets = self._local_jitted()
+        if self.compiled_elsewhere:
+            by_qualname = {}
+            for info in self.index.functions:
+                by_qualname.setdefault(info.qualname, info)
+            have = {id(t.info.node) for t in targets}
+            for qual, compiler, symbolic, how in self.compiled_elsewhere:
+                info = by_qualname.get(qual)
+                if info is not None and id(info.node) not in have:
+                    have.add(id(info.node))
+                    targets.append(JitTarget(info, symbolic, "project", compiler=compiler, elsewhere=how))
+        if self.target != "any":
+            for t in targets:
+                t.compiler = self.target
+        return targets
+
+    def _local_jitted(self) -> list[JitTarget]:
         text = self.source.text
         if not any(d.rsplit(".", 1)[-1] in text for d in self.jit_decorators):
             # a substring test first: most files mention neither word, and `in` is far cheaper than \b regex

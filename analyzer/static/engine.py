@@ -8,7 +8,6 @@ a fix and fixes are wanted.
 from __future__ import annotations
 
 import ast
-import gc
 import warnings
 from collections.abc import Iterable
 
@@ -16,6 +15,7 @@ import rules as rule_table
 
 from ..diagnostics import Diagnostic, Severity
 from ..fixes import SpannedRequest, build_fixes
+from ..parsing import PARSE_ERRORS, compile_error, newer_syntax, parse
 from ..selection import resolve
 from .context import FileContext
 from .noqa import is_suppressed, noqa_lines
@@ -23,19 +23,23 @@ from .source import SourceFile
 
 # A depth at which we stop trusting recursion (ours or the parser's) and report the file as unparsable.
 _NESTING_LIMIT = 200
+# Below this size a MemoryError from the parser is its stack overflowing on nesting, not a full heap.
+_SMALL_FILE_CHARS = 1_000_000
+# Findings reported per file; the rest are counted in one "and N more" finding.
+MAX_FINDINGS_PER_FILE = 1000
 
 
 def enabled_codes(select=None, ignore=None, extend_select=None) -> frozenset[str]:
     return resolve(rule_table.RULES.keys(), select, ignore, extend_select)
 
 
-def _diagnostic(code: str, message: str, path: str, span: tuple[int, int, int, int], fixes=()) -> Diagnostic:
+def _diagnostic(code: str, message: str, path: str, span: tuple[int, int, int, int], fixes=(), severity=None) -> Diagnostic:
     info = rule_table.RULES[code]
     line, col, end_line, end_col = span
     return Diagnostic(
         code=code,
         name=info.name,
-        severity=Severity(info.severity),
+        severity=Severity(severity or info.severity),
         message=message,
         path=path,
         line=line,
@@ -47,8 +51,8 @@ def _diagnostic(code: str, message: str, path: str, span: tuple[int, int, int, i
     )
 
 
-def _deep_nesting_position(source: SourceFile) -> tuple[int, int]:
-    """Where bracket nesting first gets too deep (1-based line/column), else the start of the file."""
+def _deep_nesting_position(source: SourceFile, default=(1, 1)):
+    """Where bracket nesting first gets too deep (1-based line/column), else ``default``."""
     depth = 0
     line, col = 1, 0
     for ch in source.text:
@@ -61,7 +65,7 @@ def _deep_nesting_position(source: SourceFile) -> tuple[int, int]:
                 return line, col
         elif ch in ")]}":
             depth = max(0, depth - 1)
-    return 1, 1
+    return default
 
 
 def _deepest_node_position(tree: ast.AST) -> tuple[int, int]:
@@ -81,8 +85,22 @@ def _deepest_node_position(tree: ast.AST) -> tuple[int, int]:
     return best
 
 
-def syntax_error_diagnostic(source: SourceFile, exc: BaseException) -> Diagnostic:
+def _out_of_memory(source: SourceFile, exc: BaseException, parsing: bool) -> bool:
+    """CPython's parser raises MemoryError for its own stack overflow (deep nesting) too: that is the
+    cause when the file is small or nested past our limit; otherwise memory ran out, never "nesting"."""
+    if not isinstance(exc, MemoryError):
+        return False
+    if not parsing:
+        return True
+    return len(source.text) >= _SMALL_FILE_CHARS and _deep_nesting_position(source, None) is None
+
+
+def syntax_error_diagnostic(source: SourceFile, exc: BaseException, *, parsing: bool = True) -> Diagnostic:
     text = source.text
+    if _out_of_memory(source, exc, parsing):
+        size = len(text.encode("utf-8", "surrogatepass")) / 1e6
+        message = f"Cannot lint this file: out of memory while analyzing it ({size:.1f} MB)"
+        return _diagnostic("TL002", message, source.path, (1, 1, 1, 1))
     if isinstance(exc, (RecursionError, MemoryError)):
         line, col = _deep_nesting_position(source)
         message = "the file is too deeply nested to parse or analyze"
@@ -103,22 +121,22 @@ def syntax_error_diagnostic(source: SourceFile, exc: BaseException) -> Diagnosti
     end_col = getattr(exc, "end_offset", None) or col + 1
     if end_line != line or end_col <= col:
         end_line, end_col = line, col + 1
+    note = newer_syntax(text, exc) if isinstance(exc, SyntaxError) else None
+    if note:
+        message = f"{message} ({note})"
     return _diagnostic("TL001", f"syntax error: {message}", source.path, (line, col, end_line, end_col))
 
 
-def _parse(text: str, path: str) -> ast.Module:
-    """``ast.parse`` with the cyclic garbage collector paused.
-
-    A parse allocates one object per node and no cycles, yet every allocation burst triggers collections
-    that rescan the growing tree: on an 8 MB file that made the parse 2-5x slower (superlinear in size).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return ast.parse(text, filename=path)
-    finally:
-        if was_enabled:
-            gc.enable()
+def _cap(kept: list) -> tuple[list, list]:
+    """The first MAX_FINDINGS_PER_FILE distinct findings in text order, and the rest (counted in one
+    summary finding): a pathological file must not cost minutes of fix building and a huge report."""
+    if len(kept) <= MAX_FINDINGS_PER_FILE:
+        return kept, []
+    unique = {}
+    for item in kept:
+        unique.setdefault((item[0], item[2]), item)
+    ordered = sorted(unique.values(), key=lambda item: (item[2][0], item[2][1], item[0]))
+    return ordered[:MAX_FINDINGS_PER_FILE], ordered[MAX_FINDINGS_PER_FILE:]
 
 
 def lint(
@@ -128,14 +146,24 @@ def lint(
     enabled: frozenset[str],
     jit_decorators: Iterable[str] = (),
     with_fixes: bool = True,
+    project=None,
+    capped: bool = True,
 ) -> list[Diagnostic]:
+    """``project`` (a ProjectFile) brings what the project index knows about this file, and takes back
+    the file's summary for the index: both from this one parse. ``capped``: at most
+    MAX_FINDINGS_PER_FILE findings and a summary (fixing rounds need them all)."""
     source = SourceFile(text, path)
     try:
-        tree = _parse(text, path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        tree = parse(text)  # under a pseudo file name: the path is a label, never opened
+    except PARSE_ERRORS as exc:
         return [syntax_error_diagnostic(source, exc)]
+    late = compile_error(tree)  # errors CPython raises only when compiling: the file would not run
+    if late is not None:
+        return [syntax_error_diagnostic(source, late)]
 
     ctx = FileContext(source, tree, tuple(jit_decorators))
+    if project is not None:
+        project.attach(ctx)
     found = []  # (code, Finding)
     too_deep = []  # rules that ran out of recursion depth on this file
     try:
@@ -161,7 +189,7 @@ def lint(
                 continue
             found.extend(rule_found)
     except (RecursionError, MemoryError) as exc:
-        return [syntax_error_diagnostic(source, exc)]
+        return [syntax_error_diagnostic(source, exc, parsing=False)]
 
     noqa = noqa_lines(text)
     kept = []
@@ -169,7 +197,11 @@ def lint(
         span = source.span(finding.node)
         if is_suppressed(code, span[0], noqa):
             continue
+        # a `# noqa` on the line the fix edits (the `reshape` of a TL101) is about this finding too
+        if noqa and any(is_suppressed(code, getattr(r.target, "lineno", 0), noqa) for r in finding.fixes):
+            continue
         kept.append((code, finding, span))
+    kept, omitted = _cap(kept) if capped else (kept, [])
 
     fixes_per_finding = [()] * len(kept)
     if with_fixes and any(f.fixes for _, f, _ in kept):
@@ -185,7 +217,14 @@ def lint(
         if key in seen:
             continue
         seen.add(key)
-        diagnostics.append(_diagnostic(code, finding.message, path, span, fixes))
+        diagnostics.append(_diagnostic(code, finding.message, path, span, fixes, getattr(finding, "severity", None)))
+    if omitted:
+        code, finding, span = omitted[0]
+        message = (
+            f"... and {len(omitted)} more findings in this file, from here on, not shown "
+            f"(at most {MAX_FINDINGS_PER_FILE} per file)"
+        )
+        diagnostics.append(_diagnostic(code, message, path, span))
     if too_deep:
         line, col = _deepest_node_position(tree)
         diagnostics.append(

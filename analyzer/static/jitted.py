@@ -29,17 +29,31 @@ _PARTIAL = frozenset({"functools.partial", "partial"})
 _SYMBOLIC_CACHE = "symbolic values"
 
 
+def compiler_of(name: str) -> str:
+    """The compiler behind a resolved jit entry point name: thunder, torch.compile, ours or unknown."""
+    if name.startswith("thunder."):
+        return "thunder"
+    if name.startswith("torch.") or name == "compile":
+        return "torch.compile"
+    if name in ("compiler.jit", "analyzer.jit"):
+        return "ours"
+    return "unknown"  # a configured decorator, assume-compiled: could be either
+
+
 @dataclass
 class JitTarget:
     info: FunctionInfo
     symbolic: bool  # compiled with symbolic/dynamic values
     how: str  # e.g. "@torch.compile" or "thunder.jit(f) at line 12"
     caller: str = ""  # for a helper traced through: the jitted function that calls it
+    compiler: str = "unknown"  # thunder | torch.compile | ours | unknown
+    elsewhere: str = ""  # "compiled by `torch.compile(Net())` at train.py:7" when another file compiles it
 
     @property
     def label(self) -> str:
-        """How messages name it: `f`, or `helper` (called from `f`)."""
-        return f"`{self.info.name}` (called from `{self.caller}`)" if self.caller else f"`{self.info.name}`"
+        """How messages name it: `f`, or `helper` (called from `f`), and where it is compiled when elsewhere."""
+        text = f"`{self.info.name}` (called from `{self.caller}`)" if self.caller else f"`{self.info.name}`"
+        return f"{text} ({self.elsewhere})" if self.elsewhere else text
 
 
 class JitMatcher:
@@ -147,12 +161,20 @@ def find_jitted(text: str, index: ModuleIndex, extra_decorators: tuple[str, ...]
         return []
     found: dict[int, JitTarget] = {}
 
-    def add(info: FunctionInfo, symbolic: bool, how: str) -> None:
+    def add(info: FunctionInfo, symbolic: bool, how: str, compiler: str = "unknown") -> None:
         old = found.get(id(info.node))
         if old is None:
-            found[id(info.node)] = JitTarget(info, symbolic, how)
-        elif symbolic and not old.symbolic:
-            old.symbolic = True
+            found[id(info.node)] = JitTarget(info, symbolic, how, compiler=compiler)
+        else:
+            if symbolic and not old.symbolic:
+                old.symbolic = True
+            if old.compiler != compiler:
+                old.compiler = "unknown"  # compiled by two compilers: both behaviours apply
+
+    def compiler_of_call(call: ast.Call) -> str:
+        if index.resolve(call.func) in _PARTIAL and call.args:
+            return compiler_of(index.resolve(call.args[0]) or "")
+        return compiler_of(index.resolve(call.func) or "")
 
     # 1. Decorators.
     for info in index.functions:
@@ -160,9 +182,9 @@ def find_jitted(text: str, index: ModuleIndex, extra_decorators: tuple[str, ...]
             if isinstance(dec, ast.Call):
                 opts = matcher.jit_call_options(dec)
                 if opts:
-                    add(info, is_symbolic(opts[1]), "decorator")
+                    add(info, is_symbolic(opts[1]), "decorator", compiler_of_call(dec))
             elif matcher.is_jit(dec):
-                add(info, False, "decorator")
+                add(info, False, "decorator", compiler_of(index.resolve(dec) or ""))
 
     # 2. Calls: only statements on lines whose text names a jit entry point are visited.
     lines = set(matching_lines(pattern, text))
@@ -176,21 +198,23 @@ def find_jitted(text: str, index: ModuleIndex, extra_decorators: tuple[str, ...]
                 if opts is not None:
                     if index.resolve(node.func) in _PARTIAL:
                         continue  # partial(thunder.jit, ...) itself: its call partial(...)(f) is matched below
+                    compiler = compiler_of_call(node)
                 elif isinstance(node.func, ast.Call) and matcher.jit_call_options(node.func):
                     # torch.compile(dynamic=True)(f), partial(thunder.jit, cache=...)(f)
                     opts = (True, matcher.jit_call_options(node.func)[1] + node.keywords)
+                    compiler = compiler_of_call(node.func)
                 else:
                     # model.compile(...): nn.Module.compile is torch.compile on the module in place.
                     if isinstance(node.func, ast.Attribute) and node.func.attr == "compile":
                         for info in _forward_of(node.func.value, stmt, index):
-                            add(info, is_symbolic(node.keywords), f"line {node.lineno}")
+                            add(info, is_symbolic(node.keywords), f"line {node.lineno}", "torch.compile")
                     continue
                 args = node.args
                 if not args:
                     continue
                 symbolic = is_symbolic(opts[1])
                 for info in _functions_named_by(args[0], stmt, index):
-                    add(info, symbolic, f"line {node.lineno}")
+                    add(info, symbolic, f"line {node.lineno}", compiler)
     # 3. Submodules: a compiled forward calls the forward of every module it holds (self.attn = Attn(...)).
     pending = [t for t in found.values() if t.info.class_node is not None and t.info.name == "forward"]
     while pending:
@@ -198,7 +222,7 @@ def find_jitted(text: str, index: ModuleIndex, extra_decorators: tuple[str, ...]
         for cls_name in _submodule_classes(parent.info.class_node, index):
             for info in index.functions:
                 if info.class_node is index.classes[cls_name] and info.name == "forward" and id(info.node) not in found:
-                    add(info, parent.symbolic, f"submodule of {parent.info.qualname}")
+                    add(info, parent.symbolic, f"submodule of {parent.info.qualname}", parent.compiler)
                     pending.append(found[id(info.node)])
     return list(found.values())
 

@@ -91,6 +91,18 @@ class ModuleIndex:
         return "mutable"
 
 
+    def bound_once_per_path(self, name: str) -> bool:
+        """Is ``name`` bound at import on exclusive paths only (``try: ops = load() except: ops = None``),
+        and never rebound by a function? Then it is fixed once the module is imported."""
+        kinds = self.bindings.get(name, [])
+        arms = self.binding_arms.get(name, [])
+        if len(kinds) < 2 or len(arms) != len(kinds) or name in self.global_writes:
+            return False
+        if any(k in ("aug", "loop", "del", "other") for k in kinds):
+            return False
+        return all(_exclusive_arms(a, b) for i, a in enumerate(arms) for b in arms[i + 1 :])
+
+
 def _exclusive_arms(a: tuple, b: tuple) -> bool:
     """Do two bindings sit in different arms of one if/else, try/except or match (never both run)?"""
     for x, y in zip(a, b):
@@ -148,9 +160,18 @@ def strip_self_returning(expr):
 
 
 def _instantiated(call) -> str | None:
+    """``C`` of ``C(...)``, or ``mod.C`` of ``mod.C(...)`` (the project index resolves those across modules)."""
     call = strip_self_returning(call)
-    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
-        return call.func.id
+    if not isinstance(call, ast.Call):
+        return None
+    parts = []
+    func = call.func
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name):
+        parts.append(func.id)
+        return ".".join(reversed(parts))
     return None
 
 

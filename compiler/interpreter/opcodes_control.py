@@ -148,10 +148,10 @@ def raise_varargs(interp, frame, instr):
 
 @handles("RERAISE")
 def reraise(interp, frame, instr):
-    exc = frame.pop()
-    if instr.arg:
-        frame.pop()  # the saved lasti
-    raise exc
+    # CPython pops only the exception; with an oparg it *peeks* at the saved lasti below it (for the
+    # traceback's line) and leaves it for the handler's stack-depth cut. Popping it too shifts the stack
+    # of an enclosing handler in this frame by one slot.
+    raise frame.pop()
 
 
 @handles("LOAD_ASSERTION_ERROR")

@@ -16,20 +16,20 @@ def _line_of(fn, offset=1):
 def test_unsupported_torch_function_names_the_op_and_the_line():
     def fn(x):
         y = x + 1
-        return torch.linalg.svd(y)
+        return torch.geqrf(y)  # torch has no meta kernel for it: its result's metadata is unknown
 
     with pytest.raises(compiler.UnsupportedOpError) as info:
         compiler.jit(fn)(torch.randn(3, 3))
     msg = str(info.value)
-    assert "svd" in msg and f"{THIS}:{_line_of(fn, 2)}" in msg and "torch.linalg.svd(y)" in msg
+    assert "geqrf" in msg and f"{THIS}:{_line_of(fn, 2)}" in msg and "torch.geqrf(y)" in msg
 
 
 def test_unsupported_tensor_method_names_the_method():
     def fn(x):
-        return x.stft(4)
+        return x.geqrf()
 
-    with pytest.raises(compiler.UnsupportedOpError, match=r"Tensor.stft.*test_bad_inputs.py"):
-        compiler.jit(fn)(torch.randn(16))
+    with pytest.raises(compiler.UnsupportedOpError, match=r"Tensor.geqrf.*test_bad_inputs.py"):
+        compiler.jit(fn)(torch.randn(4, 4))
 
 
 @pytest.mark.parametrize("value, kind", [(object(), "object"), (lambda: 1, "function"),
@@ -70,9 +70,24 @@ def test_cpu_scalar_tensor_with_another_device_is_allowed_like_eager():
     (lambda x: x.new_zeros(len(torch.nonzero(x))), "depends on values"),
     (lambda x: x.tolist(), "tolist"),
 ])
-def test_data_dependent_programs_are_refused(fn, what):
-    with pytest.raises(compiler.DataDependentError, match=what):
-        compiler.jit(fn)(torch.randn(4))
+def test_data_dependent_programs_split_and_match_eager(fn, what):
+    # They used to be refused; the trace now splits at the read (compiler/segments.py).
+    x = torch.randn(4)
+    jfn = compiler.jit(fn)
+    for _ in range(2):
+        got, want = jfn(x), fn(x)
+        if isinstance(want, torch.Tensor):
+            assert torch.equal(got, want)
+        else:
+            assert got == want
+    assert compiler.cache_hits(jfn) == 1
+
+
+def test_a_front_end_called_outside_jit_still_refuses_value_reads():
+    from compiler.frontend import native_frontend
+
+    with pytest.raises(compiler.DataDependentError, match="item"):
+        native_frontend(lambda x: x.sum().item(), (torch.randn(4),), {})
 
 
 def test_shape_errors_carry_the_users_line_and_eagers_message():
@@ -107,7 +122,7 @@ def test_failed_trace_leaves_no_entry_and_module_untouched():
             self.inner = m
 
         def forward(self, x):
-            return torch.linalg.svd(self.inner(x))
+            return torch.geqrf(self.inner(x))  # no meta kernel: refused
 
     jm = compiler.jit(Bad())
     with pytest.raises(compiler.UnsupportedOpError):
@@ -156,15 +171,15 @@ def test_type_name_is_the_eager_one():
 CACHE = None
 
 
-def test_traced_values_stored_outside_the_result_are_put_back_and_refused():
+def test_traced_values_stored_outside_the_result_are_replayed_or_put_back_when_tracing_fails():
+    # Stores are an epilogue of the trace now (compiler/epilogue.py); a refused trace changes nothing.
     def stores_global(x):
         global CACHE
         CACHE = x * 2
         return x
 
-    with pytest.raises(compiler.CompilerError, match="global 'CACHE'"):
-        compiler.jit(stores_global)(torch.ones(2))
-    assert CACHE is None
+    compiler.jit(stores_global)(torch.ones(2))
+    assert torch.equal(CACHE, torch.full((2,), 2.0))
 
     class Keeps(torch.nn.Module):
         def forward(self, x):
@@ -172,7 +187,16 @@ def test_traced_values_stored_outside_the_result_are_put_back_and_refused():
             return x
 
     m = Keeps()
-    with pytest.raises(compiler.CompilerError, match="Keeps.last"):
+    compiler.jit(m)(torch.ones(2))
+    assert torch.equal(m.last, torch.full((2,), 2.0))
+
+    class KeepsThenFails(torch.nn.Module):
+        def forward(self, x):
+            self.last = x + 1
+            return x.numpy()  # refused by the compiler
+
+    m = KeepsThenFails()
+    with pytest.raises(compiler.DataDependentError):
         compiler.jit(m)(torch.ones(2))
     assert not hasattr(m, "last")
 
@@ -212,5 +236,5 @@ def test_reseeding_an_argument_generator_is_refused():
         g.manual_seed(1)
         return x + torch.rand(2, generator=g)
 
-    with pytest.raises(compiler.CompilerError, match="generator argument"):
+    with pytest.raises(compiler.CompilerError, match="generator"):
         compiler.jit(fn)(torch.ones(2), torch.Generator())

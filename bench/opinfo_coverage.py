@@ -1,0 +1,77 @@
+"""Coverage of torch's OpInfo database by compiler.jit (issue 9): ok / refused by reason / crash / wrong.
+
+For each dtype, every op of `op_db` with CPU support for it, up to --per-op samples each, jitted and
+called twice against eager (tests/compiler/opinfo_db.py says how a sample is judged). The baseline is
+eager in the same run: the percentages are of the samples eager runs. --grad adds the gradient pass
+(float dtypes, ops with supports_autograd).
+
+    python3 bench/opinfo_coverage.py [--dtypes float32,bfloat16,int64] [--per-op 8] [--ops add,mul]
+                                     [--grad] [--top 15] [--list crash,wrong] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "compiler"))
+
+import torch  # noqa: E402
+
+import opinfo_db as db  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dtypes", default="float32,bfloat16,int64")
+    ap.add_argument("--per-op", type=int, default=8)
+    ap.add_argument("--ops", default=None, help="comma-separated op names (default: all)")
+    ap.add_argument("--grad", action="store_true")
+    ap.add_argument("--no-inplace", action="store_true")
+    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--list", default="crash,wrong", help="outcomes whose samples are listed one per line")
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    names = set(a.ops.split(",")) if a.ops else None
+    report = {}
+    for dname in a.dtypes.split(","):
+        dtype = getattr(torch, dname)
+        tally = db.Tally()
+        t0 = time.perf_counter()
+        for op in db.ops_for(dtype, names):
+            db.run_op(op, dtype, tally, per_op=a.per_op, inplace=not a.no_inplace,
+                      grad=a.grad and dtype.is_floating_point)
+        secs = time.perf_counter() - t0
+        report[dname] = {}
+        for variant in ("op", "inplace", "grad"):
+            c = tally.counts(variant)
+            n = sum(c.values())
+            if not n:
+                continue
+            report[dname][variant] = dict(c)
+            print(f"{dname} {variant:8s}: {n} samples eager runs (baseline); compiled: ok {c['ok']} "
+                  f"({100 * c['ok'] / n:.1f}%), refused {c['refused']}, crash {c['crash']}, wrong {c['wrong']}")
+        print(f"  ({secs:.0f} s)")
+        for outcome in ("refused", "crash", "wrong"):
+            reasons = tally.reasons(outcome) + tally.reasons(outcome, "inplace") + tally.reasons(outcome, "grad")
+            if reasons:
+                print(f"  top {outcome}:")
+                for reason, k in reasons.most_common(a.top):
+                    print(f"    {k:5d}  {reason}")
+        listed = set(a.list.split(",")) if a.list else set()
+        for r in tally.results:
+            if r.outcome in listed:
+                print(f"  {r.outcome}: {r.key}: {r.reason}")
+        report[dname]["results"] = [vars(r) for r in tally.results]
+    if a.json:
+        Path(a.json).write_text(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

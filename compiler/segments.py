@@ -1,0 +1,359 @@
+"""Segments: a trace that needs a tensor's value ends there, instead of failing.
+
+When traced code reads a value (`bool(t)`, `t.item()`, `.tolist()`, the size of `x[mask]`), the ops
+recorded since the last read become a segment; the segment runs on the real inputs at once, the value
+is read from its real result, and tracing continues with that value as a plain Python value. A call's
+trace is thus a path: segment, read, segment, read, ..., final segment.
+
+The cache keeps these paths as a tree: each read maps an outcome (the value read, as its repr) to the
+continuation traced for it. A later call runs the segments, reads each value and follows the branch for
+it; an outcome never seen re-traces the function in *replay* mode, where the segments this call has
+already run are not run again (their real values are reused, by proxy name), and only the new
+continuation executes. Each read keeps at most MAX_OUTCOMES continuations; further outcomes are traced
+for that call only. Every segment runs eager's own torch ops in order, under eager autograd, so
+results, effects on inputs and gradients are eager's.
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator
+import threading
+from contextlib import contextmanager
+
+import torch
+
+from . import tree as pytree
+from .errors import CompilerError
+from .events import DATA_DEPENDENT, DATA_DEPENDENT_READ, Event
+from .proxies import OpaqueProxy, TensorProxy
+from .trace import Trace, tracing
+
+MAX_OUTCOMES = 16  # continuations kept per read; e.g. a loss value read with .item() differs every call
+
+# What each kind of read computes from the real tensor.
+READERS = {
+    "bool": bool, "int": int, "float": float, "complex": complex, "index": operator.index,
+    "item": lambda t: t.item(), "tolist": lambda t: t.tolist(), "shape": lambda t: t.shape,
+}
+
+
+def outcome_key(value) -> tuple:
+    # repr tells -0.0 from 0.0, 1 from True, and makes NaN equal to itself
+    return type(value).__name__, repr(value)
+
+
+_LOCAL = threading.local()
+
+
+@dataclasses.dataclass
+class Options:
+    executors: tuple
+    passes: object  # None: the default passes
+    replay: "Replay | None" = None
+
+
+@contextmanager
+def segmenting(executors, passes, replay=None):
+    """Lets traces made inside (by any front end) split at data-dependent reads. Without it a read raises
+    DataDependentError, as a front end called on its own cannot run segments."""
+    previous = getattr(_LOCAL, "options", None)
+    _LOCAL.options = Options(executors, passes, replay)
+    try:
+        yield
+    finally:
+        _LOCAL.options = previous
+
+
+def current_options() -> Options | None:
+    return getattr(_LOCAL, "options", None)
+
+
+@dataclasses.dataclass
+class Replay:
+    """A later call whose read found no continuation: what it has run so far."""
+    env: dict  # proxy name -> real value, for every segment this call ran
+    nodes: list  # the tree nodes it went through (their segments ran), root first
+
+
+class Runner:
+    """One segment, compiled: passes, executors, generated code; reads/writes the call's env by name."""
+
+    def __init__(self, trace: Trace, options: Options, final: bool):
+        from .executors import assign_executors
+        from .passes import run_passes
+
+        traces = run_passes(trace, *(() if options.passes is None else (options.passes,)))
+        execution = assign_executors(traces[-1], options.executors)
+        execution.header = f"{trace.header}; {execution.header}"
+        traces.append(execution)
+        self.traces = traces
+        self.fn = execution.python_callable()
+        self.arg_names = [a.name for a in trace.args]
+        self.out_names = None if final else [o.name for o in trace.output]
+
+    def run(self, env: dict):
+        outs = self.fn(*[env[n] for n in self.arg_names])
+        if self.out_names is None:
+            return outs
+        env.update(zip(self.out_names, outs))
+        return None
+
+
+def segment_trace(bsyms, output, header: str) -> Trace:
+    """A trace of `bsyms` whose parameters are the proxies it uses but does not define (inputs of the
+    function or results of earlier segments); `output` None: every tensor it defines."""
+    t = Trace("segment")
+    t.bsyms = list(bsyms)
+    defined, seen, args = [], set(), []
+
+    def use(leaf):
+        if isinstance(leaf, (TensorProxy, OpaqueProxy)) and leaf.name not in seen:
+            seen.add(leaf.name)
+            args.append(leaf)
+
+    for b in bsyms:
+        for leaf in pytree.tree_leaves((b.args, b.kwargs)):
+            use(leaf)
+        for o in b.tensor_outputs():
+            if o.name not in seen:
+                seen.add(o.name)
+                defined.append(o)
+    if output is None:
+        output = tuple(defined)
+    for leaf in pytree.tree_leaves(output):
+        use(leaf)
+    t.args, t.output, t.header = args, output, header
+    return t
+
+
+@dataclasses.dataclass
+class Record:
+    """One read met while tracing: the segment before it and what was read."""
+    trace: Trace
+    source: str  # the segment's text without comments: a replayed segment must match it
+    runner: Runner
+    proxy: str
+    kind: str
+    key: tuple
+    value: object
+    location: object
+
+
+class Segmenter:
+    """Attached to a TracingState (state.segmenter) while a front end traces under `segmenting`."""
+
+    def __init__(self, state, options: Options):
+        self.state = state
+        self.options = options
+        self.replay = options.replay
+        self.env: dict = dict(options.replay.env) if options.replay is not None else {}
+        self.cut = 0
+        self.grad_at_cut = state.grad_enabled
+        self.records: list[Record] = []
+
+    def read(self, proxy: TensorProxy, kind: str, what: str, loc) -> tuple[bool, object]:
+        """(True, the real value `kind` of `proxy`), or (False, None) when the trace cannot be cut here
+        (inside a decomposition, or a read with no run-time form such as .numpy())."""
+        st = self.state
+        if st.depth != 0 or kind not in READERS:
+            return False, None
+        st.sync_grad_mode(loc)
+        bsyms = st.trace.bsyms[self.cut:]
+        i = len(self.records)
+        seg = segment_trace(bsyms, None, f"segment {i + 1}: ends where {what} reads {proxy.name}"
+                            f"{f' at {loc}' if loc else ''}")
+        source = seg.python_source(with_comments=False)
+        st.emit(Event(DATA_DEPENDENT_READ, f"{what} needs the value of {proxy.name}", loc,
+                      details={"proxy": proxy.name, "kind": kind, "what": what}))
+        replayed = self.replay is not None and i < len(self.replay.nodes)
+        if replayed:
+            node = self.replay.nodes[i]
+            if node.source != source:
+                raise CompilerError("re-tracing for a new outcome of a data-dependent read traced a different "
+                                    f"program before {what}{f' at {loc.describe()}' if loc else ''}; the "
+                                    "function's tracing is not repeatable")
+            runner = node.runner  # it already ran in this call: its values are in env
+        else:
+            runner = Runner(seg, self.options, final=False)
+            self._fill_inputs()
+            with _native(self.grad_at_cut):
+                runner.run(self.env)
+        real = self.env[proxy.name]
+        with _native(torch.is_grad_enabled()):
+            value = READERS[kind](real)
+        if kind == "shape":  # the size is known from here on: later ops and reads see it
+            from .meta import meta_like
+
+            with torch._C.DisableTorchFunction():
+                proxy.meta, proxy.dynamic = meta_like(real), False
+        self.cut = len(st.trace.bsyms)
+        self.grad_at_cut = st.grad_enabled
+        key = outcome_key(value)
+        self.records.append(Record(seg, source, runner, proxy.name, kind, key, value, loc))
+        shown = repr(value if kind != "shape" else tuple(value))
+        st.emit(Event(DATA_DEPENDENT, f"{what} reads the value of tensor {proxy.name} ({shown}): the trace is "
+                      f"split here and the value is read at run time; each new value traces a new continuation",
+                      loc, details={"proxy": proxy.name, "kind": kind, "value": value, "what": what,
+                                    "segment": i + 1}))
+        return True, value
+
+    def run_before_error(self, writes) -> None:
+        """The user's code raised: run for real what eager ran before the exception (the ops since the last
+        read, then the stores made so far), so its effects on inputs and state stay, as in eager."""
+        self._fill_inputs()
+        seg = segment_trace(self.state.trace.bsyms[self.cut:], None, "ops before the exception")
+        with _native(self.grad_at_cut):
+            Runner(seg, self.options, final=False).run(self.env)
+            for slot, value in writes:
+                slot.store(pytree.tree_map(lambda v: self.env[v.name] if isinstance(v, TensorProxy) else v, value))
+
+    def _fill_inputs(self) -> None:
+        st = self.state
+        for p in st.inputs:
+            if p.name not in self.env:
+                self.env[p.name] = p.value if isinstance(p, OpaqueProxy) else st.real_inputs[p.name]
+        for real, p in st.captured:
+            self.env.setdefault(p.name, real)
+
+    def finish(self, trace: Trace) -> "Path":
+        """After tracing: the final segment (up to the trace's output); the whole path."""
+        self._fill_inputs()
+        final = segment_trace(trace.bsyms[self.cut:], trace.output,
+                              f"segment {len(self.records) + 1} (final)")
+        runner = Runner(final, self.options, final=True)
+        path = Path(self.records, final, final.python_source(with_comments=False), runner, self.env,
+                    self.grad_at_cut, [a.name for a in trace.args])
+        self.env = {}
+        return path
+
+
+@dataclasses.dataclass
+class Path:
+    records: list
+    final_trace: Trace
+    final_source: str
+    final_runner: Runner
+    env: dict  # the tracing call's real values (dropped once its final segment ran)
+    final_grad: bool
+    input_names: list
+
+
+@contextmanager
+def _native(grad: bool):
+    """Run real torch ops from inside tracing: no tracing state, no torch-function mode, the grad mode the
+    segment starts in."""
+    before = torch.is_grad_enabled()
+    with torch._C.DisableTorchFunction(), tracing(None):
+        torch._C._set_grad_enabled(grad)
+        try:
+            yield
+        finally:
+            torch._C._set_grad_enabled(before)
+
+
+# ---------------------------------------------------------------- the cache side
+
+class Node:
+    """A segment in the cache's tree; `read` None for a final segment."""
+
+    def __init__(self, source: str, runner: Runner, read=None, location=None, prologue=None):
+        self.source, self.runner, self.read, self.location = source, runner, read, location
+        self.children: dict = {}  # outcome key -> Node
+        self.prologue = prologue  # guards of the trace that made this continuation (checked on entering it)
+        self.extra = 0  # outcomes seen beyond MAX_OUTCOMES
+
+
+def nodes_for(path: Path) -> list[Node]:
+    nodes = [Node(r.source, r.runner, (r.proxy, r.kind), r.location) for r in path.records]
+    nodes.append(Node(path.final_source, path.final_runner))
+    return nodes
+
+
+def link(nodes: list[Node], records: list[Record], start: int = 0) -> None:
+    for i in range(start, len(records)):
+        nodes[i].children[records[i].key] = nodes[i + 1]
+
+
+class SegmentedComputation:
+    """A cache entry's computation when its trace was split: the root of the tree of segments."""
+
+    def __init__(self, path: Path):
+        nodes = nodes_for(path)
+        link(nodes, path.records)
+        self.root = nodes[0]
+        self.first_nodes = nodes
+        self.input_names = path.input_names
+        self.first = path  # the tracing call still has to run its final segment
+        self.lock = threading.Lock()
+
+    def __call__(self, *inputs):
+        """The first call (the one that traced): its segments ran while tracing; run the final one."""
+        path, self.first = self.first, None
+        if path is None:
+            raise CompilerError("internal error: a segmented entry's first run was already used")
+        return _run_final(path.final_runner, path.env, path.final_grad)
+
+
+def _run_final(runner: Runner, env: dict, grad: bool):
+    before = torch.is_grad_enabled()
+    torch._C._set_grad_enabled(grad)
+    try:
+        return runner.run(env)
+    finally:
+        torch._C._set_grad_enabled(before)
+
+
+def traces_of(nodes: list[Node]) -> list[Trace]:
+    return [n.runner.traces[-1] for n in nodes]
+
+
+def run_cached(jf, entry, inputs, args, kwargs):
+    """A cache hit on a segmented entry: run the path its reads choose; trace what is new."""
+    comp: SegmentedComputation = entry.computation
+    env = dict(zip(comp.input_names, inputs))
+    grad = torch.is_grad_enabled()
+    node, nodes = comp.root, []
+    try:
+        while True:
+            nodes.append(node)
+            if node.read is None:
+                out = node.runner.run(env)
+                jf.last_entry = dataclasses.replace(entry, traces=traces_of(nodes), segment_count=len(nodes))
+                return out
+            node.runner.run(env)
+            name, kind = node.read
+            key = outcome_key(READERS[kind](env[name]))
+            child = node.children.get(key)
+            if child is not None and (child.prologue is None or child.prologue(args, kwargs) is not None):
+                node = child
+                continue
+            torch._C._set_grad_enabled(grad)  # the new trace starts from the call's state
+            return _continue(jf, entry, comp, env, nodes, args, kwargs)
+    finally:
+        torch._C._set_grad_enabled(grad)
+
+
+def _continue(jf, entry, comp: SegmentedComputation, env: dict, nodes: list[Node], args, kwargs):
+    """No continuation for this outcome: trace again, reusing the values of the segments already run."""
+    jf.hits -= 1  # counted as a hit when its guards passed: this call traces, so it is a miss
+    jf.misses += 1
+    new = jf.compile(args, kwargs, replay=Replay(env, nodes))
+    path: Path | None = getattr(new.computation, "first", None)
+    if not isinstance(new.computation, SegmentedComputation) or path is None or \
+            len(path.records) < len(nodes):
+        raise CompilerError("re-tracing for a new outcome of a data-dependent read found fewer reads than the "
+                            "cached trace; the function's tracing is not repeatable")
+    k = len(nodes) - 1  # the read whose outcome was new
+    cacheable = jf.cache_option == "constant values" and not new.rerun
+    fresh = new.computation.first_nodes[k + 1:]
+    for n in fresh:
+        n.prologue = new.prologue
+    parent = nodes[-1]
+    with comp.lock:
+        if cacheable and (path.records[k].key in parent.children or len(parent.children) < MAX_OUTCOMES):
+            parent.children[path.records[k].key] = fresh[0]
+        elif cacheable:
+            parent.extra += 1
+    out = new.computation()
+    jf.last_entry = dataclasses.replace(new, traces=traces_of(nodes + fresh), segment_count=len(nodes) + len(fresh))
+    return out

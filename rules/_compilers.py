@@ -1,0 +1,167 @@
+"""How a jit rule's hazard plays out under the compiler that compiles the function.
+
+Under thunder (and ours with ``sharp_edges``) the hazard is a correctness one: a silently different
+result or a stale value. torch.compile guards, recompiles and breaks graphs instead, so the same code
+gives eager results at a performance cost: a warning that names the cost. When the compiler is unknown
+(a configured decorator, ``assume-compiled``), the message says both. Each claim here is checked by
+tests/rules/test_rule_compilers.py against real torch.compile and compiler.jit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def compiled_message(target, subject: str, hazard: str, torch_compile: str) -> dict:
+    """``Finding`` keywords for ``target``'s compiler: the message, and a severity override (None: the rule's own).
+
+    ``subject`` names what was found; ``hazard`` continues it for thunder; ``torch_compile`` says what
+    torch.compile does instead, starting with a verb ("recompiles ...").
+    """
+    compiler = getattr(target, "compiler", "unknown")
+    if compiler == "torch.compile":
+        return {"message": f"{subject}: torch.compile {torch_compile}", "severity": "warning"}
+    # a hazard starting with a dash is a clause of its own ("—a hidden input ..."), else it goes on the subject
+    said = f"{subject}: {hazard[1:]}" if hazard.startswith("—") else f"{subject} {hazard}"
+    if compiler in ("thunder", "ours"):
+        return {"message": said}
+    return {"message": f"{said} under thunder, while torch.compile {torch_compile}"}
+
+
+# --- What each compiler does with each rule's pattern ----------------------------------------------
+# The docs page of a rule renders this table, and tests/rules/test_rule_compilers.py runs every
+# ``source`` under eager PyTorch, torch.compile (CPU, eager backend) and compiler.jit and checks each
+# claim: "eager" (same outputs, prints and state as eager), "recompiles" (a second graph is compiled
+# when the value changes), "graph break" (one call compiles more than one graph), or an error's name.
+# ``calls``: arguments per call (a size for torch.ones); "bump" between calls changes the captured value.
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    source: str  # defines f (and bump, when the pattern has state to change)
+    calls: tuple  # sizes of torch.ones(...) per call, or "bump"
+    thunder: str  # what thunder does (upstream reports; thunder is not installed here)
+    torch_compile: str  # prose for the docs
+    torch_compile_claims: tuple  # checked: "eager", "recompiles", "graph break"
+    ours: str
+    ours_claim: str  # "eager" or the name of the error compiler.jit raises
+    dynamic: bool = False  # compiled with dynamic shapes / symbolic values
+    message_follows_compiler: bool = True  # TL101 is reported the same everywhere (eager code too)
+
+
+BEHAVIOUR = {
+    "TL101": Behaviour(
+        "def f(x):\n    y = x.reshape(-1)\n    y.add_(1)\n    return x * 1\n",
+        ((2, 2), (2, 2)),
+        "the in-place write may or may not reach `x`, and can differ from eager when the compiler's reshape "
+        "copies where eager's made a view (lightning-thunder #957)",
+        "matches eager here: functionalization replays the write onto `x` when eager's reshape is a view",
+        ("eager",),
+        "matches eager: the write reaches `x` exactly when eager's reshape is a view",
+        "eager",
+        message_follows_compiler=False,
+    ),
+    "TL102": Behaviour(
+        "def f(x):\n    v = x[0]\n    v.add_(1)\n    return x * 2\n",
+        ((2, 2), (2, 2)),
+        "the write to the caller's tensor through a view may be dropped or replayed differently",
+        "matches eager: the caller's tensor is updated after the graph (the cost: a copy back into the input)",
+        ("eager",),
+        "matches eager",
+        "eager",
+    ),
+    "TL103": Behaviour(
+        "def f(q, k):\n    q.mul_(2)\n    return q + k\n",
+        ((3,), (3,)),
+        "a reordered or aliased write-back into `q` can make the later read see the wrong memory "
+        "(lightning-thunder #1193)",
+        "matches eager: the writes are functionalized and copied back once (the cost: an extra copy)",
+        ("eager",),
+        "matches eager",
+        "eager",
+    ),
+    "TL201": Behaviour(
+        "G = 1.0\ndef f(x):\n    return x * G\ndef bump():\n    global G\n    G = 3.0\n",
+        ((3,), "bump", (3,)),
+        "the value read while tracing is baked into the trace and stays after the global changes "
+        "(lightning-thunder #132)",
+        "guards on the global's value: the new value is used, at the cost of a recompile per change",
+        ("eager", "recompiles"),
+        "matches eager: its prologue checks the value and retraces when it changes",
+        "eager",
+    ),
+    "TL202": Behaviour(
+        "def make():\n    k = 2.0\n    def f(x):\n        return x * k\n    def bump():\n        nonlocal k\n"
+        "        k = 5.0\n    return f, bump\nf, bump = make()\n",
+        ((3,), "bump", (3,)),
+        "the captured value is baked into the trace (lightning-thunder #132)",
+        "guards on the captured value: the new value is used, at the cost of a recompile",
+        ("eager", "recompiles"),
+        "matches eager: the cell is checked and the function retraced when it changes",
+        "eager",
+    ),
+    "TL203": Behaviour(
+        "calls = 0\ndef f(x):\n    global calls\n    calls = calls + 1\n    return x + calls\n",
+        ((3,), (3,), (3,)),
+        "the write happens while tracing only: a cached trace does not repeat it",
+        "replays the write after every call, and guards on the value it reads: a recompile when it changes",
+        ("eager", "recompiles"),
+        "matches eager: the write is replayed after each call",
+        "eager",
+    ),
+    "TL204": Behaviour(
+        "def f(x):\n    y = x * 2\n    print('step')\n    return y + 1\n",
+        ((3,), (3,)),
+        "the print runs while tracing only; random numbers and time stamps are baked in",
+        "prints on every call, at the cost of a graph break around the call",
+        ("eager", "graph break"),
+        "matches eager: the print runs on every call",
+        "eager",
+    ),
+    "TL301": Behaviour(
+        "def f(x):\n    if x.shape[0] > 2:\n        return x + 1\n    return x - 1\n",
+        ((1,), (4,)),
+        "with symbolic shapes, a trace cached for one branch may be reused for inputs that take the other "
+        "(lightning-thunder #262)",
+        "guards on the condition (dynamic=True): the other branch is compiled on first use",
+        ("eager", "recompiles"),
+        "matches eager: symbolic values are not implemented yet, so it caches per constant shape and retraces "
+        "for the other one",
+        "eager",
+        dynamic=True,
+    ),
+    "TL302": Behaviour(
+        "def f(x):\n    if x.sum() > 0:\n        return x + 1\n    return x - 1\n",
+        ((3,), "negate", (3,)),
+        "the branch taken while tracing is replayed for data that takes the other one",
+        "breaks the graph to read the data and takes the right branch; the code after the break compiles once "
+        "per branch taken (the cost: separate graphs, a device sync, a compile per branch)",
+        ("eager", "graph break", "recompiles"),
+        "matches eager: the read of tensor data ends a trace segment, and the branch is decided on the real "
+        "value",
+        "eager",
+    ),
+}
+
+
+def render_behaviour(code: str) -> str:
+    """The "Under each compiler" section of a rule's docs page ("" for rules without a jit pattern)."""
+    b = BEHAVIOUR.get(code)
+    if b is None:
+        return ""
+    lines = [
+        "## Under each compiler",
+        "",
+        "The pattern, run under each compiler (tests/rules/test_rule_compilers.py checks the torch.compile "
+        "and compiler.jit claims on CPU):",
+        "```python",
+        b.source.rstrip("\n"),
+        "```",
+        f"- thunder: {b.thunder}." + (" Reported at the rule's severity." if b.message_follows_compiler else ""),
+        f"- torch.compile{' (dynamic=True)' if b.dynamic else ''}: {b.torch_compile}."
+        + (" Reported as a warning that names the cost." if b.message_follows_compiler else ""),
+        f"- compiler.jit (this project's compiler): {b.ours}; `analyzer.jit(sharp_edges=...)` reports the hazard.",
+    ]
+    if b.message_follows_compiler:
+        lines.append("- unknown compiler (configured decorators, `assume-compiled`): the message says both.")
+    return "\n".join(lines)

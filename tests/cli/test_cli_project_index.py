@@ -1,0 +1,177 @@
+"""Compiled code where real projects put it: small multi-file projects linted end to end.
+
+Each kind of project from issue 8 has a positive case (the hazard is in code another file compiles) and
+a negative one (the same hazard in code nothing compiles stays quiet).
+"""
+
+from __future__ import annotations
+
+import json
+
+from cli_helpers import write
+
+MODEL = """\
+import torch
+from torch import nn
+
+counter = [0]
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+
+    def forward(self, x):
+        print("block", x.shape)
+        return self.lin(x)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(4) for _ in range(2)])
+
+    def scale(self, x):
+        return x * counter[0]
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return self.scale(x)
+
+
+class Unused(nn.Module):
+    def forward(self, x):
+        print("never compiled")
+        return x
+"""
+
+
+def findings(cli, *args):
+    r = cli(*args, "--format", "json", "--no-cache")
+    assert r.code in (0, 1), r.err
+    return [(d["path"], d["code"], d["line"], d["message"], d["severity"]) for d in json.loads(r.out)]
+
+
+def test_module_compiled_in_another_file(cli, tmp_path):
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "model.py", MODEL)
+    write(tmp_path / "train.py", "import torch\nfrom pkg.model import Net\n\nmodel = torch.compile(Net())\n")
+    got = findings(cli, ".")
+    where = {(p, c, line) for p, c, line, _, _ in got}
+    # forward's submodules (ModuleList of Block) and the method it calls on self are compiled too
+    assert where == {("pkg/model.py", "TL204", 13), ("pkg/model.py", "TL201", 23)}, got
+    for _, _, _, message, severity in got:
+        assert "compiled by `torch.compile(Net())` at train.py:4" in message
+        assert severity == "warning"  # torch.compile: a performance cost, not a wrong result
+        assert "torch.compile guards" in message or "graph break" in message
+
+
+def test_nothing_compiles_the_module(cli, tmp_path):
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "model.py", MODEL)
+    write(tmp_path / "train.py", "from pkg.model import Net\n\nmodel = Net()\n")
+    assert findings(cli, ".") == []
+
+
+def test_variable_holding_an_instance_and_inherited_forward(cli, tmp_path):
+    write(tmp_path / "src" / "proj" / "__init__.py", "")
+    write(tmp_path / "src" / "proj" / "base.py", MODEL)
+    write(tmp_path / "src" / "proj" / "sub.py", "from .base import Net\n\n\nclass Wide(Net):\n    pass\n")
+    write(tmp_path / "main.py", "import thunder\nimport proj.sub as s\n\nm = s.Wide()\njm = thunder.jit(m)\n")
+    got = findings(cli, ".")
+    assert {(p, c) for p, c, *_ in got} == {("src/proj/base.py", "TL204"), ("src/proj/base.py", "TL201")}, got
+    assert all("thunder.jit(m)" in m and "torch.compile" not in m.replace("torch.compile(", "") for *_, m, _ in got), got
+
+
+OPS = """\
+import random
+
+import torch
+
+
+def fused_step(x):
+    return x * random.random()
+
+
+def eager_step(x):
+    return x * random.random()
+"""
+
+
+def test_imported_function_passed_to_thunder_jit(cli, tmp_path):
+    write(tmp_path / "ops.py", OPS)
+    write(tmp_path / "main.py", "import thunder\nimport ops\n\nstep = thunder.jit(ops.fused_step)\n")
+    got = findings(cli, ".")
+    assert [(p, c, line) for p, c, line, *_ in got] == [("ops.py", "TL204", 7)], got
+    assert "compiled by `thunder.jit(ops.fused_step)` at main.py:4" in got[0][3]
+
+
+def test_from_import_function_and_a_helper_it_calls_across_modules(cli, tmp_path):
+    write(tmp_path / "ops.py", OPS)
+    write(tmp_path / "steps.py", "from ops import fused_step\n\n\ndef step(x):\n    return fused_step(x) + 1\n")
+    write(tmp_path / "main.py", "import torch\nfrom steps import step as s\n\njs = torch.compile(s, dynamic=True)\n")
+    got = findings(cli, ".")
+    assert [(p, c, line) for p, c, line, *_ in got] == [("ops.py", "TL204", 7)], got
+
+
+def test_imported_function_not_compiled(cli, tmp_path):
+    write(tmp_path / "ops.py", OPS)
+    write(tmp_path / "main.py", "import ops\n\nstep = ops.fused_step\n")
+    assert findings(cli, ".") == []
+
+
+def test_module_compile_method(cli, tmp_path):
+    write(tmp_path / "pkg" / "__init__.py", "from .model import Net\n")
+    write(tmp_path / "pkg" / "model.py", MODEL)
+    write(tmp_path / "run.py", "from pkg import Net\n\n\ndef main():\n    net = Net().to('cpu')\n    net.compile()\n")
+    got = findings(cli, ".")
+    assert {(p, c) for p, c, *_ in got} == {("pkg/model.py", "TL204"), ("pkg/model.py", "TL201")}, got
+    assert all("net.compile()" in m for *_, m, _ in got)
+
+
+def test_module_compile_of_another_object_is_not_a_jit(cli, tmp_path):
+    write(tmp_path / "pkg" / "__init__.py", "from .model import Net\n")
+    write(tmp_path / "pkg" / "model.py", MODEL)
+    write(tmp_path / "run.py", "import re\nfrom pkg import Net\n\nnet = Net()\npat = re.compile('x')\n")
+    assert findings(cli, ".") == []
+
+
+def test_assume_compiled_in_config_and_on_the_command_line(cli, tmp_path):
+    write(tmp_path / "mypkg" / "__init__.py", "")
+    write(tmp_path / "mypkg" / "models" / "__init__.py", "")
+    write(tmp_path / "mypkg" / "models" / "net.py", MODEL)
+    # nothing in the linted files compiles: a framework does
+    assert findings(cli, ".") == []
+    got = findings(cli, ".", "--assume-compiled", "mypkg.models.*.Unused.forward")
+    assert [(p, c, line) for p, c, line, *_ in got] == [("mypkg/models/net.py", "TL204", 33)], got
+    # unknown compiler: the message says what thunder and torch.compile each do
+    assert "runs only while tracing" in got[0][3] and "while torch.compile runs it on every call" in got[0][3]
+    write(tmp_path / "pyproject.toml", '[tool.thunder-lint]\nassume-compiled = ["mypkg.models.*.forward"]\n')
+    got = findings(cli, ".")
+    assert {line for _, _, line, *_ in got} == {13, 23, 33}, got
+
+
+def test_target_overrides_the_compiler(cli, tmp_path):
+    write(tmp_path / "ops.py", OPS)
+    write(tmp_path / "main.py", "import thunder\nimport ops\n\nstep = thunder.jit(ops.fused_step)\n")
+    (thunder,) = findings(cli, ".")
+    (torch_compile,) = findings(cli, ".", "--target", "torch.compile")
+    assert "runs only while tracing" in thunder[3] and "graph break" not in thunder[3]
+    assert "graph break" in torch_compile[3] and "runs only while tracing" not in torch_compile[3]
+    (as_thunder,) = findings(cli, ".", "--target", "thunder")
+    assert as_thunder == thunder
+
+
+def test_cached_run_follows_a_change_in_another_file(cli, tmp_path):
+    write(tmp_path / "ops.py", OPS)
+    main = write(tmp_path / "main.py", "import ops\n\nstep = ops.fused_step\n")
+    r = cli(".", "--format", "concise")
+    assert r.code == 0, r.out + r.err
+    write(main, "import thunder\nimport ops\n\nstep = thunder.jit(ops.fused_step)\n")
+    r = cli(".", "--format", "concise")
+    assert r.code == 1 and "ops.py:7" in r.out, r.out + r.err
+    write(main, "import ops\n\nstep = ops.fused_step\n")
+    r = cli(".", "--format", "concise")
+    assert r.code == 0, r.out + r.err

@@ -12,6 +12,8 @@ cache file is ignored and rewritten, never trusted.
 from __future__ import annotations
 
 import hashlib
+import hmac
+import io
 import os
 import pickle
 import sys
@@ -84,6 +86,70 @@ def entry_to_diag(entry: tuple, path: str) -> Diagnostic:
     return Diagnostic.from_json(j)
 
 
+# --- authenticity: a cache file is only trusted if this user's secret signed it ------------------------
+# Anyone who can write into the project (a cloned repository, a shared checkout) could otherwise plant
+# a results file that hides findings. Each file is MAGIC + HMAC-SHA256(secret, payload) + payload; the
+# payload's entries carry each source's content hash, so the MAC covers the findings and what they
+# describe. The secret lives in the user's own cache folder (mode 600); a mismatch is a plain miss.
+_MAGIC = b"thunder-lint-cache-v1\n"
+_SECRET_ENV = "THUNDER_LINT_CACHE_SECRET_FILE"
+_process_secret: bytes | None = None
+
+
+def _secret_path() -> str:
+    if os.environ.get(_SECRET_ENV):
+        return os.environ[_SECRET_ENV]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "thunder-lint", "cache-secret")
+
+
+def _secret() -> bytes:
+    """This user's cache secret, created on first use; without a usable home folder, one per process
+    (the cache then only helps within a run, never trusts a file it did not write)."""
+    global _process_secret
+    if _process_secret is not None:
+        return _process_secret
+    path = _secret_path()
+    try:
+        with open(path, "rb") as f:
+            secret = f.read()
+        if len(secret) < 32:
+            raise OSError("short secret")
+    except OSError:
+        secret = os.urandom(32)
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(secret)
+        except FileExistsError:  # another run created it meanwhile: use theirs
+            try:
+                with open(path, "rb") as f:
+                    theirs = f.read()
+                if len(theirs) >= 32:
+                    secret = theirs
+            except OSError:
+                pass
+        except OSError:
+            pass
+    _process_secret = secret
+    return secret
+
+
+def _signed(payload: bytes) -> bytes:
+    return _MAGIC + hmac.new(_secret(), payload, hashlib.sha256).digest() + payload
+
+
+def _verified(blob: bytes) -> bytes:
+    """The payload if this user's secret signed it; raises ValueError otherwise."""
+    if not blob.startswith(_MAGIC):
+        raise ValueError("not a signed cache file")
+    mac, payload = blob[len(_MAGIC) : len(_MAGIC) + 32], blob[len(_MAGIC) + 32 :]
+    if not hmac.compare_digest(mac, hmac.new(_secret(), payload, hashlib.sha256).digest()):
+        raise ValueError("cache file not signed with this user's secret")
+    return payload
+
+
 class _PlainUnpickler(pickle.Unpickler):
     """Loads plain builtins only: a cache file can never make us import or call anything."""
 
@@ -108,7 +174,8 @@ class ResultCache:
     def load(self) -> "ResultCache":
         try:
             with open(self.file, "rb") as f:
-                data = _PlainUnpickler(f).load()
+                payload = _verified(f.read())
+            data = _PlainUnpickler(io.BytesIO(payload)).load()
             if isinstance(data, dict) and data.get("key") == self.key and isinstance(data.get("entries"), dict):
                 self.entries = data["entries"]
         except Exception:  # missing, truncated, or written by something else: start afresh
@@ -155,8 +222,9 @@ class ResultCache:
             if not gitignore.exists():
                 gitignore.write_text("# Created by thunder-lint automatically.\n*\n")
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
+            payload = pickle.dumps({"key": self.key, "entries": self.entries}, protocol=pickle.HIGHEST_PROTOCOL)
             with os.fdopen(fd, "wb") as f:
-                pickle.dump({"key": self.key, "entries": self.entries}, f, protocol=pickle.HIGHEST_PROTOCOL)
+                f.write(_signed(payload))
             os.replace(tmp, self.file)
             self.dirty = False
             self._prune()

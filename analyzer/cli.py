@@ -2,7 +2,7 @@
 
     thunder-lint [PATHS...] [--select/--ignore/--extend-select CODES] [--fix [--unsafe-fixes]] [--diff]
                  [--show-fixes] [--statistics] [--format FMT] [--output-file F] [--exit-zero]
-                 [--stdin-filename NAME] [--no-cache] [-j N]
+                 [--stdin-filename NAME] [--no-cache] [--max-file-size SIZE] [-j N]
     thunder-lint rule TL101      the rule's documentation
     thunder-lint rules           the table of rules
     thunder-lint serve ...       the HTTP service
@@ -13,6 +13,7 @@ Exit status: 0 no findings, 1 findings (or, with --diff, fixes to show), 2 usage
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import os
 import sys
@@ -67,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--stdin-filename", metavar="NAME", help="read the source from stdin and report it as NAME")
     run.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml instead of searching for one")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the results cache")
+    run.add_argument("--max-file-size", type=_size, default=None, metavar="SIZE",
+                     help="files larger than this are reported as TL002, not parsed (default: 4MiB; e.g. 10MB)")
     run.add_argument("--cache-dir", metavar="DIR", help="where the results cache lives (default: <project root>/.thunder-lint-cache)")
     run.add_argument("--assume-compiled", action="append", metavar="PATTERN",
                      help="treat functions whose qualified name (package.module.Class.method) matches this glob as compiled")
@@ -85,6 +88,15 @@ def _jobs(value: str) -> int:
     if n < 0:
         raise argparse.ArgumentTypeError("the number of jobs cannot be negative")
     return n  # 0 means "all cores"
+
+
+def _size(value: str) -> int:
+    from .file_reader import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 # --- the pieces of a lint run --------------------------------------------------------------------------
@@ -149,7 +161,7 @@ def _write_fixed(path: str, digest: bytes | None, fixed: str) -> str | None:
     from .file_reader import Unreadable, read_bytes
 
     try:
-        current = read_bytes(path)
+        current = read_bytes(path, sys.maxsize)  # linted already: its size was allowed
     except Unreadable as e:
         return f"{path}: not fixed: {e}"
     if digest is not None and content_hash(current) != digest:
@@ -175,7 +187,7 @@ def _sources_for(diagnostics: list[Diagnostic], known: dict[str, str]) -> dict[s
     sources = dict(known)
     for path in {d.path for d in diagnostics if d.code != "TL002"} - set(sources):
         try:
-            sources[path] = decode(read_bytes(path))
+            sources[path] = decode(read_bytes(path, sys.maxsize))
         except Unreadable:
             pass
     return sources
@@ -289,6 +301,8 @@ def cmd_check(argv: list[str]) -> int:
     from .runner import Settings
 
     settings = Settings.from_config(cfg, fix=fix_mode)
+    if args.max_file_size is not None:
+        settings = dataclasses.replace(settings, max_file_bytes=args.max_file_size)
     if stdin_mode:
         return _check_stdin(args, settings)
     return _check_paths(args, paths, cfg, settings)
@@ -353,6 +367,11 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
         raise UsageError(f"cannot read source from stdin: {getattr(e, 'strerror', None) or e}") from None
     fixing_to_stdout = settings.fix is not None and not args.diff
     try:
+        from .file_reader import MAX_FILE_BYTES, too_large
+
+        limit = settings.max_file_bytes or MAX_FILE_BYTES
+        if len(data) > limit:
+            raise Unreadable(too_large(len(data), limit))
         text = decode(data)
     except Unreadable as e:
         diagnostics = [unreadable_diagnostic(name, e)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 import tokenize
 
@@ -17,9 +18,28 @@ from .diagnostics import Diagnostic, Severity
 UNREADABLE = "TL002"
 UNREADABLE_NAME = "unreadable-file"
 BINARY_SNIFF = 8192
-# Far beyond any hand-written module (the 10 MB test passes with room to spare); a multi-gigabyte file
-# named .py would otherwise be read whole into memory and parsed for minutes.
-MAX_FILE_BYTES = 64 * 1024 * 1024
+# Files larger than this get TL002 before they are parsed (``--max-file-size`` changes it). Parsing costs
+# about 230 MB of memory per MB of source in CPython's ``ast`` alone (bench/large_files.py), so 4 MiB
+# keeps one file near 1 GB; hand-written modules are far smaller.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 1000**2, "mb": 1000**2, "mib": 1024**2,
+          "g": 1000**3, "gb": 1000**3, "gib": 1024**3}
+
+
+def parse_size(value: str) -> int:
+    """``4MiB``, ``10MB``, ``500k`` or a number of bytes; raises ValueError."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", value)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"expected a size such as 4MiB, 10MB or 500000, got {value!r}")
+    size = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if size < 1:
+        raise ValueError("a size must be at least 1 byte")
+    return size
+
+
+def too_large(size: int, limit: int) -> str:
+    return f"file too large ({size / 1e6:.1f} MB > limit {limit / 1e6:.1f} MB); raise --max-file-size to lint it"
 
 
 class Unreadable(Exception):
@@ -31,13 +51,15 @@ class Unreadable(Exception):
         self.column = column
 
 
-def read_bytes(path: str) -> bytes:
+def read_bytes(path: str, max_bytes: int | None = None) -> bytes:
     """The file's bytes; raises Unreadable for anything that is not a readable regular file."""
-    return read_with_stat(path)[0]
+    return read_with_stat(path, max_bytes)[0]
 
 
-def read_with_stat(path: str) -> tuple[bytes, os.stat_result]:
-    """The file's bytes and its stat taken on the same open file (so they describe the same file)."""
+def read_with_stat(path: str, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
+    """The file's bytes and its stat taken on the same open file (so they describe the same file).
+    Over ``max_bytes`` (default MAX_FILE_BYTES) it is Unreadable, without reading it."""
+    limit = MAX_FILE_BYTES if max_bytes is None else max_bytes
     try:
         # O_NONBLOCK: opening a FIFO or a device must not wait for a writer.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -47,8 +69,8 @@ def read_with_stat(path: str) -> tuple[bytes, os.stat_result]:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise Unreadable("not a regular file")
-        if st.st_size > MAX_FILE_BYTES:
-            raise Unreadable(f"file too large to lint ({st.st_size / 2**20:.1f} MiB; the limit is {MAX_FILE_BYTES // 2**20} MiB)")
+        if st.st_size > limit:
+            raise Unreadable(too_large(st.st_size, limit))
         with os.fdopen(fd, "rb", closefd=False) as f:
             return f.read(), st
     except OSError as e:

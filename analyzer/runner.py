@@ -42,6 +42,7 @@ class Settings:
     fix: str | None = None  # None: lint only; "safe" or "unsafe": compute fixed text too
     assume_compiled: tuple[str, ...] = ()  # globs over package.module.Class.method
     target: str = "any"  # the compiler messages assume: "thunder", "torch.compile", or "any" (each entry point's)
+    max_file_bytes: int | None = None  # larger files are TL002 unread; None: file_reader.MAX_FILE_BYTES
 
     @classmethod
     def from_config(cls, config: Config, *, fix: str | None = None) -> "Settings":
@@ -112,7 +113,7 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
     (None on the first pass, before the index exists)."""
     result = FileResult(path)
     try:
-        data, st = read_with_stat(path)
+        data, st = read_with_stat(path, settings.max_file_bytes)
         result.digest = content_hash(data)
         result.signature = trusted_signature(st)
         if known.get(os.path.abspath(path)) == result.digest and settings.fix is None:

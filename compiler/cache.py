@@ -7,6 +7,7 @@ autograd records them as it would in eager mode (no separate backward trace).
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -21,6 +22,11 @@ from .passes import run_passes
 from .trace import Trace, current_state
 
 CACHE_OPTIONS = ("constant values", "no caching")
+
+# One trace at a time in the process: the interpreter runs the user's Python (a `global n; n += 1` is many
+# steps there, so threads tracing at once lost updates eager keeps), and tracing swaps process-wide state
+# (builtins.isinstance, the interpreters' stack). Cache hits run without it.
+_TRACING_LOCK = threading.RLock()
 
 
 @dataclass
@@ -105,7 +111,7 @@ class JittedFunction:
         kw = {"observers": self.observers}
         if self.module is not None:
             kw["module"] = self.module
-        with segments.segmenting(self.executors, self.passes, replay):
+        with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay):
             result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
         if result.segments is not None:
             comp = segments.SegmentedComputation(result.segments)
@@ -142,8 +148,52 @@ class JittedModule(torch.nn.Module):
     def __init__(self, module: torch.nn.Module, **options):
         super().__init__()
         self._model = module
+        self._options = options
         # The trace calls the module's __call__ (hooks included) with parameters swapped for proxies.
         self._jitted = JittedFunction(module, module=module, **options)
+
+    # It behaves as the module it wraps: state and parameter names carry no `_model.` prefix.
+    def state_dict(self, *args, **kwargs):
+        return self._model.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        return self._model.load_state_dict(state_dict, strict=strict, assign=assign)
+
+    def named_parameters(self, *args, **kwargs):
+        return self._model.named_parameters(*args, **kwargs)
+
+    def named_buffers(self, *args, **kwargs):
+        return self._model.named_buffers(*args, **kwargs)
+
+    def named_modules(self, *args, **kwargs):
+        return self._model.named_modules(*args, **kwargs)
+
+    def named_children(self):
+        return self._model.named_children()
+
+    def train(self, mode: bool = True):
+        self._model.train(mode)
+        self.training = mode
+        return self
+
+    def _apply(self, fn, recurse=True):  # to(), cuda(), float(), ...: on the module itself
+        self._model._apply(fn, recurse)
+        return self
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_model"], name)
+
+    def __getstate__(self):  # pickling: the module and the options; compiled traces are rebuilt on use
+        return {"module": self._model, "options": self._options}
+
+    def __setstate__(self, state):
+        self.__init__(state["module"], **state["options"])
+
+    def __repr__(self):
+        return f"JittedModule({self._model!r})"
 
     def forward(self, *args, **kwargs):
         return self._jitted(*args, **kwargs)

@@ -18,6 +18,7 @@ from .prologue import PrologueBuilder
 from .builtin_answers import answering_isinstance, refuse_type_is_tensor, user_code_objects
 from .hidden_inputs import StateSnapshot, user_codes
 from . import segments
+from .epilogue import StateWrites, append_stores, emit_guards
 from .proxies import OpaqueProxy, TensorProxy
 from .torchlang import TracingMode
 from .trace import SET_GRAD_ENABLED, BoundSymbol, Trace, TracingState, tracing
@@ -50,6 +51,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     swaps = builder.module_tensors(module, "module") if module is not None else []
     builder.hidden(fn, module)
     snapshot = StateSnapshot(fn, module)
+    state_writes = StateWrites(module, snapshot)
     if call is None:  # natively, type(proxy) is TensorProxy; the interpreter answers type() as eager does
         refuse_type_is_tensor(user_code_objects(user_codes(fn, module)))
     grad_enabled = torch.is_grad_enabled()
@@ -63,7 +65,14 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     except DataDependentError as e:
         state.emit(Event(DATA_DEPENDENT, str(e), e.location))  # observers see it even though we raise
         raise
+    except Exception as e:
+        if state.segmenter is not None and _users_exception(e):
+            # eager did everything before the raise: do it for real, keep the Python effects, re-raise
+            state.segmenter.run_before_error(state_writes.take(holds_proxy)[0])
+            e.thunder_effects_kept = True
+        raise
     finally:
+        writes, key_guards = state_writes.take(holds_proxy)  # replayed by the epilogue (stores), put back now
         for d, name, real in swaps:
             d[name] = real
         torch._C._set_grad_enabled(grad_enabled)
@@ -80,6 +89,8 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
                             "trace cannot repeat Python side effects on arguments: return the values instead")
     if state.grad_enabled != grad_enabled:  # a `no_grad` block left open cannot happen; restore anyway
         state.trace.bsyms.append(BoundSymbol(SET_GRAD_ENABLED, (grad_enabled,), {}, None))
+    append_stores(state.trace, writes)
+    emit_guards(builder, key_guards)
     _check_outputs(out)
     trace = state.trace
     trace.args = list(state.inputs) + [p for _, p in state.captured]
@@ -110,6 +121,13 @@ def _same(a, b) -> bool:
     if isinstance(a, tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return a == b
+
+
+def _users_exception(e: Exception) -> bool:
+    """Raised by the user's program (eager raises it too), not a refusal of the compiler or interpreter."""
+    from .interpreter import InterpreterError
+
+    return not isinstance(e, (CompilerError, InterpreterError)) and not getattr(e, "thunder_from_observer", False)
 
 
 def holds_proxy(value) -> bool:

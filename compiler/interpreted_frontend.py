@@ -23,6 +23,7 @@ from .interpreter import Interpreter, events as ev, provenance
 from .interpreter.classify import reads_outside_state
 from .interpreter.opcodes_data import ABSENT
 from .source import interpreting
+from .torchlang.lookasides import interpreter_lookasides as torch_lookasides
 
 _COMPILER_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -84,7 +85,7 @@ class CallEffects:
         self.writes.clear()
 
 
-_LOOKASIDES = {type: traced_type}
+_LOOKASIDES = {type: traced_type, **torch_lookasides()}
 
 
 class InterpretedCall:
@@ -121,8 +122,9 @@ def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observer
     try:
         result = native_frontend(fn, args, kwargs, observers=observers, call=call,
                                  hidden_reads=lambda: effects.reads, **options)
-    except BaseException:
-        effects.undo_writes()
+    except BaseException as e:
+        if not getattr(e, "thunder_effects_kept", False):  # a refusal: put back what tracing wrote
+            effects.undo_writes()
         raise
     result.rerun = effects.rerun
     return result

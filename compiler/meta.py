@@ -110,6 +110,17 @@ def run_on_meta(fn, args, kwargs, device):
     except NotImplementedError as e:
         if "data-independent" in str(e) or "data-dependent" in str(e) or "nonzero" in str(e):
             raise DataDependentError(f"output shape depends on tensor values ({str(e).splitlines()[0][:120]})") from e
+        if "Meta" in str(e):  # torch has no meta kernel for it: its output metadata cannot be known here
+            raise UnsupportedOpError(f"{getattr(fn, '__name__', fn)} has no meta implementation in torch "
+                                     f"{torch.__version__}, so the compiler cannot trace it") from e
+        raise
+    except RuntimeError as e:
+        # The meta kernel read a tensor's value (narrow with a tensor start, repeat_interleave with tensor
+        # repeats, tensor_split with tensor indices): the result's metadata depends on data.
+        if any(m in str(e) for m in ("cannot be called on meta tensors", "Cannot access data pointer",
+                                     "meta tensor without output_size", "but it's on meta")):
+            raise DataDependentError(f"{getattr(fn, '__name__', fn)} needs the values of a tensor argument at trace "
+                                     "time (its result's shape depends on them); pass Python numbers instead") from e
         raise
 
     def wrap(m):
@@ -258,3 +269,29 @@ def tensor_from_data_meta(symbol, args, kwargs):
     with torch._C.DisableTorchFunction():
         m = torch.empty(shape_of(data), dtype=dtype, device="meta")
     return _new_proxy(m, device)
+
+
+def unique_meta(symbol, args, kwargs):
+    """torch._unique2 / unique_dim / unique_consecutive (torch.unique and Tensor.unique call them): how many
+    distinct values there are depends on the data; the inverse indices have the input's shape."""
+    names = {"_unique2": ("self", "sorted", "return_inverse", "return_counts"),
+             "unique_dim": ("self", "dim", "sorted", "return_inverse", "return_counts"),
+             "unique_consecutive": ("self", "return_inverse", "return_counts", "dim")}[symbol.name.split(".")[-1]]
+    bound = {"sorted": True, "return_inverse": False, "return_counts": False, "dim": None}
+    bound.update(zip(names, args))
+    bound.update(kwargs)
+    self, dim = bound["self"], bound["dim"]
+    device = infer_device(symbol, args, kwargs)
+    if dim is None:
+        out_shape, inv_shape = (DYNAMIC_SIZE,), tuple(self.meta.shape)
+    else:
+        dim = dim % max(self.ndim, 1)
+        out_shape = tuple(DYNAMIC_SIZE if i == dim else n for i, n in enumerate(self.meta.shape))
+        inv_shape = (self.meta.shape[dim],)
+    output = _dynamic_result(out_shape, self.dtype, device)
+    with torch._C.DisableTorchFunction():
+        inverse = _new_proxy(torch.empty(inv_shape if bound["return_inverse"] else (0,), dtype=torch.int64,
+                                         device="meta"), device)
+    counts = _dynamic_result((DYNAMIC_SIZE,), torch.int64, device) if bound["return_counts"] else \
+        _new_proxy(torch.empty((0,), dtype=torch.int64, device="meta"), device)
+    return output, inverse, counts

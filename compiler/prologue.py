@@ -20,7 +20,8 @@ from .symbols import BoundSymbol, Symbol, Tag
 from .trace import Trace
 
 SUPPORTED_INPUTS = ("torch.Tensor, nn.Parameter, int, float, bool, complex, str, None, torch.dtype, "
-                    "torch.device, slice, torch.Generator, and tuple/list/dict (str keys) of these")
+                    "torch.device, torch.Size, torch.layout, torch.memory_format, slice, Ellipsis, torch.Generator, and "
+                    "tuple/list/dict (str keys) of these")
 
 
 def _guard(name: str, printer) -> Symbol:
@@ -56,9 +57,23 @@ def _device_check(name: str, dev: torch.device) -> str:
     return f"{name}.device != torch.device({str(dev)!r})"
 
 
+class TensorFacts:
+    """What the guard checks of a tensor, without the tensor: a cache entry must not keep its first call's
+    arguments alive."""
+
+    __slots__ = ("cls", "dtype", "shape", "strides", "device", "requires_grad", "is_leaf")
+
+    def __init__(self, t: torch.Tensor):
+        self.cls, self.dtype, self.shape, self.strides = type(t), t.dtype, tuple(t.shape), tuple(t.stride())
+        self.device, self.requires_grad, self.is_leaf = t.device, t.requires_grad, t.is_leaf
+
+    def stride(self):
+        return self.strides
+
+
 def _print_tensor(bsym, trace):
     name, t = bsym.args
-    tname = trace.const_expr(type(t))
+    tname = trace.const_expr(t.cls)
     conds = [f"type({name}) is not {tname}", f"{name}.dtype is not {t.dtype}",
              f"{name}.shape != {tuple(t.shape)!r}", f"{name}.stride() != {tuple(t.stride())!r}",
              _device_check(name, t.device), f"{name}.requires_grad is not {t.requires_grad}"]
@@ -72,6 +87,10 @@ def _print_generator(bsym, trace):
     return _fail_if(f"type({name}) is not torch.Generator or {name}.device != {trace.const_expr(g.device)}")
 
 
+# Values passed through as they are and guarded by value (dtype, layout and memory_format are singletons).
+_VALUE_TYPES = (torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size)
+
+
 def _print_value(bsym, trace):
     name, value = bsym.args
     if isinstance(value, bool) or value is None:
@@ -83,8 +102,11 @@ def _print_value(bsym, trace):
         return _fail_if(f"type({name}) is not float or {name} != 0.0 or math.copysign(1.0, {name}) != {sign}")
     if isinstance(value, (int, float, complex, str)):
         return _fail_if(f"type({name}) is not {type(value).__name__} or {name} != {trace.const_expr(value)}")
-    if isinstance(value, (torch.dtype, torch.device)):
-        return _fail_if(f"{name} != {trace.const_expr(value)}")
+    if isinstance(value, torch.Size):  # a tuple of the same ints compares equal: check the type too
+        return _fail_if(f"type({name}) is not torch.Size or {name} != {trace.const_expr(value)}")
+    if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format)) or value is Ellipsis:
+        return _fail_if(f"{name} is not {trace.const_expr(value)}" if not isinstance(value, torch.device)
+                        else f"{name} != {trace.const_expr(value)}")
     return _fail_if(f"{name} != {trace.const_expr(value)}")
 
 
@@ -184,7 +206,7 @@ class PrologueBuilder:
     def tensor_input(self, var: str, t: torch.Tensor, origin: str) -> TensorProxy:
         p = TensorProxy(self.state.trace.new_name("t"), meta_like(t), t.device, origin=origin)
         p.is_parameter = type(t) is torch.nn.Parameter
-        self._emit(CHECK_TENSOR, var, t)
+        self._emit(CHECK_TENSOR, var, TensorFacts(t))
         self.state.inputs.append(p)
         self.state.real_inputs[p.name] = t
         self.input_names.append(var)
@@ -211,7 +233,7 @@ class PrologueBuilder:
             p = self.tensor_input(var, x, origin)
             self.arg_tensors[id(x)] = (p, var)
             return p
-        if x is None or t in (bool, str, complex, slice) or isinstance(x, (torch.dtype, torch.device)):
+        if x is None or x is Ellipsis or t in (bool, str, complex, slice) or isinstance(x, _VALUE_TYPES):
             var = self._var()
             self._emit(UNPACK, var, source)
             self._emit(CHECK_VALUE, var, x)
@@ -306,7 +328,7 @@ class PrologueBuilder:
             self._emit(CHECK_DISTINCT, tuple(var for _, var in self.arg_tensors.values()))
         for real, proxy in captured:
             var = tr.const_expr(real)
-            self._emit(CHECK_TENSOR, var, real)
+            self._emit(CHECK_TENSOR, var, TensorFacts(real))
             self.input_names.append(var)
         self._emit(CHECK_GLOBAL_STATE, grad_enabled, torch.get_default_dtype(), self.state.default_device)
         self._emit(RETURN_INPUTS, tuple(self.input_names))

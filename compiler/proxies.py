@@ -65,6 +65,16 @@ class TensorProxy(Proxy):
     is_cpu = property(lambda self: self.device.type == "cpu")
     is_meta = property(lambda self: self.device.type == "meta")
     layout = property(lambda self: self.meta.layout)
+    # Read-only facts that follow from the layout and dtype (traced tensors are plain strided tensors).
+    is_nested = property(lambda self: False)
+    is_sparse = property(lambda self: self.meta.is_sparse)
+    is_sparse_csr = property(lambda self: self.meta.is_sparse_csr)
+    is_quantized = property(lambda self: self.meta.is_quantized)
+    is_mkldnn = property(lambda self: False)
+    itemsize = property(lambda self: self.meta.itemsize)
+    nbytes = property(lambda self: self.numel() * self.meta.itemsize)
+    is_xpu = property(lambda self: self.device.type == "xpu")
+    is_mps = property(lambda self: self.device.type == "mps")
     T = property(lambda self: _dispatch(PROPERTY_GETTERS["T"], (self,)))
     mT = property(lambda self: _dispatch(PROPERTY_GETTERS["mT"], (self,)))
     H = property(lambda self: _dispatch(PROPERTY_GETTERS["H"], (self,)))
@@ -156,6 +166,12 @@ class TensorProxy(Proxy):
 
     def __index__(self):
         return self._needs_data("using a tensor as an index", "index")
+
+    def __str__(self):  # print(x), f"{x}": eager prints the values
+        self._needs_data("str(tensor) (printing or formatting a tensor)", "str")
+
+    def __format__(self, spec):
+        self._needs_data("formatting a tensor", "format")
 
     def item(self):
         return self._needs_data("tensor.item()", "item")

@@ -197,6 +197,16 @@ class Segmenter:
                                     "segment": i + 1}))
         return True, value
 
+    def run_before_error(self, writes) -> None:
+        """The user's code raised: run for real what eager ran before the exception (the ops since the last
+        read, then the stores made so far), so its effects on inputs and state stay, as in eager."""
+        self._fill_inputs()
+        seg = segment_trace(self.state.trace.bsyms[self.cut:], None, "ops before the exception")
+        with _native(self.grad_at_cut):
+            Runner(seg, self.options, final=False).run(self.env)
+            for slot, value in writes:
+                slot.store(pytree.tree_map(lambda v: self.env[v.name] if isinstance(v, TensorProxy) else v, value))
+
     def _fill_inputs(self) -> None:
         st = self.state
         for p in st.inputs:

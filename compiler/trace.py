@@ -97,6 +97,9 @@ class Trace:
             return "[" + ", ".join(self.expr(i) for i in x) + "]"
         if type(x) is dict:
             return "{" + ", ".join(f"{self.expr(k)}: {self.expr(v)}" for k, v in x.items()) + "}"
+        if pytree.is_dataclass_instance(x):  # ModelOutput(logits=t3, hidden=t2)
+            fields = ", ".join(f"{name}={self.expr(getattr(x, name))}" for name in type(x).__dataclass_fields__)
+            return f"{self.const_expr(type(x))}({fields})"
         if isinstance(x, tuple) and not isinstance(x, torch.Size):
             items = ", ".join(self.expr(i) for i in x)
             if hasattr(x, "_fields"):  # namedtuple: Cls(a, b)
@@ -211,7 +214,11 @@ class TracingState:
     def emit(self, event: ev.Event) -> None:
         self.events.append(event)
         for obs in self.observers:
-            obs(event)
+            try:
+                obs(event)
+            except Exception as e:
+                e.thunder_from_observer = True  # not the user's program: nothing of the call runs for real
+                raise
 
     def capture(self, t: torch.Tensor) -> TensorProxy:
         for real, proxy in self.captured:

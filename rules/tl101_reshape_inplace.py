@@ -260,12 +260,9 @@ def _written_back(ctx, facts, target, base, mutation) -> bool:
         return False
     name = root.id
 
-    def strip_data(text: str) -> str:
-        return text[:-5] if text.endswith(".data") else text
-
     # The base, and what it was taken from (`w = module.weight.data` ... `w = w.reshape(...)`): storing
     # the result into any of those is a write-back.
-    wants = {strip_data(ctx.segment(base))}
+    wants = {_strip_data(ctx.segment(base))}
     expr, pos = base, start(mutation.node)
     for _ in range(_MAX_DEPTH):
         if not isinstance(expr, ast.Name):
@@ -278,29 +275,51 @@ def _written_back(ctx, facts, target, base, mutation) -> bool:
             value = value.func.value  # w.reshape(...).to(...) -> w
         while isinstance(value, ast.Subscript):
             value = value.value
-        wants.add(strip_data(ctx.segment(value)))
+        wants.add(_strip_data(ctx.segment(value)))
         expr, pos = value, start(b.stmt)
     after = end(mutation.stmt)
+    stores = _store_backs(ctx, facts)
+    for want in wants:
+        for pos, names, rebinds in stores.get(want, ()):
+            if pos >= after and name in names and name not in rebinds:
+                return True
+    return False
 
-    def uses_name(expr) -> bool:
-        return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(expr))
+
+def _strip_data(text: str) -> str:
+    return text[:-5] if text.endswith(".data") else text
+
+
+def _store_backs(ctx, facts) -> dict:
+    """What the scope stores values into, keyed by the destination's text without ``.data``: for each
+    store (an assignment, ``dest.copy_(v)``, ``setattr(obj, "name", v)``) its position, the names the
+    stored value reads and the names the statement rebinds. Built once per scope, so checking many writes
+    stays linear in the scope's size."""
+    cached = getattr(facts, "_tl101_store_backs", None)
+    if cached is not None:
+        return cached
+    found: dict = {}
+
+    def add(dest: str, node, value, rebinds=frozenset()):
+        names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        found.setdefault(_strip_data(dest), []).append(((node.lineno, node.col_offset), names, rebinds))
 
     for node in ast.walk(facts.node):
-        if not hasattr(node, "lineno") or (node.lineno, node.col_offset) < after:
-            continue
-        if isinstance(node, ast.Assign) and uses_name(node.value):
-            if any(strip_data(ctx.segment(t)) in wants for t in node.targets if isinstance(t, (ast.Attribute, ast.Subscript))):
-                return True
-        elif isinstance(node, ast.Call) and node.args and uses_name(node.args[-1]):
+        if isinstance(node, ast.Assign):
+            rebinds = frozenset(t.id for t in node.targets if isinstance(t, ast.Name))
+            for t in node.targets:
+                if isinstance(t, (ast.Attribute, ast.Subscript, ast.Name)):
+                    add(ctx.segment(t), node, node.value, rebinds)
+        elif isinstance(node, ast.Call) and node.args:
             func = node.func
-            if isinstance(func, ast.Attribute) and func.attr == "copy_" and strip_data(ctx.segment(func.value)) in wants:
-                return True
-            if isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) == 3:
+            if isinstance(func, ast.Attribute) and func.attr == "copy_":
+                add(ctx.segment(func.value), node, node.args[-1])
+            elif isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) == 3:
                 attr = node.args[1]
                 if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
-                    if strip_data(f"{ctx.segment(node.args[0])}.{attr.value}") in wants:
-                        return True
-    return False
+                    add(f"{ctx.segment(node.args[0])}.{attr.value}", node, node.args[-1])
+    facts._tl101_store_backs = found
+    return found
 
 
 def _loop_owner(facts, binding) -> str | None:

@@ -57,7 +57,7 @@ def fix_source(
     current = text
     applied: list[Diagnostic] = []
     for _ in range(_MAX_FIX_ROUNDS):
-        diagnostics = lint(current, path, enabled=enabled, jit_decorators=decorators, with_fixes=True)
+        diagnostics = lint(current, path, enabled=enabled, jit_decorators=decorators, with_fixes=True, capped=False)
         new, fixed = apply_fixes(current, diagnostics, unsafe)
         if not fixed or new == current:
             break

@@ -25,6 +25,8 @@ from .source import SourceFile
 _NESTING_LIMIT = 200
 # Below this size a MemoryError from the parser is its stack overflowing on nesting, not a full heap.
 _SMALL_FILE_CHARS = 1_000_000
+# Findings reported per file; the rest are counted in one "and N more" finding.
+MAX_FINDINGS_PER_FILE = 1000
 
 
 def enabled_codes(select=None, ignore=None, extend_select=None) -> frozenset[str]:
@@ -125,6 +127,18 @@ def syntax_error_diagnostic(source: SourceFile, exc: BaseException, *, parsing: 
     return _diagnostic("TL001", f"syntax error: {message}", source.path, (line, col, end_line, end_col))
 
 
+def _cap(kept: list) -> tuple[list, list]:
+    """The first MAX_FINDINGS_PER_FILE distinct findings in text order, and the rest (counted in one
+    summary finding): a pathological file must not cost minutes of fix building and a huge report."""
+    if len(kept) <= MAX_FINDINGS_PER_FILE:
+        return kept, []
+    unique = {}
+    for item in kept:
+        unique.setdefault((item[0], item[2]), item)
+    ordered = sorted(unique.values(), key=lambda item: (item[2][0], item[2][1], item[0]))
+    return ordered[:MAX_FINDINGS_PER_FILE], ordered[MAX_FINDINGS_PER_FILE:]
+
+
 def lint(
     text: str,
     path: str = "<string>",
@@ -133,9 +147,11 @@ def lint(
     jit_decorators: Iterable[str] = (),
     with_fixes: bool = True,
     project=None,
+    capped: bool = True,
 ) -> list[Diagnostic]:
     """``project`` (a ProjectFile) brings what the project index knows about this file, and takes back
-    the file's summary for the index: both from this one parse."""
+    the file's summary for the index: both from this one parse. ``capped``: at most
+    MAX_FINDINGS_PER_FILE findings and a summary (fixing rounds need them all)."""
     source = SourceFile(text, path)
     try:
         tree = parse(text)  # under a pseudo file name: the path is a label, never opened
@@ -185,6 +201,7 @@ def lint(
         if noqa and any(is_suppressed(code, getattr(r.target, "lineno", 0), noqa) for r in finding.fixes):
             continue
         kept.append((code, finding, span))
+    kept, omitted = _cap(kept) if capped else (kept, [])
 
     fixes_per_finding = [()] * len(kept)
     if with_fixes and any(f.fixes for _, f, _ in kept):
@@ -201,6 +218,13 @@ def lint(
             continue
         seen.add(key)
         diagnostics.append(_diagnostic(code, finding.message, path, span, fixes, getattr(finding, "severity", None)))
+    if omitted:
+        code, finding, span = omitted[0]
+        message = (
+            f"... and {len(omitted)} more findings in this file, from here on, not shown "
+            f"(at most {MAX_FINDINGS_PER_FILE} per file)"
+        )
+        diagnostics.append(_diagnostic(code, message, path, span))
     if too_deep:
         line, col = _deepest_node_position(tree)
         diagnostics.append(

@@ -111,15 +111,37 @@ METADATA_FUNCTIONS = {
 }
 
 
+# Symbols derived from torch's operator schemas (torchlang/schemas.py), made on first use; None: no ATen op.
+DERIVED_SYMBOLS: dict[object, Symbol | None] = {}
+
+
+def derived_symbol(func) -> Symbol | None:
+    try:
+        return DERIVED_SYMBOLS[func]
+    except KeyError:
+        sym = DERIVED_SYMBOLS[func] = schemas.derive(func)
+        return sym
+    except TypeError:  # unhashable callable
+        return None
+
+
 def dispatch(func, args, kwargs):
     sym = TORCH_SYMBOLS.get(func)
     if sym is None and func in METADATA_FUNCTIONS and args and isinstance(args[0], TensorProxy):
         return METADATA_FUNCTIONS[func](*args, **kwargs)
     if sym is None:
-        if not _has_proxy(args, kwargs):
+        sym = derived_symbol(func)
+        has_proxy = _has_proxy(args, kwargs)
+        if sym is not None and not has_proxy and not sym.tags & (Tag.CREATION | Tag.RANDOM):
+            sym = None  # no traced value and nothing created: computed natively, below
+    if sym is None:
+        if not has_proxy:
             # No traced value involved (e.g. reading a real tensor's .shape): run it natively.
             with torch._C.DisableTorchFunction():
                 return func(*args, **kwargs)
+        interpreted = lookasides.interpret_python(func, args, kwargs)
+        if interpreted is not None:
+            return interpreted[0]
         loc = user_location(3)
         where = f" at {loc.describe()}" if loc else ""
         raise UnsupportedOpError(f"{_callable_name(func)} is not supported by the thunder-lint compiler{where}")
@@ -142,4 +164,5 @@ class TracingMode(TorchFunctionMode):
         return dispatch(func, args, kwargs or {})
 
 
+from . import lookasides, schemas  # noqa: E402
 from . import ops  # noqa: E402,F401  (fills the table)

@@ -2,7 +2,7 @@
 their tags, and (where one exists) a decomposition into prims."""
 from __future__ import annotations
 
-from ..meta import indexing_meta, masked_select_meta, nonzero_meta, tensor_from_data_meta, to_meta
+from ..meta import indexing_meta, masked_select_meta, nonzero_meta, tensor_from_data_meta, to_meta, unique_meta
 from ..symbols import Tag
 from . import decompositions as D
 from . import register, register_property
@@ -28,8 +28,8 @@ for n in ("abs neg negative exp exp2 expm1 log log1p log2 log10 sqrt rsqrt sin c
 for n in "isnan isinf isfinite isneginf isposinf signbit".split():
     fn_and_methods(n, inplace=False)
 for n in ("Tensor.__neg__", "Tensor.__pos__", "Tensor.__abs__", "Tensor.__invert__"):
-    register(f"torch.{n}", decomposition=D.UNARY.get(n.split("__")[1]))
-register("torch.positive")
+    register(f"torch.{n}", V if n == "Tensor.__pos__" else Tag.NONE, decomposition=D.UNARY.get(n.split("__")[1]))
+register("torch.positive", V)  # returns its input itself (schema: Tensor(a))
 
 # ---- elementwise binary / ternary ----
 for n in ("add sub subtract mul multiply div divide true_divide floor_divide remainder fmod pow float_power "
@@ -83,7 +83,7 @@ register("torch.nn.functional.dropout", R, decomposition=D.dropout, inplace_arg=
 register("torch.dropout", R)
 register("torch.nn.functional.embedding", decomposition=D.embedding)
 register("torch.embedding")
-register("torch.nn.functional.scaled_dot_product_attention", decomposition=D.sdpa)
+register("torch.nn.functional.scaled_dot_product_attention", R, decomposition=D.sdpa)  # dropout_p draws
 register("torch.nn.functional.linear", decomposition=D.linear)
 for n in ("cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy",
           "binary_cross_entropy_with_logits", "kl_div", "pad", "conv1d", "conv2d", "max_pool2d",
@@ -143,6 +143,9 @@ register("torch.broadcast_to", V)
 # value-dependent sizes: the result's length is unknown at trace time (TensorProxy.dynamic)
 for _n in ("torch.masked_select", "torch.Tensor.masked_select"):
     register(_n, meta=masked_select_meta)
+for _n in ("torch._unique2", "torch._C._VariableFunctions.unique_dim",
+           "torch._C._VariableFunctions.unique_consecutive"):
+    register(_n, meta=unique_meta)
 for _n in ("torch.nonzero", "torch.Tensor.nonzero", "torch.argwhere", "torch.Tensor.argwhere"):
     register(_n, meta=nonzero_meta)
 register("torch.broadcast_tensors", V)

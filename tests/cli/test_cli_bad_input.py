@@ -56,14 +56,14 @@ def test_empty_file_is_clean(cli, tmp_path):
 
 def test_ten_megabyte_file(cli, tmp_path):
     # Embedded data (a 10 MB literal) with code around it; the syntax error at the very end proves the
-    # whole file was read and parsed.
+    # whole file was read and parsed (over the default 4 MiB limit, so the limit is raised).
     row = "0123456789abcdef" * 8 + "\n"
     blob = row * (10 * 1024 * 1024 // len(row) + 1)
     big = write(tmp_path / "big.py", 'def f(x):\n    return x + 1\n\nDATA = """\n' + blob + '"""\n\ndef g(:\n    pass\n')
     assert big.stat().st_size >= 10 * 1024 * 1024
     write(tmp_path / "other.py", SYNTAX_ERROR_SRC)
     start = time.perf_counter()
-    r = cli(".", "--format", "json")
+    r = cli(".", "--format", "json", "--max-file-size", "11MiB")
     assert time.perf_counter() - start < 120
     found = json.loads(r.out)
     assert {(d["path"], d["code"]) for d in found} == {("big.py", "TL001"), ("other.py", "TL001")}
@@ -190,10 +190,10 @@ def test_process_never_shows_a_traceback_on_bad_input(tmp_path):
 def test_oversized_file_is_tl002_not_a_memory_blowup(cli, tmp_path, monkeypatch):
     import analyzer.file_reader as fr
 
-    monkeypatch.setattr(fr, "MAX_FILE_BYTES", 1024 * 1024)  # the real limit is 64 MiB
+    monkeypatch.setattr(fr, "MAX_FILE_BYTES", 1024 * 1024)  # the real default is 4 MiB
     write(tmp_path / "huge.py", "x = 1\n" * 200_000)
     write(tmp_path / "bad.py", SYNTAX_ERROR_SRC)
     r = cli(".", "--format", "json", "-j", "1")
     got = findings(r)
-    assert ("huge.py", "TL002", "Cannot lint this file: file too large to lint (1.1 MiB; the limit is 1 MiB)") in got
+    assert ("huge.py", "TL002", "Cannot lint this file: file too large (1.2 MB > limit 1.0 MB); raise --max-file-size to lint it") in got
     assert ("bad.py", "TL001") in codes_by_path(r)

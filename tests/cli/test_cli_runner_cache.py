@@ -219,7 +219,7 @@ def test_unchanged_stat_means_the_file_is_not_even_opened(tmp_path, monkeypatch)
     cache.save()
     opened = []
     real = runner_mod.read_with_stat
-    monkeypatch.setattr(runner_mod, "read_with_stat", lambda p: opened.append(p) or real(p))
+    monkeypatch.setattr(runner_mod, "read_with_stat", lambda p, *a: opened.append(p) or real(p, *a))
     warm = run(paths, Settings(), jobs=1, cache=ResultCache(tmp_path / "cache", key).load())
     assert opened == [] and warm.cache_hits == 8
     assert as_json(warm.diagnostics) == as_json(cold.diagnostics)

@@ -83,8 +83,14 @@ class Tally:
 # ------------------------------------------------------------------------------------------------ inputs
 
 def fresh(sample):
-    """A deep copy of (input, args, kwargs): new storage, same strides and storage offsets."""
-    return copy.deepcopy((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    """A deep copy of (input, args, kwargs): new storage, same strides and storage offsets (sparse
+    tensors, which have no storage to copy, are cloned)."""
+    data = (sample.input, tuple(sample.args), dict(sample.kwargs))
+    try:
+        return copy.deepcopy(data)
+    except (NotImplementedError, RuntimeError):
+        return torch.utils._pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else copy.deepcopy(t),
+                                            data)
 
 
 def _is_random(op) -> bool:
@@ -170,8 +176,8 @@ def _seeded(fn, *args, **kwargs):
 
 def check_sample(fn, sample, *, random: bool, inplace: bool = False, calls: int = 2):
     """(outcome, reason) of running `fn(sample.input, *sample.args, **sample.kwargs)` jitted vs eager."""
-    inp, args, kwargs = fresh(sample)
     try:
+        inp, args, kwargs = fresh(sample)
         expected = _seeded(fn, inp, *args, **kwargs)
     except Exception:
         return None  # eager cannot run it: not counted

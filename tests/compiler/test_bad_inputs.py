@@ -16,20 +16,20 @@ def _line_of(fn, offset=1):
 def test_unsupported_torch_function_names_the_op_and_the_line():
     def fn(x):
         y = x + 1
-        return torch.linalg.svd(y)
+        return torch.geqrf(y)  # torch has no meta kernel for it: its result's metadata is unknown
 
     with pytest.raises(compiler.UnsupportedOpError) as info:
         compiler.jit(fn)(torch.randn(3, 3))
     msg = str(info.value)
-    assert "svd" in msg and f"{THIS}:{_line_of(fn, 2)}" in msg and "torch.linalg.svd(y)" in msg
+    assert "geqrf" in msg and f"{THIS}:{_line_of(fn, 2)}" in msg and "torch.geqrf(y)" in msg
 
 
 def test_unsupported_tensor_method_names_the_method():
     def fn(x):
-        return x.stft(4)
+        return x.geqrf()
 
-    with pytest.raises(compiler.UnsupportedOpError, match=r"Tensor.stft.*test_bad_inputs.py"):
-        compiler.jit(fn)(torch.randn(16))
+    with pytest.raises(compiler.UnsupportedOpError, match=r"Tensor.geqrf.*test_bad_inputs.py"):
+        compiler.jit(fn)(torch.randn(4, 4))
 
 
 @pytest.mark.parametrize("value, kind", [(object(), "object"), (lambda: 1, "function"),
@@ -120,7 +120,7 @@ def test_failed_trace_leaves_no_entry_and_module_untouched():
             self.inner = m
 
         def forward(self, x):
-            return torch.linalg.svd(self.inner(x))
+            return torch.geqrf(self.inner(x))  # no meta kernel: refused
 
     jm = compiler.jit(Bad())
     with pytest.raises(compiler.UnsupportedOpError):
@@ -169,15 +169,15 @@ def test_type_name_is_the_eager_one():
 CACHE = None
 
 
-def test_traced_values_stored_outside_the_result_are_put_back_and_refused():
+def test_traced_values_stored_outside_the_result_are_replayed_or_put_back_when_tracing_fails():
+    # Stores are an epilogue of the trace now (compiler/epilogue.py); a refused trace changes nothing.
     def stores_global(x):
         global CACHE
         CACHE = x * 2
         return x
 
-    with pytest.raises(compiler.CompilerError, match="global 'CACHE'"):
-        compiler.jit(stores_global)(torch.ones(2))
-    assert CACHE is None
+    compiler.jit(stores_global)(torch.ones(2))
+    assert torch.equal(CACHE, torch.full((2,), 2.0))
 
     class Keeps(torch.nn.Module):
         def forward(self, x):
@@ -185,7 +185,16 @@ def test_traced_values_stored_outside_the_result_are_put_back_and_refused():
             return x
 
     m = Keeps()
-    with pytest.raises(compiler.CompilerError, match="Keeps.last"):
+    compiler.jit(m)(torch.ones(2))
+    assert torch.equal(m.last, torch.full((2,), 2.0))
+
+    class KeepsThenFails(torch.nn.Module):
+        def forward(self, x):
+            self.last = x + 1
+            return x.numpy()  # refused by the compiler
+
+    m = KeepsThenFails()
+    with pytest.raises(compiler.DataDependentError):
         compiler.jit(m)(torch.ones(2))
     assert not hasattr(m, "last")
 
@@ -225,5 +234,5 @@ def test_reseeding_an_argument_generator_is_refused():
         g.manual_seed(1)
         return x + torch.rand(2, generator=g)
 
-    with pytest.raises(compiler.CompilerError, match="generator argument"):
+    with pytest.raises(compiler.CompilerError, match="generator"):
         compiler.jit(fn)(torch.ones(2), torch.Generator())

@@ -1,0 +1,132 @@
+"""Python-level torch functions are interpreted down to the ops they call, not refused.
+
+`torch.nn.functional.*`, `torch.functional.*` and the Tensor methods written in Python (`Tensor.norm`,
+`Tensor.split`, `Tensor.unique`...) first ask `has_torch_function(...)` and, when a traced value or the
+tracing mode is about, hand the call to `__torch_function__`: the compiler then needs a symbol for the
+function itself. For a function with no hand-written symbol the interpreter answers False instead, so the
+function body runs (interpreted) and each torch op it calls is traced on its own. A Python function that
+reaches the dispatcher from native code (a Python Tensor method looked up on a proxy) is run under the
+active interpreter the same way.
+
+Also here: unbound Tensor methods called on traced values (`torch.Tensor.add_(x, y)`, `Tensor.__radd__`)
+go to the dispatcher: natively the method descriptor rejects a proxy as `self`.
+"""
+from __future__ import annotations
+
+import types
+
+import torch
+
+from ..interpreter import provenance as pv
+from ..proxies import TensorProxy
+from ..source import _INTERPRETERS
+
+
+def _hand_written(fn) -> bool:
+    from . import METADATA_FUNCTIONS, TORCH_SYMBOLS
+
+    return fn in TORCH_SYMBOLS or fn in METADATA_FUNCTIONS
+
+
+def _caller_has_symbol() -> bool:
+    """Whether the interpreted function now asking has_torch_function has a hand-written symbol (it is
+    then recorded as one op, through __torch_function__)."""
+    if not _INTERPRETERS or not _INTERPRETERS[-1].active:
+        return True
+    return _hand_written(_INTERPRETERS[-1].active[-1].fn)
+
+
+def _answer(real):
+    def has_torch_function(*args):
+        return real(*args) if _caller_has_symbol() else False
+
+    has_torch_function.__name__ = real.__name__
+    return has_torch_function
+
+
+def _unbound_method(method):
+    def call(*args, **kwargs):
+        if args and isinstance(args[0], TensorProxy):
+            from . import dispatch
+
+            return dispatch(method, args, kwargs)
+        return method(*args, **kwargs)
+
+    call.__name__ = method.__name__
+    return call
+
+
+def _rng_state_change(method):
+    # Recording seeds and RNG state in traces is issue 11's; until then a change made while tracing (e.g.
+    # inside `freeze_rng_state`, which puts the state back) would be missing from the cached trace.
+    def refuse(*args, **kwargs):
+        from ..errors import UnsupportedOpError
+        from ..source import user_location
+
+        loc = user_location(2)
+        raise UnsupportedOpError(f"torch.Generator.{method.__name__} (seeding or setting the random number "
+                                 f"generator's state) inside a jitted function is not supported yet"
+                                 f"{f' at {loc.describe()}' if loc else ''}; do it outside the jitted function")
+
+    return refuse
+
+
+_CHECKPOINT_OPTIONS = ("use_reentrant", "context_fn", "determinism_check", "debug", "preserve_rng_state",
+                       "early_stop")
+
+
+def _checkpoint(function, *args, **kwargs):
+    """torch.utils.checkpoint.checkpoint(fn, *args): the values and gradients are fn's own (checkpointing
+    only trades memory for recomputation in backward, which the execution trace's eager autograd does
+    not need), so fn is traced inline."""
+    for option in _CHECKPOINT_OPTIONS:
+        kwargs.pop(option, None)
+    return _interpret_call(function, args, kwargs)
+
+
+def _custom_function_apply(cls, *args, **kwargs):
+    # A custom autograd.Function as one unit with the user's backward is issue 11's; refuse clearly until then.
+    from ..errors import UnsupportedOpError
+    from ..source import user_location
+
+    loc = user_location(2)
+    raise UnsupportedOpError(f"custom torch.autograd.Function {cls.__qualname__}.apply is not supported yet"
+                             f"{f' at {loc.describe()}' if loc else ''}")
+
+
+def interpreter_lookasides() -> dict:
+    """callable -> replacement, for the interpreting front end."""
+    import torch.utils.checkpoint
+
+    table = {torch.utils.checkpoint.checkpoint: _checkpoint,
+             torch.autograd.Function.__dict__["apply"].__func__: _custom_function_apply}
+    table |= {m: _rng_state_change(m) for m in (torch._C.Generator.manual_seed, torch._C.Generator.set_state,
+                                                torch._C.Generator.seed, torch._C.Generator.graphsafe_set_state)
+             if m is not None}
+    table |= {real: _answer(real) for real in (torch._C._has_torch_function, torch._C._has_torch_function_unary,
+                                               torch._C._has_torch_function_variadic)}
+    for name, method in vars(torch._C.TensorBase).items():
+        if isinstance(method, (types.MethodDescriptorType, types.WrapperDescriptorType)) and \
+                name not in ("__init__", "__new__", "__init_subclass__", "__subclasshook__", "__getattribute__",
+                             "__setattr__", "__delattr__", "__reduce_ex__", "__sizeof__", "__dir__"):
+            table[method] = _unbound_method(method)
+    return table
+
+
+def interpret_python(func, args, kwargs):
+    """Run a Python-level torch function under the active interpreter (tracing mode on), so the ops it
+    calls are traced one by one. None: no interpreter is active (the native front end refuses instead)."""
+    if not isinstance(func, types.FunctionType) or not _INTERPRETERS:
+        return None
+    from . import TracingMode
+
+    with TracingMode():
+        return (_interpret_call(func, args, kwargs),)
+
+
+def _interpret_call(func, args, kwargs):
+    interp = _INTERPRETERS[-1]
+    provs = [pv.Computed("torch function argument")] * len(args)
+    kwprovs = {k: pv.Computed("torch function argument") for k in kwargs}
+    value, _ = interp.call(None, func, tuple(args), dict(kwargs), provs, kwprovs)
+    return value

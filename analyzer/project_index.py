@@ -213,7 +213,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
         def label(node) -> str:
             line = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
             if node.end_lineno == node.lineno:  # ast columns count UTF-8 bytes
-                seg = line.encode("utf-8", "surrogatepass")[node.col_offset : node.end_col_offset].decode(errors="replace")
+                seg = line.encode("utf-8", "surrogatepass")[node.col_offset : node.end_col_offset].decode("utf-8", "replace")
             else:
                 seg = line.strip() + " ..."
             seg = " ".join(seg.split())

@@ -82,6 +82,10 @@ def _new_proxy(m: torch.Tensor, device: torch.device, dynamic: bool = False) -> 
 
 def run_on_meta(fn, args, kwargs, device):
     """Run `fn` with proxies replaced by their meta tensors; wrap meta results back into proxies."""
+    if torch._C._is_any_autocast_enabled():  # meta tensors ignore autocast: fake tensors follow its rules
+        from .autocast import run_on_fake
+
+        return run_on_fake(fn, args, kwargs, device, _new_proxy)
     by_id = {}
 
     dynamic = False

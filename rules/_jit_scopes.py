@@ -113,7 +113,7 @@ def _fixed_namespace(ctx, jit_scope, name: str) -> bool:
         for node in scope.loads:
             if node.id == name and scope.owner_of(name) is None:
                 # ast columns count UTF-8 bytes
-                rest = ctx.source.line(node.lineno).encode()[node.end_col_offset:].decode(errors="replace")
+                rest = ctx.source.line(node.lineno).encode("utf-8", "surrogatepass")[node.end_col_offset:].decode("utf-8", "replace")
                 if not _NAMESPACE_USE.match(rest):
                     return False
     return True

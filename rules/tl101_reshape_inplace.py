@@ -279,7 +279,11 @@ def _written_back(ctx, facts, target, base, mutation) -> bool:
         expr, pos = value, start(b.stmt)
     after = end(mutation.stmt)
     stores = _store_backs(ctx, facts)
-    return any(pos >= after and name in names for want in wants for pos, names in stores.get(want, ()))
+    for want in wants:
+        for pos, names, rebinds in stores.get(want, ()):
+            if pos >= after and name in names and name not in rebinds:
+                return True
+    return False
 
 
 def _strip_data(text: str) -> str:
@@ -288,23 +292,24 @@ def _strip_data(text: str) -> str:
 
 def _store_backs(ctx, facts) -> dict:
     """What the scope stores values into, keyed by the destination's text without ``.data``: for each
-    store (``dest = v`` to an attribute or item, ``dest.copy_(v)``, ``setattr(obj, "name", v)``) its
-    position and the names the stored value reads. Built once per scope, so checking many writes stays
-    linear in the scope's size (a walk of the scope per finding was quadratic)."""
+    store (an assignment, ``dest.copy_(v)``, ``setattr(obj, "name", v)``) its position, the names the
+    stored value reads and the names the statement rebinds. Built once per scope, so checking many writes
+    stays linear in the scope's size."""
     cached = getattr(facts, "_tl101_store_backs", None)
     if cached is not None:
         return cached
     found: dict = {}
 
-    def add(dest: str, node, value):
+    def add(dest: str, node, value, rebinds=frozenset()):
         names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-        found.setdefault(_strip_data(dest), []).append(((node.lineno, node.col_offset), names))
+        found.setdefault(_strip_data(dest), []).append(((node.lineno, node.col_offset), names, rebinds))
 
     for node in ast.walk(facts.node):
         if isinstance(node, ast.Assign):
+            rebinds = frozenset(t.id for t in node.targets if isinstance(t, ast.Name))
             for t in node.targets:
-                if isinstance(t, (ast.Attribute, ast.Subscript)):
-                    add(ctx.segment(t), node, node.value)
+                if isinstance(t, (ast.Attribute, ast.Subscript, ast.Name)):
+                    add(ctx.segment(t), node, node.value, rebinds)
         elif isinstance(node, ast.Call) and node.args:
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "copy_":

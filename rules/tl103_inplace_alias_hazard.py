@@ -56,6 +56,9 @@ There is no automatic fix.
     valid=[
         # the out-parameter idiom: the written input is only returned
         "import torch\n@torch.compile\ndef f(result, x, w):\n    result += x @ w\n    return result\n",
+        # disjoint slices written in a loop, never read
+        "import torch\n@torch.compile\ndef f(out: torch.Tensor, xs, n: int):\n    for i in range(n):\n"
+        "        out[:, i] = xs[i] * 2\n    return out\n",
         "import thunder, torch\n@thunder.jit\ndef f(q, idx, src):\n    q2 = q.index_copy(2, idx, src)\n    return q2.sum()\n",
         # written once and never read again
         "import thunder\n@thunder.jit\ndef f(x, y):\n    x.add_(y)\n",
@@ -78,14 +81,18 @@ There is no automatic fix.
 def _only_returned(func, facts, name, after, loop) -> bool:
     """Are all the later uses of ``name`` a plain ``return name``? Returning the written input reads no
     memory inside the compiled region, so no reordered write-back can be seen."""
-    returned = {
-        (n.value.lineno, n.value.col_offset)
-        for n in ast.walk(func)
-        if isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == name
-    }
+    returned = set()
+    for n in ast.walk(func):
+        if isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == name:
+            returned.add((n.value.lineno, n.value.col_offset))
+        elif isinstance(n, ast.Assign):
+            # `out[:, i:j] = v` in a loop stores into `out` without reading it
+            for t in n.targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name:
+                    returned.add((t.value.lineno, t.value.col_offset))
     if not returned:
         return False
-    later = [p for p in facts.loads.get(name, ()) if p > after]
+    later = [p for p in facts.loads.get(name, ()) if p > after and facts.reachable(after, p)]
     if loop is not None:
         lo, hi = (loop.lineno, loop.col_offset), (loop.end_lineno, loop.end_col_offset)
         later += [p for p in facts.loads.get(name, ()) if lo <= p <= hi]

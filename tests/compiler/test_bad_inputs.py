@@ -107,7 +107,9 @@ def test_not_callable_and_bad_executors():
     with pytest.raises(TypeError, match="function or nn.Module"):
         compiler.jit(3)
     with pytest.raises(TypeError, match="not an executor"):
-        compiler.jit(lambda x: x, executors=["torch"])
+        compiler.jit(lambda x: x, executors=[object()])
+    with pytest.raises(ValueError, match="unknown executor"):  # names are accepted ("torch", "inductor"...)
+        compiler.jit(lambda x: x, executors=["torchh"])
 
 
 def test_failed_trace_leaves_no_entry_and_module_untouched():
@@ -142,14 +144,14 @@ def test_zero_dim_integer_tensor_index_acts_like_an_int():
         compiler.jit(lambda x, i: x[i])(torch.randn(4, 3), torch.tensor(7))
 
 
-def test_autocast_is_refused_and_guarded():
+def test_autocast_at_the_call_is_guarded_and_matches_eager():
     jf = compiler.jit(lambda a, b: a @ b)
     a = torch.randn(4, 4)
-    jf(a, a)
-    with torch.autocast("cpu"):
-        with pytest.raises(compiler.CompilerError, match="autocast"):
-            jf(a, a)  # the cached trace (made without autocast) is not reused either
-    torch.testing.assert_close(jf(a, a), a @ a)
+    assert torch.equal(jf(a, a), a @ a)
+    with torch.autocast("cpu"):  # the trace made without autocast is not reused
+        got, want = jf(a, a), a @ a
+        assert got.dtype is want.dtype is torch.bfloat16 and torch.equal(got, want)
+    assert torch.equal(jf(a, a), a @ a) and compiler.cache_misses(jf) == 2
 
 
 def test_sparse_input_is_refused():

@@ -45,13 +45,24 @@ def parses(text: str) -> bool:
         return False
 
 
-def compile_error(tree: ast.Module) -> SyntaxError | None:
+# Every error CPython raises after parsing involves one of these (return/yield/await outside a function,
+# break/continue outside a loop, nonlocal/global misuse, duplicate or starred targets, nesting of
+# blocks, __debug__, __future__ placement): text without any of them (a big data literal) skips the
+# compile, which costs about half a parse.
+_MAY_FAIL_TO_COMPILE = re.compile(
+    r"\*|\b(?:return|yield|await|async|nonlocal|global|break|continue|def|lambda|for|while|try|with|import|__debug__)\b"
+)
+
+
+def compile_error(tree: ast.Module, text: str | None = None) -> SyntaxError | None:
     """The error CPython raises only when compiling a tree that parsed (``return`` outside a function,
     ``nonlocal`` at module level, ``await`` outside async, duplicate arguments...), else None.
 
     Compiling from the tree skips a second parse (about half the parse's time); a tree too deep or too
     big to compile here is not reported: the rules report depth themselves.
     """
+    if text is not None and not _MAY_FAIL_TO_COMPILE.search(text):
+        return None
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import torch
 
 from . import autocast, segments
-from .executors import assign_executors, resolve_executors
+from .executors import resolve_executors
+from .executors.plan import plan_execution
 from .errors import CompilerError
 from .frontend import FrontendResult
 from .interpreted_frontend import interpreted_frontend
@@ -119,9 +120,9 @@ class JittedFunction:
             return CacheEntry(result.prologue.python_callable(), comp, traces, [result.prologue], result.events,
                               time.perf_counter() - start, list(result.rerun), len(traces))
         traces = run_passes(result.computation, *(() if self.passes is None else (self.passes,)))
-        execution = assign_executors(traces[-1], self.executors)
-        traces.append(execution)
-        computation = execution.python_callable()
+        added, computation = plan_execution(traces[-1], self.executors)  # fusing executors: functional path
+        traces += added
+        execution = traces[-1]
         if any(b.symbol.name in ("torch._C._set_grad_enabled", autocast.SET_AUTOCAST.name) for b in execution.bsyms):
             computation = _restoring_grad_mode(computation)
         prologue = result.prologue.python_callable()

@@ -125,6 +125,11 @@ def run_on_meta(fn, args, kwargs, device):
                                      "meta tensor without output_size", "but it's on meta")):
             raise DataDependentError(f"{getattr(fn, '__name__', fn)} needs the values of a tensor argument at trace "
                                      "time (its result's shape depends on them); pass Python numbers instead") from e
+        if "setStorage:" in str(e) and "out of bounds for storage" in str(e):
+            # Traced inputs' meta tensors own only the memory their view spans, not the whole storage
+            raise UnsupportedOpError(f"{getattr(fn, '__name__', fn)} reaches memory outside the input's view "
+                                     "(as_strided over a larger storage), which the compiler's metadata does "
+                                     "not cover") from e
         raise
 
     def wrap(m):

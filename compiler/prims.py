@@ -86,4 +86,28 @@ full = _prim("full", torch.full, Tag.CREATION)
 uniform_like = _prim("uniform_like", torch.rand_like, Tag.RANDOM)
 copy_ = _prim("copy_", torch.Tensor.copy_, Tag.INPLACE)
 
+
+# functional traces (passes/functionalize.py): a fresh copy to write into, and the write-back of a
+# caller-visible mutation at the end of the trace (seed 1193), which returns the input it wrote.
+def _clone(a):
+    return torch.clone(a, memory_format=torch.preserve_format)
+
+
+def _copy_to_out_(a, out):
+    return out.copy_(a)
+
+
+def _scatter_view(base, value, shape, stride, view):
+    """`base` with the elements that `view(base)` selects replaced by `value`, as a fresh tensor laid out
+    like the traced base (so the replayed view ops view, exactly as they did when traced)."""
+    out = torch.empty_strided(shape, stride, dtype=base.dtype, device=base.device)
+    out.copy_(base)
+    view(out).copy_(value)
+    return out
+
+
+clone = _prim("clone", _clone)
+scatter_view = _prim("scatter_view", _scatter_view)
+copy_to_out_ = _prim("copy_to_out_", _copy_to_out_, Tag.INPLACE)
+
 register_ctx_name("prims", types.SimpleNamespace(**_IMPLS))

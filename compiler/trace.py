@@ -71,7 +71,7 @@ class Trace:
         if isinstance(x, torch.device):
             return f"torch.device({str(x)!r})"
         if isinstance(x, torch.Size):
-            return f"torch.Size({list(x)!r})"
+            return f"torch.Size({[int(i) for i in x]!r})"  # (its ints may be IntegerProxy: guarded values)
         if isinstance(x, slice):
             return f"slice({self.expr(x.start)}, {self.expr(x.stop)}, {self.expr(x.step)})"
         if isinstance(x, torch.memory_format) or isinstance(x, torch.layout):

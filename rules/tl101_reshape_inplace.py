@@ -260,10 +260,29 @@ def _written_back(ctx, facts, target, base, mutation) -> bool:
         return False
     name = root.id
 
+    # The base, and what it was taken from (`w = module.weight.data` ... `w = w.reshape(...)`): storing
+    # the result into any of those is a write-back.
+    wants = {_strip_data(ctx.segment(base))}
+    expr, pos = base, start(mutation.node)
+    for _ in range(_MAX_DEPTH):
+        if not isinstance(expr, ast.Name):
+            break
+        b = facts.binding_at(expr.id, pos)
+        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
+            break
+        value = b.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            value = value.func.value  # w.reshape(...).to(...) -> w
+        while isinstance(value, ast.Subscript):
+            value = value.value
+        wants.add(_strip_data(ctx.segment(value)))
+        expr, pos = value, start(b.stmt)
     after = end(mutation.stmt)
-    for pos, names, rebinds in _store_backs(ctx, facts).get(_strip_data(ctx.segment(base)), ()):
-        if pos >= after and name in names and name not in rebinds:
-            return True
+    stores = _store_backs(ctx, facts)
+    for want in wants:
+        for pos, names, rebinds in stores.get(want, ()):
+            if pos >= after and name in names and name not in rebinds:
+                return True
     return False
 
 

@@ -157,7 +157,7 @@ def lint(
         tree = parse(text)  # under a pseudo file name: the path is a label, never opened
     except PARSE_ERRORS as exc:
         return [syntax_error_diagnostic(source, exc)]
-    late = compile_error(tree)  # errors CPython raises only when compiling: the file would not run
+    late = compile_error(tree, text)  # errors CPython raises only when compiling: the file would not run
     if late is not None:
         return [syntax_error_diagnostic(source, late)]
 

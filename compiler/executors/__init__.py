@@ -26,10 +26,33 @@ class Executor:
 DEFAULT_EXECUTORS = (torch_executor, python_executor)
 
 
+def _by_name(name: str):
+    if name == "torch":
+        return torch_executor
+    if name == "python":
+        return python_executor
+    if name == "inductor":
+        from .inductor import inductor_executor
+
+        return inductor_executor
+    if name == "nvfuser":
+        from .nvfuser import nvfuser_executor
+
+        return nvfuser_executor()
+    raise ValueError(f'unknown executor {name!r}; names: "nvfuser", "inductor", "torch", "python"')
+
+
 def resolve_executors(executors) -> tuple:
+    """Executor objects or names ("nvfuser", "inductor", "torch", "python"), in priority order; the python
+    executor is added last when only names are given (grad-mode switches and inline Python need it)."""
     if executors is None:
         return DEFAULT_EXECUTORS
-    executors = tuple(executors)
+    if isinstance(executors, str):
+        executors = (executors,)
+    names = [e for e in executors if isinstance(e, str)]
+    executors = tuple(_by_name(e) if isinstance(e, str) else e for e in executors)
+    if names and python_executor not in executors:
+        executors += (python_executor,)
     for e in executors:
         if not (hasattr(e, "can_execute") and hasattr(e, "callee")):
             raise TypeError(f"not an executor: {e!r} (needs can_execute(bsym) and callee(bsym, trace))")

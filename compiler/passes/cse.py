@@ -37,9 +37,8 @@ def cse(trace: Trace) -> Trace:
         return rename.get(x.name, x) if isinstance(x, TensorProxy) else x
 
     for bsym in trace.bsyms:
-        args, kwargs = pytree.tree_map(sub, (bsym.args, bsym.kwargs))
-        if args is not bsym.args or kwargs is not bsym.kwargs:
-            bsym = _rebind(bsym, args, kwargs)
+        if rename:
+            bsym = _renamed(bsym, sub)
         if bsym.symbol.tags & _NEVER_MERGE or not bsym.tensor_outputs():
             kept.append(bsym)
             continue
@@ -59,7 +58,13 @@ def cse(trace: Trace) -> Trace:
     return new
 
 
-def _rebind(bsym, args, kwargs):
+def _renamed(bsym, sub):
+    """The bound symbol reading merged names by their survivor, in its decomposition too (sub-symbols read
+    the op's arguments: left alone they would name a proxy that no longer exists)."""
     from ..symbols import BoundSymbol
 
-    return BoundSymbol(bsym.symbol, tuple(args), dict(kwargs), bsym.output, bsym.subsymbols, bsym.location)
+    args, kwargs = pytree.tree_map(sub, (bsym.args, bsym.kwargs))
+    subsymbols = [_renamed(s, sub) for s in bsym.subsymbols]
+    new = BoundSymbol(bsym.symbol, tuple(args), dict(kwargs), bsym.output, subsymbols, bsym.location)
+    new.impl = bsym.impl
+    return new

@@ -107,7 +107,9 @@ def test_not_callable_and_bad_executors():
     with pytest.raises(TypeError, match="function or nn.Module"):
         compiler.jit(3)
     with pytest.raises(TypeError, match="not an executor"):
-        compiler.jit(lambda x: x, executors=["torch"])
+        compiler.jit(lambda x: x, executors=[object()])
+    with pytest.raises(ValueError, match="unknown executor"):  # names are accepted ("torch", "inductor"...)
+        compiler.jit(lambda x: x, executors=["torchh"])
 
 
 def test_failed_trace_leaves_no_entry_and_module_untouched():

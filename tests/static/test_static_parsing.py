@@ -93,3 +93,12 @@ def test_out_of_memory_is_not_called_nesting():
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("TL002 Cannot lint this file: out of memory"), out.stdout
     assert "nested" not in out.stdout
+
+
+def test_text_that_cannot_fail_to_compile_skips_the_compile():
+    data = "x = [" + "1, " * 1000 + "]\n"
+    assert compile_error(parse(data), data) is None
+    for src, _, _ in COMPILE_TIME_ERRORS:  # every listed error is still found through the text filter
+        assert compile_error(parse(src), src) is not None, src
+    starred = "*a = [1, 2]\n"
+    assert compile_error(parse(starred), starred).msg == "starred assignment target must be in a list or tuple"

@@ -1,0 +1,127 @@
+"""Fusion on CPU: the inductor executor against eager and against torch.compile of the same function.
+
+One process, one thread (torch.set_num_threads(1)), interleaved rounds: each round times every variant,
+the reported time is the median over rounds, and ratios are against eager measured in the same run.
+
+- block: an elementwise-heavy block (GELU-tanh, SiLU, layer-norm arithmetic, residual) on 256x4096 float32;
+  compiler.jit(executors=("inductor", "torch")) vs eager vs torch.compile (inductor) of the same function,
+  and compiler.jit with the default torch executor.
+- gpt: one training step (forward, loss, backward) of the two-layer GPT of tests/compiler/test_gpt_model.py.
+- first calls: the time of the first call of each compiled variant (tracing + torch.compile's compilation).
+
+    python3 bench/fusion.py [--rounds 7] [--skip-gpt]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")))
+sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "compiler")))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import compiler  # noqa: E402
+
+
+def block(x, r, w, b):
+    h = F.gelu(x, approximate="tanh") * F.silu(r)
+    mu = h.mean(-1, keepdim=True)
+    d = h - mu
+    var = (d * d).mean(-1, keepdim=True)
+    return d * torch.rsqrt(var + 1e-5) * w + b + x
+
+
+def timed_first(fn, *args):
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+def per_call(fn, args, iters):
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn(*args)
+    return (time.perf_counter() - start) / iters
+
+
+def compare(variants: dict, args, rounds: int, iters: int) -> dict:
+    times = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            times[name].append(per_call(fn, args, iters))
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def report(title, medians, first):
+    eager = medians["eager"]
+    print(f"\n{title}")
+    for name, t in medians.items():
+        line = f"  {name:28s} {t * 1e3:9.3f} ms   {eager / t:5.2f}x eager"
+        if "torch.compile" in medians and name != "torch.compile":
+            line += f"   {medians['torch.compile'] / t:5.2f}x torch.compile"
+        if name in first:
+            line += f"   first call {first[name]:.2f} s"
+        print(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--skip-gpt", action="store_true")
+    opts = parser.parse_args()
+    torch.set_num_threads(1)
+    gen = torch.Generator().manual_seed(0)
+    args = tuple(torch.randn(s, generator=gen) for s in ((256, 4096), (256, 4096), (4096,), (4096,)))
+
+    variants = {"eager": block}
+    first = {}
+    variants["torch.compile"] = torch.compile(block)
+    first["torch.compile"] = timed_first(variants["torch.compile"], *args)
+    variants["jit inductor"] = compiler.jit(block, executors=("inductor", "torch"))
+    first["jit inductor"] = timed_first(variants["jit inductor"], *args)
+    variants["jit torch (default)"] = compiler.jit(block)
+    first["jit torch (default)"] = timed_first(variants["jit torch (default)"], *args)
+    expected = block(*args)
+    for name, fn in variants.items():
+        torch.testing.assert_close(fn(*args), expected, rtol=1e-4, atol=1e-4, msg=lambda m, name=name: f"{name}: {m}")
+    report("block 256x4096 float32 (GELU-tanh, SiLU, layer norm, residual), 1 thread",
+           compare(variants, args, opts.rounds, 20), first)
+    fused = compiler.last_traces(variants["jit inductor"])[-1]
+    print(f"  regions: {sum(1 for b in fused.bsyms if getattr(b.symbol, 'region', None) is not None)}")
+    if opts.skip_gpt:
+        return
+
+    import test_gpt_model as gpt
+
+    model = gpt.make_model(torch.float32)
+    idx = gpt.tokens()
+
+    def step(run):
+        def go(i):
+            model.zero_grad(set_to_none=True)
+            gpt.loss_of(run(i), i).backward()
+        return go
+
+    variants = {"eager": step(model)}
+    first = {}
+    for name, run in (("torch.compile", torch.compile(model)),
+                      ("jit inductor", compiler.jit(model, executors=("inductor", "torch"))),
+                      ("jit torch (default)", compiler.jit(model))):
+        variants[name] = step(run)
+        first[name] = timed_first(variants[name], idx)
+        if name == "jit inductor":
+            jitted = run
+    report("GPT step (2 layers, width 32, batch 2x12: forward, loss, backward), 1 thread",
+           compare(variants, (idx,), opts.rounds, 10), first)
+    print("\nfused trace of the GPT forward (inductor executor), first block:")
+    text = str(compiler.last_traces(jitted)[-1])
+    print("\n".join(text.splitlines()[:60]))
+
+
+if __name__ == "__main__":
+    main()

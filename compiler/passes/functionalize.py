@@ -1,0 +1,363 @@
+"""Functionalization: the prims trace as pure data flow, for executors that fuse and reorder.
+
+Ops with a decomposition are replaced by their prims; every in-place write becomes a new value:
+`prims.copy_(a, v)` makes `v` the value of `a`, any other in-place op runs on a fresh `prims.clone`.
+Aliases are tracked from the meta tensors (`_base`: which outputs view which tensor): a write through a
+view makes a new value of its base (`prims.scatter_view`, replaying the view's ops on a copy laid out like
+the traced base), and a later read of a view of a written base replays the view's ops on the new value.
+Writes the caller can observe (inputs: arguments, parameters, buffers, captured tensors) are written back
+once at the end with `prims.copy_to_out_(value, out=input)`, in the grad mode of the last write; returned
+views of inputs are taken again from the written input, so they share its memory as in eager.
+
+What the trace cannot show is the caller's storage: two inputs may share memory. The execution plan
+(executors/plan.py) checks that at run time and runs the eager-order trace instead when they do.
+Ops that change a tensor's metadata in place (`t_`, `squeeze_`, `resize_`...), and in-place writes that
+autograd records (grad enabled and the written tensor or its new value requires grad: eager's version
+checks and in-place gradient formulas decide what backward saves, returns and raises) raise
+`NotFunctional`, and the plan keeps the eager-order trace for that function. Writes under no_grad
+(optimizer steps, caches, running statistics) and to tensors outside autograd are functionalized.
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import prims
+from .. import tree as pytree
+from ..proxies import TensorProxy
+from ..symbols import BoundSymbol, Tag
+from ..trace import SET_GRAD_ENABLED, Trace
+
+# In-place ops that change the tensor object itself (shape, strides, autograd role), not only its values.
+METADATA_INPLACE = {"Tensor.transpose_", "Tensor.t_", "Tensor.squeeze_", "Tensor.unsqueeze_", "Tensor.detach_",
+                    "Tensor.as_strided_", "Tensor.requires_grad_", "Tensor.resize_", "Tensor.set_"}
+
+
+class NotFunctional(Exception):
+    """This trace has an effect functionalization does not model; run it in eager order instead."""
+
+
+def _print_scatter_view(bsym, trace):
+    base, value, shape, stride, chain = bsym.args
+    view = _chain_expr(chain, "b", trace)
+    return [f"{bsym.output.name} = prims.scatter_view({base.name}, {value.name}, {shape!r}, {stride!r}, "
+            f"lambda b: {view})"]
+
+
+prims.scatter_view.printer = _print_scatter_view
+
+
+def _chain_expr(chain, root_expr: str, trace: Trace) -> str:
+    """Python expression replaying the view ops of `chain` [(bsym, arg position, output index)] on root_expr."""
+    expr = root_expr
+    for bsym, pos, idx in chain:
+        inner = TensorProxy(expr, bsym.flat_args()[pos].meta, bsym.flat_args()[pos].device)
+        args, kwargs = _replace_flat(bsym, pos, inner)
+        if bsym.symbol.printer is not None:  # tensor properties (x.mT): printed as attribute reads
+            expr = f"({expr}).{bsym.symbol.name.split('.')[-1]}"
+        else:
+            expr = trace.call_expr(BoundSymbol(bsym.symbol, args, kwargs, None), bsym.symbol.name)
+        if not isinstance(bsym.output, TensorProxy):
+            expr = f"{expr}{_index_path(bsym.output, idx)}"
+    return expr
+
+
+def _index_path(output, idx: int) -> str:
+    """Subscript reaching the idx-th flat leaf of a (nested) tuple output."""
+    path, count = [], [0]
+
+    def walk(x, prefix):
+        if isinstance(x, (tuple, list)):
+            for i, item in enumerate(x):
+                if walk(item, prefix + [i]):
+                    return True
+            return False
+        if count[0] == idx:
+            path.extend(prefix)
+            return True
+        count[0] += 1
+        return False
+
+    walk(output, [])
+    return "".join(f"[{i}]" for i in path)
+
+
+def _map_args(bsym, f):
+    """(args, kwargs) of `bsym` with each leaf replaced by f(flat position, leaf)."""
+    count = [-1]
+
+    def g(x):
+        count[0] += 1
+        return f(count[0], x)
+
+    args, kwargs = pytree.tree_map(g, (bsym.args, bsym.kwargs))
+    return tuple(args), dict(kwargs)
+
+
+def _replace_flat(bsym, pos: int, new):
+    return _map_args(bsym, lambda i, x: new if i == pos else x)
+
+
+def flatten_to_prims(bsyms) -> list[BoundSymbol]:
+    out = []
+    for b in bsyms:
+        if b.subsymbols and b.symbol.printer is None:
+            for s in b.subsymbols:
+                if s.location is None:
+                    s.location = b.location
+            out.extend(flatten_to_prims(b.subsymbols))
+        else:
+            out.append(b)
+    return out
+
+
+def _inplace_target(bsym):
+    target = bsym.kwargs.get("out")
+    if target is None and bsym.args:
+        target = bsym.args[0]
+    return target if isinstance(target, TensorProxy) else None
+
+
+class _Functionalizer:
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.out: list[BoundSymbol] = []
+        self.external = {a.name for a in trace.args if isinstance(a, TensorProxy)}
+        self.meta_owner: dict[int, TensorProxy] = {}
+        self.root: dict[str, str] = {}  # proxy name -> name of the tensor whose memory it is (itself for non-views)
+        self.parent: dict[str, tuple] = {}  # view name -> (bsym, flat arg position of its parent, output index)
+        self.proxy: dict[str, TensorProxy] = {}
+        self.value: dict[str, TensorProxy] = {}  # name -> proxy holding its current value
+        self.version: dict[str, int] = {}  # root name -> number of writes so far
+        self.value_version: dict[str, int] = {}  # view name -> root version its value was taken at
+        self.opaque: set[str] = set()  # shares memory in a way the meta tensors do not describe
+        self.grad_mode = torch.is_grad_enabled()  # the caller's (guarded by the prologue)
+        self.write_mode: dict[str, bool] = {}
+        self.written_order: list[str] = []
+        self.input_alias: set[str] = set()  # values that are (views of) the caller's tensors
+        for a in trace.args:
+            if isinstance(a, TensorProxy):
+                self._know(a)
+
+    # ---- aliases ----
+    def _know(self, p: TensorProxy, bsym=None, idx=0) -> None:
+        if p.name in self.proxy:
+            return
+        self.proxy[p.name] = p
+        self.value[p.name] = p
+        base = p.meta._base
+        view_tag = bsym is not None and bsym.symbol.tags & Tag.RETURNS_VIEW
+        if bsym is None or (base is None and not view_tag):
+            self.meta_owner.setdefault(id(p.meta), p)
+            self.root[p.name] = p.name
+            return
+        flat = bsym.flat_args()
+        pos = next((i for i, a in enumerate(flat) if isinstance(a, TensorProxy)
+                    and base is not None and (a.meta is base or a.meta._base is base)), None)
+        if pos is None:
+            pos = next((i for i, a in enumerate(flat) if isinstance(a, TensorProxy)), None)
+            if pos is None or base is not None:  # a view of memory we cannot name
+                self.meta_owner.setdefault(id(p.meta), p)
+                self.root[p.name] = p.name
+                self.opaque.add(p.name)
+                return
+        parent = flat[pos]
+        self.parent[p.name] = (bsym, pos, idx)
+        self.root[p.name] = self.root.get(parent.name, parent.name)
+        if parent.name in self.opaque:
+            self.opaque.add(p.name)
+        self.value_version[p.name] = self.version.get(self.root[p.name], 0)
+
+    def chain(self, name: str) -> list:
+        links = []
+        while name in self.parent:
+            bsym, pos, idx = self.parent[name]
+            links.append((bsym, pos, idx))
+            name = bsym.flat_args()[pos].name
+        return links[::-1]
+
+    # ---- reads and writes ----
+    def read(self, p: TensorProxy) -> TensorProxy:
+        if p.name not in self.proxy:
+            self._know(p)
+        root = self.root[p.name]
+        if p.name == root or self.value_version.get(p.name) == self.version.get(root, 0):
+            return self.value[p.name]
+        return self._replay(p.name, self.read(self.proxy[root]), version=self.version.get(root, 0))
+
+    def _replay(self, name: str, root_value: TensorProxy, version=None) -> TensorProxy:
+        """Emit the view ops from the root to `name` again, on `root_value`; returns the new view."""
+        cur = root_value
+        for bsym, pos, idx in self.chain(name):
+            args, kwargs = _map_args(bsym, lambda i, a: cur if i == pos else
+                                     (self.read(a) if isinstance(a, TensorProxy) else a))
+            outs = pytree.tree_map(lambda o: self._fresh(o) if isinstance(o, TensorProxy) else o, bsym.output)
+            self._emit_view_like(BoundSymbol(bsym.symbol, tuple(args), dict(kwargs), outs, location=bsym.location))
+            cur = pytree.tree_leaves(outs)[idx]
+        if version is not None:
+            self.value[name] = cur
+            self.value_version[name] = version
+        return cur
+
+    def _fresh(self, like: TensorProxy) -> TensorProxy:
+        return TensorProxy(self.trace.new_name("f"), like.meta, like.device)
+
+    def write(self, target: TensorProxy, new_value: TensorProxy, location=None) -> None:
+        if target.name not in self.proxy:
+            self._know(target)
+        if target.name in self.opaque:
+            raise NotFunctional(f"in-place write to {target.name}, whose memory the compiler cannot attribute")
+        if self.grad_mode and (target.requires_grad or new_value.requires_grad):
+            # autograd records eager's in-place ops with version checks and in-place gradient formulas
+            # (errors included); out-of-place values would differ in what backward saves and raises
+            raise NotFunctional(f"in-place write to {target.name} while autograd records it")
+        root = self.root[target.name]
+        if target.name != root:
+            base = self.proxy[root]
+            chain = self.chain(target.name)
+            new_root = self._fresh(base)
+            shape, stride = tuple(base.meta.shape), tuple(base.meta.stride())
+            self.out.append(BoundSymbol(prims.scatter_view, (self.read(base), new_value, shape, stride, chain), {},
+                                        new_root, location=location))
+            self.value[root] = new_root
+        else:
+            base = self.proxy[root]
+            shape, stride = tuple(base.meta.shape), tuple(base.meta.stride())
+            if tuple(new_value.meta.stride()) != stride and base.meta.numel() > 1:
+                # keep the traced layout: later view ops (`view`, `as_strided`) must see the strides eager sees
+                laid_out = self._fresh(base)
+                self.out.append(BoundSymbol(prims.scatter_view, (new_value, new_value, shape, stride, []), {},
+                                            laid_out, location=location))
+                new_value = laid_out
+            self.value[root] = new_value
+        self.version[root] = self.version.get(root, 0) + 1
+        if target.name != root:
+            self.value[target.name] = new_value
+            self.value_version[target.name] = self.version[root]
+        self.write_mode[root] = self.grad_mode
+        if root not in self.written_order:
+            self.written_order.append(root)
+
+    # ---- the walk ----
+    def run(self) -> Trace:
+        for bsym in flatten_to_prims(self.trace.bsyms):
+            self.step(bsym)
+        end_mode = self.grad_mode
+        writebacks = [r for r in self.written_order if r in self.external]
+        sources = {}
+        for r in writebacks:  # first every copy a write-back needs, so no write-back reads another's result
+            src = self.value[r]
+            if self._aliases_input(src):
+                fresh = self._fresh(src)
+                self.out.append(BoundSymbol(prims.clone, (src,), {}, fresh))
+                src = fresh
+            sources[r] = src
+        for r in writebacks:
+            mode = self.write_mode[r]
+            if mode != self.grad_mode:
+                self._set_grad(mode)
+            self.out.append(BoundSymbol(prims.copy_to_out_, (sources[r],), {"out": self.proxy[r]}, self.proxy[r]))
+        if self.grad_mode != end_mode:
+            self._set_grad(end_mode)
+        for r in writebacks:
+            self.value[r] = self.proxy[r]
+            self.version[r] = self.version.get(r, 0) + 1
+
+        written = set(writebacks)
+        results: dict[str, TensorProxy] = {}
+
+        def result(p):
+            if not isinstance(p, TensorProxy):
+                return p
+            if p.name not in results:
+                results[p.name] = _result(p)
+            return results[p.name]
+
+        def _result(p):
+            root = self.root.get(p.name, p.name)
+            if root in written and p.name != root and p.name not in self.opaque:
+                return self._replay(p.name, self.proxy[root])  # a view of the written input, as in eager
+            value = self.read(p)
+            if root not in self.external and self._aliases_input(value):
+                # eager returns a tensor of its own here (t = empty(); t.copy_(x); return t), not the input
+                fresh = self._fresh(value)
+                self.out.append(BoundSymbol(prims.clone, (value,), {}, fresh))
+                return fresh
+            return value
+
+        output = pytree.tree_map(result, self.trace.output)
+        new = self.trace.copy_with(self.out, f"functional trace ({len(writebacks)} write-backs)")
+        new.output = output
+        new.writebacks = [self.proxy[r] for r in writebacks]
+        return new
+
+    def _aliases_input(self, p: TensorProxy) -> bool:
+        base = p.meta._base
+        return p.name in self.external or p.name in self.input_alias or \
+            base is not None and any(base is self.proxy[e].meta for e in self.external)
+
+    def _emit_view_like(self, bsym: BoundSymbol) -> None:
+        """Append a bound symbol; results of view-like ops of the caller's tensors are aliases of them."""
+        self.out.append(bsym)
+        sym = bsym.symbol
+        if any(self._aliases_input(a) for a in bsym.tensor_args()) and (
+                sym.tags & (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW) or
+                any(o.meta._base is not None for o in bsym.tensor_outputs())):
+            self.input_alias.update(o.name for o in bsym.tensor_outputs())
+
+    def _set_grad(self, mode: bool) -> None:
+        self.out.append(BoundSymbol(SET_GRAD_ENABLED, (mode,), {}, None))
+        self.grad_mode = mode
+
+    def step(self, bsym: BoundSymbol) -> None:
+        sym = bsym.symbol
+        if sym is SET_GRAD_ENABLED:
+            self.out.append(bsym)
+            self.grad_mode = bool(bsym.args[0])
+            return
+        if sym is prims.copy_:
+            target, src = bsym.args
+            self.write(target, self.read(src), bsym.location)
+            return
+        if sym.tags & Tag.INPLACE:
+            self._generic_inplace(bsym)
+            return
+        args, kwargs = _map_args(bsym, lambda i, a: self.read(a) if isinstance(a, TensorProxy) else a)
+        arg_names = {a.name for a in bsym.tensor_args()}
+        outs = bsym.tensor_outputs()
+        # an op returning one of its own arguments (contiguous() of a contiguous tensor): the same value
+        new_out = bsym.output
+        if any(o.name in arg_names for o in outs):
+            new_out = pytree.tree_map(lambda o: self.read(o) if isinstance(o, TensorProxy) and o.name in arg_names
+                                      else o, bsym.output)
+        self._emit_view_like(BoundSymbol(sym, tuple(args), dict(kwargs), new_out, location=bsym.location))
+        for i, o in enumerate(bsym.flat_outputs()):
+            if isinstance(o, TensorProxy) and o.name not in arg_names:
+                self._know(o, bsym, i)
+
+    def _generic_inplace(self, bsym: BoundSymbol) -> None:
+        sym = bsym.symbol
+        if sym.name in METADATA_INPLACE:
+            raise NotFunctional(f"{sym.name} changes a tensor's metadata in place")
+        target = _inplace_target(bsym)
+        if target is None:
+            raise NotFunctional(f"{sym.name}: in-place op without a tensor target")
+        current = self.read(target)
+        fresh = self._fresh(current)
+        self.out.append(BoundSymbol(prims.clone, (current,), {}, fresh, location=bsym.location))
+        args, kwargs = _map_args(bsym, lambda i, a: fresh if a is target else
+                                 (self.read(a) if isinstance(a, TensorProxy) else a))
+        if isinstance(bsym.output, TensorProxy) and bsym.output.name == target.name:
+            result = self._fresh(current)  # the op returns the clone it wrote: a new name keeps the trace SSA
+            out = result
+        else:
+            result, out = fresh, bsym.output
+            for o in bsym.tensor_outputs():
+                if o.name != target.name:
+                    self._know(o)
+        self.out.append(BoundSymbol(sym, tuple(args), dict(kwargs), out, location=bsym.location))
+        self.write(target, result, bsym.location)
+
+
+def functionalize(trace: Trace) -> Trace:
+    """The functional trace (header says how many write-backs); raises NotFunctional when it cannot."""
+    return _Functionalizer(trace).run()

@@ -1,0 +1,246 @@
+"""The functional path: functionalization with write-backs, fusion regions, and the inductor executor.
+
+The differential checks of test_differential.py (values, inputs left behind, aliasing, cache, gradients)
+and the GPT model tests run with `compiler.jit` swapped for one with executors=(FUSER, "torch"). Breadth
+uses torch.compile's "aot_eager" backend (the same graph capture, functionalization and autograd as
+inductor, without C++ code generation, which costs seconds per region on this CI); a representative
+shard and the GPT model run through real inductor. bench/functional_sweep.py runs every case.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import compiler
+import test_differential as td
+import test_gpt_model as gpt
+from compiler.executors.inductor import InductorExecutor
+from opinfos import KNOWN_GAPS, SAMPLES, SAMPLES_BY_ID
+
+AOT_EAGER = InductorExecutor(backend="aot_eager")
+INDUCTOR = "inductor"
+
+
+@contextlib.contextmanager
+def jit_with(executor):
+    """compiler.jit with executors=(executor, "torch") everywhere, for tests written against compiler.jit."""
+    real = compiler.jit
+
+    def jit(fn, **kw):
+        kw.setdefault("executors", (executor, "torch"))
+        return real(fn, **kw)
+
+    compiler.jit = jit
+    try:
+        yield
+    finally:
+        compiler.jit = real
+
+
+def _sample_case(s):
+    return lambda: td.check_against_eager(s.fn, s.make_args, manual_seed=s.manual_seed, expect_error=s.expect_error,
+                                          meta_only=s.compare == "meta", rtol=s.rtol, atol=s.atol)
+
+
+def all_cases(executor, kinds=("ops", "random", "grads", "random_grads")) -> list:
+    """(name, zero-argument check) for every differential case of the kinds asked, run under jit_with."""
+    cases = []
+    if "ops" in kinds:
+        cases += [(s.id, _sample_case(s)) for s in SAMPLES if s.id not in KNOWN_GAPS]
+    if "random" in kinds:
+        cases += [(f"random-{i:03d}", lambda i=i: td.test_random_program_matches_eager(i))
+                  for i in range(td.RANDOM_PROGRAM_COUNT)]
+    if "grads" in kinds:
+        cases += [(f"grad:{p.id}", lambda v=p.values: td.test_gradients_match_eager(*v)) for p in td._grad_cases()]
+    if "random_grads" in kinds:
+        cases += [(f"random-grads-{i:03d}", lambda i=i: td.test_random_program_gradients_match_eager(i))
+                  for i in td.GRAD_PROGRAM_SEEDS]
+
+    def under(check):
+        def run():
+            with jit_with(executor):
+                check()
+        return run
+
+    return [(name, under(check)) for name, check in cases]
+
+
+# ---- breadth: a shard of every kind through aot_eager (the full sweep is bench/functional_sweep.py) ----
+
+def _shard(kind, step):
+    return [pytest.param(run, id=name) for name, run in all_cases(AOT_EAGER, (kind,))[::step]]
+
+
+@pytest.mark.parametrize("run", _shard("ops", 20) + _shard("random", 15) + _shard("grads", 20)
+                         + _shard("random_grads", 20))
+def test_differential_shard_through_the_functional_path(run):
+    run()
+
+
+# the aliasing and in-place samples are the point of this path: all of them
+ALIASING = [s.id for s in SAMPLES if s.id.startswith(("alias.", "inplace", "reshape_inplace", "out.", "python_same"))
+            and s.id not in KNOWN_GAPS]
+
+
+@pytest.mark.parametrize("sample_id", ALIASING)
+def test_inplace_and_aliasing_samples(sample_id):
+    with jit_with(AOT_EAGER):
+        _sample_case(SAMPLES_BY_ID[sample_id])()
+
+
+# ---- real inductor on a representative shard and the GPT model ----
+
+INDUCTOR_SAMPLES = ["F.layer_norm-f32[3x8]-f32[8]", "softmax-f32[3x4]", "F.gelu-f32[3x4]",
+                    "inplace.add_-f32[3x4]-f32[4]", "reshape_inplace.reshape_add_-f32[4x3]T",
+                    "where-b8[3x4]-f32[3x4]-f32[3x4]"]
+
+
+@pytest.mark.parametrize("sample_id", INDUCTOR_SAMPLES)
+def test_inductor_samples(sample_id):
+    with jit_with(INDUCTOR):
+        _sample_case(SAMPLES_BY_ID[sample_id])()
+
+
+def test_gpt_forward_and_gradients_through_inductor():
+    with jit_with(INDUCTOR):
+        gpt.test_forward_matches_eager(torch.float32, "is_causal")
+        gpt.test_every_parameter_gradient_matches_eager(torch.float32)
+
+
+@pytest.mark.parametrize("test", [gpt.test_no_grad_inference_matches_eager, gpt.test_optimizer_steps_match_eager,
+                                  gpt.test_kv_cache_decode_matches_eager, gpt.test_in_place_parameter_update_is_seen],
+                         ids=lambda t: t.__name__)
+def test_gpt_model_through_the_functional_path(test):
+    with jit_with(AOT_EAGER):
+        test()
+
+
+# ---- what the functional trace says ----
+
+def _functional(jfn):
+    return next(t for t in compiler.last_traces(jfn) if t.header.startswith("functional trace"))
+
+
+def test_writes_become_write_backs_at_the_end():
+    def f(x, y):
+        x.add_(y)
+        row = x[0]
+        row.mul_(2)
+        return x * 3, row
+
+    jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
+    x, y = torch.randn(3, 4), torch.randn(4)
+    xe = x.clone()
+    out, row = jfn(x, y)
+    eout, erow = f(xe, y)
+    torch.testing.assert_close(x, xe)
+    torch.testing.assert_close(out, eout)
+    assert row._base is x and torch.equal(row, erow), "a returned view of an input stays a view of it"
+    trace = _functional(jfn)
+    functional = trace.python_source(with_comments=False)
+    inplace = [b.symbol.name for b in trace.bsyms if b.symbol.tags & compiler.symbols.Tag.INPLACE]
+    assert inplace == ["prims.copy_to_out_"], f"one write-back and no other in-place op:\n{functional}"
+    assert "prims.scatter_view" in functional, "the write through x[0] scatters into x's new value"
+
+
+def test_kv_cache_pattern_two_copies_and_loops_pass_the_write_back_check():
+    def kv(q_cache, k_cache, pos, q, k):  # seed 1193: index_copy_ into both caches, then attention reads them
+        q_cache.index_copy_(1, pos, q)
+        k_cache.index_copy_(1, pos, k)
+        return F.scaled_dot_product_attention(q_cache, k_cache, k_cache)
+
+    def two_copies(buf, a, b):
+        buf.copy_(a)
+        buf.copy_(b * 2)
+        return buf + 1
+
+    def loop(x):
+        for i in range(3):
+            x[i].add_(i)
+            x.mul_(1.5)
+        return x.sum()
+
+    cases = [(kv, lambda: (torch.zeros(2, 6, 4), torch.zeros(2, 6, 4), torch.tensor([1, 3]), torch.randn(2, 2, 4),
+                           torch.randn(2, 2, 4))),
+             (two_copies, lambda: (torch.zeros(3, 4), torch.randn(3, 4), torch.randn(3, 4))),
+             (loop, lambda: (torch.randn(4, 4),))]
+    for fn, make in cases:
+        torch.manual_seed(0)
+        args = make()
+        torch.manual_seed(0)
+        eargs = make()
+        jfn = compiler.jit(fn, executors=(AOT_EAGER, "torch"))
+        torch.testing.assert_close(jfn(*args), fn(*eargs))
+        for a, e in zip(args, eargs):
+            torch.testing.assert_close(a, e)
+
+
+def test_inputs_sharing_memory_run_in_eager_order():
+    """The trace cannot know the caller's storage: a written input that shares memory with another input
+    takes the eager-order trace, so the read through the other input sees the write."""
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+
+    jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
+    base = torch.zeros(3, 3)
+    out = jfn(base, base[1])  # b aliases a's second row
+    assert torch.equal(out, torch.full((3,), 2.0))
+    torch.testing.assert_close(jfn(torch.zeros(3, 3), torch.zeros(3)), torch.zeros(3))
+
+
+def test_fusion_regions_print_their_prims_and_respect_barriers():
+    def f(x, w):
+        a = F.gelu(x, approximate="tanh") * torch.sigmoid(x)
+        b = F.layer_norm(a, a.shape[-1:]) @ w  # matmul is not fused
+        noise = torch.rand_like(b)  # random: a barrier
+        return (b + 1) * noise + b.tanh()
+
+    jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    torch.manual_seed(0)
+    out = jfn(x, w)
+    torch.manual_seed(0)
+    torch.testing.assert_close(out, f(x, w))
+    execution = compiler.last_traces(jfn)[-1]
+    regions = [b for b in execution.bsyms if getattr(b.symbol, "region", None) is not None]
+    assert len(regions) >= 2, str(execution)
+    text = str(execution)
+    assert "torch_compile_aot_eager_fusion_0(" in text and "    # t" in text, "regions print their prims nested"
+    for r in regions:
+        assert all(s.symbol.tags & compiler.symbols.Tag.PRIM for s in r.subsymbols)
+        assert not any(s.symbol.name in ("prims.matmul", "prims.uniform_like") for s in r.subsymbols)
+    compile(text, "<execution>", "exec")
+
+
+def test_metadata_changing_inplace_runs_in_eager_order():
+    def f(x):
+        y = x * 2
+        y.t_()
+        return y + 1
+
+    jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(jfn(x), f(x))
+    assert "not functionalized" in compiler.last_traces(jfn)[-1].header
+
+
+def test_executor_names():
+    from compiler.executors import python_executor, resolve_executors, torch_executor
+    from compiler.executors.inductor import inductor_executor
+
+    assert resolve_executors(("inductor", "torch")) == (inductor_executor, torch_executor, python_executor)
+    assert resolve_executors(("torch",)) == (torch_executor, python_executor)
+    with pytest.raises(ValueError, match="unknown executor"):
+        compiler.jit(lambda x: x, executors=("tvm",))
+    try:
+        import nvfuser_direct  # noqa: F401
+    except ImportError:
+        with pytest.raises(compiler.ExecutorError, match="nvfuser_direct"):
+            compiler.jit(lambda x: x, executors=("nvfuser", "torch"))
+    jfn = compiler.jit(lambda x: x.exp() * 2 + 1, executors=("torch",))
+    x = torch.randn(3)
+    torch.testing.assert_close(jfn(x), x.exp() * 2 + 1)

@@ -12,7 +12,6 @@ function reaches (methods on ``self``, submodules' ``forward``, functions of oth
 from __future__ import annotations
 
 import ast
-import bisect
 import fnmatch
 import os
 import re
@@ -22,8 +21,8 @@ from dataclasses import dataclass
 # cache builds (or skips) the index without loading the engine.
 
 REACH_DEPTH = 6  # calls followed from an entry point: deep enough for model -> block -> attention -> helper
-_CALL = re.compile(r"\b((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\s*\(")
-_SELF_ATTR = re.compile(r"\bself\.([A-Za-z_]\w*)")
+_CALL = re.compile(r"\b((?:[A-Za-z_]\w*+\.)*+[A-Za-z_]\w*+)\s*+\(")  # possessive: no backtracking
+_SELF_ATTR = re.compile(r"\bself\.([A-Za-z_]\w*+)")
 _CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict"})
 
 
@@ -59,31 +58,23 @@ def _resolve_relative(module: str, is_package: bool, level: int, target: str | N
     return ".".join(base + ([target] if target else []))
 
 
-def _imports(tree: ast.Module, module: str, is_package: bool) -> dict[str, str]:
-    """local name -> absolute dotted origin, for imports of every form at any statement depth."""
-    out: dict[str, str] = {}
+def _imports(tree: ast.Module, index, module: str, is_package: bool) -> dict[str, str]:
+    """local name -> absolute dotted origin: the module index's imports (every form, any depth), with the
+    relative ones of module level (and its if/try blocks) made absolute."""
+    out = dict(index.imports)
     stack = list(tree.body)
     while stack:
         stmt = stack.pop()
-        if isinstance(stmt, ast.Import):
-            for a in stmt.names:
-                if a.asname:
-                    out.setdefault(a.asname, a.name)
-                else:
-                    out.setdefault(a.name.split(".")[0], a.name.split(".")[0])
-        elif isinstance(stmt, ast.ImportFrom):
-            origin = stmt.module or ""
+        if isinstance(stmt, ast.ImportFrom):
             if stmt.level:
                 origin = _resolve_relative(module, is_package, stmt.level, stmt.module)
-            for a in stmt.names:
-                if a.name != "*":
-                    out.setdefault(a.asname or a.name, f"{origin}.{a.name}" if origin else a.name)
-        else:
-            for attr in ("body", "orelse", "finalbody"):
-                v = getattr(stmt, attr, None)
-                if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
-                    stack.extend(v)
-            for h in getattr(stmt, "handlers", ()) or ():
+                for a in stmt.names:
+                    if a.name != "*":
+                        out[a.asname or a.name] = f"{origin}.{a.name}" if origin else a.name
+        elif isinstance(stmt, (ast.If, ast.Try)) or type(stmt).__name__ == "TryStar":
+            stack.extend(stmt.body)
+            stack.extend(stmt.orelse)
+            for h in getattr(stmt, "handlers", ()):
                 stack.extend(h.body)
     return out
 
@@ -143,16 +134,6 @@ def _submodules(cls: ast.ClassDef) -> dict[str, list[str]]:
     return out
 
 
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    find = text.find
-    i = find("\n")
-    while i != -1:
-        starts.append(i + 1)
-        i = find("\n", i + 1)
-    return starts
-
-
 def _entry_target(expr, stmt, index, func_qualnames) -> tuple | None:
     """What a jit call's first argument names: ("instance", class ref) or ("ref", function/method ref)."""
     from .static.module_index import strip_self_returning
@@ -181,48 +162,60 @@ def _entry_target(expr, stmt, index, func_qualnames) -> tuple | None:
     return None
 
 
+def _ast_line_ends(text: str) -> str:
+    """The text with the line ends ast counts (a lone \\r too) as \\n, so that line numbers agree."""
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        return re.sub(r"\r\n?", "\n", text)
+    return text
+
+
+def _word_lines(text: str, words) -> set[int]:
+    """1-based lines where any of ``words`` occurs (str.find in C; a regex alternation scans far slower)."""
+    text = _ast_line_ends(text)
+    positions = []
+    for w in words:
+        i = text.find(w)
+        while i != -1:
+            positions.append(i)
+            i = text.find(w, i + 1)
+    positions.sort()
+    out, line, last = set(), 1, 0
+    for p in positions:
+        line += text.count("\n", last, p)
+        last = p
+        out.add(line)
+    return out
+
+
 def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_decorators=()) -> dict:
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
-    from .static.jitted import JitMatcher, _call_text_pattern, _header_nodes, compiler_of, is_symbolic, statements_on_lines
-    from .static.prefilter import JIT_TEXT, matching_lines
+    from .static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
 
     is_package = os.path.basename(path) == "__init__.py"
-    starts = _line_starts(text)
-    # Calls and self attributes per line, found once over the whole text (a regex is far cheaper than
-    # walking every expression); each function takes those inside its line span.
-    calls_at: list[tuple[int, str]] = []
-    for m in _CALL.finditer(text):
-        calls_at.append((bisect.bisect_right(starts, m.start()), m.group(1)))
-    attrs_at = [(bisect.bisect_right(starts, m.start()), m.group(1)) for m in _SELF_ATTR.finditer(text)]
-    call_lines = [c[0] for c in calls_at]
-    attr_lines = [a[0] for a in attrs_at]
-
-    def within(items, lines, node):
-        lo = bisect.bisect_left(lines, node.lineno)
-        hi = bisect.bisect_right(lines, node.end_lineno)
-        return sorted({name for _, name in items[lo:hi]})
-
+    lines = _ast_line_ends(text).split("\n")
+    # Functions keep only their line span: what one calls is read from its text when the index reaches it
+    # (most functions are never reached, and scanning all of them cost as much as the parse).
     functions: dict[str, list] = {}
     classes: dict[str, list] = {}
     for info in index.functions:
-        outer = [p for p in info.parents if not isinstance(p, ast.ClassDef)]
-        if outer:
+        if any(not isinstance(p, ast.ClassDef) for p in info.parents):
             continue  # a nested function: its lines are its enclosing function's
-        qual = info.qualname
-        functions[qual] = [info.node.lineno, within(calls_at, call_lines, info.node), within(attrs_at, attr_lines, info.node)]
+        functions[info.qualname] = [info.node.lineno, info.node.end_lineno]
     for name, cls in index.classes.items():
         bases = [b for b in (_dotted(x) for x in cls.bases) if b]
         classes[name] = [bases, _submodules(cls)]
 
     entries = []
-    if JIT_TEXT.search(text) or any(d.rsplit(".", 1)[-1] in text for d in jit_decorators):
+    words = ["jit", "compile"] + [d.rsplit(".", 1)[-1].lstrip("@") for d in jit_decorators if d.strip()]
+    if any(w in text for w in words):
         matcher = JitMatcher(index, tuple(jit_decorators))
-        src_lines = text.splitlines()
 
         def label(node) -> str:
-            seg = ast.get_source_segment(text, node) or ""
-            if not seg and node.lineno <= len(src_lines):
-                seg = src_lines[node.lineno - 1].strip()
+            line = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
+            if node.end_lineno == node.lineno:  # ast columns count UTF-8 bytes
+                seg = line.encode("utf-8", "surrogatepass")[node.col_offset : node.end_col_offset].decode(errors="replace")
+            else:
+                seg = line.strip() + " ..."
             seg = " ".join(seg.split())
             return seg if len(seg) <= 60 else seg[:57] + "..."
 
@@ -235,8 +228,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
                 if opts:
                     jit_name = index.resolve((call.args[0] if call and index.resolve(call.func) in ("functools.partial", "partial") else (call.func if call else dec))) or ""
                     entries.append([["ref", info.qualname], compiler_of(jit_name), is_symbolic(opts[1]), "@" + label(dec), dec.lineno, True])
-        pattern = _call_text_pattern(matcher)
-        for stmt in statements_on_lines(tree, set(matching_lines(pattern, text))):
+        for stmt in statements_on_lines(tree, _word_lines(text, words + ["partial"])):
             roots = list(_header_nodes(stmt)) if hasattr(stmt, "body") else [stmt]
             for root in roots:
                 for node in ast.walk(root):
@@ -271,7 +263,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
         "module": module,
         "path": path,
         "package": is_package,
-        "imports": _imports(tree, module, is_package),
+        "imports": _imports(tree, index, module, is_package),
         "functions": functions,
         "classes": classes,
         "entries": entries,
@@ -287,8 +279,11 @@ class Compiled:
 
 
 class ProjectIndex:
-    def __init__(self, summaries: list[dict], root: str = ".", assume_compiled=(), target: str = "any"):
+    def __init__(self, summaries: list[dict], root: str = ".", assume_compiled=(), target: str = "any", texts=None):
         self.root = os.path.abspath(root)
+        self._lines: dict[str, list[str]] = {}  # path -> its lines, read when a function there is reached
+        for path, text in (texts or {}).items():
+            self._lines[path] = _ast_line_ends(text).split("\n")
         self.modules = {s["module"]: s for s in summaries}
         self.assume_compiled = tuple(assume_compiled)
         self.target = target
@@ -408,9 +403,27 @@ class ProjectIndex:
                 if nxt not in self.compiled:
                     pending.append((nxt, how, depth + 1))
 
-    def _reached(self, module: str, qual: str) -> list[tuple[str, str]]:
+    def _calls(self, module: str, qual: str) -> tuple[set, set]:
+        """(names called, `self.<attr>` mentioned) in a function, by a regex over its text: an
+        over-approximation (a call in a string counts too) that only ever marks more code as reached."""
         s = self.modules[module]
-        _line, calls, self_attrs = s["functions"][qual]
+        path = s["path"]
+        lines = self._lines.get(path)
+        if lines is None:
+            try:
+                from .file_reader import decode
+
+                with open(path, "rb") as f:
+                    lines = _ast_line_ends(decode(f.read())).split("\n")
+            except Exception:  # gone or unreadable since it was linted: nothing reached through it
+                lines = []
+            self._lines[path] = lines
+        start, end = s["functions"][qual][:2]
+        body = "\n".join(lines[start - 1 : end])
+        return set(_CALL.findall(body)), set(_SELF_ATTR.findall(body))
+
+    def _reached(self, module: str, qual: str) -> list[tuple[str, str]]:
+        calls, self_attrs = self._calls(module, qual)
         out = []
         cls = qual.rsplit(".", 1)[0] if "." in qual else None
         subs = self._submodule_classes(module, cls) if cls else {}
@@ -478,7 +491,8 @@ class ProjectFile:
             self.summary = summarize(ctx.source.text, ctx.tree, ctx.index, self.path, self.module, ctx.jit_decorators)
         facts = self.facts
         if facts is None:
-            one = ProjectIndex([self.summary], root=os.path.dirname(self.path), assume_compiled=self.assume_compiled, target=self.target)
+            one = ProjectIndex([self.summary], root=os.path.dirname(self.path), assume_compiled=self.assume_compiled,
+                               target=self.target, texts={self.path: ctx.source.text})
             facts = one.facts_for(self.module, self.path)
         self.used = ctx.compiled_elsewhere = normalize_facts(facts)
         ctx.target = self.target

@@ -70,7 +70,8 @@ def measure(cmd: list[str], env: dict) -> tuple[float, float, int, bytes]:
     """(seconds, peak RSS in MB, exit status, stdout) of one fresh process."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env)
+        # cwd: the code root, so that ``-m analyzer.cli`` imports that checkout, not the caller's cwd
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=env["PYTHONPATH"])
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -87,7 +88,8 @@ def main() -> int:
     p.add_argument("--json", help="also write the rows here")
     args = p.parse_args()
     env = {**os.environ, "PYTHONPATH": args.code_root}
-    helptext = subprocess.run([sys.executable, "-m", "analyzer.cli", "--help"], capture_output=True, text=True, env=env).stdout
+    helptext = subprocess.run([sys.executable, "-m", "analyzer.cli", "--help"], capture_output=True, text=True, env=env,
+                              cwd=args.code_root).stdout
     size_option = ["--max-file-size", "1GB"] if "--max-file-size" in helptext else []
     rows = []
     print(f"code: {args.code_root}   python {sys.version.split()[0]}   target: peak <= {TARGET_FACTOR}x size + "

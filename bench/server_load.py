@@ -155,8 +155,8 @@ class Server:
 
         def read():
             for line in self.process.stderr:
-                if line.startswith("thunder-lint: serving on "):
-                    self.url = line.split()[-1]
+                if '"event": "serving"' in line:
+                    self.url = json.loads(line)["url"]
                     ready.set()
                 elif line.startswith('{"event":"request"'):
                     self.access_lines += 1

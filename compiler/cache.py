@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import segments
+from . import autocast, segments
 from .executors import resolve_executors
 from .executors.plan import plan_execution
 from .errors import CompilerError
@@ -123,7 +123,7 @@ class JittedFunction:
         added, computation = plan_execution(traces[-1], self.executors)  # fusing executors: functional path
         traces += added
         execution = traces[-1]
-        if any(b.symbol.name == "torch._C._set_grad_enabled" for b in execution.bsyms):
+        if any(b.symbol.name in ("torch._C._set_grad_enabled", autocast.SET_AUTOCAST.name) for b in execution.bsyms):
             computation = _restoring_grad_mode(computation)
         prologue = result.prologue.python_callable()
         return CacheEntry(prologue, computation, traces, [result.prologue], result.events,
@@ -131,13 +131,15 @@ class JittedFunction:
 
 
 def _restoring_grad_mode(computation):
-    # The trace switches grad mode (a `no_grad` block); if an op raises midway, put the caller's mode back.
+    # The trace switches grad mode (a `no_grad` block) or autocast; if an op raises midway, put the caller's
+    # state back.
     def run(*inputs):
-        mode = torch.is_grad_enabled()
+        mode, cast = torch.is_grad_enabled(), autocast.current()
         try:
             return computation(*inputs)
         finally:
             torch._C._set_grad_enabled(mode)
+            autocast.set_state(cast)
 
     return run
 

@@ -17,8 +17,9 @@ from .events import DATA_DEPENDENT, Event
 from .prologue import PrologueBuilder
 from .builtin_answers import answering_isinstance, refuse_type_is_tensor, user_code_objects
 from .hidden_inputs import StateSnapshot, user_codes
-from . import segments
+from . import autocast, segments
 from .epilogue import StateWrites, append_stores, emit_guards
+from .module_hooks import guard_hooks
 from .proxies import OpaqueProxy, TensorProxy
 from .torchlang import TracingMode
 from .trace import SET_GRAD_ENABLED, BoundSymbol, Trace, TracingState, tracing
@@ -40,16 +41,15 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     call: what runs the function over the proxies (default: `fn` itself, natively; the interpreted front
     end passes the interpreter). hidden_reads: called after tracing, returns expanded HiddenValues seen
     read at run time (beyond those found statically in `fn`'s code) for the prologue to guard too."""
-    if torch._C._is_any_autocast_enabled():
-        raise CompilerError("torch.autocast is active: it changes op dtypes at run time, which traces do not model "
-                            "yet; call the jitted function outside autocast (or cast explicitly inside it)")
     state = TracingState(observers, decompose)
     if segments.current_options() is not None:  # under compiler.jit: value reads split the trace
         state.segmenter = segments.Segmenter(state, segments.current_options())
     builder = PrologueBuilder(state)
+    state.builder = builder
     pargs, pkwargs = builder.arguments(args, kwargs)
     swaps = builder.module_tensors(module, "module") if module is not None else []
     builder.hidden(fn, module)
+    guard_hooks(builder, module)
     snapshot = StateSnapshot(fn, module)
     state_writes = StateWrites(module, snapshot)
     if call is None:  # natively, type(proxy) is TensorProxy; the interpreter answers type() as eager does
@@ -89,6 +89,8 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
                             "trace cannot repeat Python side effects on arguments: return the values instead")
     if state.grad_enabled != grad_enabled:  # a `no_grad` block left open cannot happen; restore anyway
         state.trace.bsyms.append(BoundSymbol(SET_GRAD_ENABLED, (grad_enabled,), {}, None))
+    if state.autocast != state.initial_autocast:  # a `with torch.autocast` exits before return; restore anyway
+        state.trace.bsyms.append(BoundSymbol(autocast.SET_AUTOCAST, (state.initial_autocast,), {}, None))
     append_stores(state.trace, writes)
     emit_guards(builder, key_guards)
     _check_outputs(out)

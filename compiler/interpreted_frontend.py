@@ -16,6 +16,7 @@ import functools
 import os
 import types
 
+from . import autograd_function, recursion
 from .builtin_answers import traced_type
 from .frontend import FrontendResult, holds_proxy, native_frontend
 from .hidden_inputs import HiddenValue, expand, library_file, write_slot
@@ -85,7 +86,7 @@ class CallEffects:
         self.writes.clear()
 
 
-_LOOKASIDES = {type: traced_type, **torch_lookasides()}
+_LOOKASIDES = {type: traced_type, **torch_lookasides(), autograd_function.APPLY: autograd_function.apply}
 
 
 class InterpretedCall:
@@ -104,7 +105,7 @@ class InterpretedCall:
         provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]
         kwprovs = {k: provenance.Argument(f"kwargs[{k!r}]") for k in kwargs}
         try:
-            with interpreting(interp):
+            with interpreting(interp), recursion.eager_depth(interp, recursion.user_depth()):
                 value, _ = interp.call(None, self.fn, tuple(args), dict(kwargs), provs, kwprovs)
         finally:
             if self.on_interpreter is not None:

@@ -82,6 +82,10 @@ def _new_proxy(m: torch.Tensor, device: torch.device, dynamic: bool = False) -> 
 
 def run_on_meta(fn, args, kwargs, device):
     """Run `fn` with proxies replaced by their meta tensors; wrap meta results back into proxies."""
+    if torch._C._is_any_autocast_enabled():  # meta tensors ignore autocast: fake tensors follow its rules
+        from .autocast import run_on_fake
+
+        return run_on_fake(fn, args, kwargs, device, _new_proxy)
     by_id = {}
 
     dynamic = False
@@ -121,6 +125,11 @@ def run_on_meta(fn, args, kwargs, device):
                                      "meta tensor without output_size", "but it's on meta")):
             raise DataDependentError(f"{getattr(fn, '__name__', fn)} needs the values of a tensor argument at trace "
                                      "time (its result's shape depends on them); pass Python numbers instead") from e
+        if "setStorage:" in str(e) and "out of bounds for storage" in str(e):
+            # Traced inputs' meta tensors own only the memory their view spans, not the whole storage
+            raise UnsupportedOpError(f"{getattr(fn, '__name__', fn)} reaches memory outside the input's view "
+                                     "(as_strided over a larger storage), which the compiler's metadata does "
+                                     "not cover") from e
         raise
 
     def wrap(m):

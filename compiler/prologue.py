@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from . import autocast
 from .errors import UnsupportedInputError
 from .hidden_inputs import hidden_values
 from .meta import meta_like
@@ -116,7 +117,7 @@ def _print_module_flag(bsym, trace):
 
 
 def _print_globals(bsym, trace):
-    grad, dtype, device = bsym.args
+    grad, dtype, device, autocast_state = bsym.args
     # torch.get_default_device() costs ~3 us (it scans the torch-function mode stack in Python); a
     # non-cpu default is itself such a mode, so an empty stack proves the default is cpu in ~0.1 us.
     if device == torch.device("cpu"):
@@ -124,9 +125,9 @@ def _print_globals(bsym, trace):
         trace.constants["_cpu"] = device
     else:
         dev_check = f"torch.get_default_device() != {trace.const_expr(device)}"
-    # autocast changes op dtypes at run time; traces are made (and valid) only with it off
+    # autocast changes op dtypes at run time: a trace is valid only under the autocast state it was made in
     return _fail_if(f"torch.is_grad_enabled() is not {grad} or torch.get_default_dtype() is not {dtype} "
-                    f"or {dev_check} or torch._C._is_any_autocast_enabled()")
+                    f"or {dev_check} or {autocast.guard_expr(trace, autocast_state)}")
 
 
 def _print_hidden(bsym, trace):
@@ -192,6 +193,7 @@ class PrologueBuilder:
         self._n = 0
         self.containers: list = []  # (list/dict given to the function, its items then, origin)
         self.arg_tensors: dict = {}  # id(tensor argument) -> (proxy, prologue variable)
+        self.grads: dict = {}  # input proxy name -> the proxy of its .grad (or None)
         self.hidden_guarded: set = set()  # (id(holder), key, path) of the hidden values guarded so far
         self._trace_for_consts = Trace("prologue")
         self._trace_for_consts.wrap_try = True
@@ -211,6 +213,24 @@ class PrologueBuilder:
         self.state.real_inputs[p.name] = t
         self.input_names.append(var)
         return p
+
+    def grad_of(self, proxy: TensorProxy):
+        """`x.grad` of an input: one more input, fetched from that input by the prologue on every call (gradient
+        clipping, hand-written optimizer steps), guarded as None or as a tensor."""
+        if proxy.name in self.grads:
+            return self.grads[proxy.name]
+        i = next(i for i, p in enumerate(self.state.inputs) if p is proxy)
+        var = self._var()
+        self._emit(UNPACK, var, f"{self.input_names[i]}.grad")
+        real = self.state.real_inputs[proxy.name].grad
+        if real is None:
+            self._emit(CHECK_VALUE, var, None)
+            result = None
+        else:
+            with torch._C.DisableTorchFunction():  # called while tracing: the meta tensor is no traced op
+                result = self.tensor_input(var, real, f"{proxy.origin}.grad")
+        self.grads[proxy.name] = result
+        return result
 
     def arguments(self, args, kwargs):
         self._emit(CHECK_STRUCTURE, "args", "args", (len(args), tuple(kwargs)))
@@ -330,7 +350,8 @@ class PrologueBuilder:
             var = tr.const_expr(real)
             self._emit(CHECK_TENSOR, var, TensorFacts(real))
             self.input_names.append(var)
-        self._emit(CHECK_GLOBAL_STATE, grad_enabled, torch.get_default_dtype(), self.state.default_device)
+        self._emit(CHECK_GLOBAL_STATE, grad_enabled, torch.get_default_dtype(), self.state.default_device,
+                   self.state.initial_autocast)
         self._emit(RETURN_INPUTS, tuple(self.input_names))
         tr.bsyms = self.bsyms
         tr.args = ["args", "kwargs"]

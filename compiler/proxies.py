@@ -82,6 +82,21 @@ class TensorProxy(Proxy):
     real = property(lambda self: _dispatch(PROPERTY_GETTERS["real"], (self,)))
     imag = property(lambda self: _dispatch(PROPERTY_GETTERS["imag"], (self,)))
 
+    @property
+    def grad(self):
+        # An input's .grad is an input too (the prologue fetches it each call); an intermediate has none yet.
+        from .trace import current_state
+
+        state = current_state()
+        if state is None or state.builder is None or self.name not in state.real_inputs:
+            from .errors import UnsupportedOpError
+            from .source import user_location
+
+            loc = user_location(2)
+            raise UnsupportedOpError(f"Tensor.grad of {self.name}, which is not an input of the jitted function, "
+                                     f"is not supported{f' at {loc.describe()}' if loc else ''}")
+        return state.builder.grad_of(self)
+
     def size(self, dim=None):
         self.shape  # noqa: B018 - raises for value-dependent sizes
         return self.meta.size() if dim is None else self.meta.size(dim)

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 
 import torch
 
+from . import autocast
 from . import tree as pytree
 from .errors import CompilerError
 from .events import DATA_DEPENDENT, DATA_DEPENDENT_READ, Event
@@ -149,6 +150,7 @@ class Segmenter:
         self.env: dict = dict(options.replay.env) if options.replay is not None else {}
         self.cut = 0
         self.grad_at_cut = state.grad_enabled
+        self.autocast_at_cut = state.autocast
         self.records: list[Record] = []
 
     def read(self, proxy: TensorProxy, kind: str, what: str, loc) -> tuple[bool, object]:
@@ -176,7 +178,7 @@ class Segmenter:
         else:
             runner = Runner(seg, self.options, final=False)
             self._fill_inputs()
-            with _native(self.grad_at_cut):
+            with _native(self.grad_at_cut, self.autocast_at_cut):
                 runner.run(self.env)
         real = self.env[proxy.name]
         with _native(torch.is_grad_enabled()):
@@ -188,6 +190,7 @@ class Segmenter:
                 proxy.meta, proxy.dynamic = meta_like(real), False
         self.cut = len(st.trace.bsyms)
         self.grad_at_cut = st.grad_enabled
+        self.autocast_at_cut = st.autocast
         key = outcome_key(value)
         self.records.append(Record(seg, source, runner, proxy.name, kind, key, value, loc))
         shown = repr(value if kind != "shape" else tuple(value))
@@ -202,7 +205,7 @@ class Segmenter:
         read, then the stores made so far), so its effects on inputs and state stay, as in eager."""
         self._fill_inputs()
         seg = segment_trace(self.state.trace.bsyms[self.cut:], None, "ops before the exception")
-        with _native(self.grad_at_cut):
+        with _native(self.grad_at_cut, self.autocast_at_cut):
             Runner(seg, self.options, final=False).run(self.env)
             for slot, value in writes:
                 slot.store(pytree.tree_map(lambda v: self.env[v.name] if isinstance(v, TensorProxy) else v, value))
@@ -222,7 +225,7 @@ class Segmenter:
                               f"segment {len(self.records) + 1} (final)")
         runner = Runner(final, self.options, final=True)
         path = Path(self.records, final, final.python_source(with_comments=False), runner, self.env,
-                    self.grad_at_cut, [a.name for a in trace.args])
+                    (self.grad_at_cut, self.autocast_at_cut), [a.name for a in trace.args])
         self.env = {}
         return path
 
@@ -234,21 +237,24 @@ class Path:
     final_source: str
     final_runner: Runner
     env: dict  # the tracing call's real values (dropped once its final segment ran)
-    final_grad: bool
+    final_grad: tuple  # (grad mode, autocast state) the final segment starts in
     input_names: list
 
 
 @contextmanager
-def _native(grad: bool):
-    """Run real torch ops from inside tracing: no tracing state, no torch-function mode, the grad mode the
-    segment starts in."""
-    before = torch.is_grad_enabled()
+def _native(grad: bool, cast=None):
+    """Run real torch ops from inside tracing: no tracing state, no torch-function mode, the grad mode and
+    autocast state the segment starts in."""
+    before, cast_before = torch.is_grad_enabled(), autocast.current()
     with torch._C.DisableTorchFunction(), tracing(None):
         torch._C._set_grad_enabled(grad)
+        if cast is not None:
+            autocast.set_state(cast)
         try:
             yield
         finally:
             torch._C._set_grad_enabled(before)
+            autocast.set_state(cast_before)
 
 
 # ---------------------------------------------------------------- the cache side
@@ -294,13 +300,15 @@ class SegmentedComputation:
         return _run_final(path.final_runner, path.env, path.final_grad)
 
 
-def _run_final(runner: Runner, env: dict, grad: bool):
-    before = torch.is_grad_enabled()
-    torch._C._set_grad_enabled(grad)
+def _run_final(runner: Runner, env: dict, start: tuple):
+    before, cast_before = torch.is_grad_enabled(), autocast.current()
+    torch._C._set_grad_enabled(start[0])
+    autocast.set_state(start[1])
     try:
         return runner.run(env)
     finally:
         torch._C._set_grad_enabled(before)
+        autocast.set_state(cast_before)
 
 
 def traces_of(nodes: list[Node]) -> list[Trace]:
@@ -311,7 +319,7 @@ def run_cached(jf, entry, inputs, args, kwargs):
     """A cache hit on a segmented entry: run the path its reads choose; trace what is new."""
     comp: SegmentedComputation = entry.computation
     env = dict(zip(comp.input_names, inputs))
-    grad = torch.is_grad_enabled()
+    grad, cast = torch.is_grad_enabled(), autocast.current()
     node, nodes = comp.root, []
     try:
         while True:
@@ -328,9 +336,11 @@ def run_cached(jf, entry, inputs, args, kwargs):
                 node = child
                 continue
             torch._C._set_grad_enabled(grad)  # the new trace starts from the call's state
+            autocast.set_state(cast)
             return _continue(jf, entry, comp, env, nodes, args, kwargs)
     finally:
         torch._C._set_grad_enabled(grad)
+        autocast.set_state(cast)
 
 
 def _continue(jf, entry, comp: SegmentedComputation, env: dict, nodes: list[Node], args, kwargs):

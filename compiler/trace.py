@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from . import tree as pytree
 
+from . import autocast
 from . import events as ev
 from .errors import CompilerError, UnsupportedInputError
 from .proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
@@ -70,7 +71,7 @@ class Trace:
         if isinstance(x, torch.device):
             return f"torch.device({str(x)!r})"
         if isinstance(x, torch.Size):
-            return f"torch.Size({list(x)!r})"
+            return f"torch.Size({[int(i) for i in x]!r})"  # (its ints may be IntegerProxy: guarded values)
         if isinstance(x, slice):
             return f"slice({self.expr(x.start)}, {self.expr(x.stop)}, {self.expr(x.step)})"
         if isinstance(x, torch.memory_format) or isinstance(x, torch.layout):
@@ -198,8 +199,11 @@ class TracingState:
         self.grad_enabled = torch.is_grad_enabled()
         self.default_device = torch.get_default_device()
         self.initial_grad_enabled = self.grad_enabled
+        self.autocast = autocast.current()  # the autocast state ops are being traced in
+        self.initial_autocast = self.autocast
         self.real_inputs: dict = {}  # proxy name -> the argument tensor, while tracing (segments run on them)
         self.segmenter = None  # compiler.segments.Segmenter when reads of tensor values split the trace
+        self.builder = None  # the PrologueBuilder: inputs found while tracing (an input's .grad)
 
     def sync_grad_mode(self, loc=None) -> None:
         g = torch.is_grad_enabled()
@@ -313,11 +317,7 @@ def _record_call(symbol, args, kwargs):
     if top:
         state.current_location = loc
         state.sync_grad_mode(loc)
-        if torch._C._is_any_autocast_enabled():
-            err = CompilerError(f"torch.autocast entered inside the jitted function (at {loc.describe() if loc else '?'}): "
-                                "it changes op dtypes at run time, which traces do not model yet")
-            err.location = loc
-            raise err
+        autocast.sync(state, loc)
     args, kwargs = state.normalize((args, kwargs))
     try:
         out = symbol.meta(symbol, args, kwargs)

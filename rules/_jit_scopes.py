@@ -107,7 +107,7 @@ _NAMESPACE_USE = re.compile(r"\s*(?:\.|is\s+(?:not\s+)?None\b)")
 def _fixed_namespace(ctx, jit_scope, name: str) -> bool:
     """A global bound once per import path (a kernel library or None) and used only as a namespace
     (``ops.gemm(...)``, ``ops is None``): code chosen at import, not data that changes between calls."""
-    if not ctx.index.bound_once_per_path(name):
+    if not ctx.index.bound_at_import(name):
         return False
     for scope in jit_scope.walk():
         for node in scope.loads:

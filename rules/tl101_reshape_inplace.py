@@ -260,32 +260,61 @@ def _written_back(ctx, facts, target, base, mutation) -> bool:
         return False
     name = root.id
 
-    def strip_data(text: str) -> str:
-        return text[:-5] if text.endswith(".data") else text
-
-    want = strip_data(ctx.segment(base))
+    # The base, and what it was taken from (`w = module.weight.data` ... `w = w.reshape(...)`): storing
+    # the result into any of those is a write-back.
+    wants = {_strip_data(ctx.segment(base))}
+    expr, pos = base, start(mutation.node)
+    for _ in range(_MAX_DEPTH):
+        if not isinstance(expr, ast.Name):
+            break
+        b = facts.binding_at(expr.id, pos)
+        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
+            break
+        value = b.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            value = value.func.value  # w.reshape(...).to(...) -> w
+        while isinstance(value, ast.Subscript):
+            value = value.value
+        wants.add(_strip_data(ctx.segment(value)))
+        expr, pos = value, start(b.stmt)
     after = end(mutation.stmt)
+    stores = _store_backs(ctx, facts)
+    return any(pos >= after and name in names for want in wants for pos, names in stores.get(want, ()))
 
-    def uses_name(expr) -> bool:
-        return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(expr))
+
+def _strip_data(text: str) -> str:
+    return text[:-5] if text.endswith(".data") else text
+
+
+def _store_backs(ctx, facts) -> dict:
+    """What the scope stores values into, keyed by the destination's text without ``.data``: for each
+    store (``dest = v`` to an attribute or item, ``dest.copy_(v)``, ``setattr(obj, "name", v)``) its
+    position and the names the stored value reads. Built once per scope, so checking many writes stays
+    linear in the scope's size (a walk of the scope per finding was quadratic)."""
+    cached = getattr(facts, "_tl101_store_backs", None)
+    if cached is not None:
+        return cached
+    found: dict = {}
+
+    def add(dest: str, node, value):
+        names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        found.setdefault(_strip_data(dest), []).append(((node.lineno, node.col_offset), names))
 
     for node in ast.walk(facts.node):
-        if not hasattr(node, "lineno") or (node.lineno, node.col_offset) < after:
-            continue
-        if isinstance(node, ast.Assign) and uses_name(node.value):
-            if any(strip_data(ctx.segment(t)) == want for t in node.targets if isinstance(t, (ast.Attribute, ast.Subscript, ast.Name))):
-                if not any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-                    return True
-        elif isinstance(node, ast.Call) and node.args and uses_name(node.args[-1]):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, (ast.Attribute, ast.Subscript)):
+                    add(ctx.segment(t), node, node.value)
+        elif isinstance(node, ast.Call) and node.args:
             func = node.func
-            if isinstance(func, ast.Attribute) and func.attr == "copy_" and strip_data(ctx.segment(func.value)) == want:
-                return True
-            if isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) == 3:
+            if isinstance(func, ast.Attribute) and func.attr == "copy_":
+                add(ctx.segment(func.value), node, node.args[-1])
+            elif isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) == 3:
                 attr = node.args[1]
                 if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
-                    if strip_data(f"{ctx.segment(node.args[0])}.{attr.value}") == want:
-                        return True
-    return False
+                    add(f"{ctx.segment(node.args[0])}.{attr.value}", node, node.args[-1])
+    facts._tl101_store_backs = found
+    return found
 
 
 def _loop_owner(facts, binding) -> str | None:

@@ -54,6 +54,8 @@ There is no automatic fix.
 - [lightning-thunder #1193: prims.copy_to_out_](https://github.com/Lightning-AI/lightning-thunder/pull/1193)
 """,
     valid=[
+        # the out-parameter idiom: the written input is only returned
+        "import torch\n@torch.compile\ndef f(result, x, w):\n    result += x @ w\n    return result\n",
         "import thunder, torch\n@thunder.jit\ndef f(q, idx, src):\n    q2 = q.index_copy(2, idx, src)\n    return q2.sum()\n",
         # written once and never read again
         "import thunder\n@thunder.jit\ndef f(x, y):\n    x.add_(y)\n",
@@ -61,6 +63,9 @@ There is no automatic fix.
         "import torch\ndef f(q, idx, src):\n    q.index_copy_(2, idx, src)\n    return q.sum()\n",
     ],
     invalid=[
+        # read again inside a loop: the next iteration reads what the write-back must already have stored
+        "import torch\n@torch.compile\ndef blend(a: torch.Tensor, b: torch.Tensor, n: int):\n    for y in range(n):\n"
+        "        b[:, y] = a[:, -n + y] * (1 - y / n) + b[:, y] * (y / n)\n    return b\n",
         "import torch\nimport thunder\nfrom functools import partial\n\n"
         "@partial(thunder.jit, disable_inplace_copy_check=True)\ndef f(q, k, v, mask, idx, src):\n"
         "    q.index_copy_(2, idx, src)\n    k.index_copy_(2, idx, src)\n"
@@ -68,6 +73,23 @@ There is no automatic fix.
         "import torch\n@torch.compile\ndef f(x, y):\n    x += y\n    x.mul_(2)\n",
     ],
 )
+
+
+def _only_returned(func, facts, name, after, loop) -> bool:
+    """Are all the later uses of ``name`` a plain ``return name``? Returning the written input reads no
+    memory inside the compiled region, so no reordered write-back can be seen."""
+    returned = {
+        (n.value.lineno, n.value.col_offset)
+        for n in ast.walk(func)
+        if isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == name
+    }
+    if not returned:
+        return False
+    later = [p for p in facts.loads.get(name, ()) if p > after]
+    if loop is not None:
+        lo, hi = (loop.lineno, loop.col_offset), (loop.end_lineno, loop.end_col_offset)
+        later += [p for p in facts.loads.get(name, ()) if lo <= p <= hi]
+    return all(p in returned for p in later)
 
 
 def check(ctx):
@@ -90,6 +112,8 @@ def check(ctx):
                     continue  # `n += 1` on a number rebinds; `kwargs["k"] = v` writes a dict, not a tensor
             if not facts.read_after(name, end(mutation.stmt), mutation.loop):
                 continue
+            if _only_returned(target.info.node, facts, name, end(mutation.stmt), mutation.loop):
+                continue  # `x += y; return x`: the out-parameter idiom; no read sees the write-back
             reported.add(name)
             yield Finding(
                 mutation.node,

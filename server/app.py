@@ -38,7 +38,7 @@ from .models import (
 )
 from .dispatch import run_request
 from .pool import JobFailed, JobTimeout, PoolBusy, WorkerCrashed, WorkerPool
-from .settings import ServerSettings
+from .settings import LINT_S_PER_MIB_FASTEST, ServerSettings
 from .worker import Job, SubmittedFile
 
 MEDIA_TYPES = {"json": "application/json", "sarif": "application/sarif+json", "github": "text/plain; charset=utf-8"}
@@ -76,8 +76,11 @@ def _check_limits(req: AnalyzeRequest, settings: ServerSettings) -> list[Submitt
             [{"field": "files", "message": f"at most {settings.max_files} files"}],
         )
     submitted = []
+    total = 0
     for i, f in enumerate(req.files):
-        if f.raw_size() > settings.max_file_bytes:
+        size = f.raw_size()
+        total += size
+        if size > settings.max_file_bytes:
             raise ApiError(
                 413, "file_too_large", f"files[{i}] is larger than the limit of {settings.max_file_bytes} bytes per file",
                 [{"field": f"files[{i}].content" if f.content is not None else f"files[{i}].content_base64",
@@ -87,7 +90,24 @@ def _check_limits(req: AnalyzeRequest, settings: ServerSettings) -> list[Submitt
             submitted.append(SubmittedFile(f.path, text=f.content))
         else:
             submitted.append(SubmittedFile(f.path, data=base64.b64decode(f.content_base64)))
+    _check_cost(total, len(req.files), settings)
     return submitted
+
+
+def _check_cost(total_bytes: int, n_files: int, settings: ServerSettings) -> None:
+    """413 at once for a request that cannot finish within the time limit even at the fastest measured
+    linting rate: it would hold its workers for the whole limit and then fail with a 504."""
+    parallel = max(1, min(settings.workers, n_files))
+    at_least = total_bytes / 2**20 * LINT_S_PER_MIB_FASTEST / parallel
+    if at_least > settings.timeout_s:
+        raise ApiError(
+            413, "request_too_large",
+            f"{total_bytes / 2**20:.1f} MiB of source takes at least {at_least:.0f} s to lint here "
+            f"({LINT_S_PER_MIB_FASTEST:g} s per MiB per worker, {parallel} worker(s)), more than the time limit "
+            f"of {settings.timeout_s:g} s: send fewer or smaller files per request, or raise --timeout",
+            [{"field": "files", "message": f"at most about {settings.timeout_s * parallel / LINT_S_PER_MIB_FASTEST:.1f} MiB "
+              "of source per request with this time limit"}],
+        )
 
 
 def settings_hash(enabled: frozenset[str], fix: str | None) -> str:

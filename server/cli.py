@@ -1,12 +1,13 @@
 """``thunder-lint serve``: run the HTTP service under uvicorn.
 
     thunder-lint serve [--host 127.0.0.1] [--port 8000] [--workers N] [--timeout S] [--wait-timeout S]
-                       [--body-timeout S] [--max-body-bytes N] [--max-files N] [--max-file-bytes N]
+                       [--body-timeout S] [--header-timeout S] [--max-body-bytes N] [--max-files N] [--max-file-bytes N]
                        [--worker-memory-mb MB] [--token-file F] [--cors-origin O ...] [--log-level L]
 
 Auth: a token from --token-file, $THUNDER_LINT_TOKEN_FILE or $THUNDER_LINT_TOKEN turns bearer auth on.
-Once listening, one line ``thunder-lint: serving on http://HOST:PORT`` goes to stderr (with --port 0 it
-carries the port the system chose). Exit 0 after a clean shutdown, 2 for bad options.
+Once listening, one JSON line ``{"level": "info", "logger": "thunder_lint", "event": "serving", "url":
+"http://HOST:PORT", "message": "serving on http://HOST:PORT"}`` goes to stderr, like every other log line
+(with --port 0 it carries the port the system chose; ``serving_url`` reads it). Exit 0 after a clean shutdown, 2 for bad options.
 """
 
 from __future__ import annotations
@@ -52,6 +53,20 @@ def _seconds(value: str) -> float:
     return s
 
 
+def serving_line(url: str) -> str:
+    """The "listening" log line: JSON like the other log lines, so a log pipeline parses every line."""
+    return json.dumps({"level": "info", "logger": "thunder_lint", "event": "serving", "url": url, "message": f"serving on {url}"})
+
+
+def serving_url(line: str) -> str | None:
+    """The URL from a :func:`serving_line`, else None."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return entry.get("url") if isinstance(entry, dict) and entry.get("event") == "serving" else None
+
+
 def build_parser() -> argparse.ArgumentParser:
     d = ServerSettings()
     p = argparse.ArgumentParser(prog="thunder-lint serve", description="Serve the linter over HTTP (POST /analyze).")
@@ -61,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_seconds, default=d.timeout_s, help=f"seconds a request may lint for (default: {d.timeout_s:g})")
     p.add_argument("--wait-timeout", type=_seconds, default=d.wait_timeout_s,
                    help=f"seconds a request may wait for a free worker before a 503 (default: {d.wait_timeout_s:g})")
+    p.add_argument("--header-timeout", type=_seconds, default=10.0,
+                   help="seconds a connection may take to send a request's headers before a 408 and close (default: 10)")
     p.add_argument("--body-timeout", type=_seconds, default=d.body_timeout_s,
                    help=f"seconds the request body may stall before a 408 (default: {d.body_timeout_s:g})")
     p.add_argument("--max-body-bytes", type=_positive_int, default=d.max_body_bytes, help=f"largest request body (default: {d.max_body_bytes})")
@@ -123,6 +140,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     import uvicorn
 
     from .app import create_app
+    from .header_timeout import protocol_with_timeout
 
     class _Server(uvicorn.Server):
         async def startup(self, sockets=None):
@@ -131,7 +149,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
                 for server in self.servers:
                     for sock in server.sockets:
                         host, port = sock.getsockname()[:2]
-                        print(f"thunder-lint: serving on http://{host}:{port}", file=sys.stderr, flush=True)
+                        print(serving_line(f"http://{host}:{port}"), file=sys.stderr, flush=True)
                 fs_audit.arm_if_enabled()  # the pool is up: what follows serves requests
 
     config = uvicorn.Config(
@@ -141,6 +159,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
         access_log=False,  # our own structured access log replaces uvicorn's
         log_config=_log_config(args.log_level),
         server_header=False,
+        http=protocol_with_timeout(args.header_timeout),  # h11 with a header-read timeout
         timeout_graceful_shutdown=10,
     )
     server = _Server(config)

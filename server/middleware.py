@@ -131,6 +131,35 @@ class BodyTooSlow(HTTPException):
         super().__init__(408, f"the request body stalled: no data for {seconds:g} s")
 
 
+# Before a 413, read and drop at most this much of the body, for at most this long: clients that send
+# the whole body before reading (Python's urllib, requests) otherwise get a connection reset (closing a
+# socket with unread data sends RST) instead of the 413 and its message. Bounded, so a huge upload
+# still costs us little.
+DRAIN_MAX_BYTES = 64 * 1024 * 1024
+DRAIN_SECONDS = 5.0
+DRAIN_STALL_SECONDS = 0.5  # a client that sends nothing more is not waited for
+
+
+async def _drain(receive, declared: int) -> None:
+    budget = min(declared, DRAIN_MAX_BYTES)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DRAIN_SECONDS
+    drained = 0
+    while drained < budget:
+        left = deadline - loop.time()
+        if left <= 0:
+            return
+        try:
+            message = await asyncio.wait_for(receive(), min(left, DRAIN_STALL_SECONDS))
+        except (TimeoutError, asyncio.TimeoutError):
+            return
+        if message["type"] != "http.request":
+            return
+        drained += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
+
+
 class BodyLimitMiddleware:
     """413 for a body over ``limit`` bytes: at once from Content-Length, else as soon as the stream passes it.
     408 when the body stops arriving for ``read_timeout`` seconds (a stalled client must not hold a
@@ -154,6 +183,8 @@ class BodyLimitMiddleware:
             if size < 0:
                 return await self._refuse(send, state, 400, "bad_request", "the Content-Length header is not a number")
             if size > self.limit:
+                if size <= DRAIN_MAX_BYTES and _header(scope, b"expect") is None:  # 100-continue: sends nothing yet
+                    await _drain(receive, size)
                 return await self._too_large(send, state)
         received = [0]
         started = [False]
@@ -183,6 +214,8 @@ class BodyLimitMiddleware:
             await self.app(scope, limited_receive, tracking_send)
         except BodyTooLarge:
             if not started[0]:
+                if not body_done[0]:
+                    await _drain(receive, DRAIN_MAX_BYTES)
                 await self._too_large(send, state)
         except BodyTooSlow as e:
             if not started[0]:

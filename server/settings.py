@@ -13,6 +13,15 @@ TOKEN_ENV = "THUNDER_LINT_TOKEN"
 TOKEN_FILE_ENV = "THUNDER_LINT_TOKEN_FILE"
 
 
+# Linting cost per MiB of source on one worker of the 2-core dev machine (see server/README.md):
+# the fastest, ordinary library code (bench/lint_throughput.py: ~48 MB of transformers sources in 13.3 s
+# on 2 workers, about 0.55 s per MiB per worker), and the slowest, dense jitted code with findings every
+# few lines (bench/large_files.py --kinds dense: about 30 s per MiB with fix edits). A request that cannot
+# finish within --timeout even at the fastest rate is refused at once (413) instead of holding workers.
+LINT_S_PER_MIB_FASTEST = 0.5
+LINT_S_PER_MIB_SLOWEST = 30.0
+
+
 class SettingsError(ValueError):
     """The service cannot start with these settings."""
 

@@ -82,7 +82,20 @@ class ModuleIndex:
                 return "static"
         # A constant by convention: UPPER_CASE, bound once on every path (`if cuda: DTYPE = ... else: DTYPE = ...`,
         # `try: import apex; HAS_APEX = True except ImportError: HAS_APEX = False`).
-        if all(k in ("assign", "none") for k in kinds) and name.upper() == name and any(c.isalpha() for c in name):
+        # A feature flag: `try: import apex; has_apex = True / except ImportError: has_apex = False`, each
+        # path binding True or False once: decided at import, like the UPPER_CASE constants below.
+        if len(kinds) > 1 and all(k == "flag" for k in kinds) and self.bound_once_per_path(name):
+            return "static"
+        # An import-time probe bound once (or once per path, with True/False/None elsewhere) and never rebound.
+        if "probe" in kinds and all(k in ("probe", "flag", "none") for k in kinds):
+            if len(kinds) == 1 or self.bound_once_per_path(name):
+                return "static"
+        # A private module global (`_torch_version = ...`, `_flash_available, _ = probe()`) bound once per
+        # import path and never rebound in its module: no one is meant to change it after import.
+        if name.startswith("_") and all(k in ("assign", "none", "flag", "probe") for k in kinds):
+            if len(kinds) == 1 or self.bound_once_per_path(name):
+                return "static"
+        if all(k in ("assign", "none", "flag", "container", "probe") for k in kinds) and name.upper() == name and any(c.isalpha() for c in name):
             arms = self.binding_arms.get(name, [])
             if len(arms) == len(kinds) and all(
                 _exclusive_arms(a, b) for i, a in enumerate(arms) for b in arms[i + 1 :]
@@ -90,6 +103,15 @@ class ModuleIndex:
                 return "static"
         return "mutable"
 
+
+    def bound_at_import(self, name: str) -> bool:
+        """Bound once per import path (see below), or once inside an if/try whose other paths bind nothing
+        (`if has_kernels: ops = get_kernel(...) else: raise ImportError(...)`)."""
+        kinds = self.bindings.get(name, [])
+        arms = self.binding_arms.get(name, [])
+        if kinds == ["assign"] and len(arms) == 1 and arms[0] and name not in self.global_writes:
+            return True
+        return self.bound_once_per_path(name)
 
     def bound_once_per_path(self, name: str) -> bool:
         """Is ``name`` bound at import on exclusive paths only (``try: ops = load() except: ops = None``),
@@ -135,9 +157,23 @@ _CLASS_FACTORIES = frozenset({"namedtuple", "NamedTuple", "TypedDict", "TypeVar"
                               "Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"})
 
 
+# Calls that ask what the installation supports: their answer is fixed for the life of the process.
+_PROBES = frozenset({"hasattr", "callable", "find_spec", "is_available", "version"})
+
+
 def _value_kind(value) -> str:
     if isinstance(value, ast.Constant) and value.value is None:
         return "none"
+    if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+        return "flag"
+    if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)):
+        return "container"  # mutable in place: data, however often it is bound
+    if isinstance(value, ast.Call) and isinstance(value.func, (ast.Name, ast.Attribute)):
+        callee = value.func.id if isinstance(value.func, ast.Name) else value.func.attr
+        if callee in ("dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter"):
+            return "container"
+        if callee in _PROBES or callee.startswith(("is_", "has_")) or callee.endswith("_available"):
+            return "probe"  # `has_rms_norm = hasattr(F, "rms_norm")`: what this installation supports
     if isinstance(value, ast.Call):
         func = value.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""

@@ -60,6 +60,7 @@ class Interpreter:
         self.check_stack = check_stack
         self.frames = 0  # frames interpreted so far (tests use it to prove code was interpreted)
         self.active: list = []  # interpreted frames now executing, innermost last (for sys._getframe)
+        self.depth_limit = None  # most interpreted frames at once (the embedder sets it; see recursion.py)
         self.native_caller = None  # the native frame that called into the interpreter
         self._trampolines: dict = {}  # id(globals) -> (globals, trampoline function)
         self.current_exc = None  # the exception being handled by interpreted code (sys.exc_info())
@@ -246,6 +247,8 @@ class Interpreter:
         handlers = self.opcode_handlers
         check = self.check_stack
         stack = frame.stack
+        if self.depth_limit is not None and len(self.active) >= self.depth_limit:
+            raise RecursionError("maximum recursion depth exceeded")  # as eager at the same user depth
         self.active.append(frame)
         try:
             return self._run(frame, instructions, handlers, check, stack)

@@ -84,22 +84,12 @@ def _checkpoint(function, *args, **kwargs):
     return _interpret_call(function, args, kwargs)
 
 
-def _custom_function_apply(cls, *args, **kwargs):
-    # A custom autograd.Function as one unit with the user's backward is issue 11's; refuse clearly until then.
-    from ..errors import UnsupportedOpError
-    from ..source import user_location
-
-    loc = user_location(2)
-    raise UnsupportedOpError(f"custom torch.autograd.Function {cls.__qualname__}.apply is not supported yet"
-                             f"{f' at {loc.describe()}' if loc else ''}")
-
-
 def interpreter_lookasides() -> dict:
     """callable -> replacement, for the interpreting front end."""
     import torch.utils.checkpoint
 
-    table = {torch.utils.checkpoint.checkpoint: _checkpoint,
-             torch.autograd.Function.__dict__["apply"].__func__: _custom_function_apply}
+    # (custom autograd.Function.apply: compiler/autograd_function.py, added by the interpreting front end)
+    table = {torch.utils.checkpoint.checkpoint: _checkpoint}
     table |= {m: _rng_state_change(m) for m in (torch._C.Generator.manual_seed, torch._C.Generator.set_state,
                                                 torch._C.Generator.seed, torch._C.Generator.graphsafe_set_state)
              if m is not None}

@@ -20,6 +20,7 @@ import types
 
 import torch
 
+from ..errors import UnsupportedOpError
 from ..meta import _CREATION, generic_meta
 from ..symbols import Symbol, Tag
 
@@ -31,6 +32,10 @@ _TENSOR_METHOD_TYPES = (types.MethodDescriptorType, types.WrapperDescriptorType)
 
 def aten_name(func) -> str | None:
     """The ATen operator a torch callable dispatches to, or None (Python functions, non-ATen natives)."""
+    if isinstance(func, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):  # torch.ops.aten.NAME(.overload)
+        ns, _, name = func._schema.name.partition("::") if isinstance(func, torch._ops.OpOverload) else \
+            func._qualified_op_name.partition("::")
+        return name if ns == "aten" and schemas(name) else None
     if isinstance(func, _TENSOR_METHOD_TYPES) and getattr(func, "__objclass__", None) is torch._C.TensorBase:
         name = func.__name__
     elif isinstance(func, types.BuiltinFunctionType) and getattr(func, "__module__", None) in _NATIVE_MODULES:
@@ -91,6 +96,10 @@ def tags_for(name: str) -> Tag:
 def printed_name(func) -> str | None:
     """A Python expression that names `func` in every trace's namespace ("torch.acosh", "Tensor.acosh_",
     "torch._C._special.special_erfcx"), or None."""
+    if isinstance(func, torch._ops.OpOverloadPacket):
+        return f"torch.ops.aten.{func.__name__}"
+    if isinstance(func, torch._ops.OpOverload):
+        return f"torch.ops.aten.{func.overloadpacket.__name__}.{func._overloadname}"
     name = func.__name__
     if isinstance(func, _TENSOR_METHOD_TYPES):
         return f"Tensor.{name}" if getattr(torch.Tensor, name, None) is func else None
@@ -105,6 +114,18 @@ def printed_name(func) -> str | None:
     return f"{module}.{name}" if obj is func else None
 
 
+def _inplace_meta(symbol, args, kwargs):
+    try:
+        return generic_meta(symbol, args, kwargs)
+    except RuntimeError as e:
+        # Some CPU kernels resize `self` where the meta kernel insists on broadcasting (Tensor.addbmm_ on
+        # a 1-d self): the meta answer is not eager's, so refuse rather than report eager's error wrongly.
+        if "doesn't match the broadcast shape" in str(e):
+            raise UnsupportedOpError(f"{symbol.name}: its meta kernel rejects this output shape ({e}), but eager's "
+                                     "kernel may resize it instead; the compiler cannot tell which here") from e
+        raise
+
+
 def derive(func) -> Symbol | None:
     """A Symbol for `func` from its operator schemas, or None when it does not dispatch to ATen."""
     name = aten_name(func)
@@ -116,7 +137,7 @@ def derive(func) -> Symbol | None:
     tags = tags_for(name)
     if tags & Tag.INPLACE:
         tags &= ~(Tag.RETURNS_VIEW | Tag.CREATION)
-    sym = Symbol(printed, func, tags, generic_meta)
+    sym = Symbol(printed, func, tags, _inplace_meta if tags & Tag.INPLACE else generic_meta)
     if any(a.name == "device" for s in schemas(name) for a in s.arguments):
         _CREATION.add(func)  # meta runs pass device="meta" when no traced tensor is involved
     return sym

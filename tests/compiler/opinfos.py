@@ -1301,10 +1301,7 @@ for _fn in (_two_draws, _two_dropouts, _unused_draw, _unused_dropout, _randn_and
 # its sample passes.
 # ---------------------------------------------------------------------------------------------------
 
-KNOWN_GAPS: dict[str, str] = {
-    "context_autocast_inside-f32[3x4]": ("torch.autocast entered inside the function: refused with a CompilerError "
-                                         "(was silently float32); eager runs the matmul in bfloat16"),
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 SAMPLES_BY_ID = {s.id: s for s in SAMPLES}
 # random-*, hidden.*, group:* and prims:* name cases that test_differential.py builds itself

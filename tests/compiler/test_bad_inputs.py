@@ -144,14 +144,14 @@ def test_zero_dim_integer_tensor_index_acts_like_an_int():
         compiler.jit(lambda x, i: x[i])(torch.randn(4, 3), torch.tensor(7))
 
 
-def test_autocast_is_refused_and_guarded():
+def test_autocast_at_the_call_is_guarded_and_matches_eager():
     jf = compiler.jit(lambda a, b: a @ b)
     a = torch.randn(4, 4)
-    jf(a, a)
-    with torch.autocast("cpu"):
-        with pytest.raises(compiler.CompilerError, match="autocast"):
-            jf(a, a)  # the cached trace (made without autocast) is not reused either
-    torch.testing.assert_close(jf(a, a), a @ a)
+    assert torch.equal(jf(a, a), a @ a)
+    with torch.autocast("cpu"):  # the trace made without autocast is not reused
+        got, want = jf(a, a), a @ a
+        assert got.dtype is want.dtype is torch.bfloat16 and torch.equal(got, want)
+    assert torch.equal(jf(a, a), a @ a) and compiler.cache_misses(jf) == 2
 
 
 def test_sparse_input_is_refused():

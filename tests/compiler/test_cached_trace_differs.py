@@ -185,3 +185,162 @@ def test_threads_tracing_different_shapes_get_their_own_results():
     for t in threads:
         t.join()
     assert not errors and all(results.values()) and len(results) == 4
+
+
+# 1. hooks added after the first call run on the next call, as in eager
+def test_hooks_added_or_removed_after_the_first_call():
+    torch.manual_seed(0)
+    m = torch.nn.Linear(2, 2)
+    jm = compiler.jit(m)
+    x = torch.ones(1, 2)
+    assert torch.equal(jm(x), m(x))
+    for register in (lambda: m.register_forward_hook(lambda mod, i, o: o * 3),
+                     lambda: m.register_forward_pre_hook(lambda mod, i: (i[0] * 2,)),
+                     lambda: torch.nn.modules.module.register_module_forward_hook(lambda mod, i, o: o + 1)):
+        handle = register()
+        try:
+            assert torch.equal(jm(x), m(x))
+        finally:
+            handle.remove()
+        assert torch.equal(jm(x), m(x))
+
+
+def test_module_backward_hooks_are_refused_clearly():
+    m = torch.nn.Linear(2, 2)
+    m.register_full_backward_hook(lambda mod, gi, go: None)
+    with pytest.raises(compiler.UnsupportedOpError, match="backward hooks"):
+        compiler.jit(m)(torch.ones(1, 2, requires_grad=True))
+
+
+# reading Tensor.grad and returning dataclasses work as in eager
+def test_reading_grad_for_clipping_and_a_hand_written_step():
+    def clip(p, max_norm):
+        if p.grad is None:
+            return None
+        norm = p.grad.norm()
+        p.grad.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm
+
+    def sgd(w, lr):
+        with torch.no_grad():
+            w.sub_(w.grad * lr)
+
+    jclip, jsgd = compiler.jit(clip), compiler.jit(sgd)
+    a, b = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(3))
+    assert jclip(a, 1.0) is None and clip(b, 1.0) is None
+    for _ in range(3):
+        for w in (a, b):
+            w.grad = None
+            (w * w * 3).sum().backward()
+        assert torch.equal(jclip(a, 1.0), clip(b, 1.0)) and torch.equal(a.grad, b.grad)
+        jsgd(a, 0.1)
+        sgd(b, 0.1)
+        assert torch.equal(a, b)
+    assert compiler.cache_hits(jclip) == 2
+
+
+def test_returning_a_dataclass():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Output:
+        loss: torch.Tensor
+        logits: torch.Tensor
+        aux: object = None
+
+    def fn(x):
+        return Output(loss=(x * 2).sum(), logits=x * 2)
+
+    jfn = compiler.jit(fn)
+    for _ in range(2):
+        got, want = jfn(torch.ones(3)), fn(torch.ones(3))
+        assert type(got) is Output and torch.equal(got.loss, want.loss) and torch.equal(got.logits, want.logits)
+        assert got.aux is None
+
+
+# 2. a custom autograd.Function runs as a unit whose backward is the user's
+class _Cube(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.save_for_backward(x)
+        ctx.k = k
+        return x ** 3, (x > 0).long()
+
+    @staticmethod
+    def backward(ctx, grad, _):
+        (x,) = ctx.saved_tensors
+        # deliberately not the true derivative: the user's backward, not autograd's, must run
+        return (grad * ctx.k * x if ctx.needs_input_grad[0] else None), None
+
+
+class _ExpArgmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x.exp()
+        idx = x.argmax()
+        ctx.save_for_backward(out)
+        ctx.mark_non_differentiable(idx)
+        return out, idx
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad, _):
+        (out,) = ctx.saved_tensors
+        return grad * out * 2
+
+
+def _uses_functions(x):
+    a, positive = _Cube.apply(x, 5.0)
+    b, idx = _ExpArgmax.apply(a + 1)
+    return (b * 2).sum(), positive, idx
+
+
+def test_custom_autograd_functions_keep_their_backward():
+    jfn = compiler.jit(_uses_functions)
+    for seed in range(3):
+        x1 = torch.randn(4, generator=torch.Generator().manual_seed(seed)).requires_grad_()
+        x2 = x1.detach().clone().requires_grad_()
+        got, want = jfn(x1), _uses_functions(x2)
+        assert all(torch.equal(g, w) for g, w in zip(got, want))
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want] == [True, False, False]
+        got[0].backward()
+        want[0].backward()
+        assert torch.equal(x1.grad, x2.grad)
+    assert compiler.cache_hits(jfn) == 2
+    x = torch.randn(4)  # needs_input_grad False: no grad anywhere, as in eager
+    assert not jfn(x)[0].requires_grad
+
+
+# 9. recursion: as deep as eager, RecursionError past what the interpreter holds, never a crash
+def _recurse(x, n):
+    return x if n == 0 else _recurse(x + 1, n - 1)
+
+
+def test_recursion_reaches_eagers_depth():
+    lo, hi = 1, 3000  # eager's deepest n from here
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        try:
+            _recurse(torch.zeros(1), mid)
+            lo = mid
+        except RecursionError:
+            hi = mid - 1
+    jitted = compiler.jit(_recurse, cache="no caching")
+    assert torch.equal(jitted(torch.zeros(1), lo - 3), torch.full((1,), float(lo - 3)))
+    # the limit follows Python frames only (eager's counter also counts C calls below): about eager's depth
+    with pytest.raises(RecursionError):
+        jitted(torch.zeros(1), lo + 100)
+
+
+def test_very_deep_recursion_raises_instead_of_crashing():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, torch, compiler\nsys.setrecursionlimit(100000)\n"
+            "def rec(x, n):\n    return x if n == 0 else rec(x + 1, n - 1)\n"
+            "try:\n    compiler.jit(rec)(torch.zeros(1), 20000)\nexcept RecursionError:\n    print('RecursionError')\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "RecursionError", done.stderr[-2000:]

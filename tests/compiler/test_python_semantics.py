@@ -58,14 +58,19 @@ def test_type_of_a_traced_tensor_answers_as_in_eager_and_the_native_front_end_re
         compiler.jit(fn, frontend=native_frontend)(x)
 
 
-def test_autocast_inside_the_function_is_refused():
+def test_autocast_inside_the_function_follows_eagers_dtypes():
     def fn(a):
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            return a @ a
+            h = a @ a
+            return h, torch.softmax(h, -1), (h.float() + a).sum()
 
-    with pytest.raises(compiler.CompilerError, match="autocast entered inside"):
-        compiler.jit(fn)(torch.ones(2, 2))
+    a = torch.randn(3, 3)
+    jfn = compiler.jit(fn)
+    for _ in range(2):
+        for got, want in zip(jfn(a), fn(a)):
+            assert got.dtype is want.dtype and torch.equal(got, want)
     assert not torch._C._is_any_autocast_enabled()
+    assert compiler.cache_hits(jfn) == 1
 
 
 def test_one_tensor_passed_twice_is_one_object():

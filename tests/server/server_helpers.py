@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from server.cli import serving_url
+
 REPO = Path(__file__).resolve().parents[2]
 
 TL101_SRC = """\
@@ -107,8 +109,8 @@ class ServerProcess:
             line = line.rstrip("\n")
             with self._lock:
                 self.lines.append(line)
-            if line.startswith("thunder-lint: serving on "):
-                self.url = line.removeprefix("thunder-lint: serving on ").strip()
+            if serving_url(line):
+                self.url = serving_url(line)
                 self._ready.set()
         self._ready.set()  # the process ended
 

@@ -18,7 +18,7 @@ from server_helpers import REPO, SYNTAX_ERROR_SRC, TL101_SRC
 from analyzer.report import render
 from analyzer.static import lint_source
 from server import worker
-from server.cli import serve_main
+from server.cli import serve_main, serving_url
 from server.errors import field_name
 from server.settings import ServerSettings, SettingsError, read_token
 from server.worker import Job, SubmittedFile, analyze_job
@@ -124,8 +124,7 @@ def test_thunder_lint_serve_starts_serves_and_stops_cleanly():
             line = proc.stderr.readline()
             if not line:
                 break
-            if line.startswith("thunder-lint: serving on "):
-                url = line.split()[-1]
+            url = serving_url(line)
         assert url, "no 'serving on' line"
         r = httpx.post(f"{url}/analyze", json={"files": [{"path": "a.py", "content": TL101_SRC}]}, timeout=60)
         assert r.json()["summary"]["by_code"] == {"TL101": 1}

@@ -118,3 +118,103 @@ def check(x):
 
 def test_tl302_item_in_the_message_of_a_guarded_raise_is_not_a_second_finding():
     assert codes(RAISE_MESSAGE, "TL302") == [6, 8]
+
+
+# timm/layers/fast_norm.py: feature flags decided at import
+FLAG = """\
+import torch
+
+try:
+    from apex.normalization import fused_layer_norm_affine
+    has_apex = True
+except ImportError:
+    has_apex = False
+
+
+@torch.compile
+def norm(x, w, b):
+    if has_apex:
+        return fused_layer_norm_affine(x, w, b, x.shape[-1:], 1e-5)
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], w, b)
+"""
+
+
+def test_tl201_feature_flag_bound_once_per_import_path_is_static():
+    assert codes(FLAG, "TL201") == []
+    # a flag that a function can switch is data
+    assert codes(FLAG + "\n\ndef disable():\n    global has_apex\n    has_apex = False\n", "TL201") == [12]
+    # one binding only: another module may set it (`fast_norm.has_apex = ...`) as with any global
+    single = FLAG.replace("    has_apex = False\n", "    pass\n")
+    assert codes(single, "TL201") == [12]
+
+
+def test_tl201_namespace_bound_once_in_an_if_whose_else_raises_is_code():
+    # diffusers/quantizers/nunchaku/utils.py
+    src = KERNEL_NAMESPACE.replace(
+        'try:\n    from kernels import get_kernel\n    ops = get_kernel("nunchaku")\nexcept ImportError:\n    ops = None\n',
+        'if HAS_KERNELS:\n    from kernels import get_kernel\n    ops = get_kernel("nunchaku")\nelse:\n'
+        '    raise ImportError("pip install kernels")\n',
+    ).replace("import torch\n", "import torch\nHAS_KERNELS = True\n", 1)
+    assert "raise ImportError" in src
+    assert codes(src, "TL201") == []
+
+
+# diffusers/utils/import_utils.py: private availability flags probed once at import
+PRIVATE_PROBE = """\
+import importlib.util
+
+import torch
+
+_npu_available = importlib.util.find_spec("torch_npu") is not None
+registry = {}
+_cache = {}
+
+
+def is_npu_available():
+    return _npu_available
+
+
+@torch.compile
+def f(x):
+    if is_npu_available():
+        return x
+    return x * registry.get("scale", 1.0) + len(_cache)
+"""
+
+
+def test_tl201_private_global_bound_once_is_static_but_containers_are_data():
+    lines = codes(PRIVATE_PROBE, "TL201")
+    assert lines == [18, 18], lines  # registry and _cache: containers hold data
+    rebinding = PRIVATE_PROBE + "\n\ndef force_npu():\n    global _npu_available\n    _npu_available = True\n"
+    assert 11 in codes(rebinding, "TL201")
+
+
+# timm/models/nextvit.py: the weight is taken from the module, reshaped, scaled in place, stored back
+FUSE_BN = """\
+import torch
+
+
+def fuse(module, scale):
+    weight = module.weight.data
+    weight = weight.reshape(weight.shape[0], weight.shape[1])
+    weight.mul_(scale)
+    weight = weight.reshape(weight.shape[0], weight.shape[1], 1, 1)
+    {store}
+"""
+
+
+def test_tl101_write_back_through_a_chain_of_rebindings():
+    assert codes(FUSE_BN.format(store="module.weight.data = weight"), "TL101") == []
+    assert codes(FUSE_BN.format(store="return weight"), "TL101") == [7]
+
+
+def test_tl201_import_time_probe_is_static():
+    # timm/layers/fast_norm.py
+    src = FLAG.replace("try:", 'has_rms_norm = hasattr(torch.nn.functional, "rms_norm")\ntry:', 1).replace(
+        "    if has_apex:", "    if has_apex and has_rms_norm:"
+    )
+    assert "has_rms_norm = hasattr" in src
+    assert codes(src, "TL201") == []
+    # the same name bound to data is still reported
+    data = src.replace('has_rms_norm = hasattr(torch.nn.functional, "rms_norm")', "has_rms_norm = load_config()")
+    assert codes(data, "TL201") == [13]

@@ -314,6 +314,9 @@ class _Functionalizer:
             self.out.append(bsym)
             self.grad_mode = bool(bsym.args[0])
             return
+        if sym.name == "compiler.autocast.set_state":
+            # autocast picks op dtypes at run time: regions compiled across a switch would not see it
+            raise NotFunctional("the trace switches autocast")
         if sym is prims.copy_:
             target, src = bsym.args
             self.write(target, self.read(src), bsym.location)

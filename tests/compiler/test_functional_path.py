@@ -244,3 +244,15 @@ def test_executor_names():
     jfn = compiler.jit(lambda x: x.exp() * 2 + 1, executors=("torch",))
     x = torch.randn(3)
     torch.testing.assert_close(jfn(x), x.exp() * 2 + 1)
+
+
+def test_autocast_switch_runs_in_eager_order():
+    def f(x, w):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = x @ w
+        return y.float().tanh() * 2 + 1
+
+    jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    td.assert_same(jfn(x, w), f(x, w), where="output")
+    assert "not functionalized: the trace switches autocast" in compiler.last_traces(jfn)[-1].header

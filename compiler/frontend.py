@@ -60,6 +60,9 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         with tracing(state), answering_isinstance(), TracingMode():
             out = (fn if call is None else call)(*pargs, **pkwargs)
             out = state.normalize(out)  # numbers -> values, returned real tensors -> captured inputs
+            rng_after_run = getattr(state.segmenter, "rng_after_run", None)
+            if rng_after_run is not None:  # segments ran for real: their draws and seeds are eager's, not a leak
+                globals_before = globals_before[:2] + (rng_after_run,) + globals_before[3:]
             changed = [name for name, before, now in zip(_GLOBAL_STATE_NAMES, globals_before, _global_state(state))
                        if not _same(before, now)]
     except DataDependentError as e:

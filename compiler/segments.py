@@ -180,6 +180,8 @@ class Segmenter:
             self._fill_inputs()
             with _native(self.grad_at_cut, self.autocast_at_cut):
                 runner.run(self.env)
+            with torch._C.DisableTorchFunction():  # the segment's draws and seeds happened for real, as in eager
+                self.rng_after_run = torch.random.get_rng_state()
         real = self.env[proxy.name]
         with _native(torch.is_grad_enabled()):
             value = READERS[kind](real)

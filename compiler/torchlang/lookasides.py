@@ -17,6 +17,7 @@ import types
 
 import torch
 
+from .. import rng
 from ..interpreter import provenance as pv
 from ..proxies import TensorProxy
 from ..source import _INTERPRETERS
@@ -57,8 +58,8 @@ def _unbound_method(method):
 
 
 def _rng_state_change(method):
-    # Recording seeds and RNG state in traces is issue 11's; until then a change made while tracing (e.g.
-    # inside `freeze_rng_state`, which puts the state back) would be missing from the cached trace.
+    # What compiler/rng.py does not record (a nondeterministic seed, other generators) would be missing from
+    # the cached trace: refused.
     def refuse(*args, **kwargs):
         from ..errors import UnsupportedOpError
         from ..source import user_location
@@ -90,9 +91,9 @@ def interpreter_lookasides() -> dict:
 
     # (custom autograd.Function.apply: compiler/autograd_function.py, added by the interpreting front end)
     table = {torch.utils.checkpoint.checkpoint: _checkpoint}
-    table |= {m: _rng_state_change(m) for m in (torch._C.Generator.manual_seed, torch._C.Generator.set_state,
-                                                torch._C.Generator.seed, torch._C.Generator.graphsafe_set_state)
+    table |= {m: _rng_state_change(m) for m in (torch._C.Generator.seed, torch._C.Generator.graphsafe_set_state)
              if m is not None}
+    table |= rng.lookasides(_rng_state_change)  # manual_seed / get_state / set_state of the default generator
     table |= {real: _answer(real) for real in (torch._C._has_torch_function, torch._C._has_torch_function_unary,
                                                torch._C._has_torch_function_variadic)}
     for name, method in vars(torch._C.TensorBase).items():

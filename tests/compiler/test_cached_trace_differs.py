@@ -311,6 +311,70 @@ def test_custom_autograd_functions_keep_their_backward():
     assert not jfn(x)[0].requires_grad
 
 
+# 3. seeds and RNG state set inside the function are part of the trace: eager's numbers, call by call
+def _seed_in_fork(x):
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        a = torch.rand_like(x)
+    return a + torch.rand_like(x)
+
+
+def _seed_in_freeze(x):
+    from torch.testing._internal.common_utils import freeze_rng_state
+
+    with freeze_rng_state():
+        torch.manual_seed(5)
+        y = torch.rand_like(x)
+    return y * torch.rand_like(x)
+
+
+def _state_saved_and_restored(x):
+    s = torch.get_rng_state()
+    a = torch.rand_like(x)
+    torch.set_rng_state(s)
+    return a, torch.rand_like(x)
+
+
+def _seed_then_data_read(x):
+    torch.manual_seed(1)
+    y = torch.rand_like(x)
+    if y.sum() > 1.5:  # a segment boundary: the draws before it run for real
+        return y + torch.rand_like(x)
+    return y - torch.randn(3)
+
+
+def _draw_then_data_read(x):
+    y = torch.rand_like(x)
+    if y.sum() > 1.5:
+        return y + torch.rand_like(x)
+    return y - 1
+
+
+@pytest.mark.parametrize("executors", [None, ("inductor", "torch")], ids=["default", "inductor"])
+@pytest.mark.parametrize("fn", [_seed_in_fork, _seed_in_freeze, _state_saved_and_restored, _seed_then_data_read,
+                                _draw_then_data_read])
+def test_rng_changes_inside_the_function_give_eagers_numbers(fn, executors):
+    jfn = compiler.jit(fn) if executors is None else compiler.jit(fn, executors=executors)
+    for call in range(5):
+        x = torch.ones(3)
+        torch.manual_seed(call)
+        want, after_eager = fn(x), torch.rand(2)
+        torch.manual_seed(call)
+        got, after_jit = jfn(x), torch.rand(2)
+        want, got = (want if isinstance(want, tuple) else (want,)), (got if isinstance(got, tuple) else (got,))
+        assert all(torch.equal(g, w) for g, w in zip(got, want))
+        assert torch.equal(after_jit, after_eager)  # the caller's RNG state afterwards is eager's too
+    assert compiler.cache_hits(jfn) >= 3
+
+
+def test_seed_is_printed_in_the_trace_in_eagers_order():
+    jfn = compiler.jit(_seed_in_fork)
+    jfn(torch.ones(3))
+    text = str(compiler.last_traces(jfn)[-1])
+    order = [text.index(s) for s in ("get_state()", "torch.manual_seed(0)", "rand_like", "set_state(")]
+    assert order == sorted(order)
+
+
 # 9. recursion: as deep as eager, RecursionError past what the interpreter holds, never a crash
 def _recurse(x, n):
     return x if n == 0 else _recurse(x + 1, n - 1)

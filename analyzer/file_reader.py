@@ -64,7 +64,7 @@ def read_with_stat(path: str, max_bytes: int | None = None) -> tuple[bytes, os.s
         # O_NONBLOCK: opening a FIFO or a device must not wait for a writer.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
-        raise Unreadable(_os_reason(e)) from None
+        raise Unreadable(os_reason(e)) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -74,22 +74,25 @@ def read_with_stat(path: str, max_bytes: int | None = None) -> tuple[bytes, os.s
         with os.fdopen(fd, "rb", closefd=False) as f:
             return f.read(), st
     except OSError as e:
-        raise Unreadable(_os_reason(e)) from None
+        raise Unreadable(os_reason(e)) from None
     finally:
         os.close(fd)
 
 
-def _os_reason(e: OSError) -> str:
+def os_reason(e: OSError) -> str:
+    """A short reason for an OSError, for findings and --fix messages."""
     import errno
 
     if e.errno == errno.ELOOP:
         return "symbolic link loop"
-    if e.errno == errno.EACCES:
+    if e.errno in (errno.EACCES, errno.EPERM):
         return "permission denied"
     if e.errno == errno.ENOENT:
         return "no such file or directory"
     if e.errno == errno.EISDIR:
         return "is a directory"
+    if e.errno == errno.EROFS:
+        return "read-only file system"
     return e.strerror or str(e)
 
 

@@ -15,12 +15,12 @@ Each function returns None when the file was written, else the reason it was not
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import tempfile
 
 from .cache import content_hash as digest
+from .file_reader import os_reason
 
 
 def write_fixed(path: str, expected: bytes | None, data: bytes) -> str | None:
@@ -29,7 +29,7 @@ def write_fixed(path: str, expected: bytes | None, data: bytes) -> str | None:
     try:
         st = os.stat(target, follow_symlinks=False)
     except OSError as e:
-        return _os_reason(e)
+        return os_reason(e)
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file"
     if not st.st_mode & 0o222 or not os.access(target, os.W_OK):
@@ -52,7 +52,7 @@ def _unchanged(target: str, expected: bytes | None) -> str | None:
     try:
         fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
-        return _os_reason(e)
+        return os_reason(e)
     try:
         current = _read_all(fd)
     finally:
@@ -65,7 +65,7 @@ def _replace(target: str, st: os.stat_result, expected: bytes | None, data: byte
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".thunder-lint-tmp", dir=folder)
     except OSError as e:
-        return f"cannot create a temporary file next to it: {_os_reason(e)}"
+        return f"cannot create a temporary file next to it: {os_reason(e)}"
     try:
         try:
             with os.fdopen(fd, "wb", closefd=False) as f:
@@ -86,7 +86,7 @@ def _replace(target: str, st: os.stat_result, expected: bytes | None, data: byte
             os.unlink(tmp)
         except OSError:
             pass
-        return _os_reason(e)
+        return os_reason(e)
     return None
 
 
@@ -110,7 +110,7 @@ def _write_in_place(target: str, expected: bytes | None, data: bytes) -> str | N
     try:
         fd = os.open(target, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
-        return _os_reason(e)
+        return os_reason(e)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return "not a regular file"
@@ -123,19 +123,7 @@ def _write_in_place(target: str, expected: bytes | None, data: bytes) -> str | N
         os.ftruncate(fd, len(data))
         os.fsync(fd)
     except OSError as e:
-        return _os_reason(e)
+        return os_reason(e)
     finally:
         os.close(fd)
     return None
-
-
-def _os_reason(e: OSError) -> str:
-    if e.errno == errno.ELOOP:
-        return "symbolic link loop"
-    if e.errno in (errno.EACCES, errno.EPERM):
-        return "permission denied"
-    if e.errno == errno.ENOENT:
-        return "no such file or directory"
-    if e.errno == errno.EROFS:
-        return "read-only file system"
-    return e.strerror or str(e)

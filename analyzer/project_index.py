@@ -79,25 +79,15 @@ def _imports(tree: ast.Module, index, module: str, is_package: bool) -> dict[str
     return out
 
 
-def _dotted(expr) -> str | None:
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if isinstance(expr, ast.Name):
-        parts.append(expr.id)
-        return ".".join(reversed(parts))
-    return None
-
-
 def _instance_classes(value) -> list[str]:
     """Class references a submodule assignment instantiates: ``Block(d)``, ``nn.ModuleList([Block(d) ...])``."""
-    from .static.module_index import strip_self_returning
+    from .static.module_index import dotted_name, strip_self_returning
+
 
     value = strip_self_returning(value)
     if not isinstance(value, ast.Call):
         return []
-    name = _dotted(value.func)
+    name = dotted_name(value.func)
     if name is None:
         return []
     if name.rsplit(".", 1)[-1] in _CONTAINERS:
@@ -136,11 +126,11 @@ def _submodules(cls: ast.ClassDef) -> dict[str, list[str]]:
 
 def _entry_target(expr, stmt, index, func_qualnames) -> tuple | None:
     """What a jit call's first argument names: ("instance", class ref) or ("ref", function/method ref)."""
-    from .static.module_index import strip_self_returning
+    from .static.module_index import dotted_name, strip_self_returning
 
     expr = strip_self_returning(expr)
     if isinstance(expr, ast.Call):
-        name = _dotted(expr.func)
+        name = dotted_name(expr.func)
         return ("instance", name) if name else None
     if isinstance(expr, ast.Name):
         for callee in index.instances.get(expr.id, ()):
@@ -157,7 +147,7 @@ def _entry_target(expr, stmt, index, func_qualnames) -> tuple | None:
                 if info.class_node is not None and n.lineno <= stmt.lineno <= n.end_lineno:
                     return ("ref", f"{info.class_node.name}.{expr.attr}")
             return None
-        name = _dotted(expr)
+        name = dotted_name(expr)
         return ("ref", name) if name else None
     return None
 
@@ -190,6 +180,7 @@ def _word_lines(text: str, words) -> set[int]:
 def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_decorators=()) -> dict:
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
     from .static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
+    from .static.module_index import dotted_name
 
     is_package = os.path.basename(path) == "__init__.py"
     lines = _ast_line_ends(text).split("\n")
@@ -202,7 +193,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
             continue  # a nested function: its lines are its enclosing function's
         functions[info.qualname] = [info.node.lineno, info.node.end_lineno]
     for name, cls in index.classes.items():
-        bases = [b for b in (_dotted(x) for x in cls.bases) if b]
+        bases = [b for b in (dotted_name(x) for x in cls.bases) if b]
         classes[name] = [bases, _submodules(cls)]
 
     entries = []

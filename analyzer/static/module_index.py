@@ -198,15 +198,17 @@ def strip_self_returning(expr):
 def _instantiated(call) -> str | None:
     """``C`` of ``C(...)``, or ``mod.C`` of ``mod.C(...)`` (the project index resolves those across modules)."""
     call = strip_self_returning(call)
-    if not isinstance(call, ast.Call):
-        return None
+    return dotted_name(call.func) if isinstance(call, ast.Call) else None
+
+
+def dotted_name(expr) -> str | None:
+    """``a.b.c`` of a chain of attributes on a name, else None."""
     parts = []
-    func = call.func
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if isinstance(func, ast.Name):
-        parts.append(func.id)
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
         return ".".join(reversed(parts))
     return None
 

@@ -127,9 +127,9 @@ def cmd_run(argv: list[str]) -> int:
         if outcome.summary:
             lines.append(f"thunder-lint run: {outcome.summary}.")
         body = body + ("\n" if body and args.format == "full" else "") + "\n".join(lines) + "\n"
-    elif outcome.summary and not args.quiet:
-        print(f"thunder-lint run: {outcome.summary}.", file=sys.stderr)
     _emit(args.output_file, body)
+    if outcome.summary and not args.quiet and args.format not in ("full", "concise"):
+        print(f"thunder-lint run: {outcome.summary}.", file=sys.stderr)
 
     if outcome.failed:
         return EXIT_ERROR

@@ -103,6 +103,12 @@ def cmd_run(argv: list[str]) -> int:
         except (OSError, ValueError):
             pass
 
+    timings = os.environ.get("THUNDER_LINT_RUN_TIMINGS")  # bench/run_overhead.py: first-call cost per function
+    if timings:
+        import json
+
+        with open(timings, "w", encoding="utf-8") as f:
+            json.dump({"first_call_seconds": collector.trace_seconds, "calls": collector.calls}, f)
     trace = filter_trace(collector.diagnostics(), settings)
     errors: list[str] = []
     static: list = []

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -55,7 +54,7 @@ def _project(tmp_path):
 
 
 def _pytest(tmp_path, *args, plugins=("-p", "no:thunder_lint", "-p", "analyzer.pytest_plugin"), env=None):
-    env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
+    env = {**os.environ, "PYTHONPATH": ROOT, **(env or {})}
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *plugins, *args],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
@@ -75,16 +74,22 @@ def test_findings_at_session_end_in_json_and_strict_fails(tmp_path):
     assert "--thunder-lint-strict: the session fails" in strict.stdout
 
 
-def test_loaded_but_not_asked_for_changes_nothing(tmp_path):
-    _project(tmp_path)
-    ran = _pytest(tmp_path, plugins=("-p", "no:thunder_lint"), env={"PYTEST_PLUGINS": "analyzer.pytest_plugin"})
-    assert ran.returncode == 0 and "3 passed" in ran.stdout and "thunder-lint" not in ran.stdout
-
-
-def test_entry_point_is_registered_for_pytest():
-    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-        project = tomllib.load(f)["project"]
-    assert project["entry-points"]["pytest11"] == {"thunder_lint": "analyzer.pytest_plugin"}
-    import analyzer.pytest_plugin as plugin
-
-    assert callable(plugin.pytest_addoption) and callable(plugin.pytest_sessionfinish)
+def test_entry_point_loads_the_plugin_by_name_and_it_stays_off_unless_asked(tmp_path):
+    """The metadata setuptools builds from pyproject.toml registers `thunder_lint` under pytest11: with it on
+    the path, pytest loads the plugin by itself (off: nothing changes), and `-p thunder_lint` turns it on."""
+    meta = tmp_path / "meta"
+    meta.mkdir()
+    build = subprocess.run([sys.executable, "-c", "import setuptools, sys; sys.argv = ['setup.py', '-q', 'egg_info', "
+                            f"'--egg-base', {str(meta)!r}]; setuptools.setup()"], cwd=ROOT, capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    (entry_points,) = meta.glob("*.egg-info/entry_points.txt")
+    assert "[pytest11]\nthunder_lint = analyzer.pytest_plugin\n" in entry_points.read_text()
+    project = tmp_path / "project"
+    project.mkdir()
+    line = _project(project)
+    env = {"PYTHONPATH": os.pathsep.join([str(meta), ROOT])}  # our metadata first, as an install would put it
+    off = _pytest(project, plugins=(), env=env)
+    assert off.returncode == 0 and "3 passed" in off.stdout and "thunder-lint" not in off.stdout
+    on = _pytest(project, "--thunder-lint-format", "concise", plugins=("-p", "thunder_lint"), env=env)
+    assert on.returncode == 0 and "3 passed" in on.stdout, on.stdout + on.stderr
+    assert f"mylib.py:{line}:" in on.stdout and "[trace, 3 calls]" in on.stdout

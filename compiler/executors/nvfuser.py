@@ -71,6 +71,8 @@ def _div(fd, b, v):
 
 
 def _dims(b, nd):
+    if nd == 0:
+        raise Refused(f"{b.symbol.name} of a 0-dim tensor")
     dims = b.args[1] if len(b.args) > 1 else b.kwargs.get("dim")
     if dims is None or isinstance(dims, (tuple, list)) and not dims:
         raise Refused(f"{b.symbol.name} over every dimension (dims {dims!r})")
@@ -146,6 +148,8 @@ def _unsqueeze(fd, b, v):
 def _squeeze(fd, b, v):
     x = b.args[0]
     dims = b.args[1] if len(b.args) > 1 else b.kwargs.get("dim", tuple(range(x.meta.ndim)))
+    if x.meta.ndim == 0:
+        return fd.ops.set(v(x))
     dims = [dims] if isinstance(dims, int) else list(dims)
     ones = [d % x.meta.ndim for d in dims if x.meta.shape[d] == 1]
     return fd.ops.squeeze(v(x), ones) if ones else fd.ops.set(v(x))
@@ -226,7 +230,10 @@ def build_definition(region_bsym: BoundSymbol):
                 raise Refused(f"{b.symbol.name} with several outputs")
             if any(isinstance(a, TensorProxy) and a.name not in values for a in pytree.tree_leaves((b.args, b.kwargs))):
                 raise Refused(f"{b.symbol.name} reads a value defined outside the region")
-            out = TRANSLATORS[b.symbol](fd, b, value)
+            try:
+                out = TRANSLATORS[b.symbol](fd, b, value)
+            except RuntimeError as e:  # nvFuser's own check of the op's arguments
+                raise Refused(f"{b.symbol.name}: nvFuser rejected it: {str(e).splitlines()[0]}") from e
             emitted = [TRANSLATORS[b.symbol].fd_op]
             want = b.output.meta
             if out.ndim != want.ndim:

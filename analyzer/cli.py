@@ -490,6 +490,17 @@ def _tolerant_streams() -> None:
             pass
 
 
+def _torch_installed() -> bool:
+    # torch is the `torch` extra: the static linter runs without it, `run` cannot.
+    try:
+        import torch  # noqa: F401
+    except ModuleNotFoundError as e:
+        if e.name == "torch":
+            return False
+        raise
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _tolerant_streams()
@@ -501,6 +512,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and argv[0] == "serve":
             return cmd_serve(argv[1:])
         if argv and argv[0] == "run":
+            if not _torch_installed():
+                print("thunder-lint: error: `thunder-lint run` needs PyTorch, which is not installed here: "
+                      "pip install 'thunder-lint[torch]'", file=sys.stderr)
+                return EXIT_ERROR
             from .run.command import cmd_run  # imported here only: it loads torch and the compiler
 
             return cmd_run(argv[1:])

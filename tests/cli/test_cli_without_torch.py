@@ -50,3 +50,11 @@ def test_dynamic_checks_say_they_need_torch(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "name torch" in r.stdout
     assert "analyzer.jit and analyzer.check need PyTorch" in r.stdout and "thunder-lint[torch]" in r.stdout
+
+
+def test_run_says_it_needs_torch(tmp_path):
+    write(tmp_path / "prog.py", "print('never runs')\n")
+    r = _cli(["run", "prog.py"], tmp_path)
+    assert r.returncode == 2
+    assert "never runs" not in r.stdout
+    assert "`thunder-lint run` needs PyTorch" in r.stderr and "thunder-lint[torch]" in r.stderr

@@ -256,8 +256,8 @@ def _print_cold(rows) -> None:
               f"{r['jit_first_call_dynamo_preimported_s']:.3f} s ({r['jit_first_call_dynamo_preimported_cpu_s']:.3f} s CPU)")
         if "torch_compile_first_call_s" in r:
             print(f"{r['case']}: torch.compile (inductor, empty cache dir) first call "
-                  f"{r['torch_compile_first_call_s']:.2f} s wall, {r['torch_compile_first_call_cpu_s']:.2f} s CPU "
-                  f"(includes its import of torch._dynamo); jit / torch.compile = {r['ratio_vs_torch_compile']:.3f}")
+                  f"{r['torch_compile_first_call_s']:.2f} s wall, {r['torch_compile_first_call_cpu_s']:.2f} s CPU of its "
+                  f"own process (inductor compiles C++ in worker processes; includes its import of torch._dynamo); jit / torch.compile = {r['ratio_vs_torch_compile']:.3f}")
 
 
 def _verdict(ok) -> str:

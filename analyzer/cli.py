@@ -6,6 +6,8 @@
     thunder-lint rule TL101      the rule's documentation
     thunder-lint rules           the table of rules
     thunder-lint serve ...       the HTTP service
+    thunder-lint run [OPTIONS] script.py [ARGS...] | -m module [ARGS...]
+                                 run a program with its jit calls checked (analyzer/run)
 
 Exit status: 0 no findings, 1 findings (or, with --diff, fixes to show), 2 usage or internal error.
 """
@@ -496,6 +498,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_rules(argv[1:])
         if argv and argv[0] == "serve":
             return cmd_serve(argv[1:])
+        if argv and argv[0] == "run":
+            from .run.command import cmd_run  # imported here only: it loads torch and the compiler
+
+            return cmd_run(argv[1:])
         if argv and argv[0] == "check":  # ruff's spelling works too
             argv = argv[1:]
         return cmd_check(argv)

@@ -125,3 +125,17 @@ def test_max_calls_stops_the_program_and_reports(tmp_path):
     ran = run_lint(tmp_path, "--format", "json", "-o", "b.json", "--max-calls", "5", "--select", "TL204", "endless.py")
     found = by_place(json.loads((tmp_path / "b.json").read_text()))
     assert ran.returncode == 1 and found[("TL204", marker(programs.ENDLESS, "TL204"), "trace")]["calls"] == 5
+
+
+def test_max_seconds_stops_an_endless_program_and_reports(tmp_path):
+    (tmp_path / "endless.py").write_text(programs.ENDLESS)
+    ran = run_lint(tmp_path, "--format", "json", "-o", "out.json", "--no-with-static", "--max-seconds", "4",
+                   "endless.py")
+    assert "--max-seconds 4 reached" in ran.stderr
+    steps = ran.stdout.count("step\n")
+    assert ran.stdout == "step\n" * steps
+    found = json.loads((tmp_path / "out.json").read_text())
+    # On a very busy machine the first trace may not finish in 4 s: then nothing ran and nothing is found.
+    assert ran.returncode == (1 if steps else 0), ran.stderr
+    assert [(d["code"], d["line"], d["calls"]) for d in found] == \
+        ([("TL204", marker(programs.ENDLESS, "TL204"), steps)] if steps else [])

@@ -94,6 +94,7 @@ def test_every_entry_point_refusals_and_python_effects(tmp_path, how):
     expect = {
         (marker(programs.SMALL, "TL204"), "TL204", "trace, 3 calls]"),  # torch.compile(backend=...) decorator
         (marker(programs.SMALL, "TL003"), "TL003", "trace, 1 call]"),  # refused once, then eager
+        (marker(programs.SMALL, "TL204-refused"), "TL204", "trace, 1 call]"),  # seen by the refused trace
         (marker(programs.SMALL, "TL201"), "TL201", "trace, 6 calls]"),  # thunder.jit and analyzer.jit of `scaled`
         (marker(programs.SMALL, "TL302"), "TL302", "trace, 3 calls]"),  # nn.Module.compile
         (marker(programs.SMALL, "TL101"), "TL101", "trace, 3 calls]"),  # compiler.jit

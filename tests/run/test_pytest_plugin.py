@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 LIB = '''\
@@ -59,6 +61,7 @@ def _pytest(tmp_path, *args, plugins=("-p", "no:thunder_lint", "-p", "analyzer.p
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.timeout(900)
 def test_findings_at_session_end_in_json_and_strict_fails(tmp_path):
     line = _project(tmp_path)
     ran = _pytest(tmp_path, "--thunder-lint", "--thunder-lint-format", "json", "--thunder-lint-output", "tl.json")
@@ -74,6 +77,7 @@ def test_findings_at_session_end_in_json_and_strict_fails(tmp_path):
     assert "--thunder-lint-strict: the session fails" in strict.stdout
 
 
+@pytest.mark.timeout(900)  # three subprocesses; minutes when the machine is shared
 def test_entry_point_loads_the_plugin_by_name_and_it_stays_off_unless_asked(tmp_path):
     """The metadata setuptools builds from pyproject.toml registers `thunder_lint` under pytest11: with it on
     the path, pytest loads the plugin by itself (off: nothing changes), and `-p thunder_lint` turns it on."""

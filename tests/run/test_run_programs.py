@@ -42,6 +42,7 @@ def by_place(diagnostics):
     return {(d["code"], d["line"], d["origin"]): d for d in diagnostics}
 
 
+@pytest.mark.timeout(900)  # two processes training a model; minutes when the machine is shared
 def test_training_script_findings_counts_and_unchanged_output(tmp_path):
     (tmp_path / "train.py").write_text(programs.TRAIN)
     eager = run_eager(tmp_path, "train.py", "0")
@@ -73,6 +74,7 @@ def test_generation_loop_stops_at_eos_and_reports_sarif(tmp_path):
     assert tl302[0]["properties"]["calls"] == len(generated)  # next_token ran once per generated token
 
 
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("how", ["script", "module"])
 def test_every_entry_point_refusals_and_python_effects(tmp_path, how):
     (tmp_path / "small.py").write_text(programs.SMALL)

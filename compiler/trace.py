@@ -12,6 +12,7 @@ from . import tree as pytree
 from . import autocast
 from . import events as ev
 from .errors import CompilerError, UnsupportedInputError
+from .rng import UnknownSeed, raise_seed_use
 from .proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
 from .source import user_location
 from .symbols import BoundSymbol, Symbol, Tag
@@ -112,6 +113,8 @@ class Trace:
         """Assignment target for a bsym's output; names already bound (in-place results) become `_`."""
         if isinstance(out, TensorProxy):
             return "_" if out.name in defined else out.name
+        if isinstance(out, OpaqueProxy):  # a generator made inside the function
+            return out.name
         if isinstance(out, (tuple, list)):
             return "(" + "".join(self._target(o, defined) + ", " for o in out) + ")"
         return "_"
@@ -193,6 +196,7 @@ class TracingState:
         self.captured: list[tuple[torch.Tensor, TensorProxy]] = []
         self.inputs: list = []  # TensorProxy and OpaqueProxy parameters of the computation, in order
         self.opaque: dict[int, OpaqueProxy] = {}  # id(real object) -> its proxy (generators)
+        self.created_generators: list = []  # stand-ins of generators made inside (compiler/rng.py)
         self.decompose = decompose
         self.may_view_origin: dict[str, BoundSymbol] = {}
         self.current_location = None
@@ -244,6 +248,10 @@ class TracingState:
                 return v.value
             if type(v) is not TensorProxy and isinstance(v, torch.Tensor):  # (proxies pass as Tensors)
                 return self.capture(v)
+            if isinstance(v, UnknownSeed):
+                raise_seed_use()
+            if v is torch.default_generator:
+                return v  # the process's own generator: the same object on every call
             if isinstance(v, torch.Generator):
                 p = self.opaque.get(id(v))
                 if p is None:

@@ -46,6 +46,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         state.segmenter = segments.Segmenter(state, segments.current_options())
     builder = PrologueBuilder(state)
     state.builder = builder
+    state.name_input = input_namer(fn, module)
     pargs, pkwargs = builder.arguments(args, kwargs)
     swaps = builder.module_tensors(module, "module") if module is not None else []
     builder.hidden(fn, module)
@@ -112,7 +113,37 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         builder.guard_hidden(hidden_reads())
     prologue = builder.finish(state.captured, grad_enabled)
     path = state.segmenter.finish(trace) if state.segmenter is not None and state.segmenter.records else None
+    if state.observers:  # an analysis listens: tell it which inputs are written, through views, and read again
+        from .passes.functionalize import aliasing_events
+
+        for event in aliasing_events(trace, lambda p: state.name_input(p.origin) if p.origin else p.name):
+            state.emit(event)
     return FrontendResult(trace, prologue, state.events, segments=path)
+
+
+def input_namer(fn, module=None):
+    """origin ("args[0]", "kwargs['k']", "module.weight"...) -> the name the user wrote ("x", "k", "self.weight")."""
+    import inspect
+    import re
+
+    try:
+        params = list(inspect.signature(module.forward if module is not None else fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+
+    def name(origin: str) -> str:
+        m = re.match(r"args\[(\d+)\]", origin)
+        if m and int(m.group(1)) < len(params) and params[int(m.group(1))].kind in (
+                inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            return params[int(m.group(1))].name + origin[m.end():]
+        m = re.match(r"kwargs\[['\"](\w+)['\"]\]", origin)
+        if m:
+            return m.group(1) + origin[m.end():]
+        if origin.startswith("module."):
+            return "self." + origin[len("module."):]
+        return origin
+
+    return name
 
 
 _GLOBAL_STATE_NAMES = ("the grad mode (set_grad_enabled without restoring it)", "the default dtype",

@@ -209,6 +209,7 @@ class TracingState:
         self.real_inputs: dict = {}  # proxy name -> the argument tensor, while tracing (segments run on them)
         self.segmenter = None  # compiler.segments.Segmenter when reads of tensor values split the trace
         self.builder = None  # the PrologueBuilder: inputs found while tracing (an input's .grad)
+        self.name_input = lambda origin: origin  # "args[0]" -> "x" (the front end knows the signature)
 
     def sync_grad_mode(self, loc=None) -> None:
         g = torch.is_grad_enabled()
@@ -410,7 +411,8 @@ def _events_for(state: TracingState, bsym: BoundSymbol) -> None:
             f"{'a view (or the tensor itself)' if returned_view else 'a copy'} because of the input's layout",
             bsym.location, bsym.symbol.name,
             {"view_op": origin.symbol.name, "view_location": loc, "returned_view": returned_view,
-             "reaches_input": reaches is not None, "input": reaches.origin if reaches is not None else None}))
+             "reaches_input": reaches is not None, "input": reaches.origin if reaches is not None else None,
+             "input_name": state.name_input(reaches.origin) if reaches is not None and reaches.origin else None}))
     if reaches is not None:
         state.emit(ev.Event(
             ev.INPLACE_ON_INPUT,

@@ -18,7 +18,7 @@ from .prologue import PrologueBuilder
 from .builtin_answers import answering_isinstance, refuse_type_is_tensor, user_code_objects
 from .hidden_inputs import StateSnapshot, user_codes
 from . import autocast, segments
-from .epilogue import StateWrites, append_stores, emit_guards
+from .epilogue import StateWrites, emit_guards, insert_stores
 from .module_hooks import guard_hooks
 from .proxies import OpaqueProxy, TensorProxy
 from .torchlang import TracingMode
@@ -101,7 +101,8 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         state.trace.bsyms.append(BoundSymbol(SET_GRAD_ENABLED, (grad_enabled,), {}, None))
     if state.autocast != state.initial_autocast:  # a `with torch.autocast` exits before return; restore anyway
         state.trace.bsyms.append(BoundSymbol(autocast.SET_AUTOCAST, (state.initial_autocast,), {}, None))
-    append_stores(state.trace, writes)
+    floor = state.segmenter.cut if state.segmenter is not None and state.segmenter.records else 0
+    insert_stores(state.trace, writes, state.write_marks, floor)
     emit_guards(builder, key_guards)
     _check_outputs(out)
     trace = state.trace

@@ -18,6 +18,7 @@ import types
 
 from . import autograd_function, recursion
 from .builtin_answers import traced_type
+from .epilogue import mark_write
 from .frontend import FrontendResult, holds_proxy, native_frontend
 from .hidden_inputs import HiddenValue, expand, library_file, write_slot
 from .interpreter import Interpreter, events as ev, provenance
@@ -71,6 +72,7 @@ class CallEffects:
             if d.get("internal"):
                 return  # a cell created inside this call: part of the computation
             self.writes.append((d["holder"], event.name, d["previous"]))
+            mark_write(d["holder"], event.name)  # (where the epilogue's store goes, if it stores a traced value)
             verb = "writes" if kind.endswith("write") else "deletes"
             what = "the global" if kind.startswith("global") else "the variable"
             self.rerun.append(f"{where}: {verb} {what} {event.name!r}, which outlives the call")

@@ -197,6 +197,7 @@ class TracingState:
         self.inputs: list = []  # TensorProxy and OpaqueProxy parameters of the computation, in order
         self.opaque: dict[int, OpaqueProxy] = {}  # id(real object) -> its proxy (generators)
         self.created_generators: list = []  # stand-ins of generators made inside (compiler/rng.py)
+        self.write_marks: dict = {}  # (id(holder), key) -> trace position of its last write (epilogue stores)
         self.decompose = decompose
         self.may_view_origin: dict[str, BoundSymbol] = {}
         self.current_location = None

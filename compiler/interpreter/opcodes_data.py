@@ -310,6 +310,10 @@ def store_attr(interp, frame, instr):
         if type(desc) is property and type(desc.fset) is types.FunctionType:  # a setter written in Python
             interp.call_function(desc.fset, (obj, value), {}, (None, prov))
             return
+    replacement = interp.lookasides and interp.user_lookaside(setattr)
+    if replacement:  # the embedder may refuse (or record) writes to some objects' attributes
+        interp._call_user_lookaside(replacement, (obj, instr.argval, value), {}, (pv.UNKNOWN, pv.UNKNOWN, prov), {})
+        return
     setattr(obj, instr.argval, value)
 
 

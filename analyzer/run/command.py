@@ -103,6 +103,12 @@ def cmd_run(argv: list[str]) -> int:
         except (OSError, ValueError):
             pass
 
+    timings = os.environ.get("THUNDER_LINT_RUN_TIMINGS")  # bench/run_overhead.py: first-call cost per function
+    if timings:
+        import json
+
+        with open(timings, "w", encoding="utf-8") as f:
+            json.dump({"first_call_seconds": collector.trace_seconds, "calls": collector.calls}, f)
     trace = filter_trace(collector.diagnostics(), settings)
     errors: list[str] = []
     static: list = []
@@ -127,9 +133,9 @@ def cmd_run(argv: list[str]) -> int:
         if outcome.summary:
             lines.append(f"thunder-lint run: {outcome.summary}.")
         body = body + ("\n" if body and args.format == "full" else "") + "\n".join(lines) + "\n"
-    elif outcome.summary and not args.quiet:
-        print(f"thunder-lint run: {outcome.summary}.", file=sys.stderr)
     _emit(args.output_file, body)
+    if outcome.summary and not args.quiet and args.format not in ("full", "concise"):
+        print(f"thunder-lint run: {outcome.summary}.", file=sys.stderr)
 
     if outcome.failed:
         return EXIT_ERROR

@@ -88,7 +88,7 @@ def _user_traceback(e: BaseException) -> traceback.TracebackException:
     """The exception's traceback without the frames of runpy and thunder-lint that start it."""
     tb = e.__traceback__
     while tb is not None and (tb.tb_frame.f_code.co_filename.startswith(_ANALYZER_DIR)
-                              or os.path.basename(tb.tb_frame.f_code.co_filename) == "runpy.py"):
+                              or os.path.basename(tb.tb_frame.f_code.co_filename) in ("runpy.py", "<frozen runpy>")):
         tb = tb.tb_next
     return traceback.TracebackException(type(e), e, tb or e.__traceback__)
 

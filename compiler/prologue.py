@@ -166,6 +166,19 @@ def _print_distinct(bsym, trace):
     return _fail_if(f"len({{{', '.join(f'id({n})' for n in names)}}}) != {len(names)}")
 
 
+def _print_symbolic_input(bsym, trace):
+    name, source, kind = bsym.args
+    return [f"{name} = {source}"] + _fail_if(f"type({name}) is not {kind}")
+
+
+def _print_constraint(bsym, trace):
+    (c,) = bsym.args
+    where = f"  # {c.location.filename.rsplit('/', 1)[-1]}:{c.location.lineno}" if c.location is not None else ""
+    if c.expr.startswith("not ("):  # a branch not taken: `if n > 5: return None`
+        return [f"if {c.expr[4:]}: return None{where}"]
+    return [f"if not ({c.expr}): return None{where}"]
+
+
 def _print_return(bsym, trace):
     return [f"return ({''.join(n + ', ' for n in bsym.args[0])})"]
 
@@ -181,6 +194,8 @@ RETURN_INPUTS = _guard("return_inputs", _print_return)
 CHECK_HIDDEN = _guard("check_hidden_value", _print_hidden)
 CHECK_SAME = _guard("check_same_object", _print_same)
 CHECK_DISTINCT = _guard("check_distinct_objects", _print_distinct)
+SYMBOLIC_INPUT = _guard("symbolic_input", _print_symbolic_input)  # cache="symbolic values": type only
+CHECK_CONSTRAINT = _guard("check_constraint", _print_constraint)  # a decision made on symbolic values
 
 
 class PrologueBuilder:
@@ -197,6 +212,8 @@ class PrologueBuilder:
         self.hidden_guarded: set = set()  # (id(holder), key, path) of the hidden values guarded so far
         self._trace_for_consts = Trace("prologue")
         self._trace_for_consts.wrap_try = True
+        self.labels: dict = {}  # origin "args[1]" -> the parameter's name, for naming symbolic inputs
+        self._sym_names: set = set()
 
     def _var(self) -> str:
         self._n += 1
@@ -258,6 +275,16 @@ class PrologueBuilder:
             self._emit(UNPACK, var, source)
             self._emit(CHECK_VALUE, var, x)
             return x
+        if (t is int or t is float) and self.state.symbolic and not (t is float and (not math.isfinite(x) or x == 0.0)):
+            from .symbolic import SymFloat, SymInt, input_name
+
+            name = input_name(self._label(origin), self._sym_names)
+            self._emit(SYMBOLIC_INPUT, name, source, t.__name__)
+            p = (SymInt if t is int else SymFloat)(name, x)
+            self.state.inputs.append(p)
+            self.state.real_inputs[name] = x  # (segments run before a user's exception use it)
+            self.input_names.append(name)
+            return p
         if t is int or t is float:
             var = self._var()
             self._emit(UNPACK, var, source)
@@ -293,6 +320,17 @@ class PrologueBuilder:
                                         "(only torch.Tensor and nn.Parameter are traced)")
         raise UnsupportedInputError(f"unsupported input at {origin}: a value of type {t.__module__}.{t.__qualname__}; "
                                     f"the compiler can guard and pass {SUPPORTED_INPUTS}")
+
+    def _label(self, origin: str) -> str:
+        """`args[1][0]` -> `n_0` when args[1] is the parameter n."""
+        import re
+
+        m = re.match(r"(args\[\d+\]|kwargs\[[^\]]+\])(.*)", origin)
+        if m is None:
+            return origin
+        head = self.labels.get(m.group(1), m.group(1))
+        rest = re.sub(r"\[['\"]?([^\]'\"]*)['\"]?\]", r"_\1", m.group(2))
+        return head + rest
 
     def module_tensors(self, module: torch.nn.Module, label: str):
         """Parameters and buffers become inputs (fetched from the module on every call); training flags are guarded."""
@@ -350,6 +388,8 @@ class PrologueBuilder:
             var = tr.const_expr(real)
             self._emit(CHECK_TENSOR, var, TensorFacts(real))
             self.input_names.append(var)
+        for c in self.state.constraints:
+            self._emit(CHECK_CONSTRAINT, c)
         self._emit(CHECK_GLOBAL_STATE, grad_enabled, torch.get_default_dtype(), self.state.default_device,
                    self.state.initial_autocast)
         self._emit(RETURN_INPUTS, tuple(self.input_names))

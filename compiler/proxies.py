@@ -5,8 +5,8 @@ as a tensor on the "meta" device: running the real torch op on it gives exactly 
 including whether `reshape` returned a view (the layout fact behind TL101) and autograd's leaf rules.
 
 Number proxies subclass int/float so that Python arithmetic and torch calls behave natively; under
-"constant values" caching their value is guarded by the prologue. A later "symbolic values" mode can
-record operations on them instead.
+"constant values" caching their value is guarded by the prologue. Under "symbolic values", their
+subclasses in compiler/symbolic.py record arithmetic and turn decisions into prologue constraints.
 """
 from __future__ import annotations
 
@@ -154,6 +154,10 @@ class TensorProxy(Proxy):
 
         loc = user_location(3)
         state = current_state()
+        if getattr(state, "symbolic", False):  # segments keep numbers constant: trace this call again with them
+            from .symbolic import Fallback
+
+            raise Fallback(what)
         segmenter = getattr(state, "segmenter", None)
         if segmenter is not None:
             ok, value = segmenter.read(self, kind, what, loc)

@@ -108,7 +108,7 @@ def segment_trace(bsyms, output, header: str) -> Trace:
     defined, seen, args = [], set(), []
 
     def use(leaf):
-        if isinstance(leaf, (TensorProxy, OpaqueProxy)) and leaf.name not in seen:
+        if (isinstance(leaf, (TensorProxy, OpaqueProxy)) or hasattr(leaf, "pexpr")) and leaf.name not in seen:
             seen.add(leaf.name)
             args.append(leaf)
 
@@ -119,6 +119,8 @@ def segment_trace(bsyms, output, header: str) -> Trace:
             if o.name not in seen:
                 seen.add(o.name)
                 defined.append(o)
+        if hasattr(b.output, "pexpr"):  # a scalar op of symbolic numbers (compiler.symbolic)
+            seen.add(b.output.name)
     if output is None:
         output = tuple(defined)
     for leaf in pytree.tree_leaves(output):

@@ -77,7 +77,7 @@ class BoundSymbol:
         """Hashable identity of the computation (for CSE): symbol + args, proxies by name."""
 
         def k(x):
-            if isinstance(x, TensorProxy):
+            if isinstance(x, TensorProxy) or hasattr(x, "pexpr"):  # (symbolic numbers: by name, never hashed)
                 return ("proxy", x.name)
             if isinstance(x, (list, tuple)):
                 return (type(x).__name__, tuple(k(i) for i in x))

@@ -83,6 +83,22 @@ def _print_tensor(bsym, trace):
     return _fail_if(" or ".join(conds))
 
 
+def _print_tensor_symbolic(bsym, trace):
+    """cache="symbolic values": sizes >= 2 are symbolic (any size >= 2 passes), 0 and 1 are exact; the
+    layout is checked as contiguity (the trace's view-or-copy decisions assume it)."""
+    name, t, sizes = bsym.args
+    tname = trace.const_expr(t.cls)
+    conds = [f"type({name}) is not {tname}", f"{name}.dtype is not {t.dtype}", f"{name}.dim() != {len(t.shape)}"]
+    conds += [f"{name}.shape[{d}] < 2" if isinstance(s, str) else f"{name}.shape[{d}] != {s}"
+              for d, s in enumerate(sizes)]
+    conds += [f"not {name}.is_contiguous()", _device_check(name, t.device),
+              f"{name}.requires_grad is not {t.requires_grad}"]
+    if t.requires_grad:
+        conds.append(f"({name}.grad_fn is None) is not {t.is_leaf}")
+    lines = _fail_if(" or ".join(conds))
+    return lines + [f"{s} = {name}.shape[{d}]" for d, s in enumerate(sizes) if isinstance(s, str)]
+
+
 def _print_generator(bsym, trace):
     name, g = bsym.args
     return _fail_if(f"type({name}) is not torch.Generator or {name}.device != {trace.const_expr(g.device)}")
@@ -174,8 +190,6 @@ def _print_symbolic_input(bsym, trace):
 def _print_constraint(bsym, trace):
     (c,) = bsym.args
     where = f"  # {c.location.filename.rsplit('/', 1)[-1]}:{c.location.lineno}" if c.location is not None else ""
-    if c.expr.startswith("not ("):  # a branch not taken: `if n > 5: return None`
-        return [f"if {c.expr[4:]}: return None{where}"]
     return [f"if not ({c.expr}): return None{where}"]
 
 
@@ -194,6 +208,7 @@ RETURN_INPUTS = _guard("return_inputs", _print_return)
 CHECK_HIDDEN = _guard("check_hidden_value", _print_hidden)
 CHECK_SAME = _guard("check_same_object", _print_same)
 CHECK_DISTINCT = _guard("check_distinct_objects", _print_distinct)
+CHECK_TENSOR_SYMBOLIC = _guard("check_tensor_symbolic_sizes", _print_tensor_symbolic)
 SYMBOLIC_INPUT = _guard("symbolic_input", _print_symbolic_input)  # cache="symbolic values": type only
 CHECK_CONSTRAINT = _guard("check_constraint", _print_constraint)  # a decision made on symbolic values
 
@@ -229,6 +244,32 @@ class PrologueBuilder:
         self.state.inputs.append(p)
         self.state.real_inputs[p.name] = t
         self.input_names.append(var)
+        return p
+
+    def tensor_input_symbolic(self, var: str, t: torch.Tensor, origin: str) -> TensorProxy:
+        """An argument tensor whose sizes >= 2 are symbolic inputs of the computation too."""
+        from .symbolic import SymInt, input_name
+
+        p = TensorProxy(self.state.trace.new_name("t"), meta_like(t), t.device, origin=origin)
+        p.is_parameter = type(t) is torch.nn.Parameter
+        self.state.inputs.append(p)
+        self.state.real_inputs[p.name] = t
+        self.input_names.append(var)
+        names, sym = [], []
+        for d, s in enumerate(t.shape):
+            if s < 2:
+                names.append(s)
+                sym.append(s)
+                continue
+            name = input_name(f"{self._label(origin)}_shape{d}", self._sym_names)
+            size = SymInt(name, s)
+            names.append(name)
+            sym.append(size)
+            self.state.inputs.append(size)
+            self.state.real_inputs[name] = s
+            self.input_names.append(name)
+        p.sym_shape = tuple(sym)
+        self._emit(CHECK_TENSOR_SYMBOLIC, var, TensorFacts(t), tuple(names))
         return p
 
     def grad_of(self, proxy: TensorProxy):
@@ -267,7 +308,10 @@ class PrologueBuilder:
             if seen is not None:  # f(x, x): one object, one proxy (`a is b` answers as in eager)
                 self._emit(CHECK_SAME, var, seen[1])
                 return seen[0]
-            p = self.tensor_input(var, x, origin)
+            if self.state.symbolic and x.is_contiguous() and any(s >= 2 for s in x.shape):
+                p = self.tensor_input_symbolic(var, x, origin)
+            else:
+                p = self.tensor_input(var, x, origin)
             self.arg_tensors[id(x)] = (p, var)
             return p
         if x is None or x is Ellipsis or t in (bool, str, complex, slice) or isinstance(x, _VALUE_TYPES):

@@ -60,7 +60,8 @@ def is_requested() -> bool:
 class Constraint:
     expr: str  # Python over the prologue's names of symbolic inputs, true for the traced call
     display: str  # the same, for people
-    kind: str  # "branch" (a truth value decided), "specialize" (a value needed as a plain number)
+    kind: str  # "branch" (a truth value decided), "specialize" (a value needed as a plain number), "check"
+    # (sizes eager requires equal: it raises otherwise)
     reason: str  # what decided it ("`if`", "range()", "torch.zeros needs a concrete value", ...)
     location: object  # compiler.source.SourceLocation of the user's line
     decided_at: tuple | None  # (filename, lineno) of the innermost frame that decided (library code too)
@@ -88,6 +89,18 @@ def _bare(e: str) -> str:
         if depth == 0 and i < len(e) - 1:
             return e
     return e[1:-1]
+
+
+_NEGATED = {" > ": " <= ", " >= ": " < ", " < ": " >= ", " <= ": " > ", " == ": " != ", " != ": " == "}
+
+
+def negate(expr: str) -> str:
+    """`n > 5` -> `n <= 5`; anything else -> `not (...)`."""
+    bare = _bare(expr)
+    ops = [op for op in _NEGATED if op in bare]
+    if len(ops) == 1 and bare.count(ops[0]) == 1 and "(" not in bare and " and " not in bare and " or " not in bare:
+        return bare.replace(ops[0], _NEGATED[ops[0]])
+    return f"not ({bare})"
 
 
 def _cname(x) -> str:
@@ -154,9 +167,8 @@ def constrain(sym, holds: str, display: str, kind: str, reason: str) -> None:
         return
     loc, decided = _location()
     c = Constraint(holds, display, kind, reason, loc, decided)
-    if any(o.expr == c.expr for o in state.constraints):
-        return
-    state.constraints.append(c)
+    if not any(o.expr == c.expr for o in state.constraints):  # (the prologue checks it once; TL301 per line)
+        state.constraints.append(c)
     from . import events as ev
 
     state.emit(ev.Event(ev.SYMBOLIC_CONSTRAINT, f"{reason} specializes the trace on `{display}`", loc,
@@ -267,7 +279,7 @@ class _SymNumber:
 
     def __bool__(self):
         holds = f"{self.pexpr} != 0" if self.value else f"{self.pexpr} == 0"
-        constrain(self, holds, holds, "branch", "truth value")
+        constrain(self, holds, holds, "branch", "a decision")
         return bool(self.value)
 
     def __hash__(self):
@@ -375,8 +387,8 @@ class SymBool:
         self.name, self.value, self.pexpr = name, bool(value), pexpr
 
     def __bool__(self):
-        holds = _bare(self.pexpr) if self.value else f"not {self.pexpr}"
-        constrain(self, holds, holds, "branch", "truth value")
+        holds = _bare(self.pexpr) if self.value else negate(self.pexpr)
+        constrain(self, holds, holds, "branch", "a decision")
         return self.value
 
     def __hash__(self):
@@ -448,8 +460,17 @@ _MATH = ("sqrt exp log log2 log10 log1p expm1 sin cos tan asin acos atan atan2 s
          "fabs pow hypot copysign fmod erf erfc gamma lgamma degrees radians").split()
 
 
+def _len(obj):
+    # builtins.len turns what __len__ returns into a plain int natively: ask the tensor for its first size
+    if type(obj).__name__ == "TensorProxy":
+        if obj.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return obj.shape[0]
+    return builtins.len(obj)
+
+
 def lookasides() -> dict:
-    table = {builtins.int: _int, builtins.float: _float, builtins.bool: _bool}
+    table = {builtins.int: _int, builtins.float: _float, builtins.bool: _bool, builtins.len: _len}
     table |= {getattr(math, n): _math(getattr(math, n)) for n in _MATH if hasattr(math, n)}
     return table
 
@@ -500,7 +521,7 @@ def native_args(fn, args, kwargs):
     if type(owner) in (list, dict, set) and getattr(fn, "__name__", "") in _STORING_METHODS:
         return args, kwargs  # stored, not read
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
-    reason = "range() (the loop's trip count)" if fn is range else f"the native call {name}() needs a plain number"
+    reason = "range(): the loop's trip count" if fn is range else f"the native call {name}() needs a plain number"
     return specialize_all(tuple(args), reason), specialize_all(dict(kwargs), reason)
 
 
@@ -534,9 +555,11 @@ def for_op(symbol, args, kwargs):
     if not has_symbolic((args, kwargs)):
         return args, kwargs
     reason = f"{symbol.name} needs a concrete value (it decides the result's shape or layout)"
-    if symbol.fn is None or _base_name(symbol.name) not in _SCALAR_OPERAND_OPS:
+    if symbol.fn is None or _base_name(symbol.name) not in _SCALAR_OPERAND_OPS | _RULE_KEEPS_NUMBERS:
         return specialize_all(tuple(args), reason), specialize_all(dict(kwargs), reason)
     keep = (SymInt, SymFloat)
+    if _base_name(symbol.name) in _RULE_KEEPS_NUMBERS:  # shapes given as numbers: the shape rule follows them
+        return args, kwargs
     args = tuple(a if isinstance(a, keep) else specialize_all(a, reason) for a in args)
     kwargs = {k: v if isinstance(v, keep) else specialize_all(v, reason) for k, v in kwargs.items()}
     return args, kwargs
@@ -606,3 +629,228 @@ def _raises_only(body) -> bool:
 
     return all(isinstance(s, (ast.Raise, ast.Pass)) or isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
                for s in body) and any(isinstance(s, ast.Raise) for s in body)
+
+
+# ---------------------------------------------------------------- symbolic sizes
+#
+# Design: meta tensors keep this call's concrete sizes (every meta computation is eager's); a proxy also
+# carries `sym_shape`, its sizes as expressions of the symbolic input sizes, for the ops whose shape rule
+# is known below. Sizes 0 and 1 are specialized (as torch's dynamic shapes do); the others are SymInts the
+# prologue reads from the tensors (`a_shape0 = v1.shape[0]`). A proxy whose sizes no rule gives is UNKNOWN:
+# Python reading its size specializes every symbolic input (`fix_sizes`), after which concrete sizes are
+# exact. So a size read is always either a symbolic expression or guarded.
+
+UNKNOWN = "unknown"
+
+
+def read_shape(proxy, reason: str):
+    """The sizes Python sees for `proxy`: a tuple holding SymInts, or None (the meta sizes are exact)."""
+    state = _state()
+    if state is None or not getattr(state, "symbolic", False) or state.sizes_fixed or state.depth > 0:
+        return None  # (depth > 0: a decomposition into prims, which only the analysis reads)
+    s = proxy.sym_shape
+    if s is None:
+        return None
+    if s is UNKNOWN:
+        fix_sizes(state, reason)
+        return None
+    return s
+
+
+def fix_sizes(state, reason: str) -> None:
+    """Specialize every symbolic input: from here on, every size the trace computes is a constant."""
+    state.sizes_fixed = True
+    for p in state.inputs:
+        if isinstance(p, (SymInt, SymFloat)):
+            specialize(p, reason)
+        sizes = getattr(p, "sym_shape", None)
+        if isinstance(sizes, tuple):
+            for d in sizes:
+                specialize(d, reason)
+
+
+class _Unknown(Exception):
+    pass
+
+
+def _sym(t):
+    s = t.sym_shape
+    if s is UNKNOWN:
+        raise _Unknown
+    return tuple(t.meta.shape) if s is None else s
+
+
+def _eq_size(a, b):
+    """One size from two that must be equal (broadcasting, matmul): a constraint when symbolic."""
+    if isinstance(a, SymInt) or isinstance(b, SymInt):
+        if isinstance(a, SymInt) and isinstance(b, SymInt) and a.name == b.name:
+            return a
+        # eager raises when they differ: a check (a constraint, but no decision of the computation: no TL301)
+        holds = f"{_bare(_lit(a))} == {_bare(_lit(b))}"
+        constrain(a, holds, holds, "check", "sizes that must match (eager raises otherwise)")
+        return a if isinstance(a, SymInt) else b
+    return a
+
+
+def _broadcast(shapes):
+    nd = max(len(s) for s in shapes)
+    out = []
+    for i in range(nd):
+        dims = [s[len(s) - nd + i] for s in shapes if len(s) - nd + i >= 0]
+        dims = [d for d in dims if not (type(d) is int and d == 1)] or [1]
+        d = dims[0]
+        for other in dims[1:]:
+            d = _eq_size(d, other)
+        out.append(d)
+    return tuple(out)
+
+
+def _prod(sizes):
+    total = None
+    for d in sizes:
+        total = d if total is None else total * d
+    return 1 if total is None else total
+
+
+def _dim(d, nd):
+    return d + nd if d < 0 else d
+
+
+_SAME_SHAPE = frozenset((
+    "abs neg exp exp2 expm1 log log2 log10 log1p sin cos tan tanh sinh cosh asin acos atan sigmoid relu relu6 gelu "
+    "silu mish elu selu celu softplus softsign sqrt rsqrt reciprocal sign square erf erfc erfinv trunc floor ceil "
+    "round frac softmax log_softmax dropout layer_norm rms_norm group_norm clone contiguous detach to type_as "
+    "float double half bfloat16 int long bool logical_not bitwise_not hardswish hardsigmoid tril triu "
+    "masked_fill nan_to_num positive alias requires_grad").split()) | _SCALAR_OPERAND_OPS - {"full", "scalar_tensor"}
+
+
+def _tensors(args, kwargs):
+    from .proxies import TensorProxy
+
+    return [a for a in list(args) + list(kwargs.values()) if isinstance(a, TensorProxy)]
+
+
+def _rule(name, args, kwargs, outs):
+    """Symbolic sizes of each tensor output, or raise _Unknown."""
+    from .proxies import TensorProxy
+
+    if name in _SAME_SHAPE:
+        if name in ("layer_norm", "rms_norm", "group_norm", "dropout", "softmax", "log_softmax"):
+            return [_sym(args[0])]
+        return [_broadcast([_sym(t) for t in _tensors(args, kwargs)])]
+    if name in ("view", "reshape") and isinstance(args[0], TensorProxy):
+        sizes = args[1] if len(args) == 2 and type(args[1]) in (tuple, list, torch.Size) else args[1:]
+        sizes = list(kwargs.get("shape", kwargs.get("size", sizes)))
+        total = _prod(_sym(args[0]))
+        if sum(1 for s in sizes if type(s) is int and s == -1):
+            known = _prod(s for s in sizes if not (type(s) is int and s == -1))
+            sizes = [total // known if type(s) is int and s == -1 else s for s in sizes]
+        return [tuple(sizes)]
+    if name == "split" and isinstance(args[0], TensorProxy):
+        t, split = args[0], args[1] if len(args) > 1 else kwargs["split_size_or_sections"]
+        dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+        shape = _sym(t)
+        dim = _dim(dim, len(shape))
+        if type(split) in (list, tuple):
+            return [shape[:dim] + (s,) + shape[dim + 1:] for s in split]
+        n = len(outs)
+        size = shape[dim]
+        bool((size + split - 1) // split == n)  # the number of pieces is a decision
+        return [shape[:dim] + ((split if i < n - 1 else size - split * (n - 1)),) + shape[dim + 1:] for i in range(n)]
+    if name in ("transpose", "swapaxes", "swapdims"):
+        shape = list(_sym(args[0]))
+        d0, d1 = _dim(args[1], len(shape)), _dim(args[2], len(shape))
+        shape[d0], shape[d1] = shape[d1], shape[d0]
+        return [tuple(shape)]
+    if name in ("t", "T", "mT") or name == "permute":
+        shape = _sym(args[0])
+        if name == "permute":
+            order = args[1] if len(args) == 2 and type(args[1]) in (tuple, list) else args[1:]
+            return [tuple(shape[_dim(d, len(shape))] for d in order)]
+        return [shape[:-2] + (shape[-1], shape[-2])] if len(shape) >= 2 else [shape]
+    if name == "linear":
+        x, w = _sym(args[0]), _sym(args[1])
+        _eq_size(x[-1], w[-1])
+        return [x[:-1] + (w[0],)] if len(w) == 2 else [x[:-1]]
+    if name in ("matmul", "bmm", "mm") and all(len(_sym(t)) >= 2 for t in args[:2]):
+        a, b = _sym(args[0]), _sym(args[1])
+        _eq_size(a[-1], b[-2])
+        batch = _broadcast([a[:-2], b[:-2]]) if len(a) > 2 or len(b) > 2 else ()
+        return [batch + (a[-2], b[-1])]
+    if name == "scaled_dot_product_attention":
+        q, v = _sym(args[0]), _sym(args[2])
+        return [q[:-1] + v[-1:]]
+    if name == "embedding":
+        idx, w = _sym(args[0]), _sym(args[1])
+        return [idx + (w[1],)]
+    if name == "cat":
+        tensors = args[0] if args else kwargs["tensors"]
+        dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+        shapes = [_sym(t) for t in tensors if not (t.meta.ndim == 1 and t.meta.shape[0] == 0)]
+        d = _dim(dim, len(shapes[0]))
+        total = 0
+        for s in shapes:
+            total = total + s[d]
+        return [shapes[0][:d] + (total,) + shapes[0][d + 1:]]
+    if name == "arange" and len(args) == 1 and not _tensors(args, kwargs):
+        return [(args[0],)]
+    if name == "getitem" and isinstance(args[0], TensorProxy):
+        return [_index_shape(_sym(args[0]), args[1])]
+    raise _Unknown
+
+
+def _index_shape(shape, key):
+    """Basic indexing with ints and unit-step slices; anything else is not followed."""
+    key = key if type(key) is tuple else (key,)
+    if len(key) > len(shape):
+        raise _Unknown
+    out = []
+    for size, k in zip(shape, key):
+        if type(k) is slice:
+            if k.step not in (None, 1):
+                raise _Unknown
+            start = 0 if k.start is None else k.start
+            stop = size if k.stop is None else k.stop
+            if type(start) is int and start < 0 or type(stop) is int and stop < 0:
+                raise _Unknown
+            # eager clamps the bounds; the trace assumes they are in range (a constraint when symbolic)
+            if not (start >= 0 and start <= stop and stop <= size):
+                raise _Unknown
+            out.append(size if k.start is None and k.stop is None else stop - start)
+        elif isinstance(k, int) and not isinstance(k, bool):
+            continue  # selects: the dim goes
+        else:
+            raise _Unknown
+    return tuple(out) + tuple(shape[len(key):])
+
+
+_RULE_KEEPS_NUMBERS = frozenset(("view", "reshape", "split", "arange", "getitem"))
+
+
+def set_output_shapes(symbol, args, kwargs, out) -> None:
+    """After an op is recorded: the symbolic sizes of its new tensor outputs."""
+    from . import tree as pytree
+    from .proxies import TensorProxy
+
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, TensorProxy)]
+    involved = any(t.sym_shape is not None for t in tensors) or has_symbolic((args, kwargs))
+    outs = [o for o in pytree.tree_leaves(out) if isinstance(o, TensorProxy)]
+    fresh = [o for o in outs if all(o is not t for t in tensors)]
+    if not involved or not fresh:
+        return
+    try:
+        shapes = _rule(_base_name(symbol.name), args, kwargs, outs)
+        if len(shapes) != len(outs):
+            raise _Unknown
+        for o, s in zip(outs, shapes):
+            s = tuple(s)
+            if len(s) != o.meta.ndim or any(_val(d) != m for d, m in zip(s, o.meta.shape)):
+                raise _Unknown  # a rule that disagrees with eager's meta: never trust it
+    except (_Unknown, IndexError, KeyError, TypeError, ValueError, AttributeError):
+        for o in fresh:
+            o.sym_shape = UNKNOWN
+        return
+    for o, s in zip(outs, shapes):
+        if any(o is t for t in fresh):
+            s = tuple(s)
+            o.sym_shape = s if any(isinstance(d, SymInt) for d in s) else None

@@ -213,6 +213,7 @@ class TracingState:
         self.builder = None  # the PrologueBuilder: inputs found while tracing (an input's .grad)
         self.symbolic = False  # cache="symbolic values": numbers stay symbolic (compiler.symbolic)
         self.constraints: list = []  # compiler.symbolic.Constraint: what the prologue checks of them
+        self.sizes_fixed = False  # symbolic sizes specialized (a size no shape rule follows was read)
 
     def sync_grad_mode(self, loc=None) -> None:
         g = torch.is_grad_enabled()
@@ -347,6 +348,10 @@ def _record_call(symbol, args, kwargs):
             not any(p.dynamic for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)):
         # (decompositions read sizes; a value-dependent size has none to read)
         _decompose(state, bsym, margs, mkwargs)
+    if state.symbolic and not state.sizes_fixed and state.depth == 0:
+        from . import symbolic
+
+        symbolic.set_output_shapes(symbol, args, kwargs, out)
     state.scopes[-1].append(bsym)
     if top:
         _events_for(state, bsym)

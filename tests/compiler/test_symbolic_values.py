@@ -71,7 +71,7 @@ def test_arithmetic_stays_symbolic_and_the_executor_gets_each_value():
     jf = run_sequence(fn, [(x, 2, 1.5), (x, 5, 0.25), (x, 11, -3.0)])
     assert counts(jf) == (1, 2)
     text = str(compiler.last_traces(jf)[-1])
-    assert "i" in text and "n + 1" in text and "def computation(t0, n, s)" in text
+    assert "n + 1" in text and "def computation(t0, a_shape0, n, s)" in text
 
 
 # ---- thunder's failing cases from the issue
@@ -261,3 +261,96 @@ def test_module_with_number_arguments():
     for s in (0.5, 2.0, 3):
         torch.testing.assert_close(jm(x, s), m(x, s))
     assert (compiler.cache_misses(jm), compiler.cache_hits(jm)) == (2, 1)  # float then int: a type change
+
+
+# ---- symbolic sizes
+
+def test_a_shape_change_that_decides_nothing_hits_the_cache():
+    def fn(a):
+        return a * 2 + a.sin()
+
+    jf = run_sequence(fn, [(torch.randn(2, 2, 2),), (torch.randn(3, 4, 5),), (torch.randn(1, 4, 5),),
+                           (torch.randn(3, 4, 5),), (torch.randn(7, 2, 9),)])
+    assert counts(jf) == (2, 3)  # sizes 1 specialize: (1, 4, 5) is a second trace
+    assert "a_shape0 = v1.shape[0]" in str(compiler.last_prologue_traces(jf)[-1])
+
+
+def shape_branch(a):
+    if a.shape[0] > 2:
+        return a + 1
+    return a - 1
+
+
+def shape_tuple(a):
+    if tuple(a.shape) == (2, 2):
+        return a + 1
+    return a - 1
+
+
+def test_branches_on_shapes_and_shape_tuples():
+    jf = run_sequence(shape_branch, [(torch.randn(3),), (torch.randn(2),), (torch.randn(5),), (torch.randn(4),)])
+    assert counts(jf) == (2, 2)
+    jf = run_sequence(shape_tuple, [(torch.randn(2, 2),), (torch.randn(3, 2),), (torch.randn(2, 2),),
+                                    (torch.randn(4, 2),)])
+    assert counts(jf) == (2, 2)
+
+
+def seed_split(a, dim0, dim1):  # seed 262's second program
+    dim2 = a.size(2) - dim0 - dim1
+    return torch.split(a, (dim0, dim1, dim2), dim=2)
+
+
+def test_dynamic_split_sizes_stay_symbolic():
+    jf = run_sequence(seed_split, [(torch.randn(8, 16, 32), 2, 8), (torch.randn(8, 16, 32), 4, 4),
+                                   (torch.randn(4, 6, 20), 3, 9)])
+    assert counts(jf) == (1, 2)
+    assert "a_shape2 - dim0" in str(compiler.last_traces(jf)[-1])
+
+
+def test_views_with_computed_sizes():
+    def fn(a, h):
+        b = a.shape[0]
+        return a.view(b, -1, h).transpose(1, 2).reshape(b * h, -1).sum(0)
+
+    jf = run_sequence(fn, [(torch.randn(4, 12), 3), (torch.randn(6, 12), 4), (torch.randn(5, 30), 5)])
+    assert counts(jf) == (1, 2)
+
+
+def test_numel_len_and_size_are_symbolic():
+    def fn(a):
+        return a * (a.numel() + len(a) + a.size(1) + a.size()[0])
+
+    jf = run_sequence(fn, [(torch.randn(2, 3),), (torch.randn(4, 5),)])
+    assert counts(jf) == (1, 1)
+
+
+def test_a_size_no_rule_follows_specializes_every_size():
+    def fn(a):
+        b = torch.flip(a, (0,))  # (no shape rule: its sizes are unknown symbolically)
+        return b * b.shape[0]
+
+    jf = run_sequence(fn, [(torch.randn(3, 2),), (torch.randn(4, 2),), (torch.randn(3, 2),)])
+    assert counts(jf) == (2, 1)
+
+
+def test_broadcasting_two_symbolic_sizes_is_a_constraint():
+    def fn(a, b):
+        return (a + b).shape[0] * a
+
+    jf = run_sequence(fn, [(torch.randn(3), torch.randn(3)), (torch.randn(5), torch.randn(5))])
+    assert counts(jf) == (1, 1)
+    with pytest.raises(RuntimeError):
+        jf(torch.randn(4), torch.randn(6))  # eager raises too
+
+
+def test_gpt_block_at_several_sequence_lengths_is_one_trace():
+    from test_gpt_model import Block, BATCH, WIDTH
+
+    torch.manual_seed(0)
+    for mode in ("is_causal", "buffer"):
+        block = Block(mode)
+        jb = compiler.jit(block, cache=SYM)
+        for seq in (5, 9, 16, 7):
+            x = torch.randn(BATCH, seq, WIDTH)
+            torch.testing.assert_close(jb(x), block(x), rtol=1e-5, atol=1e-5)
+        assert (compiler.cache_misses(jb), compiler.cache_hits(jb)) == (1, 3), mode

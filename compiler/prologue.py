@@ -263,6 +263,7 @@ class PrologueBuilder:
                 continue
             name = input_name(f"{self._label(origin)}_shape{d}", self._sym_names)
             size = SymInt(name, s)
+            size.at_least_2 = True  # the prologue checks it (broadcasting never sees it as 1)
             names.append(name)
             sym.append(size)
             self.state.inputs.append(size)

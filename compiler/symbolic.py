@@ -685,6 +685,8 @@ def _eq_size(a, b):
     if isinstance(a, SymInt) or isinstance(b, SymInt):
         if isinstance(a, SymInt) and isinstance(b, SymInt) and a.name == b.name:
             return a
+        if _val(a) != _val(b):
+            raise _Unknown
         # eager raises when they differ: a check (a constraint, but no decision of the computation: no TL301)
         holds = f"{_bare(_lit(a))} == {_bare(_lit(b))}"
         constrain(a, holds, holds, "check", "sizes that must match (eager raises otherwise)")
@@ -692,8 +694,21 @@ def _eq_size(a, b):
     return a
 
 
+def _not_one(d):
+    """Broadcasting treats a size 1 apart: a symbolic size in a broadcast is decided to be 1 or not."""
+    if not isinstance(d, SymInt) or getattr(d, "at_least_2", False):
+        return d
+    if d.value == 1:
+        return specialize(d, "a size broadcast against another (1 broadcasts)")
+    holds = f"{_bare(d.pexpr)} != 1"
+    constrain(d, holds, holds, "check", "a size broadcast against another (1 broadcasts)")
+    return d
+
+
 def _broadcast(shapes):
     nd = max(len(s) for s in shapes)
+    if len(shapes) > 1:
+        shapes = [tuple(_not_one(d) for d in s) for s in shapes]
     out = []
     for i in range(nd):
         dims = [s[len(s) - nd + i] for s in shapes if len(s) - nd + i >= 0]
@@ -742,6 +757,12 @@ def _rule(name, args, kwargs, outs):
         sizes = args[1] if len(args) == 2 and type(args[1]) in (tuple, list, torch.Size) else args[1:]
         sizes = list(kwargs.get("shape", kwargs.get("size", sizes)))
         total = _prod(_sym(args[0]))
+        for s in sizes:  # a symbolic -1 would infer the size: the trace assumes given sizes
+            if isinstance(s, SymInt):
+                holds = f"{_bare(s.pexpr)} >= 0"
+                if s.value < 0:
+                    raise _Unknown
+                constrain(s, holds, holds, "check", "a size given to view/reshape")
         if sum(1 for s in sizes if type(s) is int and s == -1):
             known = _prod(s for s in sizes if not (type(s) is int and s == -1))
             sizes = [total // known if type(s) is int and s == -1 else s for s in sizes]

@@ -354,3 +354,21 @@ def test_gpt_block_at_several_sequence_lengths_is_one_trace():
             x = torch.randn(BATCH, seq, WIDTH)
             torch.testing.assert_close(jb(x), block(x), rtol=1e-5, atol=1e-5)
         assert (compiler.cache_misses(jb), compiler.cache_hits(jb)) == (1, 3), mode
+
+
+def test_a_computed_size_of_one_in_a_broadcast_is_decided():
+    def fn(a, b, n):
+        return b * (a[:n] + b).shape[0]
+
+    a, b = torch.randn(5), torch.randn(3)
+    jf = run_sequence(fn, [(a, b, 3), (a, b, 1), (a, b, 3), (a, b, 1)])
+    assert counts(jf) == (2, 2)
+
+
+def test_a_negative_view_size_is_not_taken_for_a_given_size():
+    def fn(a, n):
+        return a.view(n, 4).shape[0] * a  # view(-1, 4) infers 3
+
+    x = torch.randn(12)
+    jf = run_sequence(fn, [(x, 3), (x, -1), (x, 3), (x, -1)])
+    assert counts(jf) == (2, 2)

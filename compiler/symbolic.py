@@ -817,7 +817,25 @@ def _rule(name, args, kwargs, outs):
         return [(args[0],)]
     if name == "getitem" and isinstance(args[0], TensorProxy):
         return [_index_shape(_sym(args[0]), args[1])]
+    if name in _REDUCTIONS and isinstance(args[0], TensorProxy):
+        shape = _sym(args[0])
+        dim = args[1] if len(args) > 1 and not isinstance(args[1], bool) else kwargs.get("dim", kwargs.get("axis"))
+        keep = kwargs.get("keepdim", args[2] if len(args) > 2 and isinstance(args[2], bool) else False)
+        if dim is None:
+            return [()] * len(outs) if not keep else [(1,) * len(shape)] * len(outs)
+        dims = {_dim(d, len(shape)) for d in (dim if type(dim) in (tuple, list) else (dim,))}
+        out = tuple((1 if keep else None) if i in dims else s for i, s in enumerate(shape))
+        return [tuple(s for s in out if s is not None)] * len(outs)
+    if name == "unsqueeze":
+        shape = list(_sym(args[0]))
+        shape.insert(_dim(args[1], len(shape) + 1), 1)
+        return [tuple(shape)]
+    if name == "flatten" and len(args) == 1 and not kwargs:
+        return [(_prod(_sym(args[0])),)]
     raise _Unknown
+
+
+_REDUCTIONS = frozenset("sum mean amax amin max min prod std var logsumexp all any argmax argmin".split())
 
 
 def _index_shape(shape, key):

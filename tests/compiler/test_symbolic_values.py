@@ -372,3 +372,12 @@ def test_a_negative_view_size_is_not_taken_for_a_given_size():
     x = torch.randn(12)
     jf = run_sequence(fn, [(x, 3), (x, -1), (x, 3), (x, -1)])
     assert counts(jf) == (2, 2)
+
+
+def test_reductions_unsqueeze_and_flatten_keep_sizes_symbolic():
+    def fn(a):
+        s = a.sum(1, keepdim=True) + a.mean(-1).unsqueeze(1)
+        return s * a.amax(0).shape[0] + a.flatten().shape[0]
+
+    jf = run_sequence(fn, [(torch.randn(3, 4),), (torch.randn(5, 2),), (torch.randn(2, 7),)])
+    assert counts(jf) == (1, 2)

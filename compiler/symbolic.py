@@ -312,6 +312,13 @@ class _SymNumber:
                            (self,))
         return _record(None, round(self.value), f"round({self.pexpr})", f"round({self.name})", (self,))
 
+    # int/float attributes that C would answer with plain numbers
+    real = property(lambda self: self)
+    imag = property(lambda self: type(self.value)(0))
+
+    def conjugate(self):
+        return self
+
     def __trunc__(self):
         return _record(None, math.trunc(self.value), f"math.trunc({self.pexpr})", f"math.trunc({self.name})", (self,))
 
@@ -346,6 +353,9 @@ class SymInt(_SymNumber, IntegerProxy):
     @property
     def value(self) -> int:
         return int.__int__(self)
+
+    numerator = property(lambda self: self)
+    denominator = property(lambda self: 1)
 
 
 class SymFloat(_SymNumber, FloatProxy):
@@ -503,6 +513,10 @@ def _torch_callable(fn) -> bool:
 
 def native_args(fn, args, kwargs):
     """Arguments for native `fn`: symbolic values it would read as plain numbers are specialized."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, SYM_TYPES) and not isinstance(fn, types.FunctionType):
+        # a native method of int/float (n.bit_length(), f.hex()) reads the value: it is decided
+        specialize(owner, f"{getattr(fn, '__name__', 'a method')}() of it")
     if not has_symbolic((args, kwargs)) or id(fn) in _PROTOCOL_NATIVES or _torch_callable(fn):
         return args, kwargs
     if fn in (operator.getitem, operator.setitem, operator.delitem):
@@ -517,7 +531,6 @@ def native_args(fn, args, kwargs):
         reason = "a sequence repeated by it (the length)" if fn in (operator.mul, operator.imul) else \
             "formatting into a string"
         return tuple(a if isinstance(a, seq) else specialize_all(a, reason) for a in args), kwargs
-    owner = getattr(fn, "__self__", None)
     if type(owner) in (list, dict, set) and getattr(fn, "__name__", "") in _STORING_METHODS:
         return args, kwargs  # stored, not read
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__

@@ -381,3 +381,22 @@ def test_reductions_unsqueeze_and_flatten_keep_sizes_symbolic():
 
     jf = run_sequence(fn, [(torch.randn(3, 4),), (torch.randn(5, 2),), (torch.randn(2, 7),)])
     assert counts(jf) == (1, 2)
+
+
+@pytest.mark.parametrize("cache", ["constant values", SYM])
+def test_type_of_a_number_argument_is_its_type(cache):
+    def fn(a, n, f):
+        return a + 1 if type(n) is int and type(f) is float else a - 1
+
+    jf = compiler.jit(fn, cache=cache)
+    x = torch.zeros(1)
+    assert torch.equal(jf(x, 3, 0.5), fn(x, 3, 0.5))
+
+
+def test_int_methods_and_attributes_do_not_bake_the_value():
+    def fn(a, n):
+        return a * n.bit_length() + n.real + n.numerator
+
+    x = torch.zeros(1)
+    jf = run_sequence(fn, [(x, 3), (x, 4), (x, 9), (x, 3)])
+    assert counts(jf) == (3, 1)  # bit_length() reads the value: one trace per value

@@ -12,13 +12,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
-# The service's own dependencies: pyproject's [project].dependencies without torch (a test keeps them equal).
+# The service's own dependencies: pyproject's [project].dependencies (torch is only the `torch` extra; a test
+# keeps them equal).
 RUN pip install "libcst>=1.1" "fastapi>=0.110" "uvicorn>=0.27"
 COPY pyproject.toml README.md ./
 COPY analyzer ./analyzer
 COPY rules ./rules
 COPY server ./server
-# --no-deps: the package's declared torch dependency is for the compiler, which the service never imports.
+# --no-deps: its dependencies are the ones installed just above.
 RUN pip install --no-deps . \
     && rm -rf /src \
     && useradd --system --no-create-home --shell /usr/sbin/nologin thunder

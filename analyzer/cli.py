@@ -2,10 +2,12 @@
 
     thunder-lint [PATHS...] [--select/--ignore/--extend-select CODES] [--fix [--unsafe-fixes]] [--diff]
                  [--show-fixes] [--statistics] [--format FMT] [--output-file F] [--exit-zero]
-                 [--stdin-filename NAME] [--no-cache] [--max-file-size SIZE] [-j N]
+                 [--stdin-filename NAME] [--force-exclude] [--no-cache] [--max-file-size SIZE] [-j N]
     thunder-lint rule TL101      the rule's documentation
     thunder-lint rules           the table of rules
     thunder-lint serve ...       the HTTP service
+    thunder-lint run [OPTIONS] script.py [ARGS...] | -m module [ARGS...]
+                                 run a program with its jit calls checked (analyzer/run)
 
 Exit status: 0 no findings, 1 findings (or, with --diff, fixes to show), 2 usage or internal error.
 """
@@ -67,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = p.add_argument_group("running")
     run.add_argument("--stdin-filename", metavar="NAME", help="read the source from stdin and report it as NAME")
     run.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml instead of searching for one")
+    run.add_argument("--force-exclude", action="store_true",
+                     help="apply the config's exclude to files named on the command line too (for pre-commit)")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the results cache")
     run.add_argument("--max-file-size", type=_size, default=None, metavar="SIZE",
                      help="files larger than this are reported as TL002, not parsed (default: 4MiB; e.g. 10MB)")
@@ -418,7 +422,7 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
     from .progress import ProgressBar
     from .runner import run
 
-    found = discover(paths, exclude=cfg.exclude, root=cfg.root)
+    found = discover(paths, exclude=cfg.exclude, root=cfg.root, force_exclude=args.force_exclude)
     cache = None
     if not args.no_cache:
         directory = args.cache_dir or os.environ.get("THUNDER_LINT_CACHE_DIR") or os.path.join(cfg.root, CACHE_DIR_NAME)
@@ -486,6 +490,17 @@ def _tolerant_streams() -> None:
             pass
 
 
+def _torch_installed() -> bool:
+    # torch is the `torch` extra: the static linter runs without it, `run` cannot.
+    try:
+        import torch  # noqa: F401
+    except ModuleNotFoundError as e:
+        if e.name == "torch":
+            return False
+        raise
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _tolerant_streams()
@@ -496,6 +511,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_rules(argv[1:])
         if argv and argv[0] == "serve":
             return cmd_serve(argv[1:])
+        if argv and argv[0] == "run":
+            if not _torch_installed():
+                print("thunder-lint: error: `thunder-lint run` needs PyTorch, which is not installed here: "
+                      "pip install 'thunder-lint[torch]'", file=sys.stderr)
+                return EXIT_ERROR
+            from .run.command import cmd_run  # imported here only: it loads torch and the compiler
+
+            return cmd_run(argv[1:])
         if argv and argv[0] == "check":  # ruff's spelling works too
             argv = argv[1:]
         return cmd_check(argv)

@@ -78,6 +78,7 @@ class Diagnostic:
     end_column: int
     origin: str = "static"  # "static" or "trace"
     fixes: tuple[Fix, ...] = field(default=())
+    calls: int | None = None  # trace findings of `thunder-lint run`: how many jitted calls hit this location
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,6 +93,7 @@ class Diagnostic:
             "end_column": self.end_column,
             "origin": self.origin,
             "fixes": [f.to_json() for f in self.fixes],
+            **({} if self.calls is None else {"calls": self.calls}),
         }
 
     @classmethod
@@ -108,6 +110,7 @@ class Diagnostic:
             end_column=d["end_column"],
             origin=d.get("origin", "static"),
             fixes=tuple(Fix.from_json(f) for f in d.get("fixes", ())),
+            calls=d.get("calls"),
         )
 
     def sort_key(self) -> tuple:

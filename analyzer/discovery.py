@@ -39,8 +39,23 @@ def _excluded(name: str, rel: str, exclude: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(name, pat) or fnmatch.fnmatchcase(rel, pat) for pat in exclude)
 
 
-def discover(paths: list[str] | tuple[str, ...], *, exclude: tuple[str, ...] = (), root: str | None = None) -> Discovered:
-    """Files under ``paths``; ``exclude`` globs match a name, or a path relative to ``root`` (the project)."""
+def _force_excluded(path: str, exclude: tuple[str, ...], root: str | None) -> bool:
+    """Whether a named path, or a folder above it inside the project, matches ``exclude``."""
+    base = os.path.abspath(root or os.getcwd())
+    rel = os.path.relpath(os.path.abspath(path), base)
+    if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
+        return _excluded(os.path.basename(os.path.abspath(path)), "", exclude)  # outside the project: the name only
+    parts = rel.split(os.sep)
+    return any(_excluded(parts[i - 1], "/".join(parts[:i]), exclude) for i in range(1, len(parts) + 1))
+
+
+def discover(paths: list[str] | tuple[str, ...], *, exclude: tuple[str, ...] = (), root: str | None = None,
+             force_exclude: bool = False) -> Discovered:
+    """Files under ``paths``; ``exclude`` globs match a name, or a path relative to ``root`` (the project).
+
+    Paths named explicitly are linted even when ``exclude`` matches them, unless ``force_exclude``: then
+    they are skipped too, as pre-commit (which names every staged file) needs for the config to hold.
+    """
     out = Discovered()
     seen_files: set[str] = set()
 
@@ -52,6 +67,8 @@ def discover(paths: list[str] | tuple[str, ...], *, exclude: tuple[str, ...] = (
 
     for given in paths:
         path = os.path.normpath(given)
+        if force_exclude and exclude and _force_excluded(path, exclude, root):
+            continue
         try:
             st = os.stat(path)
         except FileNotFoundError:

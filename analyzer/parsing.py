@@ -14,6 +14,7 @@ import ast
 import gc
 import re
 import sys
+from contextlib import contextmanager
 
 # "<...>" also keeps linecache from looking the name up; "\ud800" cannot be encoded, even with
 # surrogateescape (which would turn "\udcff" into the byte 0xff and open that).
@@ -22,19 +23,28 @@ PSEUDO_FILENAME = "<thunder-lint:\ud800>"
 PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
 
 
-def parse(text: str) -> ast.Module:
-    """``ast.parse`` under the pseudo file name, with the cyclic garbage collector paused.
+@contextmanager
+def gc_paused():
+    """The cyclic garbage collector off for the block (restored only by the one that turned it off).
 
     A parse allocates one object per node and no cycles, yet every allocation burst triggers collections
     that rescan the growing tree: on an 8 MB file that made the parse 2-5x slower (superlinear in size).
+    The same holds while rules run with the tree alive: each full collection rescans every node (a
+    quarter of the CPU time of linting a 1 MB file). Reference counting still frees everything acyclic.
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return ast.parse(text, filename=PSEUDO_FILENAME)
+        yield
     finally:
         if was_enabled:
             gc.enable()
+
+
+def parse(text: str) -> ast.Module:
+    """``ast.parse`` under the pseudo file name, with the cyclic garbage collector paused."""
+    with gc_paused():
+        return ast.parse(text, filename=PSEUDO_FILENAME)
 
 
 def parses(text: str) -> bool:
@@ -63,17 +73,13 @@ def compile_error(tree: ast.Module, text: str | None = None) -> SyntaxError | No
     """
     if text is not None and not _MAY_FAIL_TO_COMPILE.search(text):
         return None
-    was_enabled = gc.isenabled()
-    gc.disable()
     try:
-        compile(tree, PSEUDO_FILENAME, "exec", dont_inherit=True)
+        with gc_paused():
+            compile(tree, PSEUDO_FILENAME, "exec", dont_inherit=True)
     except SyntaxError as e:
         return e
     except (ValueError, RecursionError, MemoryError, TypeError):
         return None
-    finally:
-        if was_enabled:
-            gc.enable()
     return None
 
 

@@ -6,13 +6,19 @@ eager and jitted loops interleaved).
 Targets (issue 3): overhead <= 15 us per call, first call (trace + passes + build + run) < 0.15 s.
 It also prints the first call through the interpreting front end (compiler.jit's default) against the
 native one, for these two and for the two-layer GPT model of tests/compiler/test_gpt_model.py (issue 4).
+Issue 14: the cache-hit overhead under cache="symbolic values" next to "constant values" (target: within
+2x), and the first call in a fresh process (target 0.3 s; `import compiler` timed apart), each against
+eager's first call in a fresh process and torch.compile's (inductor, empty cache dir), wall and CPU
+seconds (CPU time is what compares when other processes load the machine).
 
-    python3 bench/jit_overhead.py [--repeat 7] [--number 2000] [--json]
+    python3 bench/jit_overhead.py [--repeat 7] [--number 2000] [--cold-repeat 3] [--no-cold]
+                                  [--no-torch-compile] [--json]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -26,6 +32,9 @@ import compiler  # noqa: E402
 
 OVERHEAD_TARGET_US = 15.0
 FIRST_CALL_TARGET_S = 0.15
+COLD_FIRST_CALL_TARGET_S = 0.3  # issue 14: first call in a fresh process
+SYMBOLIC_OVERHEAD_RATIO_TARGET = 2.0  # issue 14: symbolic values' cache-hit overhead vs constant values'
+ROOT = str(Path(__file__).resolve().parents[1])
 
 
 def elementwise10(x, y):
@@ -56,14 +65,58 @@ def _loop_us(fn, args, number: int) -> float:
 def per_call_us(eager_fn, jitted_fn, args, number: int, repeat: int) -> tuple[float, float]:
     """Best-of-`repeat` per-call times, eager and jitted loops interleaved so that load from other
     processes on the machine hits both alike."""
+    return tuple(per_call_us_many([eager_fn, jitted_fn], args, number, repeat))
+
+
+def per_call_us_many(fns, args, number: int, repeat: int) -> list[float]:
     for _ in range(50):
-        eager_fn(*args)
-        jitted_fn(*args)
-    eager, jitted = [], []
+        for fn in fns:
+            fn(*args)
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        eager.append(_loop_us(eager_fn, args, number))
-        jitted.append(_loop_us(jitted_fn, args, number))
-    return min(eager), min(jitted)
+        for i, fn in enumerate(fns):
+            best[i] = min(best[i], _loop_us(fn, args, number))
+    return best
+
+
+def symbolic_jit(fn):
+    """compiler.jit(fn, cache="symbolic values") called once, or the reason it is not available here."""
+    try:
+        jfn = compiler.jit(fn, cache="symbolic values")
+        return jfn, None
+    except NotImplementedError as e:
+        return None, str(e).splitlines()[0]
+
+
+def symbolic_overheads(cases, x, y, number: int, repeat: int) -> list[dict]:
+    """Cache-hit overhead under "symbolic values" next to "constant values", the three loops interleaved.
+    The identity function's row is the fixed cost of a cache hit (guards or constraints, and the call)."""
+    ident = lambda a, b: a  # noqa: E731
+    rows = []
+    for name, _, eager_fn, args in [*cases, ("identity fn, 2 tensors", None, ident, (x, y))]:
+        n = number * 5 if eager_fn is ident else number
+        const = compiler.jit(eager_fn)
+        const(*args)
+        sym, why = symbolic_jit(eager_fn)
+        row = {"case": name, "symbolic_available": sym is not None}
+        if sym is None:
+            eager_us, const_us = per_call_us(eager_fn, const, args, n, repeat)
+            row.update(eager_us=eager_us, constant_us=const_us, constant_overhead_us=const_us - eager_us,
+                       not_available=why)
+        else:
+            sym(*args)
+            out_s, out_e = sym(*args), eager_fn(*args)
+            assert torch.allclose(out_s, out_e), f"{name}: symbolic values result differs from eager"
+            eager_us, const_us, sym_us = per_call_us_many([eager_fn, const, sym], args, n, repeat)
+            assert compiler.cache_misses(sym) == 1, "benchmark calls must all be cache hits"
+            c_over, s_over = const_us - eager_us, sym_us - eager_us
+            # An overhead within timing noise of zero (the MLP's) has no meaningful ratio.
+            ratio = s_over / c_over if c_over >= 1.0 else None
+            row.update(eager_us=eager_us, constant_us=const_us, symbolic_us=sym_us, constant_overhead_us=c_over,
+                       symbolic_overhead_us=s_over, ratio=ratio,
+                       ok=None if ratio is None else ratio <= SYMBOLIC_OVERHEAD_RATIO_TARGET)
+        rows.append(row)
+    return rows
 
 
 def first_call_s(make_fn, args, repeat: int, frontend=None) -> float:
@@ -94,28 +147,134 @@ def frontend_costs(cases, repeat: int) -> list[dict]:
     return rows
 
 
-_COLD = """
-import sys, time
-sys.path.insert(0, {root!r})
+# Fresh-process measurements. Each prints one JSON line; wall and CPU seconds (process_time: every thread).
+_FRESH = """
+import json, sys, time
+w0, c0 = time.perf_counter(), time.process_time()
 import torch
+torch.set_num_threads(1)
+sys.path.insert(0, {root!r})
 {setup}
-from bench.jit_overhead import elementwise10
+w1, c1 = time.perf_counter(), time.process_time()
 import compiler
-x, y = torch.randn(8, 8), torch.randn(8, 8)
-jf = compiler.jit(elementwise10)
-start = time.perf_counter()
-jf(x, y)
-print(time.perf_counter() - start)
+w2, c2 = time.perf_counter(), time.process_time()
+from bench.jit_overhead import workload
+make_fn, args = workload({case!r})
+fn = {build}
+w3, c3 = time.perf_counter(), time.process_time()
+fn(*args)  # grad mode on, as a fresh script starts
+w4, c4 = time.perf_counter(), time.process_time()
+print(json.dumps({{"import_torch_s": w1 - w0, "import_compiler_s": w2 - w1, "import_compiler_cpu_s": c2 - c1,
+                  "first_call_s": w4 - w3, "first_call_cpu_s": c4 - c3,
+                  "torch_dynamo_imported": "torch._dynamo" in sys.modules}}))
 """
+_BUILDS = {"jit": "compiler.jit(make_fn())", "eager": "make_fn()", "torch.compile": "torch.compile(make_fn())"}
+
+
+def workload(case: str):
+    """(a factory of the function or module, its inputs) for a case name; used by the fresh processes."""
+    torch.manual_seed(0)
+    if case == "elementwise10 8x8":
+        return (lambda: elementwise10), (torch.randn(8, 8), torch.randn(8, 8))
+    if case == "mlp 8x16 (3 Linear)":
+        return make_mlp, (torch.randn(8, 16),)
+    if case == "gpt 2 layers, 2x12 tokens":
+        sys.path.insert(0, str(Path(ROOT) / "tests" / "compiler"))
+        from test_gpt_model import make_model, tokens
+
+        return (lambda: make_model(torch.float32)), (tokens(),)
+    raise ValueError(case)
+
+
+def fresh_process(case: str, build: str, preimport_dynamo: bool = False) -> dict:
+    code = _FRESH.format(root=ROOT, case=case, build=_BUILDS[build],
+                         setup="import torch._dynamo" if preimport_dynamo else "")
+    env = dict(os.environ)
+    tmp = None
+    if build == "torch.compile":  # cold: an empty inductor cache (its compiled kernels are cached on disk)
+        import tempfile
+
+        tmp = tempfile.TemporaryDirectory(prefix="jit_overhead_inductor_")
+        env["TORCHINDUCTOR_CACHE_DIR"] = tmp.name
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def cold_first_call_s(preimport_dynamo: bool) -> float:
-    """First call in a fresh process (torch already imported). torch's Python meta kernels import
-    torch._dynamo lazily on first use; with preimport_dynamo that import is paid before the clock starts."""
-    root = str(Path(__file__).resolve().parents[1])
-    code = _COLD.format(root=root, setup="import torch._dynamo" if preimport_dynamo else "")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    """The elementwise case's first call in a fresh process (kept for callers of the earlier bench)."""
+    return fresh_process("elementwise10 8x8", "jit", preimport_dynamo)["first_call_s"]
+
+
+def cold_rows(case_names, repeat: int, with_torch_compile: bool) -> list[dict]:
+    """Per case: medians over `repeat` fresh processes of import compiler, jit's first call and eager's
+    first call; jit's first call with torch._dynamo imported before the clock (what the lazy import saves);
+    torch.compile's first call with an empty inductor cache (once: it takes seconds)."""
+    rows = []
+    for case in case_names:
+        jit = [fresh_process(case, "jit") for _ in range(repeat)]
+        eager = [fresh_process(case, "eager") for _ in range(repeat)]
+        med = lambda runs, key: statistics.median(r[key] for r in runs)  # noqa: E731
+        row = {"case": case, "import_compiler_s": med(jit, "import_compiler_s"),
+               "import_compiler_cpu_s": med(jit, "import_compiler_cpu_s"),
+               "jit_first_call_s": med(jit, "first_call_s"), "jit_first_call_cpu_s": med(jit, "first_call_cpu_s"),
+               "eager_first_call_s": med(eager, "first_call_s"),
+               "eager_first_call_cpu_s": med(eager, "first_call_cpu_s"),
+               "jit_imported_torch_dynamo": any(r["torch_dynamo_imported"] for r in jit)}
+        row["ratio_vs_eager"] = row["jit_first_call_s"] / row["eager_first_call_s"]
+        row["ratio_vs_target"] = row["jit_first_call_s"] / COLD_FIRST_CALL_TARGET_S
+        row["cpu_ratio_vs_target"] = row["jit_first_call_cpu_s"] / COLD_FIRST_CALL_TARGET_S
+        row["ok"] = row["jit_first_call_s"] <= COLD_FIRST_CALL_TARGET_S
+        pre = fresh_process(case, "jit", preimport_dynamo=True)
+        row["jit_first_call_dynamo_preimported_s"] = pre["first_call_s"]
+        row["jit_first_call_dynamo_preimported_cpu_s"] = pre["first_call_cpu_s"]
+        if with_torch_compile and case == "elementwise10 8x8":
+            tc = fresh_process(case, "torch.compile")
+            row["torch_compile_first_call_s"] = tc["first_call_s"]
+            row["torch_compile_first_call_cpu_s"] = tc["first_call_cpu_s"]
+            row["ratio_vs_torch_compile"] = row["jit_first_call_s"] / tc["first_call_s"]
+        rows.append(row)
+    return rows
+
+
+def _print_cold(rows) -> None:
+    print(f"\nfirst call in a fresh process (median of fresh processes; wall s, CPU s in brackets), "
+          f"target {COLD_FIRST_CALL_TARGET_S} s")
+    print(f"{'case':26} {'import compiler':>16} {'jit first call':>16} {'eager first call':>17} {'vs eager':>9} "
+          f"{'vs target':>10} {'CPU vs target':>14}  target")
+    for r in rows:
+        print(f"{r['case']:26} {r['import_compiler_s']:7.3f} ({r['import_compiler_cpu_s']:5.3f}) "
+              f"{r['jit_first_call_s']:7.3f} ({r['jit_first_call_cpu_s']:5.3f}) "
+              f"{r['eager_first_call_s']:8.4f} ({r['eager_first_call_cpu_s']:6.4f}) {r['ratio_vs_eager']:8.0f}x "
+              f"{r['ratio_vs_target']:9.2f}x {r['cpu_ratio_vs_target']:13.2f}x  {'ok' if r['ok'] else 'MISSED'}"
+              f"{'' if not r['jit_imported_torch_dynamo'] else '  (imported torch._dynamo)'}")
+    for r in rows:
+        print(f"{r['case']}: jit first call with torch._dynamo imported before the clock "
+              f"{r['jit_first_call_dynamo_preimported_s']:.3f} s ({r['jit_first_call_dynamo_preimported_cpu_s']:.3f} s CPU)")
+        if "torch_compile_first_call_s" in r:
+            print(f"{r['case']}: torch.compile (inductor, empty cache dir) first call "
+                  f"{r['torch_compile_first_call_s']:.2f} s wall, {r['torch_compile_first_call_cpu_s']:.2f} s CPU of its "
+                  f"own process (inductor compiles C++ in worker processes; includes its import of torch._dynamo); jit / torch.compile = {r['ratio_vs_torch_compile']:.3f}")
+
+
+def _verdict(ok) -> str:
+    return "n/a" if ok is None else "ok" if ok else "MISSED"
+
+
+def _print_symbolic(rows) -> None:
+    print(f"\ncache-hit overhead, symbolic values vs constant values (target: within "
+          f"{SYMBOLIC_OVERHEAD_RATIO_TARGET:g}x)")
+    for r in rows:
+        if not r["symbolic_available"]:
+            print(f"{r['case']:24} constant values {r['constant_overhead_us']:7.2f} us/call; symbolic values: "
+                  f"NOT AVAILABLE in this checkout (compiler.jit raised NotImplementedError: {r['not_available']})")
+            continue
+        ratio = "n/a (constant overhead within noise)" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+        print(f"{r['case']:24} constant values {r['constant_overhead_us']:7.2f} us/call, symbolic values "
+              f"{r['symbolic_overhead_us']:7.2f} us/call: {ratio}  {_verdict(r['ok'])}")
 
 
 def main(argv=None) -> int:
@@ -123,9 +282,13 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--number", type=int, default=2000)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--cold", action="store_true", help="also time the first call in a fresh process")
+    ap.add_argument("--cold", action="store_true", help="(the default now; kept for old command lines)")
+    ap.add_argument("--no-cold", action="store_true", help="skip the fresh-process first calls")
+    ap.add_argument("--cold-repeat", type=int, default=3, help="fresh processes per case and build")
+    ap.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile's cold first call")
     opts = ap.parse_args(argv)
     torch.set_num_threads(1)  # small tensors: keep the comparison about Python overhead, not threading
+    load = os.getloadavg()
 
     x, y = torch.randn(8, 8), torch.randn(8, 8)
     mlp = make_mlp()
@@ -147,6 +310,7 @@ def main(argv=None) -> int:
             results.append({"case": name, "eager_us": eager, "jit_us": jitted, "overhead_us": jitted - eager,
                             "ratio": jitted / eager, "first_call_s": first,
                             "ok": jitted - eager <= OVERHEAD_TARGET_US and first < FIRST_CALL_TARGET_S})
+        symbolic = symbolic_overheads(cases, x, y, opts.number, opts.repeat)
     # The fixed cost of a cache hit (guards + call) without op timings' noise: an identity function.
     ident = lambda a, b: a  # noqa: E731
     jident = compiler.jit(ident)
@@ -154,26 +318,32 @@ def main(argv=None) -> int:
     fixed = {"case": "identity fn, 2 tensors", "eager_us": e_id, "jit_us": j_id, "overhead_us": j_id - e_id}
     frontends = frontend_costs(cases, max(3, opts.repeat // 2))
     cold = None
-    if opts.cold:
-        cold = {"cold_first_call_s": cold_first_call_s(False),
-                "cold_first_call_torch_dynamo_preimported_s": cold_first_call_s(True)}
+    if not opts.no_cold:
+        cold = cold_rows([c[0] for c in cases] + ["gpt 2 layers, 2x12 tokens"], opts.cold_repeat,
+                         not opts.no_torch_compile)
+    load_after = os.getloadavg()
+    ok = (all(r["ok"] for r in results) and all(r.get("ok") is not False for r in symbolic)
+          and all(r["ok"] for r in cold or []))
     if opts.json:
-        print(json.dumps({"cases": results, "fixed_overhead": fixed, "frontends": frontends, "cold": cold}, indent=2))
+        print(json.dumps({"cases": results, "fixed_overhead": fixed, "frontends": frontends, "symbolic": symbolic,
+                          "cold": cold, "load_average": [load, load_after]}, indent=2))
     else:
+        print(f"load average (1, 5, 15 min) before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+              f"{os.cpu_count()} CPUs")
         print(f"{'case':24} {'eager us':>9} {'jit us':>9} {'overhead us':>12} {'ratio':>6} {'first call s':>13}  target")
         for r in results:
             print(f"{r['case']:24} {r['eager_us']:9.2f} {r['jit_us']:9.2f} {r['overhead_us']:12.2f} {r['ratio']:6.2f} "
                   f"{r['first_call_s']:13.4f}  {'ok' if r['ok'] else 'MISSED'}")
         print(f"targets: overhead <= {OVERHEAD_TARGET_US} us/call, first call < {FIRST_CALL_TARGET_S} s")
         print(f"fixed cache-hit cost (identity function, 2 tensor inputs): {fixed['overhead_us']:.2f} us/call")
+        _print_symbolic(symbolic)
         print(f"\n{'first call, front end':26} {'interpreted s':>14} {'native s':>9} {'ratio':>6}")
         for r in frontends:
             print(f"{r['case']:26} {r['interpreted_s']:14.4f} {r['native_s']:9.4f} {r['ratio']:6.2f}")
         if cold:
-            print(f"fresh process, elementwise10 first call: {cold['cold_first_call_s']:.3f} s; with torch._dynamo "
-                  f"imported beforehand: {cold['cold_first_call_torch_dynamo_preimported_s']:.3f} s (torch's meta "
-                  "kernels import torch._dynamo on first use)")
-    return 0 if all(r["ok"] for r in results) else 1
+            _print_cold(cold)
+        print(f"\nload average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@ from typing import Any
 # Event kinds (strings, so observers need not import this module to match them).
 INPLACE_ON_MAY_VIEW = "inplace_on_may_view"  # in-place op on the result of reshape/flatten/contiguous/to...
 INPLACE_ON_INPUT = "inplace_on_input"  # in-place op whose effect the caller sees (input or view of one)
+# from the functionalization's walk of a finished trace (passes/functionalize.aliasing_events), emitted only
+# when observers listen: a write that reaches an input (through views?), an input written and read again
+WRITE_REACHES_INPUT = "write_reaches_input"
+INPUT_READ_AFTER_WRITE = "input_read_after_write"
 CAPTURED_TENSOR = "captured_tensor"  # a tensor not passed as an argument (global/closure) was used
 DATA_DEPENDENT = "data_dependent"  # the program read a tensor value (TL302): the trace splits there (segments)
 DATA_DEPENDENT_READ = "data_dependent_read"  # the same read, announced before the segment before it runs

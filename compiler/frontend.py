@@ -46,6 +46,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         state.segmenter = segments.Segmenter(state, segments.current_options())
     builder = PrologueBuilder(state)
     state.builder = builder
+    state.name_input = input_namer(fn, module)
     # Symbolic numbers need the interpreter (it keeps them from native code that would read them silently)
     state.symbolic = call is not None and symbolic.is_requested()
     if state.symbolic:
@@ -66,7 +67,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
             out = state.normalize(out)  # numbers -> values, returned real tensors -> captured inputs
             rng_after_run = getattr(state.segmenter, "rng_after_run", None)
             if rng_after_run is not None:  # segments ran for real: their draws and seeds are eager's, not a leak
-                globals_before = globals_before[:2] + (rng_after_run,) + globals_before[3:]
+                globals_before = globals_before[:2] + (rng_after_run, state.segmenter.gens_after_run)
             changed = [name for name, before, now in zip(_GLOBAL_STATE_NAMES, globals_before, _global_state(state))
                        if not _same(before, now)]
     except DataDependentError as e:
@@ -80,13 +81,19 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         raise
     finally:
         writes, key_guards = state_writes.take(holds_proxy)  # replayed by the epilogue (stores), put back now
+        made = [slot.label for slot, _ in state_writes.take(lambda v: _holds_created_generator(v, state))[0]]
         for d, name, real in swaps:
             d[name] = real
         torch._C._set_grad_enabled(grad_enabled)
         leaks = snapshot.restore_leaks(holds_proxy)
+        made += snapshot.restore_leaks(lambda v: _holds_created_generator(v, state))
     if changed:
         raise CompilerError(f"the function changes global torch state natively ({', '.join(changed)}); tracing runs it "
                             "once, so cached calls would not repeat it: set it outside the jitted function")
+    if made:
+        raise CompilerError(f"the function stores a torch.Generator it creates outside its result ({', '.join(made)}); "
+                            "it was put back. A cached trace cannot repeat that: create the generator outside the "
+                            "jitted function and pass it as an argument")
     if leaks:
         raise CompilerError(f"the function stores traced tensors outside its result ({', '.join(leaks)}); they were "
                             "put back. A cached trace cannot repeat such writes: return the values instead")
@@ -109,6 +116,11 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         builder.guard_hidden(hidden_reads())
     prologue = builder.finish(state.captured, grad_enabled)
     path = state.segmenter.finish(trace) if state.segmenter is not None and state.segmenter.records else None
+    if state.observers:  # an analysis listens: tell it which inputs are written, through views, and read again
+        from .passes.functionalize import aliasing_events
+
+        for event in aliasing_events(trace, lambda p: state.name_input(p.origin) if p.origin else p.name):
+            state.emit(event)
     return FrontendResult(trace, prologue, state.events, segments=path)
 
 
@@ -126,6 +138,31 @@ def _parameter_labels(fn, n_args: int, kwargs) -> dict:
         if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD):
             labels[f"args[{i}]"] = params[i].name
     return labels
+
+
+def input_namer(fn, module=None):
+    """origin ("args[0]", "kwargs['k']", "module.weight"...) -> the name the user wrote ("x", "k", "self.weight")."""
+    import inspect
+    import re
+
+    try:
+        params = list(inspect.signature(module.forward if module is not None else fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+
+    def name(origin: str) -> str:
+        m = re.match(r"args\[(\d+)\]", origin)
+        if m and int(m.group(1)) < len(params) and params[int(m.group(1))].kind in (
+                inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            return params[int(m.group(1))].name + origin[m.end():]
+        m = re.match(r"kwargs\[['\"](\w+)['\"]\]", origin)
+        if m:
+            return m.group(1) + origin[m.end():]
+        if origin.startswith("module."):
+            return "self." + origin[len("module."):]
+        return origin
+
+    return name
 
 
 _GLOBAL_STATE_NAMES = ("the grad mode (set_grad_enabled without restoring it)", "the default dtype",
@@ -155,6 +192,12 @@ def _users_exception(e: Exception) -> bool:
     return not isinstance(e, (CompilerError, InterpreterError)) and not getattr(e, "thunder_from_observer", False)
 
 
+def _holds_created_generator(value, state) -> bool:
+    return bool(state.created_generators) and any(
+        isinstance(v, torch.Generator) and any(v is g for g in state.created_generators)
+        for v in pytree.tree_leaves(value))
+
+
 def holds_proxy(value) -> bool:
     return any(isinstance(v, (TensorProxy, OpaqueProxy)) for v in pytree.tree_leaves(value))
 
@@ -166,5 +209,6 @@ def _check_outputs(out) -> None:
         if isinstance(leaf, TensorProxy) or leaf is None or isinstance(
                 leaf, (bool, int, float, complex, str, torch.dtype, torch.device, torch.Size, slice)):
             continue
-        raise UnsupportedInputError(f"the jitted function returns a {type(leaf).__qualname__}, which the compiler "
+        kind = "torch.Generator" if isinstance(leaf, OpaqueProxy) else type(leaf).__qualname__
+        raise UnsupportedInputError(f"the jitted function returns a {kind}, which the compiler "
                                     "cannot reproduce on later calls; return tensors, numbers or containers of them")

@@ -117,8 +117,8 @@ def segment_trace(bsyms, output, header: str) -> Trace:
     for b in bsyms:
         for leaf in pytree.tree_leaves((b.args, b.kwargs)):
             use(leaf)
-        for o in b.tensor_outputs():
-            if o.name not in seen:
+        for o in b.flat_outputs():  # tensors, and generators made inside (compiler/rng.py)
+            if isinstance(o, (TensorProxy, OpaqueProxy)) and o.name not in seen:
                 seen.add(o.name)
                 defined.append(o)
         if isinstance(b.output, SYM_TYPES):  # a scalar op of symbolic numbers (compiler.symbolic)
@@ -186,6 +186,7 @@ class Segmenter:
                 runner.run(self.env)
             with torch._C.DisableTorchFunction():  # the segment's draws and seeds happened for real, as in eager
                 self.rng_after_run = torch.random.get_rng_state()
+                self.gens_after_run = tuple(p.value.get_state() for p in st.inputs if isinstance(p, OpaqueProxy))
         real = self.env[proxy.name]
         with _native(torch.is_grad_enabled()):
             value = READERS[kind](real)

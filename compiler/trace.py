@@ -12,6 +12,7 @@ from . import tree as pytree
 from . import autocast
 from . import events as ev
 from .errors import CompilerError, UnsupportedInputError
+from .rng import UnknownSeed, raise_seed_use
 from .proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
 from .source import user_location
 from .symbols import BoundSymbol, Symbol, Tag
@@ -112,6 +113,8 @@ class Trace:
         """Assignment target for a bsym's output; names already bound (in-place results) become `_`."""
         if isinstance(out, TensorProxy):
             return "_" if out.name in defined else out.name
+        if isinstance(out, OpaqueProxy):  # a generator made inside the function
+            return out.name
         if isinstance(out, (tuple, list)):
             return "(" + "".join(self._target(o, defined) + ", " for o in out) + ")"
         return "_"
@@ -200,6 +203,7 @@ class TracingState:
         self.captured: list[tuple[torch.Tensor, TensorProxy]] = []
         self.inputs: list = []  # TensorProxy and OpaqueProxy parameters of the computation, in order
         self.opaque: dict[int, OpaqueProxy] = {}  # id(real object) -> its proxy (generators)
+        self.created_generators: list = []  # stand-ins of generators made inside (compiler/rng.py)
         self.decompose = decompose
         self.may_view_origin: dict[str, BoundSymbol] = {}
         self.current_location = None
@@ -214,6 +218,7 @@ class TracingState:
         self.symbolic = False  # cache="symbolic values": numbers stay symbolic (compiler.symbolic)
         self.constraints: list = []  # compiler.symbolic.Constraint: what the prologue checks of them
         self.sizes_fixed = False  # symbolic sizes specialized (a size no shape rule follows was read)
+        self.name_input = lambda origin: origin  # "args[0]" -> "x" (the front end knows the signature)
 
     def sync_grad_mode(self, loc=None) -> None:
         g = torch.is_grad_enabled()
@@ -253,6 +258,10 @@ class TracingState:
                 return v.value
             if type(v) is not TensorProxy and isinstance(v, torch.Tensor):  # (proxies pass as Tensors)
                 return self.capture(v)
+            if isinstance(v, UnknownSeed):
+                raise_seed_use()
+            if v is torch.default_generator:
+                return v  # the process's own generator: the same object on every call
             if isinstance(v, torch.Generator):
                 p = self.opaque.get(id(v))
                 if p is None:
@@ -421,7 +430,8 @@ def _events_for(state: TracingState, bsym: BoundSymbol) -> None:
             f"{'a view (or the tensor itself)' if returned_view else 'a copy'} because of the input's layout",
             bsym.location, bsym.symbol.name,
             {"view_op": origin.symbol.name, "view_location": loc, "returned_view": returned_view,
-             "reaches_input": reaches is not None, "input": reaches.origin if reaches is not None else None}))
+             "reaches_input": reaches is not None, "input": reaches.origin if reaches is not None else None,
+             "input_name": state.name_input(reaches.origin) if reaches is not None and reaches.origin else None}))
     if reaches is not None:
         state.emit(ev.Event(
             ev.INPLACE_ON_INPUT,

@@ -1,7 +1,7 @@
 """The rule table: code -> rule. One module per rule beside this file.
 
 ``RULES`` maps each code (in code order) to its ``RuleInfo``; ``STATIC_CHECKS`` maps the codes that have
-a static check to it. TL001/TL002 are meta rules: the engine (TL001) and the CLI (TL002) emit them.
+a static check to it. TL001-TL003 are meta rules: the engine (TL001), the CLI (TL002) and `thunder-lint run` (TL003) emit them.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import (
     tl001_syntax_error,
     tl002_unreadable_file,
+    tl003_jit_refused,
     tl101_reshape_inplace,
     tl102_view_inplace_input,
     tl103_inplace_alias_hazard,
@@ -25,6 +26,7 @@ from .base import DOC_HEADINGS, Finding, FixRequest, RuleInfo
 _MODULES = (
     tl001_syntax_error,
     tl002_unreadable_file,
+    tl003_jit_refused,
     tl101_reshape_inplace,
     tl102_view_inplace_input,
     tl103_inplace_alias_hazard,

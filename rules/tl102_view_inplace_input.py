@@ -18,7 +18,10 @@ INFO = RuleInfo(
 ## What it does
 Inside a jitted function, reports an in-place write (`v.add_(...)`, `v += ...`, `v[i] = ...`, `out=v`) to a
 view of a function argument: `x.view(...)`, `x.transpose(...)`, `x[0]`, `x.T`, ... It also reports
-`x[i] += ...` on an argument, which writes through the view `x[i]`.
+`x[i] += ...` on an argument, which writes through the view `x[i]`. The trace check (`analyzer.check`,
+`analyzer.jit`) follows views as the functionalization does, from the tensors themselves: it names the
+input (arguments, module parameters and buffers) and the view ops in between. A write through the result
+of `reshape`-like ops is TL101's finding, which says whether it was a view for those inputs.
 
 ## Why is this bad?
 The caller's tensor changes. Compilers that functionalize a program have to replay such writes back into

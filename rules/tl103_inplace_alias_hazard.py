@@ -18,8 +18,10 @@ INFO = RuleInfo(
 ## What it does
 Inside a jitted function, reports an in-place write into a function argument (`q.index_copy_(...)`,
 `k += v`, `out=q`) when the same argument is read again, or written again, later in the function. The
-trace check of this rule sees the exact fusion regions; the static check reports the source pattern
-that creates them.
+trace check (`analyzer.check`, `analyzer.jit`) walks the traced call as the functionalization does: it
+reports each input (arguments, module parameters and buffers) that one op writes and a later op reads,
+views of the input included, at the first write, and lists eager's order of those writes and reads.
+Stores that do not read the input (`out[:, i] = v`, `index_copy_`) and returning the input are no reads.
 
 ## Why is this bad?
 A compiler functionalizes the write (computes a new tensor) and copies the result back into the input

@@ -39,7 +39,7 @@ from .models import (
 from .dispatch import run_request
 from .pool import JobFailed, JobTimeout, PoolBusy, WorkerCrashed, WorkerPool
 from .settings import LINT_S_PER_MIB_FASTEST, ServerSettings
-from .worker import Job, SubmittedFile
+from .worker import Job, RenderJob, SubmittedFile
 
 MEDIA_TYPES = {"json": "application/json", "sarif": "application/sarif+json", "github": "text/plain; charset=utf-8"}
 
@@ -108,6 +108,38 @@ def _check_cost(total_bytes: int, n_files: int, settings: ServerSettings) -> Non
             [{"field": "files", "message": f"at most about {settings.timeout_s * parallel / LINT_S_PER_MIB_FASTEST:.1f} MiB "
               "of source per request with this time limit"}],
         )
+
+
+def _trace_findings(req: AnalyzeRequest, submitted: list[SubmittedFile], enabled: frozenset[str]) -> list[dict]:
+    """The request's trace findings that the selection and the submitted files' `# noqa` comments keep, as
+    Diagnostic JSON. A finding for a file that was not submitted is kept as it is (no static findings to
+    merge with, no `# noqa` to read)."""
+    from analyzer.file_reader import Unreadable, decode
+    from analyzer.static.noqa import is_suppressed, noqa_lines
+
+    if not req.trace:
+        return []
+    texts = {}
+    for f in submitted:
+        try:
+            texts[f.path] = f.text if f.text is not None else decode(f.data)
+        except (Unreadable, UnicodeDecodeError, ValueError):
+            texts[f.path] = None
+    kept, noqa = [], {}
+    for t in req.trace:
+        text = texts.get(t.path)
+        if t.code not in enabled:
+            continue
+        if t.path not in noqa:
+            noqa[t.path] = noqa_lines(text) if text is not None else {}
+        if is_suppressed(t.code, t.line, noqa[t.path]):
+            continue
+        kept.append(t.model_dump(exclude_none=True))
+    return kept
+
+
+def _merged(static: list[dict], trace: list[dict]) -> list[dict]:
+    return sorted(static + trace, key=lambda d: (d["path"], d["line"], d["column"], d["code"], d["origin"]))
 
 
 def settings_hash(enabled: frozenset[str], fix: str | None) -> str:
@@ -210,11 +242,20 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             )
         submitted = _check_limits(req, settings)
         select, ignore, extend, enabled = _selection(req)
+        trace = _trace_findings(req, submitted, enabled)
         fix = ("unsafe" if req.unsafe_fixes else "safe") if req.fix else None
         # GitHub annotations carry no fixes, and building fixes is most of the linting time: skip it there.
-        job = Job(tuple(submitted), select, ignore, extend, fix, format, with_fixes=format != "github")
+        # With trace findings the static ones come back as JSON, and the merged report is rendered after.
+        job = Job(tuple(submitted), select, ignore, extend, fix, "json" if trace else format,
+                  with_fixes=format != "github")
         try:
             result = await run_request(pool, job, timeout=settings.timeout_s, wait_timeout=settings.wait_timeout_s)
+            if trace:
+                result.diagnostics = _merged(result.diagnostics, trace)
+                if format != "json":
+                    render = RenderJob(tuple(result.diagnostics), format)
+                    result.rendered = await pool.run(render, timeout=settings.timeout_s,
+                                                     wait_timeout=settings.wait_timeout_s)
         except PoolBusy as e:
             raise ApiError(503, e.code, f"the server is busy: {e}", headers={"Retry-After": "5"}) from None
         except JobTimeout:

@@ -118,6 +118,62 @@ class SourceFile(BaseModel):
         return len(base64.b64decode(self.content_base64 or ""))
 
 
+# Trace findings come from our own `thunder-lint run`: integers are taken as JSON Schema counts them (2.0 is 2).
+_Int1 = Annotated[int, Field(ge=1, strict=False)]
+
+
+def _unicode(v: str) -> str:
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"not valid Unicode text (a lone surrogate at character {e.start})") from None
+    return v
+
+
+_Text = Annotated[str, AfterValidator(_unicode)]
+
+
+class TraceEditIn(BaseModel):
+    model_config = _STRICT
+    line: _Int1
+    column: _Int1
+    end_line: _Int1
+    end_column: _Int1
+    content: _Text
+
+
+class TraceFixIn(BaseModel):
+    model_config = _STRICT
+    title: _Text
+    applicability: Literal["safe", "unsafe", "display"]
+    edits: list[TraceEditIn]
+
+
+def _known_code(value: str) -> str:
+    if value not in RULES:
+        raise ValueError(f"unknown rule code {value!r}")
+    return value
+
+
+class TraceFinding(BaseModel):
+    """One trace finding as `thunder-lint run --format json` writes it."""
+
+    model_config = _STRICT
+    code: Annotated[str, AfterValidator(_known_code), WithJsonSchema({"type": "string", "enum": list(RULES)})]
+    name: _Text
+    severity: Literal["error", "warning", "info"]
+    message: _Text = Field(max_length=10_000)
+    path: _Text = Field(min_length=1, max_length=4096)
+    line: _Int1
+    column: _Int1
+    end_line: _Int1
+    end_column: _Int1
+    origin: Literal["trace"] = Field(description="Only trace findings: the static ones are computed here.")
+    fixes: list[TraceFixIn] = Field(default_factory=list)
+    calls: Annotated[int, Field(ge=0, strict=False)] | None = Field(
+        default=None, description="Jitted calls that hit this location.")
+
+
 class AnalyzeRequest(BaseModel):
     model_config = _STRICT
 
@@ -130,6 +186,11 @@ class AnalyzeRequest(BaseModel):
     fix: bool = Field(default=False, description="Apply fixes and return each file's `fixed_content`; the "
                       "diagnostics are then those that remain, as with `thunder-lint --fix`.")
     unsafe_fixes: bool = Field(default=False, description="With `fix`, apply unsafe fixes too.")
+    trace: list[TraceFinding] | None = Field(
+        default=None, max_length=100_000,
+        description="Trace findings from `thunder-lint run --format json` (or `pytest --thunder-lint`) for these "
+        "files: merged with the static findings, filtered by the same selection and `# noqa` comments. The "
+        "server never runs submitted code; it only merges what the run reported.")
 
 
 class EditOut(BaseModel):
@@ -160,6 +221,7 @@ class DiagnosticOut(BaseModel):
     end_column: int
     origin: Literal["static", "trace"]
     fixes: list[FixOut]
+    calls: int | None = Field(default=None, description="Trace findings: the jitted calls that hit this location.")
 
 
 class FileResultOut(BaseModel):

@@ -3,7 +3,7 @@
     jit(fn, *, sharp_edges="allow" | "warn" | "error", rules=None, **compiler_options)
     check(fn, *args, **kwargs) -> list[Diagnostic]
 
-Levels: TL201-TL204, TL301 (with cache="symbolic values") and TL302 follow ``sharp_edges`` ("allow" reports nothing); TL101 is an error whatever
+Levels: TL102, TL103, TL201-TL204, TL301 (with cache="symbolic values") and TL302 follow ``sharp_edges`` ("allow" reports nothing); TL101 is an error whatever
 ``sharp_edges`` says; ``rules={"TL101": "warning", "TL204": "off", ...}`` overrides any of them
 ("warn" and "allow" are accepted as "warning" and "off"). Only trace checks exist for codes in TRACE_CODES.
 """
@@ -21,7 +21,7 @@ from .session import LEVELS, TraceSession
 from .sharp_edges import TRACE_CODES
 
 SHARP_EDGES = ("allow", "warn", "error")
-_CAPTURE_CODES = ("TL201", "TL202", "TL203", "TL204", "TL301", "TL302")  # follow sharp_edges
+_CAPTURE_CODES = ("TL102", "TL103", "TL201", "TL202", "TL203", "TL204", "TL301", "TL302")  # follow sharp_edges
 _ALIASES = {"warn": "warning", "allow": "off", "ignore": "off"}
 
 

@@ -6,6 +6,10 @@
     nonlocal_write/delete (outside)    -> TL203 captured-write
     side_effect_call                   -> TL204 side-effect-call
     compiler inplace_on_may_view       -> TL101 reshape-inplace
+    compiler write_reaches_input       -> TL102 view-inplace-input   (functionalization: through a view that is
+                                          not a may-view result, which is TL101's finding)
+    compiler input_read_after_write    -> TL103 inplace-alias-hazard (functionalization: eager's order of the
+                                          writes and reads, reported at the first write)
     compiler data_dependent            -> TL302 data-dependent-control-flow (the trace splits there)
     compiler symbolic_constraint       -> TL301 symbolic-control-flow (cache="symbolic values": a decision on a
                                           symbolic number changed the computation; check-and-raise is not one)
@@ -28,7 +32,7 @@ from rules import RULES
 
 from ..diagnostics import Diagnostic, Severity
 
-TRACE_CODES = ("TL101", "TL201", "TL202", "TL203", "TL204", "TL301", "TL302")
+TRACE_CODES = ("TL101", "TL102", "TL103", "TL201", "TL202", "TL203", "TL204", "TL301", "TL302")
 
 
 def make_diagnostic(code: str, message: str, path: str, span: tuple[int, int, int, int]) -> Diagnostic:
@@ -119,12 +123,29 @@ def check_compiler_event(event, path: str, span) -> Diagnostic | None:
                                "continues with a trace cached per value read", path, span)
     if event.kind == "symbolic_constraint":
         return _symbolic_constraint(event, path, span)
+    if event.kind == "write_reaches_input":
+        d = event.details
+        if not d.get("through_view") or d.get("may_view"):
+            return None  # a direct write is the caller's own business; a may-view result is TL101's
+        return make_diagnostic("TL102", f"in-place `{event.op}` writes into the input `{d['input']}` through a view "
+                               f"({', '.join(f'`{v}`' for v in d['view_ops'])}): the caller's tensor changes, and "
+                               "a compiler that functionalizes must scatter the new values into the input and copy "
+                               "them back after the computation", path, span)
+    if event.kind == "input_read_after_write":
+        d = event.details
+        steps = ", ".join(f"{what} by `{op}`" + (f" at line {loc.lineno}" if loc is not None else "")
+                          for what, op, loc in d["order"][:6]) + (", ..." if len(d["order"]) > 6 else "")
+        return make_diagnostic("TL103", f"the input `{d['input']}` is written in place and used again; eager order: "
+                               f"{steps}. Each later use must see the written values, so a compiler that "
+                               "functionalizes must pass them on and copy them back into the input once, after the "
+                               "last use", path, span)
     if event.kind != "inplace_on_may_view":
         return None
     details = event.details
     op, view_op = event.op or "an in-place op", details.get("view_op", "a reshape-like op")
-    got = "a view (the write reaches the original tensor)" if details.get("returned_view") else \
-        "a copy (the write does not reach the original tensor)"
+    reached = f"the input `{details['input_name']}`" if details.get("input_name") else "the original tensor"
+    got = f"a view (the write reaches {reached})" if details.get("returned_view") else \
+        f"a copy (the write does not reach {reached})"
     return make_diagnostic("TL101", f"in-place `{op}` on the result of `{view_op}`, which may return a view or a "
                            f"copy; with these inputs it returned {got}, and other layouts change that",
                            path, span)

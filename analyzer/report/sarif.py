@@ -142,6 +142,8 @@ def _result(d: Diagnostic, rule_index: int, root: str) -> dict:
             del result["fixes"]
     if d.origin != "static":
         result["properties"] = {"origin": d.origin}
+        if d.calls is not None:
+            result["properties"]["calls"] = d.calls
     return result
 
 

@@ -26,8 +26,16 @@ def fix_marker(d: Diagnostic) -> str:
     return ""
 
 
+def _origin(d: Diagnostic) -> str:
+    """Trace findings (`thunder-lint run`) say so, and how many calls hit them; static ones carry no mark."""
+    if d.origin == "static":
+        return ""
+    calls = "" if d.calls is None else f", {d.calls} call{'s' if d.calls != 1 else ''}"
+    return f" [{d.origin}{calls}]"
+
+
 def _header(d: Diagnostic) -> str:
-    return f"{d.path}:{d.line}:{d.column}: {d.code} {fix_marker(d)}{d.message}"
+    return f"{d.path}:{d.line}:{d.column}: {d.code} {fix_marker(d)}{d.message}{_origin(d)}"
 
 
 def _fix_lines(d: Diagnostic, indent: str) -> list[str]:

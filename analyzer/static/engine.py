@@ -15,7 +15,7 @@ import rules as rule_table
 
 from ..diagnostics import Diagnostic, Severity
 from ..fixes import SpannedRequest, build_fixes
-from ..parsing import PARSE_ERRORS, compile_error, newer_syntax, parse
+from ..parsing import PARSE_ERRORS, compile_error, gc_paused, newer_syntax, parse
 from ..selection import resolve
 from .context import FileContext
 from .noqa import is_suppressed, noqa_lines
@@ -152,6 +152,14 @@ def lint(
     """``project`` (a ProjectFile) brings what the project index knows about this file, and takes back
     the file's summary for the index: both from this one parse. ``capped``: at most
     MAX_FINDINGS_PER_FILE findings and a summary (fixing rounds need them all)."""
+    # The collector stays off until the tree is gone (_lint has returned): full collections would
+    # rescan the whole tree again and again while the rules allocate (measured: about a quarter of the
+    # time on a 1 MB file, more on bigger ones; peak memory unchanged).
+    with gc_paused():
+        return _lint(text, path, enabled, tuple(jit_decorators), with_fixes, project, capped)
+
+
+def _lint(text, path, enabled, jit_decorators, with_fixes, project, capped) -> list[Diagnostic]:
     source = SourceFile(text, path)
     try:
         tree = parse(text)  # under a pseudo file name: the path is a label, never opened
@@ -161,7 +169,7 @@ def lint(
     if late is not None:
         return [syntax_error_diagnostic(source, late)]
 
-    ctx = FileContext(source, tree, tuple(jit_decorators))
+    ctx = FileContext(source, tree, jit_decorators)
     if project is not None:
         project.attach(ctx)
     found = []  # (code, Finding)

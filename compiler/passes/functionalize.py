@@ -31,6 +31,10 @@ from ..trace import SET_GRAD_ENABLED, Trace
 METADATA_INPLACE = {"Tensor.transpose_", "Tensor.t_", "Tensor.squeeze_", "Tensor.unsqueeze_", "Tensor.detach_",
                     "Tensor.as_strided_", "Tensor.requires_grad_", "Tensor.resize_", "Tensor.set_"}
 
+# In-place ops that store into their target without reading its values: a later store is no read.
+STORES = {"Tensor.__setitem__", "Tensor.copy_", "Tensor.fill_", "Tensor.zero_", "Tensor.index_copy_",
+          "Tensor.index_fill_", "Tensor.masked_fill_", "Tensor.index_put_", "Tensor.masked_scatter_"}
+
 
 class NotFunctional(Exception):
     """This trace has an effect functionalization does not model; run it in eager order instead."""
@@ -118,8 +122,15 @@ def _inplace_target(bsym):
 
 
 class _Functionalizer:
-    def __init__(self, trace: Trace):
+    def __init__(self, trace: Trace, analysis: bool = False):
         self.trace = trace
+        # analysis: walk only, to learn which inputs are written (through which views) and read again;
+        # nothing is executed, so writes autograd records and unattributable memory are noted, not refused
+        self.analysis = analysis
+        self.facts: list[tuple] = []  # ("write" | "read", root name, the user's op, location), eager order
+        self.top = None  # the user's op whose prims are being walked
+        self.writers: dict[str, set] = {}  # root name -> ids of the user's ops that wrote it
+        self._names = 0
         self.out: list[BoundSymbol] = []
         self.external = {a.name for a in trace.args if isinstance(a, TensorProxy)}
         self.meta_owner: dict[int, TensorProxy] = {}
@@ -199,18 +210,26 @@ class _Functionalizer:
         return cur
 
     def _fresh(self, like: TensorProxy) -> TensorProxy:
+        if self.analysis:  # names of a trace nobody runs: leave the real trace's name counter alone
+            self._names += 1
+            return TensorProxy(f"_a{self._names}", like.meta, like.device)
         return TensorProxy(self.trace.new_name("f"), like.meta, like.device)
 
     def write(self, target: TensorProxy, new_value: TensorProxy, location=None) -> None:
         if target.name not in self.proxy:
             self._know(target)
         if target.name in self.opaque:
+            if self.analysis:
+                return
             raise NotFunctional(f"in-place write to {target.name}, whose memory the compiler cannot attribute")
-        if self.grad_mode and (target.requires_grad or new_value.requires_grad):
+        if not self.analysis and self.grad_mode and (target.requires_grad or new_value.requires_grad):
             # autograd records eager's in-place ops with version checks and in-place gradient formulas
             # (errors included); out-of-place values would differ in what backward saves and raises
             raise NotFunctional(f"in-place write to {target.name} while autograd records it")
         root = self.root[target.name]
+        if root in self.external:
+            self.facts.append(("write", root, self.top, location, target.name != root and self.chain(target.name)))
+        self.writers.setdefault(root, set()).add(id(self.top))
         if target.name != root:
             base = self.proxy[root]
             chain = self.chain(target.name)
@@ -238,9 +257,14 @@ class _Functionalizer:
             self.written_order.append(root)
 
     # ---- the walk ----
+    def walk(self) -> None:
+        for top in self.trace.bsyms:
+            self.top = top
+            for bsym in flatten_to_prims([top]):
+                self.step(bsym)
+
     def run(self) -> Trace:
-        for bsym in flatten_to_prims(self.trace.bsyms):
-            self.step(bsym)
+        self.walk()
         end_mode = self.grad_mode
         writebacks = [r for r in self.written_order if r in self.external]
         sources = {}
@@ -308,13 +332,34 @@ class _Functionalizer:
         self.out.append(BoundSymbol(SET_GRAD_ENABLED, (mode,), {}, None))
         self.grad_mode = mode
 
+    def _note_reads(self, bsym: BoundSymbol) -> None:
+        """A fact per input that `bsym` reads after another of the user's ops wrote it (views read nothing)."""
+        sym = bsym.symbol
+        outs = bsym.tensor_outputs()
+        if sym.tags & (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW) or outs and all(o.meta._base is not None for o in outs):
+            return
+        skip = bsym.kwargs.get("out", bsym.args[0] if sym.name in STORES and bsym.args else None)
+        reads = [bsym.args[1]] if sym is prims.copy_ else [a for a in bsym.tensor_args() if a is not skip]
+        seen = set()
+        for a in reads:
+            if a.name not in self.proxy:
+                self._know(a)
+            root = self.root[a.name]
+            if root in self.external and root not in seen and self.writers.get(root, set()) - {id(self.top)}:
+                seen.add(root)
+                self.facts.append(("read", root, self.top, bsym.location))
+
     def step(self, bsym: BoundSymbol) -> None:
         sym = bsym.symbol
+        if self.analysis and sym is not SET_GRAD_ENABLED:
+            self._note_reads(bsym)
         if sym is SET_GRAD_ENABLED:
             self.out.append(bsym)
             self.grad_mode = bool(bsym.args[0])
             return
         if sym.name == "compiler.autocast.set_state":
+            if self.analysis:
+                return
             # autocast picks op dtypes at run time: regions compiled across a switch would not see it
             raise NotFunctional("the trace switches autocast")
         if sym is prims.copy_:
@@ -364,3 +409,53 @@ class _Functionalizer:
 def functionalize(trace: Trace) -> Trace:
     """The functional trace (header says how many write-backs); raises NotFunctional when it cannot."""
     return _Functionalizer(trace).run()
+
+
+def aliasing_events(trace: Trace, name_of=lambda proxy: proxy.name) -> list:
+    """What functionalizing `trace` learns about the caller's tensors, as events for observers (the analysis
+    layer's TL102/TL103), without building or running anything: each write that reaches an input (through
+    which view ops), and per input written in place and read again by a later op, the eager order of those
+    writes and reads. A metadata-changing in-place op ends the walk; what was learnt before it stands.
+    ``name_of(input proxy)``: the input as the user knows it (a parameter name, ``self.weight``)."""
+    from .. import events as ev
+
+    f = _Functionalizer(trace, analysis=True)
+    try:
+        f.walk()
+    except NotFunctional:
+        pass
+    out = []
+    order: dict[str, list] = {}  # root -> [[user op, what it did, location], ...] in eager order
+    for kind, root, top, location, *rest in f.facts:
+        name = name_of(f.proxy[root])
+        steps = order.setdefault(root, [])
+        if steps and steps[-1][0] is top:
+            steps[-1][1].add(kind)
+        else:
+            steps.append([top, {kind}, location])
+        if kind != "write":
+            continue
+        chain = rest[0] or []
+        view_ops = [b.symbol.name for b, _, _ in chain]
+        through = f" through a view ({' -> '.join(view_ops)})" if chain else ""
+        out.append(ev.Event(
+            ev.WRITE_REACHES_INPUT,
+            f"in-place {top.symbol.name} writes into input {name}{through}; a functional trace computes the new "
+            f"value{' and scatters it into the base' if chain else ''}, then writes {name} back once at the end "
+            "(prims.copy_to_out_)", location, top.symbol.name,
+            {"input": name, "through_view": bool(chain), "view_ops": view_ops,
+             "may_view": any(b.symbol.tags & Tag.MAY_RETURN_VIEW for b, _, _ in chain)}))
+    for root, steps in order.items():
+        if not any("read" in what for _, what, _ in steps):
+            continue
+        name = name_of(f.proxy[root])
+        done = [("read and written" if len(what) == 2 else "written" if "write" in what else "read",
+                 top.symbol.name, location) for top, what, location in steps]
+        first_write = next(s for s in steps if "write" in s[1])
+        out.append(ev.Event(
+            ev.INPUT_READ_AFTER_WRITE,
+            f"input {name} is written in place and read again; eager order: " + ", ".join(
+                f"{what} by {op}" + (f" (line {loc.lineno})" if loc is not None else "") for what, op, loc in done[:6])
+            + (", ..." if len(done) > 6 else ""),
+            first_write[2], first_write[0].symbol.name, {"input": name, "order": done}))
+    return out

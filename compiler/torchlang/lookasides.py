@@ -57,21 +57,6 @@ def _unbound_method(method):
     return call
 
 
-def _rng_state_change(method):
-    # What compiler/rng.py does not record (a nondeterministic seed, other generators) would be missing from
-    # the cached trace: refused.
-    def refuse(*args, **kwargs):
-        from ..errors import UnsupportedOpError
-        from ..source import user_location
-
-        loc = user_location(2)
-        raise UnsupportedOpError(f"torch.Generator.{method.__name__} (seeding or setting the random number "
-                                 f"generator's state) inside a jitted function is not supported yet"
-                                 f"{f' at {loc.describe()}' if loc else ''}; do it outside the jitted function")
-
-    return refuse
-
-
 _CHECKPOINT_OPTIONS = ("use_reentrant", "context_fn", "determinism_check", "debug", "preserve_rng_state",
                        "early_stop")
 
@@ -91,9 +76,7 @@ def interpreter_lookasides() -> dict:
 
     # (custom autograd.Function.apply: compiler/autograd_function.py, added by the interpreting front end)
     table = {torch.utils.checkpoint.checkpoint: _checkpoint}
-    table |= {m: _rng_state_change(m) for m in (torch._C.Generator.seed, torch._C.Generator.graphsafe_set_state)
-             if m is not None}
-    table |= rng.lookasides(_rng_state_change)  # manual_seed / get_state / set_state of the default generator
+    table |= rng.lookasides()  # seeds, RNG states and generators made inside: recorded in eager's order
     table |= {real: _answer(real) for real in (torch._C._has_torch_function, torch._C._has_torch_function_unary,
                                                torch._C._has_torch_function_variadic)}
     for name, method in vars(torch._C.TensorBase).items():

@@ -203,16 +203,6 @@ def test_printing_a_traced_tensor_is_data_dependent():
         compiler.jit(fn)(torch.ones(2))
 
 
-def test_seeding_a_generator_made_inside_is_refused_not_silently_dropped():
-    # (seeding the default generator is recorded in the trace: tests/compiler/test_cached_trace_differs.py)
-    def fn(x):
-        g = torch.Generator().manual_seed(0)
-        return torch.rand(x.shape, generator=g)
-
-    with pytest.raises(compiler.CompilerError, match="random number"):
-        compiler.jit(fn)(torch.ones(3))
-
-
 def test_checkpoint_is_traced_inline_with_eager_gradients():
     from torch.utils.checkpoint import checkpoint
 

@@ -102,3 +102,25 @@ def test_text_that_cannot_fail_to_compile_skips_the_compile():
         assert compile_error(parse(src), src) is not None, src
     starred = "*a = [1, 2]\n"
     assert compile_error(parse(starred), starred).msg == "starred assignment target must be in a list or tuple"
+
+
+@pytest.mark.parametrize("src", ["x = 1\n", "def f(:\n", "return 1\n", "@torch.compile\ndef f(x):\n    return x.reshape(-1).add_(1)\n"])
+def test_lint_pauses_the_collector_and_restores_it(src, monkeypatch):
+    """The collector is off while a file is linted (full collections would rescan the tree) and comes back
+    as it was, on every outcome; one that was off stays off."""
+    import gc
+
+    from analyzer.static import engine
+
+    seen = []
+    real = engine.parse
+    monkeypatch.setattr(engine, "parse", lambda text: (seen.append(gc.isenabled()), real(text))[1])
+    assert gc.isenabled()
+    lint_source(src, "m.py")
+    assert gc.isenabled() and seen == [False]
+    gc.disable()
+    try:
+        lint_source(src, "m.py")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

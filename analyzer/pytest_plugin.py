@@ -1,0 +1,107 @@
+"""pytest plugin ``thunder_lint``: `pytest --thunder-lint` (or `pytest -p thunder_lint`) runs the test session
+with the program's jit entry points replaced as `thunder-lint run` does (analyzer/run), and reports the trace
+findings made by the code paths the tests exercised at the end of the session.
+
+    --thunder-lint                 turn it on (loading the plugin with -p thunder_lint turns it on too)
+    --thunder-lint-format FMT      the linter's formats (default: full)
+    --thunder-lint-output FILE     write the report to FILE instead of the terminal summary
+    --thunder-lint-strict          fail the session (exit 1) when there are findings
+
+Registered as the ``pytest11`` entry point ``thunder_lint``, so every pytest of an environment where
+thunder-lint is installed loads this module: it imports nothing heavy until the option is on.
+"""
+from __future__ import annotations
+
+import os
+
+_REPORT = "thunder_lint_report"
+_NAMES = ("thunder_lint", "analyzer.pytest_plugin")
+
+
+def pytest_addoption(parser):
+    from .report import FORMATS
+
+    group = parser.getgroup("thunder-lint", "sharp edges found while the tests run (thunder-lint)")
+    group.addoption("--thunder-lint", action="store_true", default=False,
+                    help="replace the jit entry points the tests call with thunder-lint's checked compiler and "
+                         "report the trace findings at the end of the session")
+    group.addoption("--thunder-lint-format", choices=FORMATS, default="full", help="report format (default: full)")
+    group.addoption("--thunder-lint-output", metavar="FILE", help="write the report to FILE")
+    group.addoption("--thunder-lint-strict", action="store_true", default=False,
+                    help="fail the session when there are findings")
+
+
+def _enabled(config) -> bool:
+    if config.getoption("thunder_lint"):
+        return True
+    requested = getattr(config.option, "plugins", None) or []
+    return any(name in _NAMES for name in requested)
+
+
+def pytest_configure(config):
+    if not _enabled(config) or hasattr(config, "workerinput"):  # pytest-xdist workers: not supported here
+        return
+    import contextlib
+
+    from .run.collector import Collector
+    from .run.intercept import intercepting
+
+    stack = contextlib.ExitStack()
+    collector = Collector()
+    stack.enter_context(intercepting(collector))
+    config.stash_thunder_lint = (collector, stack)  # read back at the end of the session
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    held = getattr(config, "stash_thunder_lint", None)
+    if held is None:
+        return
+    collector, stack = held
+    stack.close()
+    del config.stash_thunder_lint
+    from . import config as config_mod
+    from .report import render
+    from .run.report import filter_trace
+    from .runner import Settings
+
+    settings = Settings.from_config(config_mod.discover([str(config.rootpath)]))
+    found = filter_trace(collector.diagnostics(), settings)
+    fmt = config.getoption("thunder_lint_format")
+    body = render(found, fmt, root=os.getcwd(), sources=_sources(found) if fmt == "full" else None)
+    output = config.getoption("thunder_lint_output")
+    if output:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(body)
+    setattr(config, _REPORT, (found, body, output, collector.calls))
+    if found and config.getoption("thunder_lint_strict") and session.exitstatus == 0:
+        session.exitstatus = 1  # pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    report = getattr(config, _REPORT, None)
+    if report is None:
+        return
+    found, body, output, calls = report
+    tr = terminalreporter
+    tr.section("thunder-lint")
+    if output:
+        tr.write_line(f"{len(found)} trace finding{'s' if len(found) != 1 else ''} written to {output}")
+    elif body:
+        tr.write(body if body.endswith("\n") else body + "\n")
+    tr.write_line(f"thunder-lint: {calls} jitted call{'s' if calls != 1 else ''}, "
+                  f"{len(found)} trace finding{'s' if len(found) != 1 else ''}"
+                  + (" (--thunder-lint-strict: the session fails)" if found and config.getoption("thunder_lint_strict")
+                     else ""))
+
+
+def _sources(found) -> dict:
+    sources = {}
+    for d in found:
+        if d.path not in sources:
+            try:
+                with open(d.path, encoding="utf-8") as f:
+                    sources[d.path] = f.read()
+            except OSError:
+                pass
+    return sources

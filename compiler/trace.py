@@ -445,6 +445,6 @@ def _input_reached(state: TracingState, target: TensorProxy):
     """The input proxy whose memory `target` is (or views), judged from the meta tensors' view bases."""
     base = target.meta._base if target.meta._base is not None else target.meta
     for p in state.inputs:
-        if isinstance(p, TensorProxy) and p.meta is base or p.meta is target.meta:
+        if isinstance(p, TensorProxy) and (p.meta is base or p.meta is target.meta):
             return p
     return None

@@ -16,7 +16,8 @@ import functools
 import os
 import types
 
-from . import autograd_function, recursion
+from . import autograd_function, recursion, symbolic
+from .trace import current_state
 from .builtin_answers import traced_type
 from .epilogue import mark_write
 from .frontend import FrontendResult, holds_proxy, native_frontend
@@ -91,6 +92,11 @@ class CallEffects:
 _LOOKASIDES = {type: traced_type, **torch_lookasides(), autograd_function.APPLY: autograd_function.apply}
 
 
+@functools.lru_cache(maxsize=1)
+def _symbolic_lookasides() -> dict:
+    return {**_LOOKASIDES, **symbolic.lookasides()}  # int(), float(), bool(), math.* record scalar ops
+
+
 class InterpretedCall:
     """The user's function as the native front end calls it: calling it interprets it."""
 
@@ -101,7 +107,12 @@ class InterpretedCall:
 
     def __call__(self, *args, **kwargs):
         check_stack = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
-        interp = Interpreter(self.observers, _LOOKASIDES, check_stack=check_stack, native_paths=trusted_paths())
+        state = current_state()
+        symbolic_values = state is not None and state.symbolic
+        interp = Interpreter(self.observers, _symbolic_lookasides() if symbolic_values else _LOOKASIDES,
+                             check_stack=check_stack, native_paths=trusted_paths())
+        if symbolic_values:
+            interp.native_args = symbolic.native_args
         if self.on_interpreter is not None:
             self.on_interpreter(interp)
         provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]

@@ -9,7 +9,10 @@ the reported time is the median over rounds, and ratios are against eager measur
 - gpt: one training step (forward, loss, backward) of the two-layer GPT of tests/compiler/test_gpt_model.py.
 - first calls: the time of the first call of each compiled variant (tracing + torch.compile's compilation).
 
-    python3 bench/fusion.py [--rounds 7] [--skip-gpt]
+- "jit inductor (dynamo per region)": the same regions called through torch.compile's dynamo on every call
+  (the executor's path before regions went to the backend directly), as the baseline of that change.
+
+    python3 bench/fusion.py [--rounds 7] [--skip-gpt] [--skip-block] [--skip-torch-compile]
 """
 from __future__ import annotations
 
@@ -26,6 +29,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import compiler  # noqa: E402
+from compiler.executors.inductor import InductorExecutor  # noqa: E402
+
+PER_CALL_DYNAMO = InductorExecutor(direct=False)
 
 
 def block(x, r, w, b):
@@ -73,17 +79,29 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--skip-gpt", action="store_true")
+    parser.add_argument("--skip-block", action="store_true")
+    parser.add_argument("--skip-torch-compile", action="store_true")
     opts = parser.parse_args()
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(0)
     args = tuple(torch.randn(s, generator=gen) for s in ((256, 4096), (256, 4096), (4096,), (4096,)))
 
+    if not opts.skip_block:
+        run_block(opts, args)
+    if not opts.skip_gpt:
+        run_gpt(opts)
+
+
+def run_block(opts, args) -> None:
     variants = {"eager": block}
     first = {}
-    variants["torch.compile"] = torch.compile(block)
-    first["torch.compile"] = timed_first(variants["torch.compile"], *args)
+    if not opts.skip_torch_compile:
+        variants["torch.compile"] = torch.compile(block)
+        first["torch.compile"] = timed_first(variants["torch.compile"], *args)
     variants["jit inductor"] = compiler.jit(block, executors=("inductor", "torch"))
     first["jit inductor"] = timed_first(variants["jit inductor"], *args)
+    variants["jit inductor (dynamo per region)"] = compiler.jit(block, executors=(PER_CALL_DYNAMO, "torch"))
+    first["jit inductor (dynamo per region)"] = timed_first(variants["jit inductor (dynamo per region)"], *args)
     variants["jit torch (default)"] = compiler.jit(block)
     first["jit torch (default)"] = timed_first(variants["jit torch (default)"], *args)
     expected = block(*args)
@@ -93,9 +111,9 @@ def main() -> None:
            compare(variants, args, opts.rounds, 20), first)
     fused = compiler.last_traces(variants["jit inductor"])[-1]
     print(f"  regions: {sum(1 for b in fused.bsyms if getattr(b.symbol, 'region', None) is not None)}")
-    if opts.skip_gpt:
-        return
 
+
+def run_gpt(opts) -> None:
     import test_gpt_model as gpt
 
     model = gpt.make_model(torch.float32)
@@ -109,9 +127,12 @@ def main() -> None:
 
     variants = {"eager": step(model)}
     first = {}
-    for name, run in (("torch.compile", torch.compile(model)),
-                      ("jit inductor", compiler.jit(model, executors=("inductor", "torch"))),
-                      ("jit torch (default)", compiler.jit(model))):
+    candidates = [("torch.compile", lambda: torch.compile(model))] if not opts.skip_torch_compile else []
+    candidates += [("jit inductor", lambda: compiler.jit(model, executors=("inductor", "torch"))),
+                   ("jit inductor (dynamo per region)", lambda: compiler.jit(model, executors=(PER_CALL_DYNAMO, "torch"))),
+                   ("jit torch (default)", lambda: compiler.jit(model))]
+    for name, make in candidates:
+        run = make()
         variants[name] = step(run)
         first[name] = timed_first(variants[name], idx)
         if name == "jit inductor":

@@ -36,9 +36,12 @@ def main(argv=None):
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--list", default="crash,wrong", help="outcomes whose samples are listed one per line")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--cache", default="constant values", choices=("constant values", "symbolic values"))
     a = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     names = set(a.ops.split(",")) if a.ops else None
+    db.CACHE = a.cache
+    print(f"cache={a.cache!r}")
     report = {}
     for dname in a.dtypes.split(","):
         dtype = getattr(torch, dname)

@@ -20,7 +20,7 @@ import types
 import torch
 
 from .errors import CompilerError
-from .proxies import TensorProxy
+from .proxies import FloatProxy, IntegerProxy, TensorProxy
 
 _real_isinstance = builtins.isinstance
 _lock = threading.Lock()
@@ -63,6 +63,10 @@ def traced_type(*args):
     """builtins.type under the interpreter: a traced tensor's type is the type of the tensor it stands for."""
     if len(args) == 1 and _real_isinstance(args[0], TensorProxy):
         return torch.nn.Parameter if args[0].is_parameter else torch.Tensor
+    if len(args) == 1 and _real_isinstance(args[0], (IntegerProxy, FloatProxy)):  # number proxies: int or float
+        return int if _real_isinstance(args[0], int) else float
+    if len(args) == 1 and type(args[0]).__name__ == "SymBool":
+        return bool
     return type(*args)
 
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import torch
 
 from . import autocast, segments
-from .executors import resolve_executors
+from . import symbolic
+from .executors import DEFAULT_EXECUTORS, resolve_executors
 from .executors.plan import plan_execution
 from .errors import CompilerError
 from .frontend import FrontendResult
@@ -22,7 +23,7 @@ from .interpreted_frontend import interpreted_frontend
 from .passes import run_passes
 from .trace import Trace, current_state
 
-CACHE_OPTIONS = ("constant values", "no caching")
+CACHE_OPTIONS = ("constant values", "symbolic values", "no caching")
 
 # One trace at a time in the process: the interpreter runs the user's Python (a `global n; n += 1` is many
 # steps there, so threads tracing at once lost updates eager keeps), and tracing swaps process-wide state
@@ -45,14 +46,13 @@ class CacheEntry:
 class JittedFunction:
     def __init__(self, fn, *, cache: str = "constant values", executors=None, observers=None, frontend=None,
                  module: torch.nn.Module | None = None, passes=None):
-        if cache == "symbolic values":
-            raise NotImplementedError('cache="symbolic values" is not implemented yet (a later issue): '
-                                      'use "constant values" or "no caching"')
         if cache not in CACHE_OPTIONS:
             raise ValueError(f"unknown cache option {cache!r}; expected one of {CACHE_OPTIONS}")
         self.fn = fn
         self.cache_option = cache
         self.executors = resolve_executors(executors)
+        # Symbolic numbers reach the torch executor only; fusing executors compile prims with the values baked in
+        self.symbolic = cache == "symbolic values" and all(e in DEFAULT_EXECUTORS for e in self.executors)
         self.observers = list(observers or ())
         self.frontend = frontend or interpreted_frontend
         self.module = module
@@ -85,7 +85,7 @@ class JittedFunction:
         inputs = entry.prologue(args, kwargs)
         if inputs is None:
             inputs = self._inputs_after_own_writes(entry, args, kwargs)
-        if self.cache_option == "constant values" and not entry.rerun:
+        if self.cache_option != "no caching" and not entry.rerun:
             self.entries.append(entry)
         self.last_entry = entry
         return entry.computation(*inputs)
@@ -112,8 +112,13 @@ class JittedFunction:
         kw = {"observers": self.observers}
         if self.module is not None:
             kw["module"] = self.module
-        with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay):
-            result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
+        try:
+            with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), \
+                    symbolic.requested(self.symbolic and replay is None):
+                result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
+        except symbolic.Fallback:  # not expressible with symbolic numbers: this entry uses constant values
+            with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), symbolic.requested(False):
+                result = self.frontend(self.fn, args, kwargs, **kw)
         if result.segments is not None:
             comp = segments.SegmentedComputation(result.segments)
             traces = segments.traces_of(comp.first_nodes)

@@ -130,6 +130,33 @@ def append_stores(trace, writes, location=None) -> None:
         trace.bsyms.append(BoundSymbol(STORE, (slot, value), {}, None, location=location))
 
 
+def mark_write(holder, key) -> None:
+    """While tracing: `holder[key]` (a module's attribute dicts, globals, a cell) is written now; its store
+    goes to this point of the trace, so an op that raises later in a cached call finds it done, as in eager."""
+    from .trace import current_state
+
+    state = current_state()
+    if state is not None:
+        state.write_marks[(id(holder), key)] = len(state.trace.bsyms)
+
+
+def mark_module_attribute(module, name) -> None:
+    for d in (vars(module), module._buffers, module._parameters):  # (Module.__setattr__ picks one)
+        mark_write(d, name)
+
+
+def insert_stores(trace, writes, marks: dict, floor: int = 0, location=None) -> None:
+    """Each store at the point its slot was last written (`marks`), not before `floor` (the start of the
+    final segment: earlier segments have run); a write not marked (a list appended to) goes at the end."""
+    placed = []
+    for slot, value in writes:
+        at = marks.get((id(slot.holder), slot.key), len(trace.bsyms)) if slot.kind != "contents" else len(trace.bsyms)
+        placed.append((max(at, floor), BoundSymbol(STORE, (slot, value), {}, None, location=location)))
+    order = sorted(range(len(placed)), key=lambda i: (placed[i][0], i), reverse=True)  # last first: same point
+    for i in order:                                                                     # keeps the write order
+        trace.bsyms.insert(*placed[i])
+
+
 def emit_guards(builder, guards) -> None:
     for holder, keys in guards:
         builder._emit(CHECK_KEYS, holder, keys)

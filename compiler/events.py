@@ -19,6 +19,7 @@ CAPTURED_TENSOR = "captured_tensor"  # a tensor not passed as an argument (globa
 DATA_DEPENDENT = "data_dependent"  # the program read a tensor value (TL302): the trace splits there (segments)
 DATA_DEPENDENT_READ = "data_dependent_read"  # the same read, announced before the segment before it runs
 DECOMPOSITION_FAILED = "decomposition_failed"  # a torch op could not be decomposed into prims (analysis only)
+SYMBOLIC_CONSTRAINT = "symbolic_constraint"  # cache="symbolic values": Python decided on a symbolic value (TL301)
 
 
 @dataclass

@@ -17,8 +17,8 @@ from .events import DATA_DEPENDENT, Event
 from .prologue import PrologueBuilder
 from .builtin_answers import answering_isinstance, refuse_type_is_tensor, user_code_objects
 from .hidden_inputs import StateSnapshot, user_codes
-from . import autocast, segments
-from .epilogue import StateWrites, append_stores, emit_guards
+from . import autocast, segments, symbolic
+from .epilogue import StateWrites, emit_guards, insert_stores
 from .module_hooks import guard_hooks
 from .proxies import OpaqueProxy, TensorProxy
 from .torchlang import TracingMode
@@ -47,6 +47,10 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     builder = PrologueBuilder(state)
     state.builder = builder
     state.name_input = input_namer(fn, module)
+    # Symbolic numbers need the interpreter (it keeps them from native code that would read them silently)
+    state.symbolic = call is not None and symbolic.is_requested()
+    if state.symbolic:
+        builder.labels = _parameter_labels(fn, len(args), kwargs)
     pargs, pkwargs = builder.arguments(args, kwargs)
     swaps = builder.module_tensors(module, "module") if module is not None else []
     builder.hidden(fn, module)
@@ -101,7 +105,8 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         state.trace.bsyms.append(BoundSymbol(SET_GRAD_ENABLED, (grad_enabled,), {}, None))
     if state.autocast != state.initial_autocast:  # a `with torch.autocast` exits before return; restore anyway
         state.trace.bsyms.append(BoundSymbol(autocast.SET_AUTOCAST, (state.initial_autocast,), {}, None))
-    append_stores(state.trace, writes)
+    floor = state.segmenter.cut if state.segmenter is not None and state.segmenter.records else 0
+    insert_stores(state.trace, writes, state.write_marks, floor)
     emit_guards(builder, key_guards)
     _check_outputs(out)
     trace = state.trace
@@ -118,6 +123,22 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         for event in aliasing_events(trace, lambda p: state.name_input(p.origin) if p.origin else p.name):
             state.emit(event)
     return FrontendResult(trace, prologue, state.events, segments=path)
+
+
+def _parameter_labels(fn, n_args: int, kwargs) -> dict:
+    """"args[1]" -> "n": the parameter names of `fn` (for naming symbolic inputs readably)."""
+    import inspect
+
+    labels = {f"kwargs[{k!r}]": k for k in kwargs}
+    try:
+        target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+        params = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return labels
+    for i in range(n_args):
+        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD):
+            labels[f"args[{i}]"] = params[i].name
+    return labels
 
 
 def input_namer(fn, module=None):

@@ -16,8 +16,10 @@ import functools
 import os
 import types
 
-from . import autograd_function, recursion
+from . import autograd_function, recursion, symbolic
+from .trace import current_state
 from .builtin_answers import traced_type
+from .epilogue import mark_write
 from .frontend import FrontendResult, holds_proxy, native_frontend
 from .hidden_inputs import HiddenValue, expand, library_file, write_slot
 from .interpreter import Interpreter, events as ev, provenance
@@ -71,6 +73,7 @@ class CallEffects:
             if d.get("internal"):
                 return  # a cell created inside this call: part of the computation
             self.writes.append((d["holder"], event.name, d["previous"]))
+            mark_write(d["holder"], event.name)  # (where the epilogue's store goes, if it stores a traced value)
             verb = "writes" if kind.endswith("write") else "deletes"
             what = "the global" if kind.startswith("global") else "the variable"
             self.rerun.append(f"{where}: {verb} {what} {event.name!r}, which outlives the call")
@@ -89,6 +92,11 @@ class CallEffects:
 _LOOKASIDES = {type: traced_type, **torch_lookasides(), autograd_function.APPLY: autograd_function.apply}
 
 
+@functools.lru_cache(maxsize=1)
+def _symbolic_lookasides() -> dict:
+    return {**_LOOKASIDES, **symbolic.lookasides()}  # int(), float(), bool(), math.* record scalar ops
+
+
 class InterpretedCall:
     """The user's function as the native front end calls it: calling it interprets it."""
 
@@ -99,7 +107,12 @@ class InterpretedCall:
 
     def __call__(self, *args, **kwargs):
         check_stack = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
-        interp = Interpreter(self.observers, _LOOKASIDES, check_stack=check_stack, native_paths=trusted_paths())
+        state = current_state()
+        symbolic_values = state is not None and state.symbolic
+        interp = Interpreter(self.observers, _symbolic_lookasides() if symbolic_values else _LOOKASIDES,
+                             check_stack=check_stack, native_paths=trusted_paths())
+        if symbolic_values:
+            interp.native_args = symbolic.native_args
         if self.on_interpreter is not None:
             self.on_interpreter(interp)
         provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]

@@ -54,25 +54,27 @@ def _disable_dynamo_kernels():
         if module is not None:
             roots.extend(v for v in vars(module).values() if callable(v))
     # Wrappers reach what they wrap through `__wrapped__` or, where a decorator replaced that, a closure cell.
-    seen, found, todo = set(), [], roots
+    function = types.FunctionType
+    seen, found, todo = set(), [], [f for f in roots if type(f) is function]
     while todo:
         f = todo.pop()
-        if id(f) in seen or not isinstance(f, types.FunctionType):
+        if id(f) in seen:
             continue
         seen.add(id(f))
-        if f.__code__ is inner_code and f.__closure__[rec_cell].cell_contents is True:
-            found.append(f.__closure__[fn_cell].cell_contents)
-        todo.extend(c.cell_contents for c in f.__closure__ or () if _filled(c))
-        todo.append(getattr(f, "__wrapped__", None))
+        cells = f.__closure__
+        if f.__code__ is inner_code and cells[rec_cell].cell_contents is True:
+            found.append(cells[fn_cell].cell_contents)
+        for cell in cells or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if type(v) is function:
+                todo.append(v)
+        wrapped = getattr(f, "__wrapped__", None)
+        if type(wrapped) is function:
+            todo.append(wrapped)
     return found
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents
-    except ValueError:  # an empty cell
-        return False
-    return True
 
 
 class _RestoreOnDynamoImport:

@@ -83,6 +83,22 @@ def _print_tensor(bsym, trace):
     return _fail_if(" or ".join(conds))
 
 
+def _print_tensor_symbolic(bsym, trace):
+    """cache="symbolic values": sizes >= 2 are symbolic (any size >= 2 passes), 0 and 1 are exact; the
+    layout is checked as contiguity (the trace's view-or-copy decisions assume it)."""
+    name, t, sizes = bsym.args
+    tname = trace.const_expr(t.cls)
+    conds = [f"type({name}) is not {tname}", f"{name}.dtype is not {t.dtype}", f"{name}.dim() != {len(t.shape)}"]
+    conds += [f"{name}.shape[{d}] < 2" if isinstance(s, str) else f"{name}.shape[{d}] != {s}"
+              for d, s in enumerate(sizes)]
+    conds += [f"not {name}.is_contiguous()", _device_check(name, t.device),
+              f"{name}.requires_grad is not {t.requires_grad}"]
+    if t.requires_grad:
+        conds.append(f"({name}.grad_fn is None) is not {t.is_leaf}")
+    lines = _fail_if(" or ".join(conds))
+    return lines + [f"{s} = {name}.shape[{d}]" for d, s in enumerate(sizes) if isinstance(s, str)]
+
+
 def _print_generator(bsym, trace):
     name, g = bsym.args
     return _fail_if(f"type({name}) is not torch.Generator or {name}.device != {trace.const_expr(g.device)}")
@@ -166,6 +182,17 @@ def _print_distinct(bsym, trace):
     return _fail_if(f"len({{{', '.join(f'id({n})' for n in names)}}}) != {len(names)}")
 
 
+def _print_symbolic_input(bsym, trace):
+    name, source, kind = bsym.args
+    return [f"{name} = {source}"] + _fail_if(f"type({name}) is not {kind}")
+
+
+def _print_constraint(bsym, trace):
+    (c,) = bsym.args
+    where = f"  # {c.location.filename.rsplit('/', 1)[-1]}:{c.location.lineno}" if c.location is not None else ""
+    return [f"if not ({c.expr}): return None{where}"]
+
+
 def _print_return(bsym, trace):
     return [f"return ({''.join(n + ', ' for n in bsym.args[0])})"]
 
@@ -181,6 +208,9 @@ RETURN_INPUTS = _guard("return_inputs", _print_return)
 CHECK_HIDDEN = _guard("check_hidden_value", _print_hidden)
 CHECK_SAME = _guard("check_same_object", _print_same)
 CHECK_DISTINCT = _guard("check_distinct_objects", _print_distinct)
+CHECK_TENSOR_SYMBOLIC = _guard("check_tensor_symbolic_sizes", _print_tensor_symbolic)
+SYMBOLIC_INPUT = _guard("symbolic_input", _print_symbolic_input)  # cache="symbolic values": type only
+CHECK_CONSTRAINT = _guard("check_constraint", _print_constraint)  # a decision made on symbolic values
 
 
 class PrologueBuilder:
@@ -197,6 +227,8 @@ class PrologueBuilder:
         self.hidden_guarded: set = set()  # (id(holder), key, path) of the hidden values guarded so far
         self._trace_for_consts = Trace("prologue")
         self._trace_for_consts.wrap_try = True
+        self.labels: dict = {}  # origin "args[1]" -> the parameter's name, for naming symbolic inputs
+        self._sym_names: set = set()
 
     def _var(self) -> str:
         self._n += 1
@@ -212,6 +244,33 @@ class PrologueBuilder:
         self.state.inputs.append(p)
         self.state.real_inputs[p.name] = t
         self.input_names.append(var)
+        return p
+
+    def tensor_input_symbolic(self, var: str, t: torch.Tensor, origin: str) -> TensorProxy:
+        """An argument tensor whose sizes >= 2 are symbolic inputs of the computation too."""
+        from .symbolic import SymInt, input_name
+
+        p = TensorProxy(self.state.trace.new_name("t"), meta_like(t), t.device, origin=origin)
+        p.is_parameter = type(t) is torch.nn.Parameter
+        self.state.inputs.append(p)
+        self.state.real_inputs[p.name] = t
+        self.input_names.append(var)
+        names, sym = [], []
+        for d, s in enumerate(t.shape):
+            if s < 2:
+                names.append(s)
+                sym.append(s)
+                continue
+            name = input_name(f"{self._label(origin)}_shape{d}", self._sym_names)
+            size = SymInt(name, s)
+            size.at_least_2 = True  # the prologue checks it (broadcasting never sees it as 1)
+            names.append(name)
+            sym.append(size)
+            self.state.inputs.append(size)
+            self.state.real_inputs[name] = s
+            self.input_names.append(name)
+        p.sym_shape = tuple(sym)
+        self._emit(CHECK_TENSOR_SYMBOLIC, var, TensorFacts(t), tuple(names))
         return p
 
     def grad_of(self, proxy: TensorProxy):
@@ -250,7 +309,10 @@ class PrologueBuilder:
             if seen is not None:  # f(x, x): one object, one proxy (`a is b` answers as in eager)
                 self._emit(CHECK_SAME, var, seen[1])
                 return seen[0]
-            p = self.tensor_input(var, x, origin)
+            if self.state.symbolic and x.is_contiguous() and any(s >= 2 for s in x.shape):
+                p = self.tensor_input_symbolic(var, x, origin)
+            else:
+                p = self.tensor_input(var, x, origin)
             self.arg_tensors[id(x)] = (p, var)
             return p
         if x is None or x is Ellipsis or t in (bool, str, complex, slice) or isinstance(x, _VALUE_TYPES):
@@ -258,6 +320,16 @@ class PrologueBuilder:
             self._emit(UNPACK, var, source)
             self._emit(CHECK_VALUE, var, x)
             return x
+        if (t is int or t is float) and self.state.symbolic and not (t is float and (not math.isfinite(x) or x == 0.0)):
+            from .symbolic import SymFloat, SymInt, input_name
+
+            name = input_name(self._label(origin), self._sym_names)
+            self._emit(SYMBOLIC_INPUT, name, source, t.__name__)
+            p = (SymInt if t is int else SymFloat)(name, x)
+            self.state.inputs.append(p)
+            self.state.real_inputs[name] = x  # (segments run before a user's exception use it)
+            self.input_names.append(name)
+            return p
         if t is int or t is float:
             var = self._var()
             self._emit(UNPACK, var, source)
@@ -293,6 +365,17 @@ class PrologueBuilder:
                                         "(only torch.Tensor and nn.Parameter are traced)")
         raise UnsupportedInputError(f"unsupported input at {origin}: a value of type {t.__module__}.{t.__qualname__}; "
                                     f"the compiler can guard and pass {SUPPORTED_INPUTS}")
+
+    def _label(self, origin: str) -> str:
+        """`args[1][0]` -> `n_0` when args[1] is the parameter n."""
+        import re
+
+        m = re.match(r"(args\[\d+\]|kwargs\[[^\]]+\])(.*)", origin)
+        if m is None:
+            return origin
+        head = self.labels.get(m.group(1), m.group(1))
+        rest = re.sub(r"\[['\"]?([^\]'\"]*)['\"]?\]", r"_\1", m.group(2))
+        return head + rest
 
     def module_tensors(self, module: torch.nn.Module, label: str):
         """Parameters and buffers become inputs (fetched from the module on every call); training flags are guarded."""
@@ -350,6 +433,8 @@ class PrologueBuilder:
             var = tr.const_expr(real)
             self._emit(CHECK_TENSOR, var, TensorFacts(real))
             self.input_names.append(var)
+        for c in self.state.constraints:
+            self._emit(CHECK_CONSTRAINT, c)
         self._emit(CHECK_GLOBAL_STATE, grad_enabled, torch.get_default_dtype(), self.state.default_device,
                    self.state.initial_autocast)
         self._emit(RETURN_INPUTS, tuple(self.input_names))

@@ -5,8 +5,8 @@ as a tensor on the "meta" device: running the real torch op on it gives exactly 
 including whether `reshape` returned a view (the layout fact behind TL101) and autograd's leaf rules.
 
 Number proxies subclass int/float so that Python arithmetic and torch calls behave natively; under
-"constant values" caching their value is guarded by the prologue. A later "symbolic values" mode can
-record operations on them instead.
+"constant values" caching their value is guarded by the prologue. Under "symbolic values", their
+subclasses in compiler/symbolic.py record arithmetic and turn decisions into prologue constraints.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class Proxy:
 class TensorProxy(Proxy):
     """A tensor seen at trace time. `meta` is a meta-device tensor with the same shape/strides/dtype."""
 
-    __slots__ = ("name", "meta", "device", "producer", "origin", "dynamic", "is_parameter", "__weakref__")
+    __slots__ = ("name", "meta", "device", "producer", "origin", "dynamic", "is_parameter", "sym_shape", "__weakref__")
 
     def __init__(self, name: str, meta: torch.Tensor, device: torch.device, producer=None, origin=None,
                  dynamic: bool = False):
@@ -45,6 +45,9 @@ class TensorProxy(Proxy):
         # reading the size in Python raises instead of baking a wrong number into the trace.
         self.dynamic = dynamic
         self.is_parameter = False  # an input that is an nn.Parameter in the caller's world
+        # cache="symbolic values": sizes as symbolic expressions (compiler.symbolic), UNKNOWN, or None (the
+        # meta tensor's sizes are exact)
+        self.sym_shape = None
 
     # Not a torch.Tensor subclass: isinstance(x, torch.Tensor) is False while tracing. Faking __class__
     # would fix isinstance but torch's C++ argument parser then takes the proxy for a real tensor and
@@ -55,6 +58,12 @@ class TensorProxy(Proxy):
     def shape(self):
         if self.dynamic:
             self._needs_data("reading the shape of a tensor whose size depends on values (e.g. x[mask])", "shape")
+        if self.sym_shape is not None:
+            from .symbolic import read_shape
+
+            sizes = read_shape(self, f"the size of {self.name}, which no shape rule follows, is read")
+            if sizes is not None:
+                return torch.Size(sizes)
         return self.meta.shape
 
     dtype = property(lambda self: self.meta.dtype)
@@ -98,19 +107,38 @@ class TensorProxy(Proxy):
         return state.builder.grad_of(self)
 
     def size(self, dim=None):
-        self.shape  # noqa: B018 - raises for value-dependent sizes
-        return self.meta.size() if dim is None else self.meta.size(dim)
+        shape = self.shape  # raises for value-dependent sizes; symbolic under cache="symbolic values"
+        if dim is None:
+            return shape
+        if not isinstance(dim, int):
+            raise TypeError(f"size(): argument 'dim' must be int, not {type(dim).__name__}")
+        if dim < -len(shape) or dim >= len(shape):
+            return self.meta.size(dim)  # eager's IndexError
+        return shape[dim]
+
+    def _fixed_layout(self, what):
+        if self.sym_shape is not None:  # strides and contiguity follow from the sizes: decide them
+            from .symbolic import _state, fix_sizes
+
+            state = _state()
+            if state is not None and getattr(state, "symbolic", False) and not state.sizes_fixed:
+                fix_sizes(state, what)
 
     def stride(self, dim=None):
         self.shape  # noqa: B018
+        self._fixed_layout("strides are read")
         return self.meta.stride() if dim is None else self.meta.stride(dim)
 
     def dim(self):
         return self.meta.dim()
 
     def numel(self):
-        self.shape  # noqa: B018
-        return self.meta.numel()
+        shape = self.shape
+        if self.sym_shape is None or all(type(d) is int for d in shape):
+            return self.meta.numel()
+        from .symbolic import _prod
+
+        return _prod(shape)
 
     nelement = numel
 
@@ -118,6 +146,7 @@ class TensorProxy(Proxy):
         return self.meta.element_size()
 
     def is_contiguous(self, memory_format=torch.contiguous_format):
+        self._fixed_layout("is_contiguous() is read")
         return self.meta.is_contiguous(memory_format=memory_format)
 
     def is_floating_point(self):
@@ -132,11 +161,20 @@ class TensorProxy(Proxy):
     def __len__(self):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.shape[0]
+        n = self.shape[0]
+        if type(n) is not int:  # len() would turn a symbolic size into a plain int silently (the
+            from .symbolic import specialize  # interpreter looks len() aside and keeps it symbolic)
+
+            n = specialize(n, "len() of a tensor")
+        return n
 
     def __iter__(self):
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
+        if self.sym_shape is not None:  # the number of rows is a decision
+            from .symbolic import specialize
+
+            specialize(self.shape[0], "iterating over a tensor")
         return iter(_dispatch(torch.Tensor.unbind, (self, 0)))
 
     def __repr__(self):
@@ -154,6 +192,10 @@ class TensorProxy(Proxy):
 
         loc = user_location(3)
         state = current_state()
+        if getattr(state, "symbolic", False):  # segments keep numbers constant: trace this call again with them
+            from .symbolic import Fallback
+
+            raise Fallback(what)
         segmenter = getattr(state, "segmenter", None)
         if segmenter is not None:
             ok, value = segmenter.read(self, kind, what, loc)

@@ -103,12 +103,14 @@ class Runner:
 def segment_trace(bsyms, output, header: str) -> Trace:
     """A trace of `bsyms` whose parameters are the proxies it uses but does not define (inputs of the
     function or results of earlier segments); `output` None: every tensor it defines."""
+    from .symbolic import SYM_TYPES
+
     t = Trace("segment")
     t.bsyms = list(bsyms)
     defined, seen, args = [], set(), []
 
     def use(leaf):
-        if isinstance(leaf, (TensorProxy, OpaqueProxy)) and leaf.name not in seen:
+        if isinstance(leaf, (TensorProxy, OpaqueProxy, *SYM_TYPES)) and leaf.name not in seen:
             seen.add(leaf.name)
             args.append(leaf)
 
@@ -119,6 +121,8 @@ def segment_trace(bsyms, output, header: str) -> Trace:
             if isinstance(o, (TensorProxy, OpaqueProxy)) and o.name not in seen:
                 seen.add(o.name)
                 defined.append(o)
+        if isinstance(b.output, SYM_TYPES):  # a scalar op of symbolic numbers (compiler.symbolic)
+            seen.add(b.output.name)
     if output is None:
         output = tuple(defined)
     for leaf in pytree.tree_leaves(output):

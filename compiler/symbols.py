@@ -76,8 +76,10 @@ class BoundSymbol:
     def key(self):
         """Hashable identity of the computation (for CSE): symbol + args, proxies by name."""
 
+        from .symbolic import SYM_TYPES
+
         def k(x):
-            if isinstance(x, TensorProxy):
+            if isinstance(x, (TensorProxy, *SYM_TYPES)):  # (symbolic numbers: by name, never hashed)
                 return ("proxy", x.name)
             if isinstance(x, (list, tuple)):
                 return (type(x).__name__, tuple(k(i) for i in x))

@@ -90,7 +90,7 @@ class Trace:
         return name
 
     def expr(self, x) -> str:
-        if isinstance(x, (TensorProxy, OpaqueProxy)):
+        if isinstance(x, (TensorProxy, OpaqueProxy)) or isinstance(x, _sym_types()):
             return x.name
         if type(x) is tuple:
             inner = ", ".join(self.expr(i) for i in x)
@@ -128,7 +128,8 @@ class Trace:
         lines = []
         if self.header and with_comments:
             lines.append(f"# {self.header}")
-        params = ", ".join(a.name if isinstance(a, (TensorProxy, OpaqueProxy)) else str(a) for a in self.args)
+        params = ", ".join(a.name if isinstance(a, (TensorProxy, OpaqueProxy, *_sym_types())) else str(a)
+                           for a in self.args)
         lines.append(f"def {self.name}({params}):")
         if self.extra_lines is not None:
             lines += ["  " + ln for ln in self.extra_lines]
@@ -177,6 +178,12 @@ class Trace:
         return self._callable
 
 
+def _sym_types() -> tuple:
+    from .symbolic import SYM_TYPES
+
+    return SYM_TYPES
+
+
 # ---------------------------------------------------------------- recording
 
 # `with torch.no_grad():` inside the user's function is no torch call: the recorder notices the grad mode
@@ -197,6 +204,7 @@ class TracingState:
         self.inputs: list = []  # TensorProxy and OpaqueProxy parameters of the computation, in order
         self.opaque: dict[int, OpaqueProxy] = {}  # id(real object) -> its proxy (generators)
         self.created_generators: list = []  # stand-ins of generators made inside (compiler/rng.py)
+        self.write_marks: dict = {}  # (id(holder), key) -> trace position of its last write (epilogue stores)
         self.decompose = decompose
         self.may_view_origin: dict[str, BoundSymbol] = {}
         self.current_location = None
@@ -208,6 +216,9 @@ class TracingState:
         self.real_inputs: dict = {}  # proxy name -> the argument tensor, while tracing (segments run on them)
         self.segmenter = None  # compiler.segments.Segmenter when reads of tensor values split the trace
         self.builder = None  # the PrologueBuilder: inputs found while tracing (an input's .grad)
+        self.symbolic = False  # cache="symbolic values": numbers stay symbolic (compiler.symbolic)
+        self.constraints: list = []  # compiler.symbolic.Constraint: what the prologue checks of them
+        self.sizes_fixed = False  # symbolic sizes specialized (a size no shape rule follows was read)
         self.name_input = lambda origin: origin  # "args[0]" -> "x" (the front end knows the signature)
 
     def sync_grad_mode(self, loc=None) -> None:
@@ -244,7 +255,7 @@ class TracingState:
 
     def normalize(self, x):
         def f(v):
-            if isinstance(v, (IntegerProxy, FloatProxy)):
+            if isinstance(v, (IntegerProxy, FloatProxy)) and not (self.symbolic and isinstance(v, _sym_types())):
                 return v.value
             if type(v) is not TensorProxy and isinstance(v, torch.Tensor):  # (proxies pass as Tensors)
                 return self.capture(v)
@@ -328,8 +339,14 @@ def _record_call(symbol, args, kwargs):
         state.sync_grad_mode(loc)
         autocast.sync(state, loc)
     args, kwargs = state.normalize((args, kwargs))
+    margs, mkwargs = args, kwargs
+    if state.symbolic:  # symbolic numbers: kept where the op's metadata cannot depend on them, else specialized
+        from . import symbolic
+
+        args, kwargs = symbolic.for_op(symbol, args, kwargs)
+        margs, mkwargs = symbolic.concrete((args, kwargs))
     try:
-        out = symbol.meta(symbol, args, kwargs)
+        out = symbol.meta(symbol, margs, mkwargs)
     except Exception as e:  # eager would fail here too (shape/dtype/leaf errors): say where
         _rethrow(symbol, loc, e, (args, kwargs))
     bsym = BoundSymbol(symbol, tuple(args), dict(kwargs), out, location=loc)
@@ -340,19 +357,23 @@ def _record_call(symbol, args, kwargs):
     if symbol.decomposition is not None and state.decompose and \
             not any(p.dynamic for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)):
         # (decompositions read sizes; a value-dependent size has none to read)
-        _decompose(state, bsym)
+        _decompose(state, bsym, margs, mkwargs)
+    if state.symbolic and not state.sizes_fixed and state.depth == 0:
+        from . import symbolic
+
+        symbolic.set_output_shapes(symbol, args, kwargs, out)
     state.scopes[-1].append(bsym)
     if top:
         _events_for(state, bsym)
     return out
 
 
-def _decompose(state: TracingState, bsym: BoundSymbol) -> None:
+def _decompose(state: TracingState, bsym: BoundSymbol, args, kwargs) -> None:
     from .torchlang.decompositions import Skip
 
     state.scopes.append(bsym.subsymbols)
-    try:
-        dout = bsym.symbol.decomposition(*bsym.args, **bsym.kwargs)
+    try:  # (with symbolic numbers: their values; the torch executor runs the op itself with the symbols)
+        dout = bsym.symbol.decomposition(*args, **kwargs)
         problem = None
         douts, outs = pytree.tree_leaves(dout), bsym.flat_outputs()
         if len(douts) != len(outs):
@@ -425,6 +446,6 @@ def _input_reached(state: TracingState, target: TensorProxy):
     """The input proxy whose memory `target` is (or views), judged from the meta tensors' view bases."""
     base = target.meta._base if target.meta._base is not None else target.meta
     for p in state.inputs:
-        if isinstance(p, TensorProxy) and p.meta is base or p.meta is target.meta:
+        if isinstance(p, TensorProxy) and (p.meta is base or p.meta is target.meta):
             return p
     return None

@@ -125,8 +125,8 @@ BEHAVIOUR = {
         "(lightning-thunder #262)",
         "guards on the condition (dynamic=True): the other branch is compiled on first use",
         ("eager", "recompiles"),
-        "matches eager: symbolic values are not implemented yet, so it caches per constant shape and retraces "
-        "for the other one",
+        "matches eager: with cache=\"symbolic values\" every decision on a symbolic value is a constraint the "
+        "prologue checks, so the other branch traces again",
         "eager",
         dynamic=True,
     ),

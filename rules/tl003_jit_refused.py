@@ -20,7 +20,7 @@ The trace checks only see functions the compiler traces: a refused function is n
 so the report is incomplete for it. The static findings for its file are still reported.
 
 ## Example
-A jitted function that seeds a generator it creates inside: `torch.Generator().manual_seed(0)`.
+A jitted function that calls an op the compiler has no meta implementation for, such as `torch.cov(x)`.
 
 ## Use instead
 Move the refused construct out of the jitted function, or rely on the static findings for it.

@@ -23,6 +23,12 @@ function, at the first place, with the lines of the others. `is None` checks, fl
 default and module attributes such as `self.training` are not symbolic and are not reported; neither are
 `assert`s nor `if`s whose branches only raise, warn or log (input validation computes nothing).
 
+The trace check (`analyzer.check(fn, *args)`, and `analyzer.jit(fn, cache="symbolic values", sharp_edges=...)`)
+runs the function with symbolic numbers and reports each decision that changed the computation once per
+line, naming the constraint the compiled trace now depends on ("`if n > 5:` specializes the trace on
+`n > 5`: calls with `n <= 5` trace again"); `assert`s and `if`s that only raise are constraints but not
+findings.
+
 ## Why is this bad?
 With symbolic values the compiled trace is reused for other values of the same input. Python control flow
 on such a value runs once, while tracing; unless the compiler guards it, the cached trace is reused for an

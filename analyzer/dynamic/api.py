@@ -3,7 +3,7 @@
     jit(fn, *, sharp_edges="allow" | "warn" | "error", rules=None, **compiler_options)
     check(fn, *args, **kwargs) -> list[Diagnostic]
 
-Levels: TL102, TL103, TL201-TL204 and TL302 follow ``sharp_edges`` ("allow" reports nothing); TL101 is an error whatever
+Levels: TL102, TL103, TL201-TL204, TL301 (with cache="symbolic values") and TL302 follow ``sharp_edges`` ("allow" reports nothing); TL101 is an error whatever
 ``sharp_edges`` says; ``rules={"TL101": "warning", "TL204": "off", ...}`` overrides any of them
 ("warn" and "allow" are accepted as "warning" and "off"). Only trace checks exist for codes in TRACE_CODES.
 """
@@ -21,7 +21,7 @@ from .session import LEVELS, TraceSession
 from .sharp_edges import TRACE_CODES
 
 SHARP_EDGES = ("allow", "warn", "error")
-_CAPTURE_CODES = ("TL102", "TL103", "TL201", "TL202", "TL203", "TL204", "TL302")  # follow sharp_edges
+_CAPTURE_CODES = ("TL102", "TL103", "TL201", "TL202", "TL203", "TL204", "TL301", "TL302")  # follow sharp_edges
 _ALIASES = {"warn": "warning", "allow": "off", "ignore": "off"}
 
 
@@ -95,7 +95,9 @@ def check(fn, /, *args, **kwargs) -> list[Diagnostic]:
         sessions.append(TraceSession(levels, enforce=False))
         return sessions[-1]
 
-    jitted = compiler.jit(fn, cache="no caching", frontend=interpreting_frontend(new_session))
+    # Symbolic values: every decision on a number is seen (TL301); a trace that falls back to constant
+    # values (a read of tensor data) is a second session with the same other findings.
+    jitted = compiler.jit(fn, cache="symbolic values", frontend=interpreting_frontend(new_session))
     try:
         jitted(*args, **kwargs)
     except BaseException as exc:
@@ -104,4 +106,5 @@ def check(fn, /, *args, **kwargs) -> list[Diagnostic]:
             exc.add_note("thunder-lint findings before the error:\n" + "\n".join(
                 f"  {d.path}:{d.line}: {d.code} {d.message}" for d in found))
         raise
-    return sorted((d for s in sessions for d in s.diagnostics), key=Diagnostic.sort_key)
+    unique = {(d.code, d.path, d.line, d.column): d for s in sessions for d in s.diagnostics}
+    return sorted(unique.values(), key=Diagnostic.sort_key)

@@ -11,6 +11,8 @@
     compiler input_read_after_write    -> TL103 inplace-alias-hazard (functionalization: eager's order of the
                                           writes and reads, reported at the first write)
     compiler data_dependent            -> TL302 data-dependent-control-flow (the trace splits there)
+    compiler symbolic_constraint       -> TL301 symbolic-control-flow (cache="symbolic values": a decision on a
+                                          symbolic number changed the computation; check-and-raise is not one)
 
 "Outside" comes from the interpreter: a cell created while the jitted call runs (``details["internal"]``)
 belongs to the computation, so closures over the jitted function's own variables and nonlocal writes or
@@ -30,7 +32,7 @@ from rules import RULES
 
 from ..diagnostics import Diagnostic, Severity
 
-TRACE_CODES = ("TL101", "TL102", "TL103", "TL201", "TL202", "TL203", "TL204", "TL302")
+TRACE_CODES = ("TL101", "TL102", "TL103", "TL201", "TL202", "TL203", "TL204", "TL301", "TL302")
 
 
 def make_diagnostic(code: str, message: str, path: str, span: tuple[int, int, int, int]) -> Diagnostic:
@@ -119,6 +121,8 @@ def check_compiler_event(event, path: str, span) -> Diagnostic | None:
         return make_diagnostic("TL302", f"{d.get('what', 'a read of tensor values')} needs a tensor's value{value}: "
                                "the compiled program splits here, runs the part before it, reads the value and "
                                "continues with a trace cached per value read", path, span)
+    if event.kind == "symbolic_constraint":
+        return _symbolic_constraint(event, path, span)
     if event.kind == "write_reaches_input":
         d = event.details
         if not d.get("through_view") or d.get("may_view"):
@@ -145,6 +149,23 @@ def check_compiler_event(event, path: str, span) -> Diagnostic | None:
     return make_diagnostic("TL101", f"in-place `{op}` on the result of `{view_op}`, which may return a view or a "
                            f"copy; with these inputs it returned {got}, and other layouts change that",
                            path, span)
+
+
+def _symbolic_constraint(event, path: str, span) -> Diagnostic | None:
+    from compiler.symbolic import check_only, negate
+
+    d = event.details
+    if d["kind"] == "check" or check_only(d.get("decided_at")):
+        return None  # `assert n > 0`, `if n < 0: raise`: a check, the values computed stay the same
+    constraint = d["constraint"]
+    line = linecache.getline(path, span[0]).strip()
+    if d["kind"] == "specialize":
+        name = constraint.split(" == ")[0]
+        other = f"calls with another value of `{name}` trace again"
+        return make_diagnostic("TL301", f"`{line}` specializes the trace on `{constraint}` ({d['reason']}): {other}",
+                               path, span)
+    return make_diagnostic("TL301", f"`{line}` specializes the trace on `{constraint}`: calls with "
+                           f"`{negate(constraint)}` trace again", path, span)
 
 
 def _shown(value, kind) -> str:

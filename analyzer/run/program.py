@@ -56,6 +56,12 @@ def run(target: str, args: list[str], *, module: bool) -> Outcome:
         sys.path[0] = path0
     else:
         sys.path.append(path0)
+    if module and main_file(target, True) is None:  # as `python -m nosuch`: one line, status 1
+        sys.argv = saved_argv
+        if saved_path0 is not None and sys.path:
+            sys.path[0] = saved_path0
+        print(f"{sys.executable}: No module named {target}", file=sys.stderr)
+        return Outcome("error", 1, f"no module named {target}")
     try:
         if module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)

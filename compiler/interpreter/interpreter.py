@@ -58,6 +58,9 @@ class Interpreter:
         # Keyed by identity: looking a callable up must never run user code (__hash__/__eq__).
         self.lookasides = {id(k): (k, v) for k, v in (lookasides or {}).items()}
         self.check_stack = check_stack
+        # (fn, args, kwargs) -> (args, kwargs): what native code receives (the embedder's symbolic numbers
+        # become plain values there; see compiler/symbolic.py). None: arguments pass unchanged.
+        self.native_args = None
         self.frames = 0  # frames interpreted so far (tests use it to prove code was interpreted)
         self.active: list = []  # interpreted frames now executing, innermost last (for sys._getframe)
         self.depth_limit = None  # most interpreted frames at once (the embedder sets it; see recursion.py)
@@ -148,6 +151,8 @@ class Interpreter:
         return self.call_native(frame, fn, args, kwargs, provs, kwprovs)
 
     def call_native(self, frame, fn, args, kwargs, provs, kwprovs):
+        if self.native_args is not None:
+            args, kwargs = self.native_args(fn, args, kwargs)
         if is_pure(fn):
             return fn(*args, **kwargs), pv.Computed("call", tuple(provs) + tuple(kwprovs.values()))
         name = pv.describe_callee(fn)

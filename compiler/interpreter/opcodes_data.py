@@ -310,6 +310,10 @@ def store_attr(interp, frame, instr):
         if type(desc) is property and type(desc.fset) is types.FunctionType:  # a setter written in Python
             interp.call_function(desc.fset, (obj, value), {}, (None, prov))
             return
+    replacement = interp.lookasides and interp.user_lookaside(setattr)
+    if replacement:  # the embedder may refuse (or record) writes to some objects' attributes
+        interp._call_user_lookaside(replacement, (obj, instr.argval, value), {}, (pv.UNKNOWN, pv.UNKNOWN, prov), {})
+        return
     setattr(obj, instr.argval, value)
 
 
@@ -331,6 +335,8 @@ def binary_subscr(interp, frame, instr):
     if method is not None and not isinstance(container, type):
         frame.push(interp.call_function(method, (container, key), {}, (pcont, pkey))[0], prov)
         return
+    if interp.native_args is not None:
+        (container, key), _ = interp.native_args(operator.getitem, (container, key), {})
     frame.push(container[key], prov)
 
 
@@ -347,6 +353,8 @@ def store_subscr(interp, frame, instr):
     if method is not None:
         interp.call_function(method, (container, key, value), {}, (pcont, pkey, pvalue))
         return
+    if interp.native_args is not None:
+        (container, key, value), _ = interp.native_args(operator.setitem, (container, key, value), {})
     container[key] = value
 
 
@@ -358,6 +366,8 @@ def delete_subscr(interp, frame, instr):
     if method is not None:
         interp.call_function(method, (container, key), {}, ())
         return
+    if interp.native_args is not None:
+        (container, key), _ = interp.native_args(operator.delitem, (container, key), {})
     del container[key]
 
 
@@ -366,6 +376,9 @@ def binary_slice(interp, frame, instr):
     stop = frame.pop()
     start = frame.pop()
     container, prov = frame.popp()
+    if interp.native_args is not None:
+        (container, key), _ = interp.native_args(operator.getitem, (container, slice(start, stop)), {})
+        start, stop = key.start, key.stop
     frame.push(container[start:stop], pv.Computed("slice", (prov,)))
 
 
@@ -374,7 +387,11 @@ def store_slice(interp, frame, instr):
     stop = frame.pop()
     start = frame.pop()
     container = frame.pop()
-    container[start:stop] = frame.pop()
+    value = frame.pop()
+    if interp.native_args is not None:
+        (container, key, value), _ = interp.native_args(operator.setitem, (container, slice(start, stop), value), {})
+        start, stop = key.start, key.stop
+    container[start:stop] = value
 
 
 @handles("BUILD_SLICE")
@@ -405,6 +422,8 @@ def _apply(interp, frame, fn, args, provs, label):
         value, _ = interp.call_function(method, args, {}, provs)
         frame.push(value, pv.Computed(label, tuple(provs)))
     else:
+        if interp.native_args is not None:
+            args, _ = interp.native_args(fn, args, {})
         frame.push(fn(*args), pv.Computed(label, tuple(provs)))
 
 
@@ -424,6 +443,8 @@ def binary_op(interp, frame, instr):
         stack.pop()
         frame.push(*dunders.binary(interp, frame, a, b, pstack.pop(), pb, instr.arg))
         return
+    if interp.native_args is not None:
+        (a, b), _ = interp.native_args(fn, (a, b), {})
     stack[-1] = fn(a, b)  # (if this raises, the unwinder discards the stack anyway)
     pb = pstack.pop()
     pstack[-1] = pv.Computed(instr.argrepr, (pstack[-1], pb))

@@ -408,6 +408,10 @@ class _Functionalizer:
 
 def functionalize(trace: Trace) -> Trace:
     """The functional trace (header says how many write-backs); raises NotFunctional when it cannot."""
+    names = [b.symbol.name for b in trace.bsyms]
+    if "epilogue.store" in names and any(n != "epilogue.store" for n in names[names.index("epilogue.store"):]):
+        # a state store placed where eager makes it (before later ops) must not move past them
+        raise NotFunctional("the trace stores state before its last op")
     return _Functionalizer(trace).run()
 
 

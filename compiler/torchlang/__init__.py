@@ -137,6 +137,10 @@ def dispatch(func, args, kwargs):
     if sym is None:
         if not has_proxy:
             # No traced value involved (e.g. reading a real tensor's .shape): run it natively.
+            from ..symbolic import has_symbolic, specialize_all
+
+            if has_symbolic((args, kwargs)):  # native code would read symbolic numbers as plain ints
+                args, kwargs = specialize_all((tuple(args), dict(kwargs)), f"the native call {_callable_name(func)}()")
             with torch._C.DisableTorchFunction():
                 return func(*args, **kwargs)
         interpreted = lookasides.interpret_python(func, args, kwargs)

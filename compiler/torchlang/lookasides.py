@@ -17,7 +17,7 @@ import types
 
 import torch
 
-from .. import rng
+from .. import rng, training_step
 from ..interpreter import provenance as pv
 from ..proxies import TensorProxy
 from ..source import _INTERPRETERS
@@ -77,6 +77,7 @@ def interpreter_lookasides() -> dict:
     # (custom autograd.Function.apply: compiler/autograd_function.py, added by the interpreting front end)
     table = {torch.utils.checkpoint.checkpoint: _checkpoint}
     table |= rng.lookasides()  # seeds, RNG states and generators made inside: recorded in eager's order
+    table |= training_step.lookasides()  # backward, optimizer steps, tensor attribute writes: refused
     table |= {real: _answer(real) for real in (torch._C._has_torch_function, torch._C._has_torch_function_unary,
                                                torch._C._has_torch_function_variadic)}
     for name, method in vars(torch._C.TensorBase).items():

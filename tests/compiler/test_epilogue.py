@@ -1,5 +1,6 @@
 """State a forward stores outside its result is replayed after the computation (compiler/epilogue.py):
 after every call the module, globals and closures hold what eager leaves there."""
+import pytest
 import torch
 
 import compiler
@@ -124,3 +125,58 @@ def test_a_store_after_a_data_dependent_read():
         x = torch.full((2,), v)
         assert torch.equal(jm(x), eager_model(x))
     assert jitted_model.hits.item() == eager_model.hits.item() == 3
+
+
+class StoresAroundAnIndex(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("before", torch.zeros(()))
+        self.register_buffer("after", torch.zeros(()))
+
+    def forward(self, x, idx):
+        self.before = x.mean()  # eager stores this even when the indexing below raises
+        y = x[idx] * 2  # an index out of range raises only when the cached computation runs
+        self.after = y.sum()  # ... and never gets here
+        return y
+
+
+LAST = None
+
+
+def _global_store_then_index(x, idx):
+    global LAST
+    LAST = x * 3
+    return x[idx]
+
+
+@pytest.mark.parametrize("executors", [None, ("inductor", "torch")], ids=["default", "inductor"])
+def test_stores_happen_where_eager_makes_them_when_a_cached_call_raises(executors):
+    eager_model, jitted_model = StoresAroundAnIndex(), StoresAroundAnIndex()
+    jm = compiler.jit(jitted_model, executors=executors)
+    for step, idx in enumerate([[0, 1], [2, 3], [0, 9], [1, 1], [7, 0]]):
+        x, idx = torch.randn(4) + step, torch.tensor(idx)
+        outcomes = []
+        for model in (eager_model, jm):
+            try:
+                outcomes.append(model(x, idx))
+            except IndexError:
+                outcomes.append("IndexError")
+        assert type(outcomes[0]) is type(outcomes[1]) and (
+            isinstance(outcomes[0], str) or torch.equal(outcomes[0], outcomes[1])), step
+        assert torch.equal(jitted_model.before, eager_model.before), step  # (was stale after a raise)
+        assert torch.equal(jitted_model.after, eager_model.after), step
+    assert compiler.cache_hits(jm) == 4
+    text = str(compiler.last_traces(jm)[-1])
+    assert text.index("store(") < text.index("__getitem__")  # the store sits where eager makes it
+
+    global LAST
+    jfn = compiler.jit(_global_store_then_index, executors=executors)
+    for step, idx in enumerate([[0], [5], [1]]):
+        x, idx = torch.randn(2), torch.tensor(idx)
+        for fn in (_global_store_then_index, jfn):
+            LAST = None
+            try:
+                fn(x, idx)
+            except IndexError:
+                pass
+            assert torch.equal(LAST, x * 3), step

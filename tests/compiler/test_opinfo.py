@@ -81,6 +81,20 @@ def test_opinfo_gradients_match_eager(op):
     _check(tally, db.op_id(op))
 
 
+# Symbolic values: every 24th op of the shard (the bench runs all: --cache "symbolic values"), numbers in the samples symbolic (dims and sizes specialize).
+SYMBOLIC_OPS = OPS[::24]
+
+
+@pytest.mark.parametrize("op", SYMBOLIC_OPS, ids=[db.op_id(op) for op in SYMBOLIC_OPS])
+def test_opinfo_under_symbolic_values_match_eager(op, monkeypatch):
+    monkeypatch.setattr(db, "CACHE", "symbolic values")
+    tally = db.Tally()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        db.run_op(op, torch.float32, tally, per_op=SAMPLES_PER_OP)
+    _check(tally, db.op_id(op))
+
+
 def test_the_harness_catches_a_wrong_result():
     """A compiler bug must show as `wrong`: compare a function with a different one's eager result."""
     op = next(o for o in db.ops_for(torch.float32, {"abs"}))

@@ -166,7 +166,7 @@ def test_rules_override_per_code():
     ({"sharp_edges": "loud"}, "sharp_edges"),
     ({"rules": {"TL999": "error"}}, "unknown rule"),
     ({"rules": {"TL201": "fatal"}}, "must be one of"),
-    ({"rules": {"TL301": "error"}}, "no trace check"),
+    ({"rules": {"TL001": "error"}}, "no trace check"),
     ({"rules": ["TL201"]}, "dict"),
     ({"frontend": lambda *a, **k: None}, "front end"),
 ])

@@ -97,7 +97,7 @@ def test_torch_compile_does_what_the_docs_say(code):
 def test_compiler_jit_does_what_the_docs_say(code):
     b = BEHAVIOUR[code]
     eager = _observe(b, lambda f: f)
-    options = {}  # cache="symbolic values" is not implemented yet: the default caches per constant value
+    options = {"cache": "symbolic values"} if b.dynamic else {}
     if b.ours_claim == "eager":
         assert _observe(b, lambda f: compiler.jit(f, **options)) == eager
     else:

@@ -141,9 +141,8 @@ def side(x):
 
 
 def refused(x):
-    gen = torch.Generator().manual_seed(0)  # <-TL003
-    print("refused runs")
-    return x + torch.rand(1, generator=gen)
+    print("refused runs")  # <-TL204-refused
+    return x + torch.cov(x.reshape(1, -1))  # <-TL003
 
 
 def scaled(x):

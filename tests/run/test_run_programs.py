@@ -94,6 +94,7 @@ def test_every_entry_point_refusals_and_python_effects(tmp_path, how):
     expect = {
         (marker(programs.SMALL, "TL204"), "TL204", "trace, 3 calls]"),  # torch.compile(backend=...) decorator
         (marker(programs.SMALL, "TL003"), "TL003", "trace, 1 call]"),  # refused once, then eager
+        (marker(programs.SMALL, "TL204-refused"), "TL204", "trace, 1 call]"),  # seen by the refused trace
         (marker(programs.SMALL, "TL201"), "TL201", "trace, 6 calls]"),  # thunder.jit and analyzer.jit of `scaled`
         (marker(programs.SMALL, "TL302"), "TL302", "trace, 3 calls]"),  # nn.Module.compile
         (marker(programs.SMALL, "TL101"), "TL101", "trace, 3 calls]"),  # compiler.jit
@@ -125,3 +126,17 @@ def test_max_calls_stops_the_program_and_reports(tmp_path):
     ran = run_lint(tmp_path, "--format", "json", "-o", "b.json", "--max-calls", "5", "--select", "TL204", "endless.py")
     found = by_place(json.loads((tmp_path / "b.json").read_text()))
     assert ran.returncode == 1 and found[("TL204", marker(programs.ENDLESS, "TL204"), "trace")]["calls"] == 5
+
+
+def test_max_seconds_stops_an_endless_program_and_reports(tmp_path):
+    (tmp_path / "endless.py").write_text(programs.ENDLESS)
+    ran = run_lint(tmp_path, "--format", "json", "-o", "out.json", "--no-with-static", "--max-seconds", "4",
+                   "endless.py")
+    assert "--max-seconds 4 reached" in ran.stderr
+    steps = ran.stdout.count("step\n")
+    assert ran.stdout == "step\n" * steps
+    found = json.loads((tmp_path / "out.json").read_text())
+    # On a very busy machine the first trace may not finish in 4 s: then nothing ran and nothing is found.
+    assert ran.returncode == (1 if steps else 0), ran.stderr
+    assert [(d["code"], d["line"], d["calls"]) for d in found] == \
+        ([("TL204", marker(programs.ENDLESS, "TL204"), steps)] if steps else [])

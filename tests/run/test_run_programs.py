@@ -138,7 +138,10 @@ def test_max_seconds_stops_an_endless_program_and_reports(tmp_path):
     steps = ran.stdout.count("step\n")
     assert ran.stdout == "step\n" * steps
     found = json.loads((tmp_path / "out.json").read_text())
-    # On a very busy machine the first trace may not finish in 4 s: then nothing ran and nothing is found.
-    assert ran.returncode == (1 if steps else 0), ran.stderr
-    assert [(d["code"], d["line"], d["calls"]) for d in found] == \
-        ([("TL204", marker(programs.ENDLESS, "TL204"), steps)] if steps else [])
+    # The alarm can land inside a call after its print and before the call's findings are counted, so the
+    # count is the prints or one less; on a very busy machine the first trace may not finish in 4 s at all.
+    calls = [d["calls"] for d in found if (d["code"], d["line"]) == ("TL204", marker(programs.ENDLESS, "TL204"))]
+    assert [d["code"] for d in found] == (["TL204"] if calls else []), found
+    assert not calls or steps - 1 <= calls[0] <= steps, (calls, steps)
+    assert steps <= 1 or calls, (steps, found)  # a whole call completed: its finding is reported
+    assert ran.returncode == (1 if calls else 0), ran.stderr

@@ -98,7 +98,11 @@ def install() -> None:
     installed = True
     if "torch._dynamo" in sys.modules or not hasattr(torch._C, "_dynamo"):
         return
-    for fn in _disable_dynamo_kernels():
+    try:
+        kernels = _disable_dynamo_kernels()
+    except (AttributeError, ImportError, ValueError, TypeError):  # another torch's internals: keep torch's own path
+        return
+    for fn in kernels:
         if getattr(fn, _CACHE_ATTR, None) is None:
             setattr(fn, _CACHE_ATTR, _wrapper(fn))
             _installed.append(fn)

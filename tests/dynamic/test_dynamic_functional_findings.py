@@ -12,15 +12,13 @@ from analyzer.dynamic import SharpEdgeError, SharpEdgeWarning, check, jit
 from compiler import events as ev
 from compiler.passes.functionalize import functionalize
 from rules._compilers import BEHAVIOUR
+from source_markers import marker_line
 
 HERE = __file__
 
 
 def _line(marker: str) -> int:
-    with open(HERE, encoding="utf-8") as f:
-        hits = [i for i, text in enumerate(f, 1) if text.rstrip().endswith("# " + marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+    return marker_line(HERE, marker)
 
 
 def _found(diags, code):

@@ -7,6 +7,7 @@ import torch
 
 import compiler
 from analyzer.dynamic import SharpEdgeError, SharpEdgeWarning, check, jit
+from source_markers import marker_line
 
 HERE = __file__
 offset = 1.5  # data global
@@ -14,10 +15,7 @@ LIN = torch.nn.Linear(3, 3)  # a never-rebound constant: its reads are not repor
 
 
 def _line(marker: str) -> int:
-    with open(HERE, encoding="utf-8") as f:
-        hits = [i for i, text in enumerate(f, 1) if text.rstrip().endswith("# " + marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+    return marker_line(HERE, marker)
 
 
 def _sharp_warnings(record):

@@ -9,6 +9,7 @@ import torch
 
 from analyzer.diagnostics import Severity
 from analyzer.dynamic import check
+from source_markers import marker_line
 
 HERE = __file__
 scale = 3.0  # data: lowercase and rebound below
@@ -19,11 +20,7 @@ model = torch.nn.Linear(3, 2)
 
 
 def _line(marker: str) -> int:
-    """The line of this file holding ``marker`` in a trailing comment (so tests survive edits above)."""
-    with open(HERE, encoding="utf-8") as f:
-        hits = [i for i, text in enumerate(f, 1) if text.rstrip().endswith("# " + marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+    return marker_line(HERE, marker)
 
 
 def _codes(diags):

@@ -8,15 +8,13 @@ import torch
 
 import analyzer
 from analyzer.dynamic import SharpEdgeError, check
+from source_markers import marker_line
 
 HERE = __file__
 
 
 def _line(marker: str) -> int:
-    with open(HERE, encoding="utf-8") as f:
-        hits = [i for i, text in enumerate(f, 1) if text.rstrip().endswith("# " + marker)]
-    assert len(hits) == 1, marker
-    return hits[0]
+    return marker_line(HERE, marker)
 
 
 def decisions(a, n, m):

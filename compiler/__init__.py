@@ -23,7 +23,8 @@ def jit(fn_or_module, *, cache: str = "constant values", executors=None, observe
     """Compile a function or nn.Module.
 
     cache: "constant values" (guard every input's metadata and number values; re-trace on a mismatch)
-      or "no caching" (trace on every call). "symbolic values" is a later issue and raises.
+      "symbolic values" (numbers and sizes of contiguous tensor arguments stay symbolic; every decision on them
+      is a guard: compiler/symbolic.py) or "no caching" (trace on every call).
     executors: priority list (default: torch executor, python executor).
     observers: callables receiving compiler.events.Event while a function is traced.
     frontend: replaces the default interpreting front end (compiler.interpreted_frontend) with any callable of

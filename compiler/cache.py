@@ -41,6 +41,7 @@ class CacheEntry:
     compile_seconds: float = 0.0
     rerun: list = field(default_factory=list)  # non-empty: Python effects; used for the call that traced it only
     segment_count: int = 1  # traces split at reads of tensor values (compiler.segments): segments run
+    symbolic: bool = False  # traced with symbolic values (else constant values, also after a Fallback)
 
 
 class JittedFunction:
@@ -112,18 +113,20 @@ class JittedFunction:
         kw = {"observers": self.observers}
         if self.module is not None:
             kw["module"] = self.module
+        # a new continuation of a segmented entry is traced as its entry was
+        sym = self.symbolic and (replay is None or replay.symbolic)
         try:
-            with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), \
-                    symbolic.requested(self.symbolic and replay is None):
+            with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), symbolic.requested(sym):
                 result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
         except symbolic.Fallback:  # not expressible with symbolic numbers: this entry uses constant values
+            sym = False
             with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), symbolic.requested(False):
                 result = self.frontend(self.fn, args, kwargs, **kw)
         if result.segments is not None:
             comp = segments.SegmentedComputation(result.segments)
             traces = segments.traces_of(comp.first_nodes)
             return CacheEntry(result.prologue.python_callable(), comp, traces, [result.prologue], result.events,
-                              time.perf_counter() - start, list(result.rerun), len(traces))
+                              time.perf_counter() - start, list(result.rerun), len(traces), sym)
         traces = run_passes(result.computation, *(() if self.passes is None else (self.passes,)))
         added, computation = plan_execution(traces[-1], self.executors)  # fusing executors: functional path
         traces += added
@@ -132,7 +135,7 @@ class JittedFunction:
             computation = _restoring_grad_mode(computation)
         prologue = result.prologue.python_callable()
         return CacheEntry(prologue, computation, traces, [result.prologue], result.events,
-                          time.perf_counter() - start, list(result.rerun))
+                          time.perf_counter() - start, list(result.rerun), symbolic=sym)
 
 
 def _restoring_grad_mode(computation):

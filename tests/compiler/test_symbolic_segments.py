@@ -1,0 +1,138 @@
+"""Data-dependent reads under cache="symbolic values" (issues 11 and 14).
+
+A number read from a tensor (`int(mask.sum())`, `t.max().item()`, `float(t)`) ends the segment as under
+constant values, but the number is a symbolic input of the next segment: every value shares one
+continuation, and decisions on it are constraints checked when the continuation is entered. Each case runs
+a call sequence against eager and asserts misses/hits and segment counts.
+"""
+import math
+
+import torch
+
+import compiler
+
+SYM = "symbolic values"
+
+
+def _same(out, ref):
+    if isinstance(ref, (tuple, list)):
+        return len(out) == len(ref) and all(_same(o, r) for o, r in zip(out, ref))
+    if isinstance(ref, torch.Tensor):
+        return isinstance(out, torch.Tensor) and out.shape == ref.shape and out.dtype == ref.dtype and \
+            torch.allclose(out, ref, rtol=0, atol=0, equal_nan=True)
+    if isinstance(ref, float) and math.isnan(ref):
+        return type(out) is float and math.isnan(out)
+    return type(out) is type(ref) and out == ref
+
+
+def run(jf, fn, calls):
+    for args in calls:
+        out, ref = jf(*args), fn(*args)
+        assert _same(out, ref), (fn.__name__, args, out, ref)
+    return compiler.cache_misses(jf), compiler.cache_hits(jf)
+
+
+def masks(*counts, size=6):
+    return [torch.arange(size) < c for c in counts]
+
+
+def count_and_max(x, mask):
+    n = int(mask.sum())
+    k = x.max().item()
+    return x * n + k, n, k
+
+
+def test_numbers_read_are_symbolic_inputs_of_the_next_segment():
+    torch.manual_seed(0)
+    calls = [(torch.randn(6), m) for m in masks(2, 3, 5, 4, 6)]
+    jf = compiler.jit(count_and_max, cache=SYM)
+    assert run(jf, count_and_max, calls) == (1, 4)  # five values of n and k: one trace
+    assert compiler.last_segment_count(jf) == 3
+    final = str(compiler.last_traces(jf)[-1])
+    assert "def segment(t0, t2_int, t5_item)" in final  # the numbers read are parameters, not constants
+    # constant values: one continuation per value read
+    jc = compiler.jit(count_and_max)
+    assert run(jc, count_and_max, calls) == (5, 0)
+
+
+def count_branch(x, mask):
+    n = int(mask.sum())
+    if n > 3:
+        return x[:n] * 2
+    return x * n
+
+
+def test_a_number_read_that_decides_a_branch_traces_each_side_once():
+    torch.manual_seed(0)
+    calls = [(torch.randn(6), m) for m in masks(4, 5, 1, 2, 6, 0, 3)]
+    jf = compiler.jit(count_branch, cache=SYM)
+    assert run(jf, count_branch, calls) == (2, 5)  # n > 3 and n <= 3: one continuation each
+    header = compiler.last_traces(jf)[-1].header
+    assert "entered when t2_int <= 3" in header, header
+
+
+def test_tensor_sizes_and_numbers_read_stay_symbolic_together():
+    torch.manual_seed(0)
+
+    def fn(x, mask):
+        n = int(mask.sum())
+        return x[:n].sum(0) * n
+
+    calls = [(torch.randn(s, 3), torch.arange(s) < c) for s, c in ((5, 2), (8, 3), (7, 7), (9, 4))]
+    jf = compiler.jit(fn, cache=SYM)
+    assert run(jf, fn, calls) == (1, 3)
+
+
+def test_a_number_read_used_as_a_shape_specializes_its_continuation():
+    def fn(x, mask):
+        n = int(mask.sum())
+        return torch.zeros(n) + x.sum(), n * 2
+
+    calls = [(torch.ones(6), m) for m in masks(2, 3, 2, 4, 3)]
+    jf = compiler.jit(fn, cache=SYM)
+    assert run(jf, fn, calls) == (3, 2)  # n == 2, 3, 4 each a continuation; repeats hit
+    assert "t2_int == 3" in compiler.last_traces(jf)[-1].header
+
+
+def test_float_reads_branches_and_values_kept_constant():
+    def fn(x):
+        k = float(x.mean())
+        if k > 0.5:
+            return x - k
+        return x + k
+
+    xs = [torch.full((3,), v) for v in (0.75, 0.9, 0.25, float("nan"), 2.0, -1.0, float("nan"))]
+    jf = compiler.jit(fn, cache=SYM)
+    # k > 0.5, k <= 0.5, nan (a constant: not k <= 0.5 nor k > 0.5 as Python sees it)
+    assert run(jf, fn, [(x,) for x in xs]) == (3, 4)
+
+
+def test_gradients_through_a_symbolic_read():
+    def fn(x):
+        s = x.detach().abs().max().item()
+        return (x / s).pow(2).sum()
+
+    jf = compiler.jit(fn, cache=SYM)
+    for scale in (1.0, 3.0, 0.5):
+        x1 = (torch.arange(4.0) * scale).requires_grad_()
+        x2 = x1.detach().clone().requires_grad_()
+        jf(x1).backward()
+        fn(x2).backward()
+        assert torch.allclose(x1.grad, x2.grad)
+    assert (compiler.cache_misses(jf), compiler.cache_hits(jf)) == (1, 2)
+
+
+def test_reads_in_a_loop_and_a_read_returned():
+    def fn(x, steps):
+        total = 0
+        for _ in range(steps):
+            m = x.abs().max().item()
+            total = total + m
+            x = x / m
+        return x, total
+
+    torch.manual_seed(0)
+    calls = [(torch.randn(5), 3) for _ in range(4)] + [(torch.randn(5), 2)]
+    jf = compiler.jit(fn, cache=SYM)
+    assert run(jf, fn, calls) == (2, 3)  # the trip count specializes; the values read do not
+    assert compiler.last_segment_count(jf) == 3

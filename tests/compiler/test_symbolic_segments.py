@@ -136,3 +136,63 @@ def test_reads_in_a_loop_and_a_read_returned():
     jf = compiler.jit(fn, cache=SYM)
     assert run(jf, fn, calls) == (2, 3)  # the trip count specializes; the values read do not
     assert compiler.last_segment_count(jf) == 3
+
+
+# ---- symbolic values with a fusing executor: traces specialize, fusion regions serve every size ----
+
+def _unique_graphs():
+    from torch._dynamo.utils import counters
+
+    return counters["stats"]["unique_graphs"]
+
+
+def scaled(a, b, n):
+    return (a * n + b.sin()).sum(0) + a.exp().sum(0)
+
+
+def test_fusing_executor_compiles_a_region_once_for_many_sizes():
+    torch.manual_seed(0)
+    jf = compiler.jit(scaled, cache=SYM, executors=("inductor", "torch"))
+    before = _unique_graphs()
+    for shape in ((3, 4), (5, 6), (3, 4)):
+        a, b = torch.randn(*shape), torch.randn(*shape)
+        assert torch.allclose(jf(a, b, 2), scaled(a, b, 2), rtol=1e-5, atol=1e-5)
+    # each new size is its own trace (specialized: fused prims bake sizes and numbers)...
+    assert (compiler.cache_misses(jf), compiler.cache_hits(jf)) == (2, 1)
+    assert "specialized to the call's sizes" in compiler.last_traces(jf)[-1].header
+    # ...but the region's code is the same for every size: one dynamic-shape compile serves them all
+    assert _unique_graphs() - before == 1
+
+
+def test_regions_per_size_under_constant_values_one_under_symbolic_values():
+    from compiler.executors import inductor
+
+    backend = inductor.InductorExecutor(backend="aot_eager")
+    made = []
+    for cache in ("constant values", SYM):
+        jf = compiler.jit(scaled, cache=cache, executors=(backend, "torch"))
+        before = len(inductor._COMPILED)
+        for shape in ((4, 5), (6, 5), (7, 2)):
+            a, b = torch.randn(*shape), torch.randn(*shape)
+            assert torch.allclose(jf(a, b, 3), scaled(a, b, 3), rtol=1e-6, atol=1e-6)
+        made.append(len(inductor._COMPILED) - before)
+    assert made == [3, 1]
+
+
+def test_fusing_executor_with_symbolic_values_matches_eager_for_numbers_shapes_and_branches():
+    from compiler.executors.inductor import InductorExecutor
+
+    def fn(x, n, scale):
+        if x.shape[0] > 4:
+            x = x.reshape(-1, x.shape[-1]).t()
+        y = torch.cat([x] * n, 0) * scale
+        return y.relu().sum(-1), max(n, 3) * x.mean()
+
+    jf = compiler.jit(fn, cache=SYM, executors=(InductorExecutor(backend="aot_eager"), "torch"))
+    torch.manual_seed(0)
+    calls = [(torch.randn(3, 5), 2, 0.5), (torch.randn(6, 5), 2, 0.5), (torch.randn(3, 5), 4, 1.5),
+             (torch.randn(8, 2), 1, -2.0), (torch.randn(3, 5), 2, 0.5)]
+    for args in calls:
+        out, ref = jf(*args), fn(*args)
+        assert all(torch.allclose(o, r, rtol=1e-6, atol=1e-6) for o, r in zip(out, ref)), args
+    assert (compiler.cache_misses(jf), compiler.cache_hits(jf)) == (4, 1)

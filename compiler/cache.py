@@ -120,8 +120,10 @@ class JittedFunction:
         # a new continuation of a segmented entry is traced as its entry was
         sym = self.symbolic and (replay is None or replay.symbolic)
         try:
-            with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), symbolic.requested(sym):
+            with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), \
+                    symbolic.requested(sym) as single_use:
                 result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
+            result.rerun = list(result.rerun) + single_use
         except symbolic.Fallback:  # not expressible with symbolic numbers: this entry uses constant values
             sym = False
             with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), symbolic.requested(False):

@@ -44,12 +44,12 @@ class Fallback(BaseException):
 @contextmanager
 def requested(on: bool):
     """While a jitted function with cache="symbolic values" traces (read by the front end)."""
-    before = getattr(_LOCAL, "on", False)
-    _LOCAL.on = on
+    before, notes_before = getattr(_LOCAL, "on", False), getattr(_LOCAL, "single_use", None)
+    _LOCAL.on, _LOCAL.single_use = on, []
     try:
-        yield
+        yield _LOCAL.single_use  # why the trace made must serve this call only (see specialize)
     finally:
-        _LOCAL.on = before
+        _LOCAL.on, _LOCAL.single_use = before, notes_before
 
 
 def is_requested() -> bool:
@@ -225,6 +225,12 @@ def specialize(x, reason: str):
         return x
     v = x.value
     if isinstance(v, float) and (math.isnan(v) or (v == 0.0 and math.copysign(1.0, v) < 0)):
+        state = _state()
+        if getattr(getattr(state, "segmenter", None), "replay", None) is not None:
+            # a new continuation of a symbolic entry cannot switch to constant values (its segments already
+            # ran symbolically): it serves this call only
+            _LOCAL.single_use.append(f"{reason}: {v!r} cannot be guarded by ==")
+            return v
         raise Fallback(f"{reason}: {v!r} cannot be guarded by ==")
     constrain(x, f"{_bare(x.pexpr)} == {_lit(v)}", f"{_bare(x.pexpr)} == {_lit(v)}", "specialize", reason)
     return v

@@ -138,6 +138,31 @@ def test_reads_in_a_loop_and_a_read_returned():
     assert compiler.last_segment_count(jf) == 3
 
 
+
+def test_continuations_that_need_a_value_no_guard_can_hold_serve_their_call_only():
+    def fn(x, n):
+        k = x.sum().item()
+        if k > 0:
+            return x * n, str(-(k - k))  # -0.0: no `==` guard tells it from 0.0
+        return x - n, "neg"
+
+    calls = [(torch.full((2,), v), n) for v, n in ((-1.0, 2), (1.0, 2), (2.0, 3), (-3.0, 4))]
+    jf = compiler.jit(fn, cache=SYM)
+    assert run(jf, fn, calls) == (3, 1)  # k > 0 traces each call (and stays correct); k <= 0 hits
+
+
+def test_reads_and_symbolic_arguments_in_one_decision():
+    def fn(x, n):
+        k = int(x.sum())
+        if k > n:
+            return x * k
+        return x - n
+
+    calls = [(torch.tensor([1, 1]), 1), (torch.tensor([1, 2]), 1), (torch.tensor([1, 2]), 5), (torch.tensor([3, 4]), 2),
+             (torch.tensor([0, 1]), 3)]
+    jf = compiler.jit(fn, cache=SYM)
+    assert run(jf, fn, calls) == (2, 3)  # k > n and k <= n, whatever the values
+
 # ---- symbolic values with a fusing executor: traces specialize, fusion regions serve every size ----
 
 def _unique_graphs():

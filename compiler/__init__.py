@@ -24,7 +24,9 @@ def jit(fn_or_module, *, cache: str = "constant values", executors=None, observe
 
     cache: "constant values" (guard every input's metadata and number values; re-trace on a mismatch)
       or "no caching" (trace on every call). "symbolic values" is a later issue and raises.
-    executors: priority list (default: torch executor, python executor).
+    executors: priority list of executors or names ("nvfuser", "inductor", "torch", "python"). Default, per
+      traced call: nvFuser, torch, python for calls with CUDA inputs where nvfuser_direct imports; torch,
+      python otherwise (compiler.executors.default_executors).
     observers: callables receiving compiler.events.Event while a function is traced.
     frontend: replaces the default interpreting front end (compiler.interpreted_frontend) with any callable of
       compiler.frontend.native_frontend's signature, e.g. native_frontend itself.

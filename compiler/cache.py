@@ -15,7 +15,7 @@ import torch
 
 from . import autocast, segments
 from . import symbolic
-from .executors import DEFAULT_EXECUTORS, resolve_executors
+from .executors import DEFAULT_EXECUTORS, default_executors, resolve_executors
 from .executors.plan import plan_execution
 from .errors import CompilerError
 from .frontend import FrontendResult
@@ -51,6 +51,7 @@ class JittedFunction:
         self.fn = fn
         self.cache_option = cache
         self.executors = resolve_executors(executors)
+        self.default_executors = executors is None  # then chosen per traced call from its inputs' devices
         # Symbolic numbers reach the torch executor only; fusing executors compile prims with the values baked in
         self.symbolic = cache == "symbolic values" and all(e in DEFAULT_EXECUTORS for e in self.executors)
         self.observers = list(observers or ())
@@ -107,17 +108,25 @@ class JittedFunction:
         entry.rerun = entry.rerun or ["the function changed a global, closure or attribute value it reads"]
         return inputs
 
+    def executors_for(self, args, kwargs) -> tuple:
+        """The executors this call compiles with: as given, or the default for its inputs' devices (the
+        prologue guards devices, so a call on another device traces again and chooses again)."""
+        if not self.default_executors:
+            return self.executors
+        return default_executors(input_device_types(args, kwargs, self.module))
+
     def compile(self, args, kwargs, replay=None) -> CacheEntry:
         start = time.perf_counter()
         kw = {"observers": self.observers}
         if self.module is not None:
             kw["module"] = self.module
+        executors = self.executors_for(args, kwargs)
+        symbolic_ok = self.symbolic and replay is None and all(e in DEFAULT_EXECUTORS for e in executors)
         try:
-            with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), \
-                    symbolic.requested(self.symbolic and replay is None):
+            with _TRACING_LOCK, segments.segmenting(executors, self.passes, replay), symbolic.requested(symbolic_ok):
                 result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
         except symbolic.Fallback:  # not expressible with symbolic numbers: this entry uses constant values
-            with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), symbolic.requested(False):
+            with _TRACING_LOCK, segments.segmenting(executors, self.passes, replay), symbolic.requested(False):
                 result = self.frontend(self.fn, args, kwargs, **kw)
         if result.segments is not None:
             comp = segments.SegmentedComputation(result.segments)
@@ -125,7 +134,7 @@ class JittedFunction:
             return CacheEntry(result.prologue.python_callable(), comp, traces, [result.prologue], result.events,
                               time.perf_counter() - start, list(result.rerun), len(traces))
         traces = run_passes(result.computation, *(() if self.passes is None else (self.passes,)))
-        added, computation = plan_execution(traces[-1], self.executors)  # fusing executors: functional path
+        added, computation = plan_execution(traces[-1], executors)  # fusing executors: functional path
         traces += added
         execution = traces[-1]
         if any(b.symbol.name in ("torch._C._set_grad_enabled", autocast.SET_AUTOCAST.name) for b in execution.bsyms):
@@ -133,6 +142,17 @@ class JittedFunction:
         prologue = result.prologue.python_callable()
         return CacheEntry(prologue, computation, traces, [result.prologue], result.events,
                           time.perf_counter() - start, list(result.rerun))
+
+
+def input_device_types(args, kwargs, module=None) -> set[str]:
+    """Device types of the tensors a call passes (nested in containers too) and of the module's parameters
+    and buffers."""
+    from . import tree as pytree
+
+    types = {t.device.type for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+    if module is not None:
+        types |= {t.device.type for t in module.parameters()} | {t.device.type for t in module.buffers()}
+    return types
 
 
 def _restoring_grad_mode(computation):

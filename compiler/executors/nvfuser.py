@@ -95,6 +95,14 @@ def _sum(fd, b, v):
     return fd.ops.sum(v(x), _dims(b, x.meta.ndim), _keepdim(b), _datatype(b.output.meta.dtype))
 
 
+@_op("prod")
+def _prod(fd, b, v):  # torch.prod: one int dim or none (every dim)
+    x = b.args[0]
+    if x.meta.ndim == 0:
+        return fd.ops.set(v(x))
+    return fd.ops.prod(v(x), _dims(b, x.meta.ndim), _keepdim(b), _datatype(b.output.meta.dtype))
+
+
 def _reduction(name):
     @_op(name)
     def translate(fd, b, v):
@@ -193,12 +201,14 @@ TRANSLATORS = {
     prims.logical_and: _binary("logical_and"), prims.logical_or: _binary("logical_or"),
     prims.div: _div, prims.where: _where,
     prims.sum: _sum, prims.amax: _reduction("max"), prims.amin: _reduction("min"), prims.var: _var,
+    prims.prod: _prod,
     prims.convert_element_type: _convert, prims.full: _full, prims.clone: _op("set")(lambda fd, b, v: fd.ops.set(v(b.args[0]))),
     prims.reshape: _reshape, prims.permute: _permute, prims.broadcast_to: _broadcast_to,
     prims.unsqueeze: _unsqueeze, prims.squeeze: _squeeze, prims.slice_in_dim: _slice_in_dim, prims.cat: _cat,
 }
 # Not mapped, so refused: prims.remainder (torch's floor-mod; nvFuser's remainder is documented as the IEEE
-# one), prims.prod, index_select/matmul (not fusible here), random ops (region barriers anyway).
+# one, and a composition from fmod could not be checked against eager without a GPU), index_select/matmul
+# (not fusible here), random ops (region barriers anyway).
 
 
 def _input_descriptor(p: TensorProxy):

@@ -185,6 +185,19 @@ def test_reductions_of_0_dim_tensors_and_over_every_dim():
     assert "dims=[0, 1]" in text
 
 
+def test_prod_over_one_dim_and_every_dim_keeps_torch_dtypes():
+    from compiler import prims
+
+    def f(x, k):
+        return prims.prod(x, 1) * 2, prims.prod(k), prims.prod(x, -1, True)
+
+    (region,) = _regions(f, torch.randn(3, 4), torch.arange(1, 7, dtype=torch.int32).reshape(2, 3))
+    text, mapping = _check_definition(region)
+    assert [e[0] for _, e in mapping] == ["prod", "mul", "prod", "prod"]
+    assert "fd.ops.prod(tv0, dims=[1], dtype=DataType.Float)" in text
+    assert re.search(r"fd\.ops\.prod\(tv\d+, dims=\[0, 1\], dtype=DataType\.Int\)", text)  # int32 -> int64, as torch
+
+
 def test_a_region_nvfuser_cannot_execute_runs_on_torch_with_a_warning():
     """A failure inside fd.execute (here: CPU tensors, which nvFuser cannot run) falls back to the region's
     torch ops for this and later calls, with eager's values."""

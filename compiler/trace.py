@@ -221,6 +221,8 @@ class TracingState:
         self.symbolic = False  # cache="symbolic values": numbers stay symbolic (compiler.symbolic)
         self.constraints: list = []  # compiler.symbolic.Constraint: what the prologue checks of them
         self.sizes_fixed = False  # symbolic sizes specialized (a size no shape rule follows was read)
+        self.read_syms: dict = {}  # name of a number read from a tensor, kept symbolic -> its read's index
+        self.read_sym_values: list = []  # those numbers (SymInt/SymFloat)
         self.name_input = lambda origin: origin  # "args[0]" -> "x" (the front end knows the signature)
 
     def sync_grad_mode(self, loc=None) -> None:

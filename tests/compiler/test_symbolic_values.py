@@ -184,10 +184,19 @@ def test_numbers_in_containers_are_symbolic():
 
 def test_a_number_as_a_shape_specializes_with_a_guard():
     def fn(a, n):
-        return torch.zeros(n) + a.sum(), a.reshape(n, -1)
+        return torch.eye(n) + a.sum(), a.reshape(n, -1)  # (eye: no shape rule follows its number)
 
     jf = run_sequence(fn, [(torch.randn(6), 2), (torch.randn(6), 3), (torch.randn(6), 2)])
     assert counts(jf) == (2, 1)
+
+
+def test_a_number_as_a_shape_of_a_creation_op_stays_symbolic():
+    def fn(a, n):
+        z = torch.zeros(n) + a.sum()
+        return z.reshape(z.shape[0], 1), a.reshape(n, -1)
+
+    jf = run_sequence(fn, [(torch.randn(6), 2), (torch.randn(6), 3), (torch.randn(6), 2)])
+    assert counts(jf) == (1, 2)
 
 
 def test_check_and_raise_are_constraints():
@@ -219,7 +228,7 @@ def test_bools_stay_guarded_by_value_and_constant_values_stays_the_default():
     assert counts(default) == (2, 0)
 
 
-def test_data_dependent_reads_fall_back_to_constant_values():
+def test_data_dependent_branches_split_under_symbolic_values():  # (more: test_symbolic_segments.py)
     def fn(a, n):
         if a.sum() > 0:
             return a * n
@@ -232,12 +241,13 @@ def test_data_dependent_reads_fall_back_to_constant_values():
 def test_user_except_does_not_swallow_the_fallback():
     def fn(a, n):
         try:
-            v = float(a.sum())
+            s = str(-(n - n))  # -0.0 cannot be guarded by ==: this call is traced with constant values
         except Exception:
-            v = 0.0
-        return a * n + v
+            s = "caught"
+        return a * n, s
 
-    run_sequence(fn, [(torch.ones(2), 2), (torch.ones(2), 3)])
+    jf = run_sequence(fn, [(torch.ones(2), 2.0), (torch.ones(2), 3.0)])
+    assert not jf.last_entry.symbolic
 
 
 def test_fusing_executors_keep_constant_values():
@@ -326,7 +336,7 @@ def test_numel_len_and_size_are_symbolic():
 
 def test_a_size_no_rule_follows_specializes_every_size():
     def fn(a):
-        b = torch.flip(a, (0,))  # (no shape rule: its sizes are unknown symbolically)
+        b = torch.rot90(a, 1, (0, 1)).t()  # (rot90 has no shape rule: its sizes are unknown symbolically)
         return b * b.shape[0]
 
     jf = run_sequence(fn, [(torch.randn(3, 2),), (torch.randn(4, 2),), (torch.randn(3, 2),)])

@@ -15,7 +15,8 @@ import torch
 
 from . import autocast, segments
 from . import symbolic
-from .executors import DEFAULT_EXECUTORS, resolve_executors
+from .executors import DEFAULT_EXECUTORS, default_executors, resolve_executors
+from .executors.inductor import shape_generic
 from .executors.plan import plan_execution
 from .errors import CompilerError
 from .frontend import FrontendResult
@@ -41,6 +42,7 @@ class CacheEntry:
     compile_seconds: float = 0.0
     rerun: list = field(default_factory=list)  # non-empty: Python effects; used for the call that traced it only
     segment_count: int = 1  # traces split at reads of tensor values (compiler.segments): segments run
+    symbolic: bool = False  # traced with symbolic values (else constant values, also after a Fallback)
 
 
 class JittedFunction:
@@ -51,7 +53,10 @@ class JittedFunction:
         self.fn = fn
         self.cache_option = cache
         self.executors = resolve_executors(executors)
-        # Symbolic numbers reach the torch executor only; fusing executors compile prims with the values baked in
+        self.default_executors = executors is None  # then chosen per traced call from its inputs' devices
+        # Symbolic numbers reach the torch executor only; fusing executors compile prims with the values baked
+        # in: with them a trace specializes on every size and number (constant values), and their fusion
+        # regions are compiled for any size instead (executors.inductor.shape_generic)
         self.symbolic = cache == "symbolic values" and all(e in DEFAULT_EXECUTORS for e in self.executors)
         self.observers = list(observers or ())
         self.frontend = frontend or interpreted_frontend
@@ -107,32 +112,61 @@ class JittedFunction:
         entry.rerun = entry.rerun or ["the function changed a global, closure or attribute value it reads"]
         return inputs
 
+    def executors_for(self, args, kwargs) -> tuple:
+        """The executors this call compiles with: as given, or the default for its inputs' devices (the
+        prologue guards devices, so a call on another device traces again and chooses again)."""
+        if not self.default_executors:
+            return self.executors
+        return default_executors(input_device_types(args, kwargs, self.module))
+
     def compile(self, args, kwargs, replay=None) -> CacheEntry:
         start = time.perf_counter()
         kw = {"observers": self.observers}
         if self.module is not None:
             kw["module"] = self.module
+        executors = self.executors_for(args, kwargs)
+        unfused = all(e in DEFAULT_EXECUTORS for e in executors)
+        # a new continuation of a segmented entry is traced as its entry was
+        sym = self.symbolic and unfused and (replay is None or replay.symbolic)
+        generic_regions = self.cache_option == "symbolic values" and not unfused
         try:
-            with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), \
-                    symbolic.requested(self.symbolic and replay is None):
+            with _TRACING_LOCK, segments.segmenting(executors, self.passes, replay), \
+                    symbolic.requested(sym) as single_use:
                 result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
+            result.rerun = list(result.rerun) + single_use
         except symbolic.Fallback:  # not expressible with symbolic numbers: this entry uses constant values
-            with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), symbolic.requested(False):
+            sym = False
+            with _TRACING_LOCK, segments.segmenting(executors, self.passes, replay), symbolic.requested(False):
                 result = self.frontend(self.fn, args, kwargs, **kw)
         if result.segments is not None:
             comp = segments.SegmentedComputation(result.segments)
             traces = segments.traces_of(comp.first_nodes)
             return CacheEntry(result.prologue.python_callable(), comp, traces, [result.prologue], result.events,
-                              time.perf_counter() - start, list(result.rerun), len(traces))
+                              time.perf_counter() - start, list(result.rerun), len(traces), sym)
         traces = run_passes(result.computation, *(() if self.passes is None else (self.passes,)))
-        added, computation = plan_execution(traces[-1], self.executors)  # fusing executors: functional path
+        with shape_generic(generic_regions):
+            added, computation = plan_execution(traces[-1], executors)  # fusing executors: functional path
+        if generic_regions:
+            added[-1].header += ("; cache=\"symbolic values\" with a fusing executor: this trace is specialized "
+                                 "to the call's sizes and numbers, its fusion regions are compiled for any size")
         traces += added
         execution = traces[-1]
         if any(b.symbol.name in ("torch._C._set_grad_enabled", autocast.SET_AUTOCAST.name) for b in execution.bsyms):
             computation = _restoring_grad_mode(computation)
         prologue = result.prologue.python_callable()
         return CacheEntry(prologue, computation, traces, [result.prologue], result.events,
-                          time.perf_counter() - start, list(result.rerun))
+                          time.perf_counter() - start, list(result.rerun), symbolic=sym)
+
+
+def input_device_types(args, kwargs, module=None) -> set[str]:
+    """Device types of the tensors a call passes (nested in containers too) and of the module's parameters
+    and buffers."""
+    from . import tree as pytree
+
+    types = {t.device.type for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+    if module is not None:
+        types |= {t.device.type for t in module.parameters()} | {t.device.type for t in module.buffers()}
+    return types
 
 
 def _restoring_grad_mode(computation):

@@ -434,7 +434,8 @@ class PrologueBuilder:
             self._emit(CHECK_TENSOR, var, TensorFacts(real))
             self.input_names.append(var)
         for c in self.state.constraints:
-            self._emit(CHECK_CONSTRAINT, c)
+            if c.after_read is None:  # (one naming a number read from a tensor is checked after that read)
+                self._emit(CHECK_CONSTRAINT, c)
         self._emit(CHECK_GLOBAL_STATE, grad_enabled, torch.get_default_dtype(), self.state.default_device,
                    self.state.initial_autocast)
         self._emit(RETURN_INPUTS, tuple(self.input_names))

@@ -185,20 +185,22 @@ class TensorProxy(Proxy):
 
     # Values are unknown at trace time. Under compiler.jit the trace is split here and the value is read
     # from the real tensor (compiler.segments); elsewhere these raise a clear error.
-    def _needs_data(self, what, kind):
+    def _needs_data(self, what, kind, number=False):
         from .errors import DataDependentError
         from .source import user_location
         from .trace import current_state
 
-        loc = user_location(3)
+        loc = user_location(4 if number else 3)
         state = current_state()
-        if getattr(state, "symbolic", False):  # segments keep numbers constant: trace this call again with them
+        segmenter = getattr(state, "segmenter", None)
+        if getattr(state, "symbolic", False) and segmenter is None:  # no segments: trace again with constants
             from .symbolic import Fallback
 
             raise Fallback(what)
-        segmenter = getattr(state, "segmenter", None)
         if segmenter is not None:
-            ok, value = segmenter.read(self, kind, what, loc)
+            # number: the caller hands the result to Python code (never to native code that would read a
+            # symbolic number's value silently), so under symbolic values it may stay symbolic
+            ok, value = segmenter.read(self, kind, what, loc, number)
             if ok:
                 return value
         where = f" at {loc.describe()}" if loc else ""
@@ -231,7 +233,10 @@ class TensorProxy(Proxy):
         self._needs_data("formatting a tensor", "format")
 
     def item(self):
-        return self._needs_data("tensor.item()", "item")
+        return self._read_number("tensor.item()", "item")
+
+    def _read_number(self, what, kind):
+        return self._needs_data(what, kind, number=True)
 
     def tolist(self):
         return self._needs_data("tensor.tolist()", "tolist")

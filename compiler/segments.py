@@ -74,6 +74,7 @@ class Replay:
     """A later call whose read found no continuation: what it has run so far."""
     env: dict  # proxy name -> real value, for every segment this call ran
     nodes: list  # the tree nodes it went through (their segments ran), root first
+    symbolic: bool = False  # the entry was traced with symbolic values: so is the new continuation
 
 
 class Runner:
@@ -121,8 +122,9 @@ def segment_trace(bsyms, output, header: str) -> Trace:
             if isinstance(o, (TensorProxy, OpaqueProxy)) and o.name not in seen:
                 seen.add(o.name)
                 defined.append(o)
-        if isinstance(b.output, SYM_TYPES):  # a scalar op of symbolic numbers (compiler.symbolic)
-            seen.add(b.output.name)
+        if isinstance(b.output, SYM_TYPES) and b.output.name not in seen:  # a scalar op of symbolic
+            seen.add(b.output.name)  # numbers (compiler.symbolic): later segments may use it too
+            defined.append(b.output)
     if output is None:
         output = tuple(defined)
     for leaf in pytree.tree_leaves(output):
@@ -142,6 +144,7 @@ class Record:
     key: tuple
     value: object
     location: object
+    sym: str | None = None  # cache="symbolic values": the name of the symbolic number the read gave
 
 
 class Segmenter:
@@ -157,9 +160,11 @@ class Segmenter:
         self.autocast_at_cut = state.autocast
         self.records: list[Record] = []
 
-    def read(self, proxy: TensorProxy, kind: str, what: str, loc) -> tuple[bool, object]:
+    def read(self, proxy: TensorProxy, kind: str, what: str, loc, number: bool = False) -> tuple[bool, object]:
         """(True, the real value `kind` of `proxy`), or (False, None) when the trace cannot be cut here
-        (inside a decomposition, or a read with no run-time form such as .numpy())."""
+        (inside a decomposition, or a read with no run-time form such as .numpy()). `number`: the value
+        goes to Python code only; under symbolic values an int/float then stays symbolic (a SymInt input of
+        the next segment, named in its constraints), so every value shares one continuation."""
         st = self.state
         if st.depth != 0 or kind not in READERS:
             return False, None
@@ -198,14 +203,26 @@ class Segmenter:
         self.cut = len(st.trace.bsyms)
         self.grad_at_cut = st.grad_enabled
         self.autocast_at_cut = st.autocast
-        key = outcome_key(value)
-        self.records.append(Record(seg, source, runner, proxy.name, kind, key, value, loc))
+        key, sym = outcome_key(value), None
+        if number and getattr(st, "symbolic", False) and (not replayed or self.replay.nodes[i].read_sym):
+            from .symbolic import input_name, read_value, symbolic_read_key
+
+            name = input_name(f"{proxy.name}_{kind}", st.builder._sym_names)
+            sym = read_value(st, name, value, i)
+            if sym is not None:
+                key = symbolic_read_key(value)
+                if replayed and self.replay.nodes[i].read_sym != name:
+                    raise CompilerError("re-tracing for a new outcome of a data-dependent read named the value "
+                                        f"read by {what} differently; the function's tracing is not repeatable")
+                self.env[name] = value
+        self.records.append(Record(seg, source, runner, proxy.name, kind, key, value, loc,
+                                   sym.name if sym is not None else None))
         shown = repr(value if kind != "shape" else tuple(value))
         st.emit(Event(DATA_DEPENDENT, f"{what} reads the value of tensor {proxy.name} ({shown}): the trace is "
                       f"split here and the value is read at run time; each new value traces a new continuation",
                       loc, details={"proxy": proxy.name, "kind": kind, "value": value, "what": what,
-                                    "segment": i + 1}))
-        return True, value
+                                    "segment": i + 1, "symbolic": sym is not None}))
+        return True, (value if sym is None else sym)
 
     def run_before_error(self, writes) -> None:
         """The user's code raised: run for real what eager ran before the exception (the ops since the last
@@ -232,7 +249,8 @@ class Segmenter:
                               f"segment {len(self.records) + 1} (final)")
         runner = Runner(final, self.options, final=True)
         path = Path(self.records, final, final.python_source(with_comments=False), runner, self.env,
-                    (self.grad_at_cut, self.autocast_at_cut), [a.name for a in trace.args])
+                    (self.grad_at_cut, self.autocast_at_cut), [a.name for a in trace.args],
+                    [c for c in self.state.constraints if c.after_read is not None])
         self.env = {}
         return path
 
@@ -246,6 +264,7 @@ class Path:
     env: dict  # the tracing call's real values (dropped once its final segment ran)
     final_grad: tuple  # (grad mode, autocast state) the final segment starts in
     input_names: list
+    read_constraints: list = dataclasses.field(default_factory=list)  # constraints naming numbers read
 
 
 @contextmanager
@@ -272,19 +291,69 @@ class Node:
     def __init__(self, source: str, runner: Runner, read=None, location=None, prologue=None):
         self.source, self.runner, self.read, self.location = source, runner, read, location
         self.children: dict = {}  # outcome key -> Node
+        # a read kept symbolic: its value's name, and the continuations for it (each has its constraints)
+        self.read_sym: str | None = None
+        self.sym_children: list = []
         self.prologue = prologue  # guards of the trace that made this continuation (checked on entering it)
+        self.checks = None  # constraints on numbers read so far (env -> bool), checked on entering it
         self.extra = 0  # outcomes seen beyond MAX_OUTCOMES
+
+    def enters(self, args, kwargs, env) -> bool:
+        return (self.prologue is None or self.prologue(args, kwargs) is not None) and \
+            (self.checks is None or self.checks(env))
+
+
+def checker(constraints):
+    """env -> whether every constraint holds (names: the computation's inputs and numbers read)."""
+    if not constraints:
+        return None
+    import math
+
+    code = compile(" and ".join(f"({c.expr})" for c in constraints) or "True", "<read constraints>", "eval")
+
+    def check(env) -> bool:
+        try:
+            return bool(eval(code, {"math": math}, env))
+        except Exception:  # noqa: BLE001 - as the prologue: a check that cannot run does not hold
+            return False
+
+    check.constraints = list(constraints)
+    return check
 
 
 def nodes_for(path: Path) -> list[Node]:
     nodes = [Node(r.source, r.runner, (r.proxy, r.kind), r.location) for r in path.records]
     nodes.append(Node(path.final_source, path.final_runner))
+    for i, r in enumerate(path.records):
+        nodes[i].read_sym = r.sym
+        set_checks(nodes[i + 1], [c for c in path.read_constraints if c.after_read == i])
     return nodes
+
+
+def set_checks(node: Node, constraints) -> None:
+    node.checks = checker(constraints)
+    if constraints:  # shown with the segment: the values of the numbers read that it serves
+        trace = node.runner.traces[-1]
+        trace.header = trace.header.split("; entered when ")[0] + "; entered when " + \
+            " and ".join(c.display for c in constraints)
 
 
 def link(nodes: list[Node], records: list[Record], start: int = 0) -> None:
     for i in range(start, len(records)):
-        nodes[i].children[records[i].key] = nodes[i + 1]
+        if records[i].sym is not None and records[i].key[0] == "symbolic":
+            nodes[i].sym_children.append(nodes[i + 1])
+        else:
+            nodes[i].children[records[i].key] = nodes[i + 1]
+
+
+def _read_key(node: Node, value) -> tuple:
+    if node.read_sym is not None:
+        from .symbolic import symbolic_read_key
+
+        key = symbolic_read_key(value)
+        if key is not None:
+            return key
+    return outcome_key(value)
 
 
 class SegmentedComputation:
@@ -337,9 +406,15 @@ def run_cached(jf, entry, inputs, args, kwargs):
                 return out
             node.runner.run(env)
             name, kind = node.read
-            key = outcome_key(READERS[kind](env[name]))
-            child = node.children.get(key)
-            if child is not None and (child.prologue is None or child.prologue(args, kwargs) is not None):
+            value = READERS[kind](env[name])
+            key = _read_key(node, value)
+            if key[0] == "symbolic":  # one continuation for any value its constraints accept
+                env[node.read_sym] = value
+                child = next((c for c in node.sym_children if c.enters(args, kwargs, env)), None)
+            else:
+                child = node.children.get(key)
+                child = child if child is not None and child.enters(args, kwargs, env) else None
+            if child is not None:
                 node = child
                 continue
             torch._C._set_grad_enabled(grad)  # the new trace starts from the call's state
@@ -354,22 +429,30 @@ def _continue(jf, entry, comp: SegmentedComputation, env: dict, nodes: list[Node
     """No continuation for this outcome: trace again, reusing the values of the segments already run."""
     jf.hits -= 1  # counted as a hit when its guards passed: this call traces, so it is a miss
     jf.misses += 1
-    new = jf.compile(args, kwargs, replay=Replay(env, nodes))
+    new = jf.compile(args, kwargs, replay=Replay(env, nodes, entry.symbolic))
     path: Path | None = getattr(new.computation, "first", None)
     if not isinstance(new.computation, SegmentedComputation) or path is None or \
             len(path.records) < len(nodes):
         raise CompilerError("re-tracing for a new outcome of a data-dependent read found fewer reads than the "
                             "cached trace; the function's tracing is not repeatable")
     k = len(nodes) - 1  # the read whose outcome was new
-    cacheable = jf.cache_option == "constant values" and not new.rerun
+    cacheable = not new.rerun
     fresh = new.computation.first_nodes[k + 1:]
     for n in fresh:
         n.prologue = new.prologue
+    # entering the new continuation checks every constraint on numbers read up to here
+    set_checks(fresh[0], [c for c in path.read_constraints if c.after_read <= k])
     parent = nodes[-1]
+    key = path.records[k].key
     with comp.lock:
-        if cacheable and (path.records[k].key in parent.children or len(parent.children) < MAX_OUTCOMES):
-            parent.children[path.records[k].key] = fresh[0]
-        elif cacheable:
+        if not cacheable:
+            pass
+        elif key[0] == "symbolic" and len(parent.sym_children) + len(parent.children) < MAX_OUTCOMES:
+            parent.sym_children.append(fresh[0])
+        elif key[0] != "symbolic" and (key in parent.children or
+                                       len(parent.children) + len(parent.sym_children) < MAX_OUTCOMES):
+            parent.children[key] = fresh[0]
+        else:
             parent.extra += 1
     out = new.computation()
     jf.last_entry = dataclasses.replace(new, traces=traces_of(nodes + fresh), segment_count=len(nodes) + len(fresh))

@@ -44,12 +44,12 @@ class Fallback(BaseException):
 @contextmanager
 def requested(on: bool):
     """While a jitted function with cache="symbolic values" traces (read by the front end)."""
-    before = getattr(_LOCAL, "on", False)
-    _LOCAL.on = on
+    before, notes_before = getattr(_LOCAL, "on", False), getattr(_LOCAL, "single_use", None)
+    _LOCAL.on, _LOCAL.single_use = on, []
     try:
-        yield
+        yield _LOCAL.single_use  # why the trace made must serve this call only (see specialize)
     finally:
-        _LOCAL.on = before
+        _LOCAL.on, _LOCAL.single_use = before, notes_before
 
 
 def is_requested() -> bool:
@@ -65,6 +65,7 @@ class Constraint:
     reason: str  # what decided it ("`if`", "range()", "torch.zeros needs a concrete value", ...)
     location: object  # compiler.source.SourceLocation of the user's line
     decided_at: tuple | None  # (filename, lineno) of the innermost frame that decided (library code too)
+    after_read: int | None = None  # it names a number read from a tensor (segments): checked after read #i
 
 
 def _lit(x) -> str:
@@ -166,14 +167,49 @@ def constrain(sym, holds: str, display: str, kind: str, reason: str) -> None:
     if state is None or not getattr(state, "symbolic", False):
         return
     loc, decided = _location()
-    c = Constraint(holds, display, kind, reason, loc, decided)
+    c = Constraint(holds, display, kind, reason, loc, decided, _after_read(state, holds))
     if not any(o.expr == c.expr for o in state.constraints):  # (the prologue checks it once; TL301 per line)
         state.constraints.append(c)
     from . import events as ev
 
     state.emit(ev.Event(ev.SYMBOLIC_CONSTRAINT, f"{reason} specializes the trace on `{display}`", loc,
                         details={"constraint": display, "kind": kind, "reason": reason, "decided_at": decided,
+                                 "after_read": c.after_read,
                                  "values": sorted(_input_names(sym))}))
+
+
+def _after_read(state, expr: str):
+    """The last data read (segment boundary) whose value `expr` names; None: only the prologue's inputs."""
+    reads = getattr(state, "read_syms", None)
+    if not reads:
+        return None
+    import ast
+
+    names = {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+    found = [reads[n] for n in names if n in reads]
+    return max(found) if found else None
+
+
+def read_value(state, name: str, value, index: int):
+    """A number read from a tensor at segment boundary #index, as a symbolic input of the next segment
+    (None when it must stay a constant: bools, nan/inf/0.0 floats, and once sizes are fixed)."""
+    if not getattr(state, "symbolic", False) or type(value) not in (int, float) or \
+            type(value) is float and (not math.isfinite(value) or value == 0.0):
+        return None
+    out = (SymInt if type(value) is int else SymFloat)(name, value)
+    state.read_syms[name] = index
+    state.read_sym_values.append(out)
+    if state.sizes_fixed:  # sizes are concrete from here on: so is a number they could depend on
+        specialize(out, "read after the sizes were specialized")
+    return out
+
+
+def symbolic_read_key(value) -> tuple | None:
+    """The outcome key shared by every value a symbolic read accepts (the continuation's constraints
+    decide), or None for a value kept constant (see read_value)."""
+    if type(value) is int or type(value) is float and math.isfinite(value) and value != 0.0:
+        return ("symbolic", type(value).__name__)
+    return None
 
 
 def _input_names(sym) -> set:
@@ -189,6 +225,12 @@ def specialize(x, reason: str):
         return x
     v = x.value
     if isinstance(v, float) and (math.isnan(v) or (v == 0.0 and math.copysign(1.0, v) < 0)):
+        state = _state()
+        if getattr(getattr(state, "segmenter", None), "replay", None) is not None:
+            # a new continuation of a symbolic entry cannot switch to constant values (its segments already
+            # ran symbolically): it serves this call only
+            _LOCAL.single_use.append(f"{reason}: {v!r} cannot be guarded by ==")
+            return v
         raise Fallback(f"{reason}: {v!r} cannot be guarded by ==")
     constrain(x, f"{_bare(x.pexpr)} == {_lit(v)}", f"{_bare(x.pexpr)} == {_lit(v)}", "specialize", reason)
     return v
@@ -428,6 +470,8 @@ SYM_TYPES = (SymInt, SymFloat, SymBool)
 # ---------------------------------------------------------------- conversions the interpreter looks aside to
 
 def _int(*args, **kwargs):
+    if len(args) == 1 and not kwargs and type(args[0]).__name__ == "TensorProxy":
+        return args[0]._read_number("int(tensor)", "int")  # builtins.int would drop a symbolic result
     if len(args) == 1 and not kwargs and isinstance(args[0], SYM_TYPES):
         x = args[0]
         if isinstance(x, SymBool):
@@ -437,6 +481,8 @@ def _int(*args, **kwargs):
 
 
 def _float(*args, **kwargs):
+    if len(args) == 1 and not kwargs and type(args[0]).__name__ == "TensorProxy":
+        return args[0]._read_number("float(tensor)", "float")
     if len(args) == 1 and not kwargs and isinstance(args[0], SYM_TYPES):
         x = args[0]
         return _record(None, float(x.value), f"float({x.pexpr})", f"float({x.name})", (x,))
@@ -519,6 +565,8 @@ def native_args(fn, args, kwargs):
         specialize(owner, f"{getattr(fn, '__name__', 'a method')}() of it")
     if not has_symbolic((args, kwargs)) or id(fn) in _PROTOCOL_NATIVES or _torch_callable(fn):
         return args, kwargs
+    if getattr(fn, "__objclass__", None) is int and not any(isinstance(a, (SymInt, SymBool)) for a in args):
+        return args, kwargs  # int.__add__(0, a SymFloat): NotImplemented without reading it (then __radd__)
     if fn in (operator.getitem, operator.setitem, operator.delitem):
         if type(args[0]).__name__ == "TensorProxy":
             return args, kwargs  # indexing a traced tensor: the torch op decides
@@ -673,7 +721,7 @@ def read_shape(proxy, reason: str):
 def fix_sizes(state, reason: str) -> None:
     """Specialize every symbolic input: from here on, every size the trace computes is a constant."""
     state.sizes_fixed = True
-    for p in state.inputs:
+    for p in [*state.inputs, *state.read_sym_values]:
         if isinstance(p, (SymInt, SymFloat)):
             specialize(p, reason)
         sizes = getattr(p, "sym_shape", None)

@@ -120,7 +120,9 @@ def check_compiler_event(event, path: str, span) -> Diagnostic | None:
         value = f" (read {_shown(d['value'], d['kind'])})" if "value" in d else ""
         return make_diagnostic("TL302", f"{d.get('what', 'a read of tensor values')} needs a tensor's value{value}: "
                                "the compiled program splits here, runs the part before it, reads the value and "
-                               "continues with a trace cached per value read", path, span)
+                               + ("continues with one trace for every value read, re-traced only where a decision "
+                                  "on it differs" if d.get("symbolic") else
+                                  "continues with a trace cached per value read"), path, span)
     if event.kind == "symbolic_constraint":
         return _symbolic_constraint(event, path, span)
     if event.kind == "write_reaches_input":
@@ -157,6 +159,8 @@ def _symbolic_constraint(event, path: str, span) -> Diagnostic | None:
     d = event.details
     if d["kind"] == "check" or check_only(d.get("decided_at")):
         return None  # `assert n > 0`, `if n < 0: raise`: a check, the values computed stay the same
+    if d.get("after_read") is not None:
+        return None  # it names a number read from a tensor: TL302 reports that read (a data-dependent value)
     constraint = d["constraint"]
     line = linecache.getline(path, span[0]).strip()
     if d["kind"] == "specialize":

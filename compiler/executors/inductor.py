@@ -3,11 +3,16 @@ printed as a trace), compiled with `torch.compile` (inductor; CPU or CUDA).
 
 Compiled regions are shared by every jitted function: the key is the region's printed code plus the
 layout of its inputs (shape, strides, dtype, device, requires_grad), so a region seen again costs no
-compile. torch.compile compiles on the first call, so tracing stays fast and the first call pays it.
+compile. For a function jitted with cache="symbolic values" (`shape_generic`), the key leaves out sizes and
+strides and the region is compiled with dynamic shapes: the traces of other sizes print the same region code
+(their sizes are not in it), and one compiled kernel serves them all (dynamo guards what it assumed). torch.compile compiles on the first call, so tracing stays fast and the first call pays it.
 Autograd: a region called with inputs that require grad is differentiated by torch.compile's own
 AOTAutograd (its backward is compiled by inductor too); this executor does not build per-prim VJPs.
 """
 from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
 
 import torch
 
@@ -16,6 +21,22 @@ from ..symbols import BoundSymbol
 from ..trace import Trace
 
 _COMPILED: dict = {}
+_LOCAL = threading.local()
+
+
+@contextmanager
+def shape_generic(on: bool):
+    """While a jitted function with cache="symbolic values" plans its execution."""
+    before = getattr(_LOCAL, "generic", False)
+    _LOCAL.generic = on
+    try:
+        yield
+    finally:
+        _LOCAL.generic = before
+
+
+def _generic_signature(inputs) -> tuple:
+    return tuple((p.meta.ndim, p.meta.dtype, str(p.device), p.meta.requires_grad) for p in inputs)
 
 
 def _signature(inputs) -> tuple:
@@ -42,15 +63,15 @@ class _Region:
     whole either (an op it does not support), the region runs as its plain torch ops, which compute the
     same values."""
 
-    def __init__(self, fn, backend, options, direct=True):
+    def __init__(self, fn, backend, options, direct=True, dynamic=False):
         self.plain = fn
-        self.backend, self.options, self.use_direct = backend, options, direct
+        self.backend, self.options, self.use_direct, self.dynamic = backend, options, direct, dynamic
         self.direct: dict = {}  # (grad mode, autocast state) -> the backend's compiled graph
         self.compiled = None
         self.failure = None
 
     def _direct(self, inputs):
-        if self.options or not self.use_direct:
+        if self.options or not self.use_direct or self.dynamic:  # (direct compiles for these sizes only)
             return None  # options patch inductor's config inside torch.compile
         try:
             gm = torch.fx.symbolic_trace(self.plain)
@@ -68,8 +89,8 @@ class _Region:
             if fn is not None:
                 return fn(*inputs)
             if self.compiled is None:
-                self.compiled = torch.compile(self.plain, backend=self.backend, fullgraph=True, dynamic=False,
-                                              options=self.options)
+                self.compiled = torch.compile(self.plain, backend=self.backend, fullgraph=True,
+                                              dynamic=self.dynamic, options=self.options)
             try:
                 return self.compiled(*inputs)
             except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.BackendCompilerFailed) as e:
@@ -95,11 +116,13 @@ class InductorExecutor:
     def callee(self, bsym: BoundSymbol, trace: Trace) -> str:
         sub = region_function(bsym)
         source = sub.python_source(with_comments=False)
+        generic = getattr(_LOCAL, "generic", False)
+        inputs = bsym.symbol.region.inputs
         key = (self.backend, self.direct, source, tuple((k, repr(v)) for k, v in sub.python_ctx().items() if k.startswith("_k")),
-               _signature(bsym.symbol.region.inputs))
+               ("any size",) + _generic_signature(inputs) if generic else _signature(inputs))
         fn = _COMPILED.get(key)
         if fn is None:
-            fn = _Region(sub.python_callable(), self.backend, self.options, self.direct)
+            fn = _Region(sub.python_callable(), self.backend, self.options, self.direct, dynamic=generic)
             _COMPILED[key] = fn
         name = bsym.symbol.name
         trace.constants[name] = fn

@@ -228,7 +228,7 @@ def test_bools_stay_guarded_by_value_and_constant_values_stays_the_default():
     assert counts(default) == (2, 0)
 
 
-def test_data_dependent_reads_fall_back_to_constant_values():
+def test_data_dependent_branches_split_under_symbolic_values():  # (more: test_symbolic_segments.py)
     def fn(a, n):
         if a.sum() > 0:
             return a * n
@@ -241,12 +241,13 @@ def test_data_dependent_reads_fall_back_to_constant_values():
 def test_user_except_does_not_swallow_the_fallback():
     def fn(a, n):
         try:
-            v = float(a.sum())
+            s = str(-(n - n))  # -0.0 cannot be guarded by ==: this call is traced with constant values
         except Exception:
-            v = 0.0
-        return a * n + v
+            s = "caught"
+        return a * n, s
 
-    run_sequence(fn, [(torch.ones(2), 2), (torch.ones(2), 3)])
+    jf = run_sequence(fn, [(torch.ones(2), 2.0), (torch.ones(2), 3.0)])
+    assert not jf.last_entry.symbolic
 
 
 def test_fusing_executors_keep_constant_values():

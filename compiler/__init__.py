@@ -23,8 +23,11 @@ def jit(fn_or_module, *, cache: str = "constant values", executors=None, observe
     """Compile a function or nn.Module.
 
     cache: "constant values" (guard every input's metadata and number values; re-trace on a mismatch)
-      or "no caching" (trace on every call). "symbolic values" is a later issue and raises.
-    executors: priority list (default: torch executor, python executor).
+      "symbolic values" (numbers and sizes of contiguous tensor arguments stay symbolic; every decision on them
+      is a guard: compiler/symbolic.py) or "no caching" (trace on every call).
+    executors: priority list of executors or names ("nvfuser", "inductor", "torch", "python"). Default, per
+      traced call: nvFuser, torch, python for calls with CUDA inputs where nvfuser_direct imports; torch,
+      python otherwise (compiler.executors.default_executors).
     observers: callables receiving compiler.events.Event while a function is traced.
     frontend: replaces the default interpreting front end (compiler.interpreted_frontend) with any callable of
       compiler.frontend.native_frontend's signature, e.g. native_frontend itself.

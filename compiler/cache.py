@@ -15,7 +15,7 @@ import torch
 
 from . import autocast, segments
 from . import symbolic
-from .executors import DEFAULT_EXECUTORS, resolve_executors
+from .executors import DEFAULT_EXECUTORS, default_executors, resolve_executors
 from .executors.inductor import shape_generic
 from .executors.plan import plan_execution
 from .errors import CompilerError
@@ -53,11 +53,11 @@ class JittedFunction:
         self.fn = fn
         self.cache_option = cache
         self.executors = resolve_executors(executors)
+        self.default_executors = executors is None  # then chosen per traced call from its inputs' devices
         # Symbolic numbers reach the torch executor only; fusing executors compile prims with the values baked
         # in: with them a trace specializes on every size and number (constant values), and their fusion
         # regions are compiled for any size instead (executors.inductor.shape_generic)
         self.symbolic = cache == "symbolic values" and all(e in DEFAULT_EXECUTORS for e in self.executors)
-        self.generic_regions = cache == "symbolic values" and not self.symbolic
         self.observers = list(observers or ())
         self.frontend = frontend or interpreted_frontend
         self.module = module
@@ -112,21 +112,31 @@ class JittedFunction:
         entry.rerun = entry.rerun or ["the function changed a global, closure or attribute value it reads"]
         return inputs
 
+    def executors_for(self, args, kwargs) -> tuple:
+        """The executors this call compiles with: as given, or the default for its inputs' devices (the
+        prologue guards devices, so a call on another device traces again and chooses again)."""
+        if not self.default_executors:
+            return self.executors
+        return default_executors(input_device_types(args, kwargs, self.module))
+
     def compile(self, args, kwargs, replay=None) -> CacheEntry:
         start = time.perf_counter()
         kw = {"observers": self.observers}
         if self.module is not None:
             kw["module"] = self.module
+        executors = self.executors_for(args, kwargs)
+        unfused = all(e in DEFAULT_EXECUTORS for e in executors)
         # a new continuation of a segmented entry is traced as its entry was
-        sym = self.symbolic and (replay is None or replay.symbolic)
+        sym = self.symbolic and unfused and (replay is None or replay.symbolic)
+        generic_regions = self.cache_option == "symbolic values" and not unfused
         try:
-            with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), \
+            with _TRACING_LOCK, segments.segmenting(executors, self.passes, replay), \
                     symbolic.requested(sym) as single_use:
                 result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
             result.rerun = list(result.rerun) + single_use
         except symbolic.Fallback:  # not expressible with symbolic numbers: this entry uses constant values
             sym = False
-            with _TRACING_LOCK, segments.segmenting(self.executors, self.passes, replay), symbolic.requested(False):
+            with _TRACING_LOCK, segments.segmenting(executors, self.passes, replay), symbolic.requested(False):
                 result = self.frontend(self.fn, args, kwargs, **kw)
         if result.segments is not None:
             comp = segments.SegmentedComputation(result.segments)
@@ -134,9 +144,9 @@ class JittedFunction:
             return CacheEntry(result.prologue.python_callable(), comp, traces, [result.prologue], result.events,
                               time.perf_counter() - start, list(result.rerun), len(traces), sym)
         traces = run_passes(result.computation, *(() if self.passes is None else (self.passes,)))
-        with shape_generic(self.generic_regions):
-            added, computation = plan_execution(traces[-1], self.executors)  # fusing executors: functional path
-        if self.generic_regions:
+        with shape_generic(generic_regions):
+            added, computation = plan_execution(traces[-1], executors)  # fusing executors: functional path
+        if generic_regions:
             added[-1].header += ("; cache=\"symbolic values\" with a fusing executor: this trace is specialized "
                                  "to the call's sizes and numbers, its fusion regions are compiled for any size")
         traces += added
@@ -146,6 +156,17 @@ class JittedFunction:
         prologue = result.prologue.python_callable()
         return CacheEntry(prologue, computation, traces, [result.prologue], result.events,
                           time.perf_counter() - start, list(result.rerun), symbolic=sym)
+
+
+def input_device_types(args, kwargs, module=None) -> set[str]:
+    """Device types of the tensors a call passes (nested in containers too) and of the module's parameters
+    and buffers."""
+    from . import tree as pytree
+
+    types = {t.device.type for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+    if module is not None:
+        types |= {t.device.type for t in module.parameters()} | {t.device.type for t in module.buffers()}
+    return types
 
 
 def _restoring_grad_mode(computation):

@@ -53,6 +53,8 @@ STORE = Symbol("epilogue.store", None, Tag.EFFECT, meta=lambda sym, a, k: None, 
 
 def _print_keys(bsym, trace):
     holder, keys = bsym.args
+    if type(holder) is list:  # its keys are its indices (tuple(list) would compare the items)
+        return [f"if len({trace.const_expr(holder)}) != {len(keys)}: return None"]
     return [f"if tuple({trace.const_expr(holder)}) != {keys!r}: return None"]
 
 
@@ -130,27 +132,46 @@ def append_stores(trace, writes, location=None) -> None:
         trace.bsyms.append(BoundSymbol(STORE, (slot, value), {}, None, location=location))
 
 
-def mark_write(holder, key) -> None:
-    """While tracing: `holder[key]` (a module's attribute dicts, globals, a cell) is written now; its store
-    goes to this point of the trace, so an op that raises later in a cached call finds it done, as in eager."""
+def mark_write(holder, key, value=_MISSING) -> None:
+    """While tracing: `holder[key]` (a module's attribute dicts, globals, a cell) is written now, with
+    `value` when known; its stores go to these points of the trace, so an op that raises later in a cached
+    call finds them done, as in eager."""
     from .trace import current_state
 
     state = current_state()
     if state is not None:
-        state.write_marks[(id(holder), key)] = len(state.trace.bsyms)
+        state.write_marks.setdefault((id(holder), key), []).append((len(state.trace.bsyms), value))
 
 
-def mark_module_attribute(module, name) -> None:
+def mark_module_attribute(module, name, value=_MISSING) -> None:
     for d in (vars(module), module._buffers, module._parameters):  # (Module.__setattr__ picks one)
-        mark_write(d, name)
+        mark_write(d, name, value)
+
+
+def _replayable(value) -> bool:
+    """An earlier write of a slot that is written again later in the call: stored at its own point when its
+    value is a traced value or an immutable constant (the same on every call). Other Python objects (a list
+    made in the call) cannot be replayed by a cached trace; for those only the last write is stored."""
+    from .proxies import OpaqueProxy, TensorProxy
+
+    if value is _MISSING:
+        return False
+    leaves = pytree.tree_leaves(value)
+    return all(v is None or isinstance(v, (TensorProxy, OpaqueProxy, bool, int, float, complex, str)) for v in leaves)
 
 
 def insert_stores(trace, writes, marks: dict, floor: int = 0, location=None) -> None:
-    """Each store at the point its slot was last written (`marks`), not before `floor` (the start of the
-    final segment: earlier segments have run); a write not marked (a list appended to) goes at the end."""
+    """Each store at the point its slot was written (`marks`), not before `floor` (the start of the final
+    segment: earlier segments have run); a slot written several times gets a store at each write whose value
+    is replayable, then its last value where it was last written; a write not marked (a list appended to)
+    goes at the end."""
     placed = []
     for slot, value in writes:
-        at = marks.get((id(slot.holder), slot.key), len(trace.bsyms)) if slot.kind != "contents" else len(trace.bsyms)
+        seen = marks.get((id(slot.holder), slot.key), []) if slot.kind != "contents" else []
+        for at, earlier in seen[:-1]:
+            if _replayable(earlier):
+                placed.append((max(at, floor), BoundSymbol(STORE, (slot, earlier), {}, None, location=location)))
+        at = seen[-1][0] if seen else len(trace.bsyms)
         placed.append((max(at, floor), BoundSymbol(STORE, (slot, value), {}, None, location=location)))
     order = sorted(range(len(placed)), key=lambda i: (placed[i][0], i), reverse=True)  # last first: same point
     for i in order:                                                                     # keeps the write order

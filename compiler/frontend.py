@@ -19,7 +19,7 @@ from .builtin_answers import answering_isinstance, refuse_type_is_tensor, user_c
 from .hidden_inputs import StateSnapshot, user_codes
 from . import autocast, segments, symbolic
 from .epilogue import StateWrites, emit_guards, insert_stores
-from .module_hooks import guard_hooks
+from .module_hooks import guard_called_modules, guard_hooks
 from .proxies import OpaqueProxy, TensorProxy
 from .torchlang import TracingMode
 from .trace import SET_GRAD_ENABLED, BoundSymbol, Trace, TracingState, tracing
@@ -54,7 +54,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     pargs, pkwargs = builder.arguments(args, kwargs)
     swaps = builder.module_tensors(module, "module") if module is not None else []
     builder.hidden(fn, module)
-    guard_hooks(builder, module)
+    guard_hooks(builder, module, interpreted=call is not None)
     snapshot = StateSnapshot(fn, module)
     state_writes = StateWrites(module, snapshot)
     if call is None:  # natively, type(proxy) is TensorProxy; the interpreter answers type() as eager does
@@ -108,6 +108,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     floor = state.segmenter.cut if state.segmenter is not None and state.segmenter.records else 0
     insert_stores(state.trace, writes, state.write_marks, floor)
     emit_guards(builder, key_guards)
+    guard_called_modules(builder, state.called_modules, module)
     _check_outputs(out)
     trace = state.trace
     trace.args = list(state.inputs) + [p for _, p in state.captured]

@@ -73,7 +73,8 @@ class CallEffects:
             if d.get("internal"):
                 return  # a cell created inside this call: part of the computation
             self.writes.append((d["holder"], event.name, d["previous"]))
-            mark_write(d["holder"], event.name)  # (where the epilogue's store goes, if it stores a traced value)
+            # (where the epilogue's stores go, if it stores a traced value)
+            mark_write(d["holder"], event.name, *((event.value,) if kind.endswith("write") else ()))
             verb = "writes" if kind.endswith("write") else "deletes"
             what = "the global" if kind.startswith("global") else "the variable"
             self.rerun.append(f"{where}: {verb} {what} {event.name!r}, which outlives the call")

@@ -115,8 +115,8 @@ def restore() -> None:
         fn = _installed.pop()
         if getattr(getattr(fn, _CACHE_ATTR, None), "_thunder_lint_lazy_dynamo", False):
             delattr(fn, _CACHE_ATTR)
-    if _hook in sys.meta_path:
-        sys.meta_path.remove(_hook)
+    if _hook in sys.meta_path:  # a new list: the import system may be iterating the old one (see find_spec)
+        sys.meta_path = [f for f in sys.meta_path if f is not _hook]
 
 
 def active() -> bool:

@@ -8,7 +8,7 @@ the input itself. Devices are tracked beside the meta tensor (it cannot be both 
 from __future__ import annotations
 
 import torch
-from . import lazy_dynamo
+from . import lazy_dynamo, lazy_sympy
 from . import tree as pytree
 
 from .errors import DataDependentError, DeviceMismatchError, UnsupportedOpError
@@ -85,6 +85,7 @@ def run_on_meta(fn, args, kwargs, device):
     """Run `fn` with proxies replaced by their meta tensors; wrap meta results back into proxies."""
     if not lazy_dynamo.installed:
         lazy_dynamo.install()  # torch's Python meta kernels without a 1 s import of torch._dynamo
+        lazy_sympy.install()  # ... and without their imports of sympy and symbolic_shapes
     if torch._C._is_any_autocast_enabled():  # meta tensors ignore autocast: fake tensors follow its rules
         from .autocast import run_on_fake
 

@@ -616,10 +616,10 @@ def for_op(symbol, args, kwargs):
     if not has_symbolic((args, kwargs)):
         return args, kwargs
     reason = f"{symbol.name} needs a concrete value (it decides the result's shape or layout)"
-    if symbol.fn is None or _base_name(symbol.name) not in _SCALAR_OPERAND_OPS | _RULE_KEEPS_NUMBERS:
+    if symbol.fn is None or _base_name(symbol.name) not in _SCALAR_OPERAND_OPS | _keeps_numbers():
         return specialize_all(tuple(args), reason), specialize_all(dict(kwargs), reason)
     keep = (SymInt, SymFloat)
-    if _base_name(symbol.name) in _RULE_KEEPS_NUMBERS:  # shapes given as numbers: the shape rule follows them
+    if _base_name(symbol.name) in _keeps_numbers():  # shapes given as numbers: the shape rule follows them
         return args, kwargs
     args = tuple(a if isinstance(a, keep) else specialize_all(a, reason) for a in args)
     kwargs = {k: v if isinstance(v, keep) else specialize_all(v, reason) for k, v in kwargs.items()}
@@ -893,19 +893,32 @@ def _rule(name, args, kwargs, outs):
         return [tuple(shape)]
     if name == "flatten" and len(args) == 1 and not kwargs:
         return [(_prod(_sym(args[0])),)]
-    raise _Unknown
+    from .shape_rules import rule  # (the rules added for more ops)
+
+    return rule(name, args, kwargs, outs)
 
 
 _REDUCTIONS = frozenset("sum mean amax amin max min prod std var logsumexp all any argmax argmin".split())
 
 
 def _index_shape(shape, key):
-    """Basic indexing with ints and unit-step slices; anything else is not followed."""
+    """Basic indexing with ints, unit-step slices, None and ...; anything else is not followed."""
     key = key if type(key) is tuple else (key,)
-    if len(key) > len(shape):
+    if sum(k is Ellipsis for k in key) > 1:
+        raise _Unknown
+    if any(k is Ellipsis for k in key):  # ... stands for the dims the other entries leave
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        rest = len(shape) - sum(k is not None for k in key if k is not Ellipsis)
+        key = key[:i] + (slice(None),) * max(rest, 0) + key[i + 1:]
+    if sum(k is not None for k in key) > len(shape):
         raise _Unknown
     out = []
-    for size, k in zip(shape, key):
+    dims = iter(shape)
+    for k in key:
+        if k is None:  # a new dim of size 1
+            out.append(1)
+            continue
+        size = next(dims)
         if type(k) is slice:
             if k.step not in (None, 1):
                 raise _Unknown
@@ -921,10 +934,19 @@ def _index_shape(shape, key):
             continue  # selects: the dim goes
         else:
             raise _Unknown
-    return tuple(out) + tuple(shape[len(key):])
+    return tuple(out) + tuple(dims)
 
 
-_RULE_KEEPS_NUMBERS = frozenset(("view", "reshape", "split", "arange", "getitem"))
+_KEEPS: list = []
+
+
+def _keeps_numbers() -> frozenset:
+    """Ops whose number arguments (sizes) their shape rule follows: they stay symbolic."""
+    if not _KEEPS:
+        from .shape_rules import KEEPS_NUMBERS
+
+        _KEEPS.append(frozenset(("view", "reshape", "split", "arange", "getitem")) | KEEPS_NUMBERS)
+    return _KEEPS[0]
 
 
 def set_output_shapes(symbol, args, kwargs, out) -> None:

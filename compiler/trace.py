@@ -202,9 +202,10 @@ class TracingState:
         self.events: list[ev.Event] = []
         self.captured: list[tuple[torch.Tensor, TensorProxy]] = []
         self.inputs: list = []  # TensorProxy and OpaqueProxy parameters of the computation, in order
-        self.opaque: dict[int, OpaqueProxy] = {}  # id(real object) -> its proxy (generators)
+        self.opaque: dict[int, OpaqueProxy] = {}  # id(real object) -> its proxy (generators, BackwardHooks)
         self.created_generators: list = []  # stand-ins of generators made inside (compiler/rng.py)
-        self.write_marks: dict = {}  # (id(holder), key) -> trace position of its last write (epilogue stores)
+        self.called_modules: dict = {}  # id -> nn.Module whose __call__ the traced code ran (hooks guarded)
+        self.write_marks: dict = {}  # (id(holder), key) -> [(trace position, value)] of its writes (epilogue stores)
         self.decompose = decompose
         self.may_view_origin: dict[str, BoundSymbol] = {}
         self.current_location = None
@@ -265,6 +266,10 @@ class TracingState:
                 raise_seed_use()
             if v is torch.default_generator:
                 return v  # the process's own generator: the same object on every call
+            if self.opaque:  # an object made by an op of the trace (a module's BackwardHook): its proxy
+                p = self.opaque.get(id(v))
+                if p is not None and p.value is v:
+                    return p
             if isinstance(v, torch.Generator):
                 p = self.opaque.get(id(v))
                 if p is None:

@@ -58,11 +58,11 @@ def lookasides() -> dict:
                            f"by a global or closure)", "a cached trace would not repeat the write; do it outside the "
                            "jitted function")
         if isinstance(obj, torch.nn.Module):
-            mark_module_attribute(obj, name)  # (where the epilogue's store goes)
+            mark_module_attribute(obj, name, value)  # (where the epilogue's store goes)
         return setattr(obj, name, value)
 
     def register_buffer(self, name, tensor, *args, **kwargs):
-        mark_write(self._buffers, name)
+        mark_write(self._buffers, name, tensor)
         return real_register_buffer(self, name, tensor, *args, **kwargs)  # (natively: its checks and hooks)
 
     real_register_buffer = torch.nn.Module.register_buffer

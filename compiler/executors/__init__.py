@@ -1,6 +1,10 @@
 """Executors, in priority order: each bound symbol runs on the first executor that claims it; a symbol
-no executor claims is replaced by its decomposition (sub-symbols), recursively. The nvFuser executor
-(a later issue) plugs in by going first in the list and claiming what it can fuse."""
+no executor claims is replaced by its decomposition (sub-symbols), recursively. A fusing executor
+(nvFuser, inductor) goes first in the list and claims the fusion regions it can run.
+
+Without `executors=`, the choice is per traced call (`default_executors`): calls with CUDA inputs put
+nvFuser first where nvfuser_direct imports; every other call uses torch, so a CPU call never imports
+nvFuser and its first call stays in milliseconds. Inductor is only chosen explicitly."""
 from __future__ import annotations
 
 from ..errors import ExecutorError
@@ -24,6 +28,37 @@ class Executor:
 
 
 DEFAULT_EXECUTORS = (torch_executor, python_executor)
+
+
+def nvfuser_unavailable() -> str | None:
+    """None where the default may use nvFuser (CUDA and an importable nvfuser_direct), else why not.
+    Imported once, on the first call with CUDA inputs; any import failure (missing wheel, a torch it was not
+    built for) keeps the default on torch instead of failing the call."""
+    if not _NVFUSER_CHECK:
+        import torch
+
+        if not torch.cuda.is_available():
+            return "no CUDA device"  # not cached: a process may gain CUDA later (CUDA_VISIBLE_DEVICES set late)
+        try:
+            import nvfuser_direct  # noqa: F401
+        except Exception as e:  # noqa: BLE001 - any import failure means: not available
+            _NVFUSER_CHECK.append(f"nvfuser_direct does not import ({type(e).__name__}: {e})")
+        else:
+            _NVFUSER_CHECK.append(None)
+    return _NVFUSER_CHECK[0]
+
+
+_NVFUSER_CHECK: list = []
+
+
+def default_executors(device_types, unavailable=nvfuser_unavailable) -> tuple:
+    """The executors for a call when `executors=` is not given, from its inputs' device types: CUDA inputs
+    -> (nvfuser, torch, python) where `unavailable()` gives no reason; anything else -> DEFAULT_EXECUTORS."""
+    if "cuda" not in device_types or unavailable() is not None:
+        return DEFAULT_EXECUTORS
+    from .nvfuser import nvfuser_default
+
+    return (nvfuser_default, torch_executor, python_executor)
 
 
 def _by_name(name: str):
@@ -88,4 +123,4 @@ def _claim(bsym: BoundSymbol, executors, trace: Trace) -> list[BoundSymbol]:
 
 
 __all__ = ["Executor", "TorchExecutor", "PythonExecutor", "torch_executor", "python_executor",
-           "DEFAULT_EXECUTORS", "assign_executors", "resolve_executors"]
+           "DEFAULT_EXECUTORS", "assign_executors", "resolve_executors", "default_executors", "nvfuser_unavailable"]

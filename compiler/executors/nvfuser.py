@@ -18,6 +18,7 @@ with inputs that are not CUDA tensors (0-dim CPU tensors are passed as CPU scala
 from __future__ import annotations
 
 import importlib.util
+import warnings
 
 import torch
 
@@ -71,13 +72,15 @@ def _div(fd, b, v):
 
 
 def _dims(b, nd):
-    if nd == 0:
-        raise Refused(f"{b.symbol.name} of a 0-dim tensor")
+    """The reduced dims, non-negative; () or None as every dim where the traced output shows torch reduced
+    every dim (its output has one element)."""
     dims = b.args[1] if len(b.args) > 1 else b.kwargs.get("dim")
     if dims is None or isinstance(dims, (tuple, list)) and not dims:
-        raise Refused(f"{b.symbol.name} over every dimension (dims {dims!r})")
+        if b.output.meta.numel() != 1:
+            raise Refused(f"{b.symbol.name} with dims {dims!r} that did not reduce every dim")
+        return list(range(nd))
     dims = [dims] if isinstance(dims, int) else list(dims)
-    return [d % nd for d in dims]
+    return [d % max(nd, 1) for d in dims]
 
 
 def _keepdim(b):
@@ -87,13 +90,25 @@ def _keepdim(b):
 @_op("sum")
 def _sum(fd, b, v):
     x = b.args[0]
+    if x.meta.ndim == 0:  # sum/amax/amin of a 0-dim tensor (dim 0, -1 or none) is its value
+        return fd.ops.set(v(x))  # (the dtype check after the op casts where torch's sum promotes)
     return fd.ops.sum(v(x), _dims(b, x.meta.ndim), _keepdim(b), _datatype(b.output.meta.dtype))
+
+
+@_op("prod")
+def _prod(fd, b, v):  # torch.prod: one int dim or none (every dim)
+    x = b.args[0]
+    if x.meta.ndim == 0:
+        return fd.ops.set(v(x))
+    return fd.ops.prod(v(x), _dims(b, x.meta.ndim), _keepdim(b), _datatype(b.output.meta.dtype))
 
 
 def _reduction(name):
     @_op(name)
     def translate(fd, b, v):
         x = b.args[0]
+        if x.meta.ndim == 0:
+            return fd.ops.set(v(x))
         return getattr(fd.ops, name)(v(x), _dims(b, x.meta.ndim), _keepdim(b))
     return translate
 
@@ -101,6 +116,8 @@ def _reduction(name):
 @_op("var")
 def _var(fd, b, v):
     x = b.args[0]
+    if x.meta.ndim == 0:
+        raise Refused("prims.var of a 0-dim tensor")
     if len(b.args) > 2:
         raise Refused("var with positional options")
     correction = b.kwargs.get("correction", 1)
@@ -184,12 +201,14 @@ TRANSLATORS = {
     prims.logical_and: _binary("logical_and"), prims.logical_or: _binary("logical_or"),
     prims.div: _div, prims.where: _where,
     prims.sum: _sum, prims.amax: _reduction("max"), prims.amin: _reduction("min"), prims.var: _var,
+    prims.prod: _prod,
     prims.convert_element_type: _convert, prims.full: _full, prims.clone: _op("set")(lambda fd, b, v: fd.ops.set(v(b.args[0]))),
     prims.reshape: _reshape, prims.permute: _permute, prims.broadcast_to: _broadcast_to,
     prims.unsqueeze: _unsqueeze, prims.squeeze: _squeeze, prims.slice_in_dim: _slice_in_dim, prims.cat: _cat,
 }
 # Not mapped, so refused: prims.remainder (torch's floor-mod; nvFuser's remainder is documented as the IEEE
-# one), prims.prod, index_select/matmul (not fusible here), random ops (region barriers anyway).
+# one, and a composition from fmod could not be checked against eager without a GPU), index_select/matmul
+# (not fusible here), random ops (region barriers anyway).
 
 
 def _input_descriptor(p: TensorProxy):
@@ -250,14 +269,29 @@ def build_definition(region_bsym: BoundSymbol):
 
 class _NvRegion:
     """Runs a built definition; outputs whose strides differ from eager's (the traced meta) are laid out as
-    eager's, so later view ops behave as they did when traced."""
+    eager's, so later view ops behave as they did when traced. If nvFuser fails to execute it (its own
+    compile or launch error), the region runs as its plain torch ops from then on, with a warning: the same
+    values, never a failed call that eager would have run."""
 
-    def __init__(self, fd, outputs):
+    def __init__(self, fd, outputs, plain=None):
         self.fd = fd
+        self.plain = plain
+        self.failure: Exception | None = None
         self.layouts = [(tuple(o.meta.shape), tuple(o.meta.stride())) for o in outputs]
 
     def __call__(self, *inputs):
-        outs = self.fd.execute(list(inputs))
+        if self.failure is None:
+            try:
+                outs = self.fd.execute(list(inputs))
+            except Exception as e:  # noqa: BLE001 - nvFuser's errors are RuntimeErrors of many kinds
+                if self.plain is None:
+                    raise
+                self.failure = e
+                warnings.warn(f"nvFuser could not execute a fusion region ({type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else ''}); it runs on torch instead",
+                              RuntimeWarning, stacklevel=2)
+        if self.failure is not None:
+            return tuple(self.plain(*inputs))
         fixed = []
         for t, (shape, stride) in zip(outs, self.layouts):
             if t.numel() > 1 and t.stride() != stride:
@@ -303,8 +337,11 @@ class NvFuserExecutor:
         return not isinstance(self.definition(bsym), Refused)
 
     def callee(self, bsym: BoundSymbol, trace: Trace) -> str:
+        from .inductor import region_function
+
         name = bsym.symbol.name
-        trace.constants[name] = _NvRegion(self.definition(bsym), bsym.symbol.region.outputs)
+        trace.constants[name] = _NvRegion(self.definition(bsym), bsym.symbol.region.outputs,
+                                          region_function(bsym).python_callable())
         return name
 
 
@@ -321,3 +358,4 @@ def nvfuser_executor():
 
 
 _EXECUTOR = NvFuserExecutor()
+nvfuser_default = _EXECUTOR  # what compiler.executors.default_executors puts first for CUDA inputs

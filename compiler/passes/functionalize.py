@@ -412,6 +412,9 @@ def functionalize(trace: Trace) -> Trace:
     if "epilogue.store" in names and any(n != "epilogue.store" for n in names[names.index("epilogue.store"):]):
         # a state store placed where eager makes it (before later ops) must not move past them
         raise NotFunctional("the trace stores state before its last op")
+    if "BackwardHook.setup_input_hook" in names or "BackwardHook.setup_output_hook" in names:
+        # autograd hooks on tensors that alias the module's own (compiler/backward_hooks.py)
+        raise NotFunctional("module backward hooks are set up between ops")
     return _Functionalizer(trace).run()
 
 

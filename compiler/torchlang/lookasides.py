@@ -17,7 +17,7 @@ import types
 
 import torch
 
-from .. import rng, training_step
+from .. import backward_hooks, module_hooks, rng, training_step
 from ..interpreter import provenance as pv
 from ..proxies import TensorProxy
 from ..source import _INTERPRETERS
@@ -78,6 +78,8 @@ def interpreter_lookasides() -> dict:
     table = {torch.utils.checkpoint.checkpoint: _checkpoint}
     table |= rng.lookasides()  # seeds, RNG states and generators made inside: recorded in eager's order
     table |= training_step.lookasides()  # backward, optimizer steps, tensor attribute writes: refused
+    table |= backward_hooks.lookasides()  # module backward hooks: torch's BackwardHook set up at run time
+    table |= module_hooks.lookasides()  # modules called: their hook dictionaries are guarded
     table |= {real: _answer(real) for real in (torch._C._has_torch_function, torch._C._has_torch_function_unary,
                                                torch._C._has_torch_function_variadic)}
     for name, method in vars(torch._C.TensorBase).items():

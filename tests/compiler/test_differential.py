@@ -15,6 +15,7 @@ with one known bug each, which prove these checks can fail.
 from __future__ import annotations
 
 import linecache
+import os
 import random
 import re
 import types
@@ -26,6 +27,10 @@ import torch.nn.functional as F
 import compiler
 from compiler.executors import TorchExecutor, python_executor
 from opinfos import KNOWN_GAPS, SAMPLES, SAMPLES_BY_ID, T, OpSample
+
+# The cache every case is jitted with: COMPILER_TEST_CACHE="symbolic values" runs the whole suite with symbolic
+# values (numbers and sizes of contiguous inputs symbolic); a shard of it always runs (test_*_under_symbolic_values).
+CACHE = os.environ.get("COMPILER_TEST_CACHE", "constant values")
 
 # (rtol, atol) per dtype. float32 is loose enough for a different but valid reduction order.
 TOLERANCES = {
@@ -167,7 +172,7 @@ def compare_one_call(jfn, fn, make_args, *, where: str, manual_seed=None, meta_o
 def check_against_eager(fn, make_args, *, manual_seed=None, expect_error=False, meta_only=False,
                         rtol=None, atol=None) -> None:
     """Two compiled calls (trace, then cache hit), each compared with eager; then the trace prints."""
-    jfn = compiler.jit(fn)
+    jfn = compiler.jit(fn, cache=CACHE)
     for attempt in ("first call", "second call (cache hit)"):
         eager_raised = compare_one_call(jfn, fn, make_args, where=attempt, manual_seed=manual_seed,
                                         meta_only=meta_only, rtol=rtol, atol=atol)
@@ -228,11 +233,19 @@ def test_one_jitted_function_across_inputs(members: list[OpSample]):
     Each new shape/dtype/layout must miss the cache and recompile (a stale entry reused for a
     transposed input would get reshape-then-in-place wrong); a failing call must not poison it.
     """
-    jfn = compiler.jit(members[0].fn)
+    jfn = compiler.jit(members[0].fn, cache=CACHE)
     for s in members + [next(m for m in members if not m.expect_error)]:
         compare_one_call(jfn, s.fn, s.make_args, where=f"input of {s.id}", meta_only=s.compare == "meta",
                          rtol=s.rtol, atol=s.atol)
     assert compiler.cache_hits(jfn) >= 1, "calling again with the first input must hit its cache entry"
+
+
+@pytest.mark.parametrize("sample", [_param(s.id, s) for s in SAMPLES[::16]])
+def test_op_matches_eager_under_symbolic_values(sample: OpSample, monkeypatch):
+    """A shard of the op samples jitted with cache="symbolic values" (the whole suite in this mode:
+    COMPILER_TEST_CACHE="symbolic values"): same results, one trace and one cache hit."""
+    monkeypatch.setitem(globals(), "CACHE", "symbolic values")
+    test_op_matches_eager(sample)
 
 
 @pytest.mark.parametrize("sample", [_param(s.id, s) for s in SAMPLES[::10]])
@@ -251,7 +264,7 @@ def test_no_caching_matches_eager(sample: OpSample):
 # ---------------------------------------------------------------------------------------------------
 
 def _jit_prims_only(fn):
-    return compiler.jit(fn, executors=[TorchExecutor(only_prims=True), python_executor])
+    return compiler.jit(fn, executors=[TorchExecutor(only_prims=True), python_executor], cache=CACHE)
 
 
 @pytest.mark.parametrize("sample", [_param(f"prims:{s.id}", s) for s in SAMPLES[::2] if s.id not in KNOWN_GAPS])
@@ -313,7 +326,7 @@ def _reads_global_scale(x):
 
 
 def _global_tensor_in_place():
-    jfn, x = compiler.jit(_reads_global_tensor), torch.randn(3)
+    jfn, x = compiler.jit(_reads_global_tensor, cache=CACHE), torch.randn(3)
     jfn(x)
     GLOBAL_TENSOR.add_(1)
     return [(_after_change(jfn, x), _reads_global_tensor(x))]
@@ -321,7 +334,7 @@ def _global_tensor_in_place():
 
 def _global_tensor_rebound():
     global GLOBAL_TENSOR
-    jfn, x = compiler.jit(_reads_global_tensor), torch.randn(3)
+    jfn, x = compiler.jit(_reads_global_tensor, cache=CACHE), torch.randn(3)
     jfn(x)
     GLOBAL_TENSOR = torch.full((3,), -4.0)
     return [(_after_change(jfn, x), _reads_global_tensor(x))]
@@ -329,7 +342,7 @@ def _global_tensor_rebound():
 
 def _global_number_rebound():
     global GLOBAL_SCALE
-    jfn, x = compiler.jit(_reads_global_scale), torch.randn(3)
+    jfn, x = compiler.jit(_reads_global_scale, cache=CACHE), torch.randn(3)
     jfn(x)
     GLOBAL_SCALE = GLOBAL_SCALE + 1.0
     return [(_after_change(jfn, x), _reads_global_scale(x))]
@@ -342,7 +355,7 @@ def _closure_rebound(value_before, value_after):
         def fn(x):
             return x + captured
 
-        jfn, x = compiler.jit(fn), torch.randn(3)
+        jfn, x = compiler.jit(fn, cache=CACHE), torch.randn(3)
         jfn(x)
         captured = value_after  # noqa: F841 - rebinding the cell that fn reads
         return [(_after_change(jfn, x), fn(x))]
@@ -363,7 +376,7 @@ def _module_case(change):
     def case():
         torch.manual_seed(0)
         model = _Scaled().eval()
-        jmodel, x = compiler.jit(model), torch.randn(2, 3)
+        jmodel, x = compiler.jit(model, cache=CACHE), torch.randn(2, 3)
         with torch.no_grad():
             jmodel(x)
             change(model)
@@ -398,7 +411,7 @@ def _reads_module_attribute(x):
 
 
 def _module_attribute_changed():
-    jfn, x = compiler.jit(_reads_module_attribute), torch.randn(3)
+    jfn, x = compiler.jit(_reads_module_attribute, cache=CACHE), torch.randn(3)
     jfn(x)
     SETTINGS_MODULE.SCALE = 7.0
     try:
@@ -429,7 +442,7 @@ def _makes_default_dtype_tensor(x):
 def _global_container_case(change):
     def case():
         saved = (dict(GLOBAL_CONFIG), list(GLOBAL_LIST), GLOBAL_SETTINGS.bias)
-        jfn, x = compiler.jit(_reads_global_container), torch.randn(3)
+        jfn, x = compiler.jit(_reads_global_container, cache=CACHE), torch.randn(3)
         try:
             jfn(x)
             change()
@@ -443,7 +456,7 @@ def _global_container_case(change):
 
 def _global_helper_rebound():
     global _helper
-    jfn, x = compiler.jit(_calls_global_helper), torch.randn(3)
+    jfn, x = compiler.jit(_calls_global_helper, cache=CACHE), torch.randn(3)
     jfn(x)
     saved, _helper = _helper, (lambda t: t * 3)
     try:
@@ -453,7 +466,7 @@ def _global_helper_rebound():
 
 
 def _default_dtype_changed():
-    jfn, x = compiler.jit(_makes_default_dtype_tensor), torch.randn(3)
+    jfn, x = compiler.jit(_makes_default_dtype_tensor, cache=CACHE), torch.randn(3)
     jfn(x)
     saved = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
@@ -464,7 +477,7 @@ def _default_dtype_changed():
 
 
 def _grad_mode_changed():
-    jfn, w = compiler.jit(lambda t: t * 2), torch.randn(3, requires_grad=True)
+    jfn, w = compiler.jit(lambda t: t * 2, cache=CACHE), torch.randn(3, requires_grad=True)
     jfn(w)
     with torch.no_grad():
         actual, expected = _after_change(jfn, w), w * 2
@@ -477,7 +490,7 @@ def _autocast_turned_on():
     def fn(a, b):
         return (a @ b).sum(-1) + a.mean()
 
-    jfn, x, y = compiler.jit(fn), torch.randn(4, 4), torch.randn(4, 4)
+    jfn, x, y = compiler.jit(fn, cache=CACHE), torch.randn(4, 4), torch.randn(4, 4)
     jfn(x, y)
     with torch.autocast("cpu", dtype=torch.bfloat16):  # eager's matmul now runs in bfloat16
         return [(_after_change(jfn, x, y), fn(x, y))]
@@ -518,7 +531,7 @@ def test_hidden_input_change_is_seen(case):
 def test_module_train_eval_switch_matches_eager():
     torch.manual_seed(0)
     model = _Scaled().eval()
-    jmodel, x = compiler.jit(model), torch.randn(4, 3)
+    jmodel, x = compiler.jit(model, cache=CACHE), torch.randn(4, 3)
     with torch.no_grad():
         assert_same(jmodel(x), model(x), where="eval")
         _train_mode(model)
@@ -592,7 +605,7 @@ def _grad_cases() -> list:
 def test_gradients_match_eager(sample: OpSample, via_copy: bool):
     args, leaves = _grad_args(sample, via_copy)
     expected, eager_error = call(_output_and_grads, (sample.fn, args, leaves, sample.manual_seed), None)
-    jfn = compiler.jit(sample.fn)
+    jfn = compiler.jit(sample.fn, cache=CACHE)
     args, leaves = _grad_args(sample, via_copy)
     actual, error = call(_output_and_grads, (jfn, args, leaves, sample.manual_seed), None)
     if eager_error is not None:  # e.g. no derivative, or a saved tensor modified in place
@@ -734,7 +747,7 @@ def test_random_program_one_jit_across_layouts_and_numbers(seed: int):
     """One jitted program fed its inputs, then contiguous copies, then another number, then the
     first inputs again: every change of layout or number must be guarded, never served stale."""
     fn, _, source = build_program(seed)
-    jfn = compiler.jit(fn)
+    jfn = compiler.jit(fn, cache=CACHE)
     variants = [dict(), dict(contiguous=True), dict(number=2.0), dict()]
     try:
         for variant in variants:
@@ -743,6 +756,12 @@ def test_random_program_one_jit_across_layouts_and_numbers(seed: int):
     except AssertionError as e:
         raise AssertionError(f"{e}\n--- program ---\n{source}") from e
     assert compiler.cache_hits(jfn) >= 1, "the first inputs again must hit their cache entry"
+
+
+@pytest.mark.parametrize("seed", [_param(f"random-guards-{i:03d}", i) for i in range(0, RANDOM_PROGRAM_COUNT, 15)])
+def test_random_program_across_layouts_and_numbers_under_symbolic_values(seed: int, monkeypatch):
+    monkeypatch.setitem(globals(), "CACHE", "symbolic values")
+    test_random_program_one_jit_across_layouts_and_numbers(seed)
 
 
 def _program_grad_args(make_args) -> tuple[tuple, list[torch.Tensor]]:
@@ -771,7 +790,7 @@ def test_random_program_gradients_match_eager(seed: int):
     """Gradients of the programs' float inputs (through their in-place writes too) match eager's."""
     fn, make_args, source = build_program(seed)
     expected, eager_error = call(_output_and_grads, (fn, *_program_grad_args(make_args), None), None)
-    actual, error = call(_output_and_grads, (compiler.jit(fn), *_program_grad_args(make_args), None), None)
+    actual, error = call(_output_and_grads, (compiler.jit(fn, cache=CACHE), *_program_grad_args(make_args), None), None)
     assert eager_error is None, f"eager's gradients failed: {eager_error!r}"
     try:
         if error is not None:

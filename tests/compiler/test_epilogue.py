@@ -180,3 +180,81 @@ def test_stores_happen_where_eager_makes_them_when_a_cached_call_raises(executor
             except IndexError:
                 pass
             assert torch.equal(LAST, x * 3), step
+
+
+class WritesTwiceAroundAnIndex(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("a", torch.zeros(()))
+        self.register_buffer("b", torch.zeros(2))
+
+    def forward(self, x, idx):
+        self.a = x.mean()  # eager keeps these first writes when the indexing below raises
+        self.b = None
+        y = x[idx] * 2
+        self.a = y.sum()
+        self.b = y
+        return y
+
+
+TWICE = None
+
+
+def _global_written_twice(x, idx):
+    global TWICE
+    TWICE = x * 3
+    y = x[idx]
+    TWICE = y + 1
+    return y
+
+
+@pytest.mark.parametrize("executors", [None, ("inductor", "torch")], ids=["default", "inductor"])
+def test_a_slot_written_twice_keeps_its_first_write_when_a_cached_call_raises_between(executors):
+    # (before: only the last write was stored, at its own point: a raise between left the old value)
+    global TWICE
+    eager_model, jitted_model = WritesTwiceAroundAnIndex(), WritesTwiceAroundAnIndex()
+    jm = compiler.jit(jitted_model, executors=executors)
+    jfn = compiler.jit(_global_written_twice, executors=executors)
+    for step, idx in enumerate([[0, 1], [2, 3], [0, 9], [1, 1], [7, 0]]):
+        x, idx = torch.randn(4) + step, torch.tensor(idx)
+        outcomes, stored = [], []
+        for model, fn in ((eager_model, _global_written_twice), (jm, jfn)):
+            try:
+                outcomes.append(model(x, idx))
+            except IndexError:
+                outcomes.append("IndexError")
+            TWICE = None
+            try:
+                fn(x, idx)
+            except IndexError:
+                pass
+            stored.append(TWICE)
+        assert type(outcomes[0]) is type(outcomes[1]) and (
+            isinstance(outcomes[0], str) or torch.equal(outcomes[0], outcomes[1])), step
+        assert torch.equal(jitted_model.a, eager_model.a), step
+        assert (jitted_model.b is None) == (eager_model.b is None), step
+        assert eager_model.b is None or torch.equal(jitted_model.b, eager_model.b), step
+        assert torch.equal(stored[0], stored[1]), step
+    assert compiler.cache_hits(jm) == 3  # both raising calls hit; the call after a raise finds b None: traces
+
+
+class History(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hist = []
+
+    def forward(self, x):
+        self.hist.append(x.mean())
+        return x * 2
+
+
+def test_a_module_list_appended_to_on_every_call():
+    # (before: the second call raised CompilerError "changed its own inputs' metadata": the list's key guard
+    # compared tuple(list), its items, with its indices)
+    eager_model, jitted_model = History(), History()
+    jm = compiler.jit(jitted_model)
+    for step in range(3):
+        x = torch.randn(4) + step
+        assert torch.equal(jm(x), eager_model(x))
+        assert len(jitted_model.hist) == len(eager_model.hist) == step + 1
+        assert all(torch.equal(a, b) for a, b in zip(jitted_model.hist, eager_model.hist))

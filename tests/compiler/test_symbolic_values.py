@@ -184,10 +184,19 @@ def test_numbers_in_containers_are_symbolic():
 
 def test_a_number_as_a_shape_specializes_with_a_guard():
     def fn(a, n):
-        return torch.zeros(n) + a.sum(), a.reshape(n, -1)
+        return torch.eye(n) + a.sum(), a.reshape(n, -1)  # (eye: no shape rule follows its number)
 
     jf = run_sequence(fn, [(torch.randn(6), 2), (torch.randn(6), 3), (torch.randn(6), 2)])
     assert counts(jf) == (2, 1)
+
+
+def test_a_number_as_a_shape_of_a_creation_op_stays_symbolic():
+    def fn(a, n):
+        z = torch.zeros(n) + a.sum()
+        return z.reshape(z.shape[0], 1), a.reshape(n, -1)
+
+    jf = run_sequence(fn, [(torch.randn(6), 2), (torch.randn(6), 3), (torch.randn(6), 2)])
+    assert counts(jf) == (1, 2)
 
 
 def test_check_and_raise_are_constraints():
@@ -327,7 +336,7 @@ def test_numel_len_and_size_are_symbolic():
 
 def test_a_size_no_rule_follows_specializes_every_size():
     def fn(a):
-        b = torch.flip(a, (0,))  # (no shape rule: its sizes are unknown symbolically)
+        b = torch.rot90(a, 1, (0, 1)).t()  # (rot90 has no shape rule: its sizes are unknown symbolically)
         return b * b.shape[0]
 
     jf = run_sequence(fn, [(torch.randn(3, 2),), (torch.randn(4, 2),), (torch.randn(3, 2),)])

@@ -11,6 +11,9 @@ the reported time is the median over rounds, and ratios are against eager measur
 
 - "jit inductor (dynamo per region)": the same regions called through torch.compile's dynamo on every call
   (the executor's path before regions went to the backend directly), as the baseline of that change.
+- GPT baselines: "(AOTAutograd, split)" is the executor before per-prim VJPs (regions split by matmuls,
+  each differentiated by torch.compile's AOTAutograd); "(VJP, split)" adds the VJP backward only; "jit
+  inductor" also takes matmuls into regions (three regions for the model).
 
     python3 bench/fusion.py [--rounds 7] [--skip-gpt] [--skip-block] [--skip-torch-compile]
 """
@@ -32,6 +35,10 @@ import compiler  # noqa: E402
 from compiler.executors.inductor import InductorExecutor  # noqa: E402
 
 PER_CALL_DYNAMO = InductorExecutor(direct=False)
+# the GPT step's baselines: regions split by matmuls, differentiated by torch.compile's AOTAutograd (the
+# executor before per-prim VJPs), and VJPs without matmuls in regions
+AOT_AUTOGRAD_SPLIT = InductorExecutor(vjp=False, fuse_matmul=False)
+VJP_SPLIT = InductorExecutor(fuse_matmul=False)
 
 
 def block(x, r, w, b):
@@ -129,7 +136,8 @@ def run_gpt(opts) -> None:
     first = {}
     candidates = [("torch.compile", lambda: torch.compile(model))] if not opts.skip_torch_compile else []
     candidates += [("jit inductor", lambda: compiler.jit(model, executors=("inductor", "torch"))),
-                   ("jit inductor (dynamo per region)", lambda: compiler.jit(model, executors=(PER_CALL_DYNAMO, "torch"))),
+                   ("jit inductor (AOTAutograd, split)", lambda: compiler.jit(model, executors=(AOT_AUTOGRAD_SPLIT, "torch"))),
+                   ("jit inductor (VJP, split)", lambda: compiler.jit(model, executors=(VJP_SPLIT, "torch"))),
                    ("jit torch (default)", lambda: compiler.jit(model))]
     for name, make in candidates:
         run = make()

@@ -65,6 +65,13 @@ def last_traces(jfn) -> list:
     return list(_last_entry(jfn).traces)
 
 
+def last_backward_traces(jfn) -> list:
+    """For each fusion region of the last call's execution trace(s) whose inputs require grad: its backward
+    trace built from per-prim VJPs, or a string saying why it has none (then torch.compile's AOTAutograd
+    differentiates it)."""
+    return [b for t in _last_entry(jfn).traces for b in getattr(t, "backward_traces", ())]
+
+
 def last_prologue_traces(jfn) -> list:
     return list(_last_entry(jfn).prologue_traces)
 
@@ -87,6 +94,6 @@ def cache_misses(jfn) -> int:
     return _jitted(jfn).misses
 
 
-__all__ = ["jit", "last_traces", "last_segment_count", "last_prologue_traces", "last_events", "cache_hits", "cache_misses",
+__all__ = ["jit", "last_traces", "last_backward_traces", "last_segment_count", "last_prologue_traces", "last_events", "cache_hits", "cache_misses",
            "CACHE_OPTIONS", "CompilerError", "UnsupportedOpError", "UnsupportedInputError", "DataDependentError",
            "DeviceMismatchError", "ExecutorError", "TORCH_SYMBOLS"]

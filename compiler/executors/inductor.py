@@ -6,8 +6,11 @@ layout of its inputs (shape, strides, dtype, device, requires_grad), so a region
 compile. For a function jitted with cache="symbolic values" (`shape_generic`), the key leaves out sizes and
 strides and the region is compiled with dynamic shapes: the traces of other sizes print the same region code
 (their sizes are not in it), and one compiled kernel serves them all (dynamo guards what it assumed). torch.compile compiles on the first call, so tracing stays fast and the first call pays it.
-Autograd: a region called with inputs that require grad is differentiated by torch.compile's own
-AOTAutograd (its backward is compiled by inductor too); this executor does not build per-prim VJPs.
+Autograd: a region called with inputs that require grad runs as one `torch.autograd.Function` whose
+backward is the region's vector-Jacobian product (passes/vjp.py, built from per-prim VJP rules), compiled
+by the same backend, so the backward is fused too. A region with a prim that has no VJP rule, a
+shape-generic region (its VJP trace would bake in sizes) and a call under autocast keep torch.compile's own
+AOTAutograd; `compiler.last_backward_traces` shows which is which.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ from contextlib import contextmanager
 import torch
 
 from .. import autocast
+from ..passes.fusion import MATMUL
+from ..passes.vjp import NoVJP, backward_trace, differentiable_reach
 from ..symbols import BoundSymbol
 from ..trace import Trace
 
@@ -63,24 +68,28 @@ class _Region:
     whole either (an op it does not support), the region runs as its plain torch ops, which compute the
     same values."""
 
-    def __init__(self, fn, backend, options, direct=True, dynamic=False):
+    def __init__(self, fn, backend, options, direct=True, dynamic=False, vjp=None):
         self.plain = fn
         self.backend, self.options, self.use_direct, self.dynamic = backend, options, direct, dynamic
         self.direct: dict = {}  # (grad mode, autocast state) -> the backend's compiled graph
         self.compiled = None
         self.failure = None
+        self.vjp = vjp  # _VJP: the region's backward from per-prim rules, or None (AOTAutograd's)
 
-    def _direct(self, inputs):
+    def _direct(self, inputs, fn=None):
         if self.options or not self.use_direct or self.dynamic:  # (direct compiles for these sizes only)
             return None  # options patch inductor's config inside torch.compile
         try:
-            gm = torch.fx.symbolic_trace(self.plain)
+            gm = torch.fx.symbolic_trace(fn or self.plain)
             compiled = torch._dynamo.lookup_backend(self.backend)(gm, list(inputs))
         except Exception:  # noqa: BLE001 - any failure: torch.compile of the function instead
             return None
         return lambda *args: tuple(compiled(*args))
 
     def __call__(self, *inputs):
+        if self.vjp is not None and torch.is_grad_enabled() and not any(e for e, _ in autocast.current()) \
+                and any(t.requires_grad for t in inputs):
+            return _RegionFunction.apply(self, *inputs)
         if self.failure is None:
             key = (torch.is_grad_enabled(), autocast.current())
             if key not in self.direct:
@@ -98,16 +107,68 @@ class _Region:
         return self.plain(*inputs)
 
 
+class _VJP:
+    """A region's backward trace and what autograd needs around it: which outputs are differentiable and
+    which inputs each output's gradient reaches (an input reached by no output that got a gradient gets
+    None, as in eager, not zeros)."""
+
+    def __init__(self, region, trace: Trace):
+        self.trace = trace
+        reach = differentiable_reach(region)
+        self.diff = [o.name in reach for o in region.outputs]
+        self.reach = [reach.get(o.name, frozenset()) for o in region.outputs]
+        self.grad_meta = [(tuple(o.meta.shape), o.meta.dtype, o.device) for o in region.outputs if o.name in reach]
+        self.compiled = None
+        self.written_later = {i for i, p in enumerate(region.inputs) if p.name in region.written_later}
+
+
+class _RegionFunction(torch.autograd.Function):
+    """One region, one autograd node: forward is the compiled no-grad region, backward the compiled VJP."""
+
+    @staticmethod
+    def forward(ctx, region, *inputs):
+        outs = region(*inputs)  # grad mode is off here: the inference graph
+        ctx.region = region
+        vjp = region.vjp
+        # inputs the trace writes back later are saved as their old value (the VJP reads that value)
+        ctx.save_for_backward(*(inputs[i].clone() if i in vjp.written_later else inputs[i] for i in vjp.trace.saved))
+        ctx.set_materialize_grads(False)
+        ctx.mark_non_differentiable(*[o for o, d in zip(outs, region.vjp.diff) if not d])
+        return outs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        region, vjp = ctx.region, ctx.region.vjp
+        inputs = ctx.saved_tensors
+        got = frozenset().union(*[r for g, r in zip(grads, vjp.reach) if g is not None])
+        diff_grads = [g for g, d in zip(grads, vjp.diff) if d]
+        gargs = [g.contiguous() if g is not None else torch.zeros(shape, dtype=dtype, device=device)
+                 for g, (shape, dtype, device) in zip(diff_grads, vjp.grad_meta)]
+        if torch.is_grad_enabled():  # create_graph=True: the VJP trace's torch ops, which autograd records
+            result = vjp.trace.python_callable()(*inputs, *gargs)
+        else:
+            if vjp.compiled is None:
+                fn = vjp.trace.python_callable()
+                vjp.compiled = region._direct([*inputs, *gargs], fn) or fn
+            result = vjp.compiled(*inputs, *gargs)
+        return (None, *(r if i in got and ctx.needs_input_grad[i + 1] else None for i, r in enumerate(result)))
+
+
 class InductorExecutor:
     """`backend`: torch.compile's backend ("inductor"; "aot_eager" runs the same graph capture and autograd
     without code generation, which the tests use for breadth)."""
 
     fuses = True
+    fusible_extra = MATMUL  # (passes/fusion.py) matmuls join regions: inductor calls mm inside them
 
-    def __init__(self, backend: str = "inductor", options: dict | None = None, direct: bool = True):
+    def __init__(self, backend: str = "inductor", options: dict | None = None, direct: bool = True,
+                 vjp: bool = True, fuse_matmul: bool = True):
         self.backend = backend
         self.options = options
         self.direct = direct  # False: every region call goes through torch.compile's dynamo (bench baseline)
+        self.vjp = vjp  # False: regions needing grad use torch.compile's AOTAutograd (bench baseline)
+        if not fuse_matmul:  # (bench baseline: matmuls split regions)
+            self.fusible_extra = frozenset()
         self.name = "inductor" if backend == "inductor" else f"torch_compile_{backend}"
 
     def can_execute(self, bsym: BoundSymbol) -> bool:
@@ -118,15 +179,31 @@ class InductorExecutor:
         source = sub.python_source(with_comments=False)
         generic = getattr(_LOCAL, "generic", False)
         inputs = bsym.symbol.region.inputs
-        key = (self.backend, self.direct, source, tuple((k, repr(v)) for k, v in sub.python_ctx().items() if k.startswith("_k")),
+        key = (self.backend, self.direct, self.vjp, source, tuple((k, repr(v)) for k, v in sub.python_ctx().items() if k.startswith("_k")),
                ("any size",) + _generic_signature(inputs) if generic else _signature(inputs))
         fn = _COMPILED.get(key)
         if fn is None:
-            fn = _Region(sub.python_callable(), self.backend, self.options, self.direct, dynamic=generic)
+            vjp = _vjp(bsym.symbol.region, f"backward_{bsym.symbol.name}") if self.vjp and not generic else None
+            fn = _Region(sub.python_callable(), self.backend, self.options, self.direct, dynamic=generic,
+                         vjp=vjp if isinstance(vjp, _VJP) else None)
+            fn.no_vjp = vjp if isinstance(vjp, str) else None
             _COMPILED[key] = fn
+        # what compiler.last_backward_traces shows: the VJP trace, or why the region has none
+        bsym.symbol.backward = fn.vjp.trace if fn.vjp is not None else fn.no_vjp
         name = bsym.symbol.name
         trace.constants[name] = fn
         return name
+
+
+def _vjp(region, name):
+    """The region's VJP when an input requires grad and every prim has a rule; else None (no input requires
+    grad) or the reason it has none (torch.compile's AOTAutograd differentiates it then)."""
+    if not any(p.meta.requires_grad for p in region.inputs):
+        return None
+    try:
+        return _VJP(region, backward_trace(region, name))
+    except NoVJP as e:
+        return f"{name}: {e}; differentiated by torch.compile's AOTAutograd"
 
 
 inductor_executor = InductorExecutor()

@@ -32,6 +32,7 @@ def plan_execution(trace, executors) -> tuple[list, object]:
     cleaned.writebacks = functional.writebacks
     fused = fuse(cleaned, fuser)
     execution = assign_executors(fused, executors)
+    execution.backward_traces = [b.symbol.backward for b in execution.bsyms if getattr(b.symbol, "backward", None)]
     computation = execution.python_callable()
     written = [i for i, a in enumerate(trace.args) if any(a is w for w in functional.writebacks)]
     if written:

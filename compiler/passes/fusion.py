@@ -31,6 +31,12 @@ FUSIBLE = _VIEW_PRIMS | _COMPUTE_PRIMS
 _BARRIER = Tag.RANDOM | Tag.EFFECT | Tag.INPLACE
 
 
+# what a fusing executor may add to FUSIBLE (its `fusible_extra`): inductor takes matmuls into regions (an
+# extern mm call inside the compiled region), so a linear layer's bias, the residual and the norm that
+# follow join one region instead of splitting it
+MATMUL = {prims.matmul}
+
+
 class Region:
     """A fusion region: its member bound symbols in order, inputs and outputs (filled by `fuse`)."""
 
@@ -39,9 +45,10 @@ class Region:
         self.open = True
         self.inputs: list[TensorProxy] = []
         self.outputs: list[TensorProxy] = []
+        self.written_later: set[str] = set()
 
     def computing(self) -> int:
-        return sum(1 for b in self.bsyms if b.symbol in _COMPUTE_PRIMS)
+        return sum(1 for b in self.bsyms if b.symbol in _COMPUTE_PRIMS or b.symbol in MATMUL)
 
 
 def _escaping_views(trace: Trace) -> set[str]:
@@ -57,24 +64,62 @@ def _escaping_views(trace: Trace) -> set[str]:
 
 
 def group(trace: Trace, fusible=FUSIBLE) -> list:
-    """The trace's bound symbols as a list of Region and single BoundSymbol, in a valid execution order."""
+    """The trace's bound symbols as a list of Region and single BoundSymbol, in a valid execution order.
+
+    A view prim that would open a region of its own (a weight's transpose, a bias's broadcast: views of
+    inputs, recorded before the ops that read them) waits for its first reader and joins that reader's
+    region, instead of sitting alone in an early region that is too small to fuse. It never waits past a
+    barrier (flushed there, in order) or past an op outside the fusible set that reads it."""
     groups: list = []
     last_def: dict[str, int] = {}
     escaping = _escaping_views(trace)
+    pending: dict[str, BoundSymbol] = {}  # waiting views, by output name, in trace order
 
     def close_all():
         for g in groups:
             if isinstance(g, Region):
                 g.open = False
 
+    def take_pending(names) -> list[BoundSymbol]:
+        taken = []
+
+        def visit(n):
+            b = pending.pop(n, None)
+            if b is not None:
+                for a in b.tensor_args():
+                    visit(a.name)
+                taken.append(b)
+        for n in names:
+            visit(n)
+        return taken
+
+    def append_single(bsym):
+        groups.append(bsym)
+        for o in bsym.tensor_outputs():
+            last_def[o.name] = len(groups) - 1
+
     for bsym in trace.bsyms:
         args = [a.name for a in bsym.tensor_args()]
         outs = [o.name for o in bsym.tensor_outputs()]
-        deps = max((last_def.get(n, -1) for n in args), default=-1)
         is_fusible = bsym.symbol in fusible and not (bsym.symbol in _VIEW_PRIMS and set(outs) & escaping)
         if bsym.symbol.tags & _BARRIER:
             close_all()
+            for b in take_pending(list(pending)):
+                append_single(b)
+        if not is_fusible and (not bsym.symbol.tags & Tag.PRIM or bsym.symbol.tags & Tag.INPLACE):
+            # it may write its arguments: views of them (a reshape may be a copy) are taken before it
+            hit = set(args)
+            for n, b in list(pending.items()):
+                if hit & {a.name for a in b.tensor_args()}:
+                    hit.add(n)
+            for b in take_pending([n for n in list(pending) if n in hit]):
+                append_single(b)
+        waiting = take_pending(args)
+        deps = max((last_def.get(n, -1) for b in [*waiting, bsym] for n in (a.name for a in b.tensor_args())),
+                   default=-1)
         if not is_fusible:
+            for b in waiting:
+                append_single(b)
             groups.append(bsym)
             idx = len(groups) - 1
             for n in outs:
@@ -90,11 +135,17 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
             target = next((i for i in range(deps + 1, len(groups)) if isinstance(groups[i], Region)
                            and groups[i].open), None)
         if target is None:
+            if bsym.symbol in _VIEW_PRIMS and not waiting:
+                pending[outs[0]] = bsym  # (view prims have one output)
+                continue
             groups.append(Region())
             target = len(groups) - 1
-        groups[target].bsyms.append(bsym)
-        for n in outs:
-            last_def[n] = target
+        for b in [*waiting, bsym]:
+            groups[target].bsyms.append(b)
+            for o in b.tensor_outputs():
+                last_def[o.name] = target
+    for b in take_pending(list(pending)):
+        append_single(b)
     return groups
 
 
@@ -125,7 +176,7 @@ def _components(region: Region) -> list:
 def fuse(trace: Trace, executor, *, min_computing: int = 2) -> Trace:
     """The trace with each worthwhile region replaced by one bound symbol that `executor` claims."""
     flat: list = []
-    groups = group(trace)
+    groups = group(trace, FUSIBLE | getattr(executor, "fusible_extra", frozenset()))
     if torch.is_grad_enabled() and any(isinstance(a, TensorProxy) and a.requires_grad for a in trace.args):
         groups = [part for g in groups for part in (_components(g) if isinstance(g, Region) else [g])]
     for g in groups:
@@ -141,6 +192,7 @@ def fuse(trace: Trace, executor, *, min_computing: int = 2) -> Trace:
         members = flat[i].bsyms if isinstance(flat[i], Region) else [flat[i]]
         for b in members:
             needed.update(a.name for a in b.tensor_args())
+    written = {b.kwargs["out"].name for b in trace.bsyms if b.symbol is prims.copy_to_out_}
     out = []
     count = 0
     for i, g in enumerate(flat):
@@ -163,6 +215,7 @@ def fuse(trace: Trace, executor, *, min_computing: int = 2) -> Trace:
         if not outputs:
             continue
         g.inputs, g.outputs = inputs, outputs
+        g.written_later = {p.name for p in inputs if p.name in written}  # inputs written back after the region
         sym = Symbol(f"{executor.name}_fusion_{count}", None, Tag.NONE)
         sym.region = g
         sym.executor = executor

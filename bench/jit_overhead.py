@@ -161,12 +161,16 @@ w2, c2 = time.perf_counter(), time.process_time()
 from bench.jit_overhead import workload
 make_fn, args = workload({case!r})
 fn = {build}
+loaded = set(sys.modules)
 w3, c3 = time.perf_counter(), time.process_time()
 fn(*args)  # grad mode on, as a fresh script starts
 w4, c4 = time.perf_counter(), time.process_time()
+import types  # modules the call executed (compiler/lazy_sympy.py leaves some in sys.modules unexecuted)
+ran = [m for m in set(sys.modules) - loaded if type(sys.modules[m]) is types.ModuleType]
 print(json.dumps({{"import_torch_s": w1 - w0, "import_compiler_s": w2 - w1, "import_compiler_cpu_s": c2 - c1,
                   "first_call_s": w4 - w3, "first_call_cpu_s": c4 - c3,
-                  "torch_dynamo_imported": "torch._dynamo" in sys.modules}}))
+                  "torch_dynamo_imported": "torch._dynamo" in sys.modules,
+                  "modules_executed": len(ran), "sympy_executed": any(m == "sympy" for m in ran)}}))
 """
 _BUILDS = {"jit": "compiler.jit(make_fn())", "eager": "make_fn()", "torch.compile": "torch.compile(make_fn())"}
 
@@ -223,7 +227,9 @@ def cold_rows(case_names, repeat: int, with_torch_compile: bool) -> list[dict]:
                "jit_first_call_s": med(jit, "first_call_s"), "jit_first_call_cpu_s": med(jit, "first_call_cpu_s"),
                "eager_first_call_s": med(eager, "first_call_s"),
                "eager_first_call_cpu_s": med(eager, "first_call_cpu_s"),
-               "jit_imported_torch_dynamo": any(r["torch_dynamo_imported"] for r in jit)}
+               "jit_imported_torch_dynamo": any(r["torch_dynamo_imported"] for r in jit),
+               "jit_first_call_modules_executed": med(jit, "modules_executed"),
+               "jit_first_call_executed_sympy": any(r["sympy_executed"] for r in jit)}
         row["ratio_vs_eager"] = row["jit_first_call_s"] / row["eager_first_call_s"]
         row["ratio_vs_target"] = row["jit_first_call_s"] / COLD_FIRST_CALL_TARGET_S
         row["cpu_ratio_vs_target"] = row["jit_first_call_cpu_s"] / COLD_FIRST_CALL_TARGET_S
@@ -252,6 +258,8 @@ def _print_cold(rows) -> None:
               f"{r['ratio_vs_target']:9.2f}x {r['cpu_ratio_vs_target']:13.2f}x  {'ok' if r['ok'] else 'MISSED'}"
               f"{'' if not r['jit_imported_torch_dynamo'] else '  (imported torch._dynamo)'}")
     for r in rows:
+        print(f"{r['case']}: modules the jit first call imported: {r['jit_first_call_modules_executed']:.0f}"
+              f"{' (sympy among them)' if r['jit_first_call_executed_sympy'] else ' (not sympy)'}")
         print(f"{r['case']}: jit first call with torch._dynamo imported before the clock "
               f"{r['jit_first_call_dynamo_preimported_s']:.3f} s ({r['jit_first_call_dynamo_preimported_cpu_s']:.3f} s CPU)")
         if "torch_compile_first_call_s" in r:

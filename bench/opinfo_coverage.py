@@ -7,6 +7,10 @@ eager in the same run: the percentages are of the samples eager runs. --grad add
 
     python3 bench/opinfo_coverage.py [--dtypes float32,bfloat16,int64] [--per-op 8] [--ops add,mul]
                                      [--grad] [--top 15] [--list crash,wrong] [--json out.json]
+                                     [--cache "symbolic values"] [--every N [--offset K]] [--progress]
+
+--every N runs every Nth op (a representative subset when the whole database takes too long; the op list
+is printed so both modes can be run on the same subset); --progress prints each op's time to stderr.
 """
 from __future__ import annotations
 
@@ -37,6 +41,9 @@ def main(argv=None):
     ap.add_argument("--list", default="crash,wrong", help="outcomes whose samples are listed one per line")
     ap.add_argument("--json", default=None)
     ap.add_argument("--cache", default="constant values", choices=("constant values", "symbolic values"))
+    ap.add_argument("--every", type=int, default=1, help="run every Nth op only")
+    ap.add_argument("--offset", type=int, default=0, help="with --every: start at this op")
+    ap.add_argument("--progress", action="store_true")
     a = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     names = set(a.ops.split(",")) if a.ops else None
@@ -47,9 +54,16 @@ def main(argv=None):
         dtype = getattr(torch, dname)
         tally = db.Tally()
         t0 = time.perf_counter()
-        for op in db.ops_for(dtype, names):
+        ops = db.ops_for(dtype, names)[a.offset::a.every]
+        if a.every > 1:
+            print(f"{dname}: every {a.every}th op from op {a.offset}: {len(ops)} ops")
+        for k, op in enumerate(ops):
+            t_op = time.perf_counter()
             db.run_op(op, dtype, tally, per_op=a.per_op, inplace=not a.no_inplace,
                       grad=a.grad and dtype.is_floating_point)
+            if a.progress:
+                print(f"  [{k + 1}/{len(ops)}] {db.op_id(op)} {time.perf_counter() - t_op:.1f} s "
+                      f"(total {time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
         secs = time.perf_counter() - t0
         report[dname] = {}
         for variant in ("op", "inplace", "grad"):

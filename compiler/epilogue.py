@@ -102,7 +102,9 @@ class StateWrites:
             now = list(held) if type(held) is list else dict(held)
             if any(is_traced(v) for v in (now if type(held) is list else now.values())) and \
                     not _same_items(now, before):
-                writes.append((Slot("contents", held, None, label), now))
+                slot = Slot("contents", held, None, label)
+                slot.before = before  # (items there before the call are the same objects on a cached call)
+                writes.append((slot, now))
                 Slot("contents", held, None, label).store(before)
                 guards.append((held, tuple(range(len(before))) if type(held) is list else tuple(before)))
         for holder, name, before in self.snapshot.values:
@@ -148,7 +150,17 @@ def mark_module_attribute(module, name, value=_MISSING) -> None:
         mark_write(d, name, value)
 
 
-def _replayable(value) -> bool:
+def mark_container_write(container) -> None:
+    """While tracing: a module-held list/dict changed in place (an interpreter CONTAINER_WRITE event; the
+    interpreting front end watches these containers): its contents store goes here, with its contents now."""
+    from .trace import current_state
+
+    state = current_state()
+    if state is not None and id(container) in state.tracked_containers:
+        mark_write(container, None, list(container) if type(container) is list else dict(container))
+
+
+def _replayable(value, before=()) -> bool:
     """An earlier write of a slot that is written again later in the call: stored at its own point when its
     value is a traced value or an immutable constant (the same on every call). Other Python objects (a list
     made in the call) cannot be replayed by a cached trace; for those only the last write is stored."""
@@ -157,19 +169,22 @@ def _replayable(value) -> bool:
     if value is _MISSING:
         return False
     leaves = pytree.tree_leaves(value)
-    return all(v is None or isinstance(v, (TensorProxy, OpaqueProxy, bool, int, float, complex, str)) for v in leaves)
+    return all(v is None or isinstance(v, (TensorProxy, OpaqueProxy, bool, int, float, complex, str))
+               or any(v is b for b in before) for v in leaves)
 
 
 def insert_stores(trace, writes, marks: dict, floor: int = 0, location=None) -> None:
     """Each store at the point its slot was written (`marks`), not before `floor` (the start of the final
     segment: earlier segments have run); a slot written several times gets a store at each write whose value
-    is replayable, then its last value where it was last written; a write not marked (a list appended to)
-    goes at the end."""
+    is replayable, then its last value where it was last written. A module-held list/dict is a slot whose
+    value is its contents, marked at each in-place change the interpreter reports (append, item store...);
+    a change it does not report (`lst += [...]`) leaves the store at the end."""
     placed = []
     for slot, value in writes:
-        seen = marks.get((id(slot.holder), slot.key), []) if slot.kind != "contents" else []
+        seen = marks.get((id(slot.holder), slot.key), [])
+        before = pytree.tree_leaves(getattr(slot, "before", ()))
         for at, earlier in seen[:-1]:
-            if _replayable(earlier):
+            if _replayable(earlier, before):
                 placed.append((max(at, floor), BoundSymbol(STORE, (slot, earlier), {}, None, location=location)))
         at = seen[-1][0] if seen else len(trace.bsyms)
         placed.append((max(at, floor), BoundSymbol(STORE, (slot, value), {}, None, location=location)))

@@ -57,6 +57,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     guard_hooks(builder, module, interpreted=call is not None)
     snapshot = StateSnapshot(fn, module)
     state_writes = StateWrites(module, snapshot)
+    state.tracked_containers = {id(held) for _, held, _ in state_writes.contents}
     if call is None:  # natively, type(proxy) is TensorProxy; the interpreter answers type() as eager does
         refuse_type_is_tensor(user_code_objects(user_codes(fn, module)))
     grad_enabled = torch.is_grad_enabled()

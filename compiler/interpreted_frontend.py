@@ -19,7 +19,7 @@ import types
 from . import autograd_function, recursion, symbolic
 from .trace import current_state
 from .builtin_answers import traced_type
-from .epilogue import mark_write
+from .epilogue import mark_container_write, mark_write
 from .frontend import FrontendResult, holds_proxy, native_frontend
 from .hidden_inputs import HiddenValue, expand, library_file, write_slot
 from .interpreter import Interpreter, events as ev, provenance
@@ -78,6 +78,8 @@ class CallEffects:
             verb = "writes" if kind.endswith("write") else "deletes"
             what = "the global" if kind.startswith("global") else "the variable"
             self.rerun.append(f"{where}: {verb} {what} {event.name!r}, which outlives the call")
+        elif kind == ev.CONTAINER_WRITE:
+            mark_container_write(event.value)  # (a module-held list/dict: where its contents store goes)
         elif kind == ev.SIDE_EFFECT_CALL:
             self.rerun.append(f"{where}: calls {event.name}, a side effect")
         elif kind == ev.OPAQUE_CALL and _varies_between_calls(d.get("callee"), event.value):
@@ -114,6 +116,8 @@ class InterpretedCall:
                              check_stack=check_stack, native_paths=trusted_paths())
         if symbolic_values:
             interp.native_args = symbolic.native_args
+        if state is not None:
+            interp.watched_containers = state.tracked_containers  # module-held: their changes mark the epilogue
         if self.on_interpreter is not None:
             self.on_interpreter(interp)
         provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]

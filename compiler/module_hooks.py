@@ -56,17 +56,25 @@ def guard_called_modules(builder, called: dict, module: torch.nn.Module | None) 
 
 def lookasides() -> dict:
     """Module._call_impl -> note the module (its hooks are guarded), then interpret torch's own body."""
+    from .interpreter.interpreter import Tracked, with_provenance
+
     real = torch.nn.Module._call_impl
     # a copy of the function: the interpreter looks lookasides up by identity, so the copy runs interpreted
     body = types.FunctionType(real.__code__, real.__globals__, real.__name__, real.__defaults__, real.__closure__)
 
+    @with_provenance
     def call_impl(module, *args, **kwargs):
-        from .torchlang.lookasides import _interpret_call
+        from .source import _INTERPRETERS
         from .trace import current_state
 
         state = current_state()
         if state is not None:
-            state.called_modules.setdefault(id(module), module)
-        return _interpret_call(body, (module, *args), kwargs)
+            state.called_modules.setdefault(id(module.value), module.value)
+        everything = (module, *args)
+        value, prov = _INTERPRETERS[-1].call(None, body, tuple(a.value for a in everything),
+                                             {k: v.value for k, v in kwargs.items()},
+                                             [a.provenance for a in everything],
+                                             {k: v.provenance for k, v in kwargs.items()})
+        return Tracked(value, prov)
 
     return {real: call_impl}

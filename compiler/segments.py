@@ -144,7 +144,8 @@ class Record:
     key: tuple
     value: object
     location: object
-    sym: str | None = None  # cache="symbolic values": the name of the symbolic number the read gave
+    sym: object = None  # cache="symbolic values": the name of the symbolic number the read gave (a tuple of
+    # names, None for sizes < 2, for a size read)
 
 
 class Segmenter:
@@ -215,14 +216,40 @@ class Segmenter:
                     raise CompilerError("re-tracing for a new outcome of a data-dependent read named the value "
                                         f"read by {what} differently; the function's tracing is not repeatable")
                 self.env[name] = value
-        self.records.append(Record(seg, source, runner, proxy.name, kind, key, value, loc,
-                                   sym.name if sym is not None else None))
+        elif kind == "shape" and getattr(st, "symbolic", False) and (not replayed or self.replay.nodes[i].read_sym):
+            sym = self._symbolic_sizes(proxy, value, i)
+            key = symbolic_shape_key(value)
+        sym_name = sym if isinstance(sym, tuple) or sym is None else sym.name
+        if replayed and sym_name is not None and self.replay.nodes[i].read_sym != sym_name:
+            raise CompilerError(f"re-tracing for a new outcome of a data-dependent read named the value read by {what} "
+                                "differently; the function's tracing is not repeatable")
+        self.records.append(Record(seg, source, runner, proxy.name, kind, key, value, loc, sym_name))
         shown = repr(value if kind != "shape" else tuple(value))
         st.emit(Event(DATA_DEPENDENT, f"{what} reads the value of tensor {proxy.name} ({shown}): the trace is "
                       f"split here and the value is read at run time; each new value traces a new continuation",
                       loc, details={"proxy": proxy.name, "kind": kind, "value": value, "what": what,
                                     "segment": i + 1, "symbolic": sym is not None}))
         return True, (value if sym is None else sym)
+
+    def _symbolic_sizes(self, proxy, value, i: int) -> tuple:
+        """cache="symbolic values": a value-dependent size read (x[mask], nonzero) becomes symbolic inputs of
+        the next segment (sizes >= 2; 0 and 1 are part of the outcome), like an argument tensor's sizes."""
+        from .symbolic import input_name, read_value
+
+        st, names, sizes = self.state, [], []
+        for d, v in enumerate(value):  # (a name for every size: the names do not depend on the values)
+            name = input_name(f"{proxy.name}_shape{d}", st.builder._sym_names)
+            names.append(name)
+            sym = read_value(st, name, v, i) if v >= 2 else None
+            if sym is None:
+                sizes.append(v)
+                continue
+            sym.at_least_2 = True  # (the outcome key says which sizes are < 2)
+            self.env[name] = v
+            sizes.append(sym)
+        if not st.sizes_fixed:
+            proxy.sym_shape = tuple(sizes) if any(type(d) is not int for d in sizes) else None
+        return tuple(names)
 
     def run_before_error(self, writes) -> None:
         """The user's code raised: run for real what eager ran before the exception (the ops since the last
@@ -292,8 +319,8 @@ class Node:
         self.source, self.runner, self.read, self.location = source, runner, read, location
         self.children: dict = {}  # outcome key -> Node
         # a read kept symbolic: its value's name, and the continuations for it (each has its constraints)
-        self.read_sym: str | None = None
-        self.sym_children: list = []
+        self.read_sym = None  # str, or a tuple of names for a size read
+        self.sym_children: dict = {}  # outcome key -> [Node]
         self.prologue = prologue  # guards of the trace that made this continuation (checked on entering it)
         self.checks = None  # constraints on numbers read so far (env -> bool), checked on entering it
         self.extra = 0  # outcomes seen beyond MAX_OUTCOMES
@@ -341,12 +368,26 @@ def set_checks(node: Node, constraints) -> None:
 def link(nodes: list[Node], records: list[Record], start: int = 0) -> None:
     for i in range(start, len(records)):
         if records[i].sym is not None and records[i].key[0] == "symbolic":
-            nodes[i].sym_children.append(nodes[i + 1])
+            nodes[i].sym_children.setdefault(records[i].key, []).append(nodes[i + 1])
         else:
             nodes[i].children[records[i].key] = nodes[i + 1]
 
 
+def symbolic_shape_key(value) -> tuple:
+    return ("symbolic", "shape", tuple(v if v < 2 else None for v in value))
+
+
+def _enter_read(node: Node, value, env: dict) -> None:
+    """A symbolic read's value(s) into the env, by the names the continuations use."""
+    if isinstance(node.read_sym, tuple):
+        env.update(zip(node.read_sym, value))
+    else:
+        env[node.read_sym] = value
+
+
 def _read_key(node: Node, value) -> tuple:
+    if isinstance(node.read_sym, tuple):
+        return symbolic_shape_key(value)
     if node.read_sym is not None:
         from .symbolic import symbolic_read_key
 
@@ -409,8 +450,8 @@ def run_cached(jf, entry, inputs, args, kwargs):
             value = READERS[kind](env[name])
             key = _read_key(node, value)
             if key[0] == "symbolic":  # one continuation for any value its constraints accept
-                env[node.read_sym] = value
-                child = next((c for c in node.sym_children if c.enters(args, kwargs, env)), None)
+                _enter_read(node, value, env)
+                child = next((c for c in node.sym_children.get(key, ()) if c.enters(args, kwargs, env)), None)
             else:
                 child = node.children.get(key)
                 child = child if child is not None and child.enters(args, kwargs, env) else None
@@ -423,6 +464,10 @@ def run_cached(jf, entry, inputs, args, kwargs):
     finally:
         torch._C._set_grad_enabled(grad)
         autocast.set_state(cast)
+
+
+def _outcomes(node: Node) -> int:
+    return len(node.children) + sum(len(v) for v in node.sym_children.values())
 
 
 def _continue(jf, entry, comp: SegmentedComputation, env: dict, nodes: list[Node], args, kwargs):
@@ -447,10 +492,9 @@ def _continue(jf, entry, comp: SegmentedComputation, env: dict, nodes: list[Node
     with comp.lock:
         if not cacheable:
             pass
-        elif key[0] == "symbolic" and len(parent.sym_children) + len(parent.children) < MAX_OUTCOMES:
-            parent.sym_children.append(fresh[0])
-        elif key[0] != "symbolic" and (key in parent.children or
-                                       len(parent.children) + len(parent.sym_children) < MAX_OUTCOMES):
+        elif key[0] == "symbolic" and _outcomes(parent) < MAX_OUTCOMES:
+            parent.sym_children.setdefault(key, []).append(fresh[0])
+        elif key[0] != "symbolic" and (key in parent.children or _outcomes(parent) < MAX_OUTCOMES):
             parent.children[key] = fresh[0]
         else:
             parent.extra += 1

@@ -205,6 +205,7 @@ class TracingState:
         self.opaque: dict[int, OpaqueProxy] = {}  # id(real object) -> its proxy (generators, BackwardHooks)
         self.created_generators: list = []  # stand-ins of generators made inside (compiler/rng.py)
         self.called_modules: dict = {}  # id -> nn.Module whose __call__ the traced code ran (hooks guarded)
+        self.tracked_containers: set = set()  # ids of module-held lists/dicts (their in-place changes are marked)
         self.write_marks: dict = {}  # (id(holder), key) -> [(trace position, value)] of its writes (epilogue stores)
         self.decompose = decompose
         self.may_view_origin: dict[str, BoundSymbol] = {}

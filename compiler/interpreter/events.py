@@ -19,9 +19,11 @@ NONLOCAL_WRITE = "nonlocal_write"
 NONLOCAL_DELETE = "nonlocal_delete"
 OPAQUE_CALL = "opaque_call"  # native code the interpreter cannot look into; its result is an OpaqueResult
 SIDE_EFFECT_CALL = "side_effect_call"  # print/open/input/random.*/time.*/globals/locals/vars
+# a list/dict in `Interpreter.watched_containers` changed in place (item store/delete, append, update...): value
+CONTAINER_WRITE = "container_write"
 
 KINDS = (GLOBAL_READ, CLOSURE_READ, GLOBAL_WRITE, GLOBAL_DELETE, NONLOCAL_WRITE, NONLOCAL_DELETE, OPAQUE_CALL,
-         SIDE_EFFECT_CALL)
+         SIDE_EFFECT_CALL, CONTAINER_WRITE)
 
 
 @dataclass(frozen=True)

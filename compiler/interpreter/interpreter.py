@@ -20,6 +20,12 @@ _OBJECT_GETATTRIBUTE = object.__getattribute__
 _HEAPTYPE = 1 << 9  # classes made by `class` statements
 
 
+# list/dict methods that change the container (observers told by a CONTAINER_WRITE event)
+_CONTAINER_MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
+                                 "update", "setdefault", "popitem", "__setitem__", "__delitem__", "__iadd__",
+                                 "__imul__", "__ior__"))
+
+
 class Tracked:
     """A value with its provenance, handed to lookasides marked with `with_provenance`."""
 
@@ -61,6 +67,7 @@ class Interpreter:
         # (fn, args, kwargs) -> (args, kwargs): what native code receives (the embedder's symbolic numbers
         # become plain values there; see compiler/symbolic.py). None: arguments pass unchanged.
         self.native_args = None
+        self.watched_containers: set = set()  # ids of lists/dicts whose in-place changes are CONTAINER_WRITE events
         self.frames = 0  # frames interpreted so far (tests use it to prove code was interpreted)
         self.active: list = []  # interpreted frames now executing, innermost last (for sys._getframe)
         self.depth_limit = None  # most interpreted frames at once (the embedder sets it; see recursion.py)
@@ -154,7 +161,11 @@ class Interpreter:
         if self.native_args is not None:
             args, kwargs = self.native_args(fn, args, kwargs)
         if is_pure(fn):
-            return fn(*args, **kwargs), pv.Computed("call", tuple(provs) + tuple(kwprovs.values()))
+            value = fn(*args, **kwargs)
+            owner = getattr(fn, "__self__", None)
+            if id(owner) in self.watched_containers and fn.__name__ in _CONTAINER_MUTATORS:
+                self.emit(ev.CONTAINER_WRITE, fn.__name__, frame, owner)
+            return value, pv.Computed("call", tuple(provs) + tuple(kwprovs.values()))
         name = pv.describe_callee(fn)
         side_effect = is_side_effect(fn)
         if frame is not None:  # call from a Python frame with the user's globals: see _trampoline

@@ -356,6 +356,8 @@ def store_subscr(interp, frame, instr):
     if interp.native_args is not None:
         (container, key, value), _ = interp.native_args(operator.setitem, (container, key, value), {})
     container[key] = value
+    if id(container) in interp.watched_containers:
+        interp.emit(ev.CONTAINER_WRITE, "__setitem__", frame, container)
 
 
 @handles("DELETE_SUBSCR")
@@ -369,6 +371,8 @@ def delete_subscr(interp, frame, instr):
     if interp.native_args is not None:
         (container, key), _ = interp.native_args(operator.delitem, (container, key), {})
     del container[key]
+    if id(container) in interp.watched_containers:
+        interp.emit(ev.CONTAINER_WRITE, "__delitem__", frame, container)
 
 
 @handles("BINARY_SLICE", since=(3, 12))
@@ -392,6 +396,8 @@ def store_slice(interp, frame, instr):
         (container, key, value), _ = interp.native_args(operator.setitem, (container, slice(start, stop), value), {})
         start, stop = key.start, key.stop
     container[start:stop] = value
+    if id(container) in interp.watched_containers:
+        interp.emit(ev.CONTAINER_WRITE, "__setitem__", frame, container)
 
 
 @handles("BUILD_SLICE")

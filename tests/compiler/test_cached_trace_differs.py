@@ -205,6 +205,29 @@ def test_hooks_added_or_removed_after_the_first_call():
         assert torch.equal(jm(x), m(x))
 
 
+def test_hooks_added_to_a_module_a_jitted_function_calls():
+    # (before: the hook dictionaries of a module reached through a closure were not guarded: a forward hook
+    # added after the first call was ignored on cache hits)
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(2, 2)
+
+    def fn(x):
+        return lin(x) + 1
+
+    jfn = compiler.jit(fn)
+    x = torch.ones(1, 2)
+    assert torch.equal(jfn(x), fn(x))
+    for register in (lambda: lin.register_forward_hook(lambda mod, i, o: o * 3),
+                     lambda: lin.register_forward_pre_hook(lambda mod, i: (i[0] * 2,))):
+        handle = register()
+        try:
+            assert torch.equal(jfn(x), fn(x))
+        finally:
+            handle.remove()
+        assert torch.equal(jfn(x), fn(x))
+    assert torch.equal(jfn(x), fn(x)) and compiler.cache_hits(jfn) >= 1
+
+
 # (module backward hooks: tests/compiler/test_backward_hooks.py)
 
 

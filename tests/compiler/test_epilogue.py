@@ -258,3 +258,39 @@ def test_a_module_list_appended_to_on_every_call():
         assert torch.equal(jm(x), eager_model(x))
         assert len(jitted_model.hist) == len(eager_model.hist) == step + 1
         assert all(torch.equal(a, b) for a, b in zip(jitted_model.hist, eager_model.hist))
+
+
+class ContainersAroundAnIndex(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hist = []
+        self.d = {}
+
+    def forward(self, x, idx):
+        self.hist.append(x.mean())  # eager keeps these when the indexing below raises
+        self.d["before"] = x.sum()
+        y = x[idx] * 2
+        self.hist.append(y.sum())
+        self.d["after"] = y
+        return y
+
+
+def test_module_container_changes_happen_where_eager_makes_them_when_a_call_raises():
+    # (before: a module-held list/dict's contents were stored at the end of the trace)
+    eager_model, jitted_model = ContainersAroundAnIndex(), ContainersAroundAnIndex()
+    jm = compiler.jit(jitted_model)
+    for step, idx in enumerate([[0, 1], [0, 9], [1, 1], [7, 0]]):
+        x, idx = torch.randn(4) + step, torch.tensor(idx)
+        outcomes = []
+        for model in (eager_model, jm):
+            try:
+                outcomes.append(model(x, idx))
+            except IndexError:
+                outcomes.append("IndexError")
+        assert type(outcomes[0]) is type(outcomes[1]), step
+        assert len(jitted_model.hist) == len(eager_model.hist), step
+        assert all(torch.equal(a, b) for a, b in zip(jitted_model.hist, eager_model.hist)), step
+        assert list(jitted_model.d) == list(eager_model.d), step
+        assert all(torch.equal(jitted_model.d[k], eager_model.d[k]) for k in eager_model.d), step
+    text = str(compiler.last_traces(jm)[-1])
+    assert text.index("store(") < text.index("__getitem__")

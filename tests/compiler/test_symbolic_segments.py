@@ -7,6 +7,7 @@ a call sequence against eager and asserts misses/hits and segment counts.
 """
 import math
 
+import pytest
 import torch
 
 import compiler
@@ -86,7 +87,7 @@ def test_tensor_sizes_and_numbers_read_stay_symbolic_together():
 def test_a_number_read_used_as_a_shape_specializes_its_continuation():
     def fn(x, mask):
         n = int(mask.sum())
-        return torch.zeros(n) + x.sum(), n * 2
+        return torch.eye(n) + x.sum(), n * 2  # (eye: no shape rule follows its number)
 
     calls = [(torch.ones(6), m) for m in masks(2, 3, 2, 4, 3)]
     jf = compiler.jit(fn, cache=SYM)
@@ -162,6 +163,34 @@ def test_reads_and_symbolic_arguments_in_one_decision():
              (torch.tensor([0, 1]), 3)]
     jf = compiler.jit(fn, cache=SYM)
     assert run(jf, fn, calls) == (2, 3)  # k > n and k <= n, whatever the values
+
+
+def test_value_dependent_sizes_read_are_symbolic_inputs_of_the_next_segment():
+    def nonzero_count(x):
+        idx = torch.nonzero(x > 0)
+        if len(idx) > 3:
+            return idx.sum(0)
+        return idx.float().mean(0) * len(idx)
+
+    xs = [[1., -1, 2, 3, 4, 5], [1., -1, 2, 3, -4, 5], [1., -1, 2, 3, 4, 5, 6], [1., -1, 2, -3, -4, 5],
+          [1., 2, 3, 4, 5, 6, 7, 8]]
+    calls = [(torch.tensor(x),) for x in xs]
+    assert run(compiler.jit(nonzero_count, cache=SYM), nonzero_count, calls) == (2, 3)  # len(idx) > 3 or not
+    assert run(compiler.jit(nonzero_count), nonzero_count, calls) == (5, 0)  # one continuation per size
+
+
+def test_masked_rows_sizes_and_the_sizes_0_and_1():
+    def fn(x, mask):
+        sel = x[mask]
+        n = sel.shape[0]
+        return sel * 2 / n, n, sel.reshape(n, -1).sum(1)
+
+    jf = compiler.jit(fn, cache=SYM)
+    torch.manual_seed(0)
+    assert run(jf, fn, [(torch.randn(8, 3), torch.arange(8) < k) for k in (3, 5, 2, 8)]) == (1, 3)
+    assert run(jf, fn, [(torch.randn(8, 3), torch.arange(8) < k) for k in (1, 4, 1)]) == (2, 5)  # 1 specializes
+    with pytest.raises(RuntimeError, match="cannot reshape tensor of 0 elements"):  # as eager
+        jf(torch.randn(8, 3), torch.arange(8) < 0)
 
 # ---- symbolic values with a fusing executor: traces specialize, fusion regions serve every size ----
 

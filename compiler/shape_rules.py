@@ -208,6 +208,42 @@ def _tensor_split(args, kwargs, outs):
     return [shape[:d] + (p,) + shape[d + 1:] for p in pieces]
 
 
+def arange_length(args, kwargs):
+    start, end, step = (_arg(args, kwargs, i, n, d) for i, n, d in ((0, "start", 0), (1, "end", None),
+                                                                     (2, "step", 1)))
+    if end is None or any(not isinstance(v, int) or isinstance(v, bool) for v in (start, end, step)):
+        raise _Unknown  # (floats: torch's length rounds in double precision; not followed)
+    if isinstance(step, SymInt) or step <= 0:
+        raise _Unknown
+    return _nonneg(end - start, "arange's end - start") if step == 1 else (end - start + step - 1) // step
+
+
+def _recurrent(name, args, kwargs, outs):
+    """torch.rnn_tanh/rnn_relu/gru/lstm (nn.RNN/GRU/LSTM): output (batch, time, hidden * directions) and the
+    final states shaped as the initial ones. Packed sequences (a batch_sizes tensor second) are not followed."""
+    x = _sym(args[0])
+    hx = args[1]
+    if name == "lstm":
+        if type(hx) not in _SEQ or len(args) != 9:
+            raise _Unknown
+        states = [_sym(h) for h in hx]
+    else:
+        if type(args[2]) not in _SEQ or len(args) != 9:
+            raise _Unknown
+        states = [_sym(hx)]
+    bidirectional, batch_first = args[7], args[8]
+    h = states[0]
+    feat = h[-1] * (2 if bidirectional else 1)
+    if len(x) == 2:  # unbatched: (time, features)
+        out = (x[0], feat)
+    elif len(x) == 3:
+        out = (x[0], x[1], feat)
+        _eq_size(x[0] if batch_first else x[1], h[1])
+    else:
+        raise _Unknown
+    return [out, *states]
+
+
 def rule(name, args, kwargs, outs):
     """Symbolic sizes of each tensor output of op `name`, or raise _Unknown."""
     if name in ("expand", "broadcast_to"):
@@ -271,6 +307,8 @@ def rule(name, args, kwargs, outs):
             holds = f"({_lit(cols)}) % ({_lit(kk)}) == 0"
             constrain(cols, holds, holds, "check", "fold: channels a multiple of the kernel's size")
         return [x[:-2] + (cols // kk,) + tuple(size)]
+    if name in ("rnn_tanh", "rnn_relu", "gru", "lstm"):
+        return _recurrent(name, args, kwargs, outs)
     if name == "tensor_split":
         return _tensor_split(args, kwargs, outs)
     if name in ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",

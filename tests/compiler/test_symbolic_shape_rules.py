@@ -39,6 +39,11 @@ def _outs(y):
     return tuple(_use(t) for t in y) if isinstance(y, (tuple, list)) else _use(y)
 
 
+torch.manual_seed(0)
+_GRU = torch.nn.GRU(4, 6, batch_first=True)
+_LSTM = torch.nn.LSTM(4, 5, num_layers=2, bidirectional=True)  # (time, batch, features)
+_GRU.requires_grad_(False), _LSTM.requires_grad_(False)  # (no autograd: the sizes are the point, and it is faster)
+
 # name -> (op, three argument specs: each call's inputs at other shapes)
 CASES = {
     "expand": (lambda x: x.unsqueeze(0).expand(3, -1, -1), [(T(2, 4),), (T(3, 5),), (T(5, 3),)]),
@@ -109,10 +114,13 @@ CASES = {
                [(T(2, 3, 8, 6),), (T(2, 3, 10, 10),), (T(2, 3, 12, 6),)]),
     "tensor_split": (lambda x: x.tensor_split(3, 1), [(T(2, 8),), (T(3, 9),), (T(2, 11),)]),
     "tensor_split-indices": (lambda x: x.tensor_split([2, 5], 1), [(T(2, 8),), (T(3, 9),), (T(2, 11),)]),
+    "gru": (lambda x: _GRU(x), [(T(2, 5, 4),), (T(3, 7, 4),), (T(4, 3, 4),)]),
+    "lstm": (lambda x: (lambda o: (o[0], *o[1]))(_LSTM(x)), [(T(5, 2, 4),), (T(7, 3, 4),), (T(3, 4, 4),)]),
+    "arange-start-end": (lambda x: x + torch.arange(1, x.shape[1] + 1), [(T(2, 4),), (T(3, 5),), (T(5, 3),)]),
 }
 # the cases of the rules added for conv_transpose, ceil_mode pooling, unfold/fold and tensor_split
 NEWER = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "max_pool2d-ceil", "avg_pool1d-ceil",
-         "Tensor.unfold", "F.unfold", "F.fold", "tensor_split", "tensor_split-indices"]
+         "Tensor.unfold", "F.unfold", "F.fold", "tensor_split", "tensor_split-indices", "gru", "lstm"]
 
 
 def _args(specs, seed):

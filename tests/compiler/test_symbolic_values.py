@@ -250,9 +250,9 @@ def test_user_except_does_not_swallow_the_fallback():
     assert not jf.last_entry.symbolic
 
 
-def test_fusing_executors_keep_constant_values():
-    # their prims are compiled with the numbers baked in; the torch executor gets symbolic values
-    assert not compiler.jit(range_loop, cache=SYM, executors=("inductor", "torch")).symbolic
+def test_fusing_executors_trace_with_symbolic_values_too():
+    # (their fused plan is made per call's values from the symbolic trace: tests/compiler/test_symbolic_fusion.py)
+    assert compiler.jit(range_loop, cache=SYM, executors=("inductor", "torch")).symbolic
     assert compiler.jit(range_loop, cache=SYM).symbolic
 
 

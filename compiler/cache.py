@@ -54,11 +54,6 @@ class JittedFunction:
         self.cache_option = cache
         self.executors = resolve_executors(executors)
         self.default_executors = executors is None  # then chosen per traced call from its inputs' devices
-        # Symbolic numbers reach the torch executor only; fusing executors compile prims with the values baked
-        # in: with them a trace specializes on every size and number (constant values), and their fusion
-        # regions are compiled for any size instead (executors.inductor.shape_generic)
-        self.symbolic = cache == "symbolic values" and (all(e in DEFAULT_EXECUTORS for e in self.executors) or
-                                                        _fusing_and_defaults(self.executors))
         self.observers = list(observers or ())
         self.frontend = frontend or interpreted_frontend
         self.module = module
@@ -127,12 +122,16 @@ class JittedFunction:
         if self.module is not None:
             kw["module"] = self.module
         executors = self.executors_for(args, kwargs)
+        # Symbolic numbers reach the torch executor only; fusing executors compile prims with the values baked
+        # in: under symbolic values they get a fused plan per call's values (_FusedPerCall), traced from the
+        # symbolic trace; other executors specialize (constant values), regions compiled for any size
         unfused = all(e in DEFAULT_EXECUTORS for e in executors)
-        # symbolic values with a fusing executor: the trace stays symbolic; its fused plans are per call sizes
-        per_size = self.cache_option == "symbolic values" and _fusing_and_defaults(executors)
+        wants_symbolic = self.cache_option == "symbolic values"
+        # symbolic values with a fusing executor: the trace stays symbolic; its fused plans are per call's values
+        per_size = wants_symbolic and _fusing_and_defaults(executors)
         # a new continuation of a segmented entry is traced as its entry was
-        sym = self.symbolic and (unfused or per_size) and (replay is None or replay.symbolic)
-        generic_regions = self.cache_option == "symbolic values" and not unfused or self.generic_regions
+        sym = wants_symbolic and (unfused or per_size) and (replay is None or replay.symbolic)
+        generic_regions = wants_symbolic and not unfused or self.generic_regions
         seg_executors = _unfused(executors) if per_size and sym else executors  # (segments: torch, symbolic)
         try:
             with _TRACING_LOCK, segments.segmenting(seg_executors, self.passes, replay), \

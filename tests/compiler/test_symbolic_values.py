@@ -10,17 +10,9 @@ import pytest
 import torch
 
 import compiler
+from same_values import same as _same
 
 SYM = "symbolic values"
-
-
-def _same(out, ref):
-    if isinstance(ref, (tuple, list)):
-        return len(out) == len(ref) and all(_same(o, r) for o, r in zip(out, ref))
-    if isinstance(ref, torch.Tensor):
-        return isinstance(out, torch.Tensor) and out.shape == ref.shape and out.dtype == ref.dtype and \
-            torch.equal(out, ref)
-    return type(out) is type(ref) and out == ref
 
 
 def run_sequence(fn, calls, **options):
@@ -251,9 +243,11 @@ def test_user_except_does_not_swallow_the_fallback():
 
 
 def test_fusing_executors_trace_with_symbolic_values_too():
-    # (their fused plan is made per call's values from the symbolic trace: tests/compiler/test_symbolic_fusion.py)
-    assert compiler.jit(range_loop, cache=SYM, executors=("inductor", "torch")).symbolic
-    assert compiler.jit(range_loop, cache=SYM).symbolic
+    # their fused plan is made per call's values from the symbolic trace (tests/compiler/test_symbolic_fusion.py)
+    fused, plain = compiler.jit(range_loop, cache=SYM, executors=("inductor", "torch")), compiler.jit(range_loop, cache=SYM)
+    for jf in (fused, plain):
+        assert torch.equal(jf(torch.ones(2), 3), range_loop(torch.ones(2), 3))
+    assert fused.last_entry.symbolic and plain.last_entry.symbolic
 
 
 def test_module_with_number_arguments():

@@ -5,12 +5,16 @@ equals eager, and the specializations the last trace recorded (constraints `... 
 Python construct that needed a plain number). A model listed with more than one trace names the op to
 give a shape rule (compiler/shape_rules.py) or the decision that is inherent to the program.
 
-    python3 bench/symbolic_sizes.py [--executors torch|inductor|...] [--only NAME]
+Per call it prints the wall seconds of the jitted call (the first includes tracing; with a fusing executor,
+each new size or number also pays the fused plan's trace and any region compile).
+
+    python3 bench/symbolic_sizes.py [--executors torch|inductor,torch|...] [--only NAME]
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -155,13 +159,16 @@ def run(name, executors):
     torch.manual_seed(0)
     model = make().eval()
     jm = compiler.jit(model, cache="symbolic values", executors=executors)
-    equal = True
+    equal, seconds = True, []
     with torch.no_grad():
         for s in sizes:
             args = inputs(s)
-            out, ref = jm(*args), model(*args)
+            start = time.perf_counter()
+            out = jm(*args)
+            seconds.append(time.perf_counter() - start)
+            ref = model(*args)
             equal &= out.shape == ref.shape and torch.allclose(out, ref, atol=1e-5, rtol=1e-4)
-    return compiler.cache_misses(jm), equal, _specializations(jm)
+    return compiler.cache_misses(jm), equal, _specializations(jm), seconds
 
 
 def main(argv=None):
@@ -173,8 +180,9 @@ def main(argv=None):
     for name in MODELS:
         if a.only and a.only not in name:
             continue
-        traces, equal, spec = run(name, executors)
-        print(f"{name:22s} traces for 4 sizes: {traces}  equal eager: {equal}")
+        traces, equal, spec, seconds = run(name, executors)
+        print(f"{name:22s} traces for 4 sizes: {traces}  equal eager: {equal}  seconds per call: "
+              + " ".join(f"{t:.2f}" for t in seconds))
         for line in spec:
             print(f"    specializes: {line}")
 

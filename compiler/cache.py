@@ -59,6 +59,7 @@ class JittedFunction:
         self.module = module
         self.passes = passes
         self.entries: list[CacheEntry] = []
+        self.generic_regions = False  # fusion regions compiled for any size (set by _FusedPerCall's nested jit)
         self.last_entry: CacheEntry | None = None
         self.hits = 0
         self.misses = 0
@@ -122,15 +123,18 @@ class JittedFunction:
             kw["module"] = self.module
         executors = self.executors_for(args, kwargs)
         # Symbolic numbers reach the torch executor only; fusing executors compile prims with the values baked
-        # in: with them a trace specializes on every size and number (constant values), and their fusion
-        # regions are compiled for any size instead (executors.inductor.shape_generic)
+        # in: under symbolic values they get a fused plan per call's values (_FusedPerCall), traced from the
+        # symbolic trace; other executors specialize (constant values), regions compiled for any size
         unfused = all(e in DEFAULT_EXECUTORS for e in executors)
         wants_symbolic = self.cache_option == "symbolic values"
+        # symbolic values with a fusing executor: the trace stays symbolic; its fused plans are per call's values
+        per_size = wants_symbolic and _fusing_and_defaults(executors)
         # a new continuation of a segmented entry is traced as its entry was
-        sym = wants_symbolic and unfused and (replay is None or replay.symbolic)
-        generic_regions = wants_symbolic and not unfused
+        sym = wants_symbolic and (unfused or per_size) and (replay is None or replay.symbolic)
+        generic_regions = wants_symbolic and not unfused or self.generic_regions
+        seg_executors = _unfused(executors) if per_size and sym else executors  # (segments: torch, symbolic)
         try:
-            with _TRACING_LOCK, segments.segmenting(executors, self.passes, replay), \
+            with _TRACING_LOCK, segments.segmenting(seg_executors, self.passes, replay), \
                     symbolic.requested(sym) as single_use:
                 result: FrontendResult = self.frontend(self.fn, args, kwargs, **kw)
             result.rerun = list(result.rerun) + single_use
@@ -144,6 +148,19 @@ class JittedFunction:
             return CacheEntry(result.prologue.python_callable(), comp, traces, [result.prologue], result.events,
                               time.perf_counter() - start, list(result.rerun), len(traces), sym)
         traces = run_passes(result.computation, *(() if self.passes is None else (self.passes,)))
+        if per_size and sym:
+            added, computation = plan_execution(traces[-1], _unfused(executors))
+            added[-1].header += ("; cache=\"symbolic values\" with a fusing executor: this trace serves every size "
+                                 "and number its constraints allow; each call's values get a fused plan of it "
+                                 "(traced again from this trace, not from the user's Python; regions compiled "
+                                 "for any size, numbers passed to them as inputs)")
+            computation = _FusedPerCall(computation, executors, self.passes)
+            if any(b.symbol.name in ("torch._C._set_grad_enabled", autocast.SET_AUTOCAST.name) for b in added[-1].bsyms):
+                computation = _restoring_grad_mode(computation)
+            traces += added
+            prologue = result.prologue.python_callable()
+            return CacheEntry(prologue, computation, traces, [result.prologue], result.events,
+                              time.perf_counter() - start, list(result.rerun), symbolic=sym)
         with shape_generic(generic_regions):
             added, computation = plan_execution(traces[-1], executors)  # fusing executors: functional path
         if generic_regions:
@@ -156,6 +173,40 @@ class JittedFunction:
         prologue = result.prologue.python_callable()
         return CacheEntry(prologue, computation, traces, [result.prologue], result.events,
                           time.perf_counter() - start, list(result.rerun), symbolic=sym)
+
+
+def _fusing_and_defaults(executors) -> bool:
+    return any(getattr(e, "fuses", False) for e in executors) and \
+        all(getattr(e, "fuses", False) or e in DEFAULT_EXECUTORS for e in executors)
+
+
+def _unfused(executors) -> tuple:
+    return tuple(e for e in executors if not getattr(e, "fuses", False)) or DEFAULT_EXECUTORS
+
+
+class _FusedPerCall:
+    """The computation of a symbolic trace under a fusing executor. The trace's torch-executor form is a
+    straight-line function of tensors and numbers; a nested jit (constant values) traces THAT function per
+    call's sizes and numbers and fuses it, so a new size costs a trace of the trace (no user Python, no
+    decision re-made: the outer prologue checked them all) and reuses compiled regions (shape-generic keys).
+    If that nested trace fails, the call runs the torch-executor form (same values, unfused)."""
+
+    def __init__(self, unfused_computation, executors, passes):
+        self.unfused = unfused_computation
+        self.plans = JittedFunction(unfused_computation, cache="constant values", executors=executors,
+                                    passes=passes)
+        self.plans.generic_regions = True
+        self.failure = None
+
+    def __call__(self, *inputs):
+        if self.failure is None:
+            try:
+                return self.plans(*inputs)
+            except CompilerError as e:
+                if not getattr(e, "during_trace", True):
+                    raise
+                self.failure = e
+        return self.unfused(*inputs)
 
 
 def input_device_types(args, kwargs, module=None) -> set[str]:

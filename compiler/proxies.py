@@ -61,7 +61,9 @@ class TensorProxy(Proxy):
         if self.sym_shape is not None:
             from .symbolic import read_shape
 
-            sizes = read_shape(self, f"the size of {self.name}, which no shape rule follows, is read")
+            made_by = getattr(getattr(self.producer, "symbol", None), "name", None)
+            made_by = f" (made by {made_by})" if made_by else ""
+            sizes = read_shape(self, f"the size of {self.name}{made_by}, which no shape rule follows, is read")
             if sizes is not None:
                 return torch.Size(sizes)
         return self.meta.shape

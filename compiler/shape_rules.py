@@ -12,13 +12,13 @@ import math
 
 import torch
 
-from .symbolic import SymInt, _broadcast, _dim, _eq_size, _prod, _sym, _Unknown, constrain, specialize
+from .symbolic import SymInt, _broadcast, _lit, _dim, _eq_size, _prod, _sym, _Unknown, constrain, specialize
 
 # Ops whose size arguments stay symbolic (the rule below follows them; the torch executor gets each call's
 # values). Other ops' numbers are specialized before the op is recorded.
 KEEPS_NUMBERS = frozenset((
     "expand broadcast_to repeat narrow topk pad zeros ones empty rand randn full new_zeros new_ones new_empty "
-    "new_full").split())
+    "new_full col2im").split())
 
 _SEQ = (tuple, list, torch.Size)
 
@@ -98,10 +98,32 @@ def _ntuple(v, n):
     return [v] * n
 
 
-def _window(size, k, s, p, d):
-    """Output length of a sliding window (conv, pooling without ceil_mode)."""
+def _window(size, k, s, p, d, ceil=False):
+    """Output length of a sliding window (conv, pooling, unfold)."""
     span = d * (k - 1) + 1 - 2 * p  # (plain numbers folded first: the trace records fewer scalar ops)
-    return (size - span) // s + 1
+    if not ceil:
+        return (size - span) // s + 1
+    out = (size - span + s - 1) // s + 1
+    # torch's ceil_mode: the last window must start inside the input or its left padding, else it is dropped
+    # (a Python `if` on a symbolic size: a constraint of the trace, so a size on the other side traces again)
+    if (out - 1) * s >= size + p:
+        out = out - 1
+    return out
+
+
+def _conv_transpose(args, kwargs, n):
+    x, w = _sym(args[0]), _sym(_arg(args, kwargs, 1, "weight"))
+    stride = _ntuple(_arg(args, kwargs, 3, "stride", 1), n)
+    padding = _ntuple(_arg(args, kwargs, 4, "padding", 0), n)
+    out_pad = _ntuple(_arg(args, kwargs, 5, "output_padding", 0), n)
+    groups = _arg(args, kwargs, 6, "groups", 1)
+    dilation = _ntuple(_arg(args, kwargs, 7, "dilation", 1), n)
+    if len(x) not in (n + 1, n + 2) or len(w) != n + 2:
+        raise _Unknown
+    _eq_size(x[-n - 1], w[0])  # input channels (eager raises otherwise)
+    out = tuple((x[-n + i] - 1) * stride[i] + (dilation[i] * (w[2 + i] - 1) + out_pad[i] + 1 - 2 * padding[i])
+                for i in range(n))
+    return x[:-n - 1] + (w[1] * groups,) + out
 
 
 def _conv(args, kwargs, n):
@@ -133,9 +155,7 @@ def _pool(name, args, kwargs, outs):
         dilation, ceil = _ntuple(_arg(args, kwargs, 4, "dilation", 1), n), _arg(args, kwargs, 5, "ceil_mode", False)
     else:
         dilation, ceil = [1] * n, _arg(args, kwargs, 4, "ceil_mode", False)
-    if ceil:
-        raise _Unknown  # (the last window's rule depends on the values)
-    out = x[:-n] + tuple(_window(x[-n + i], k[i], stride[i], padding[i], dilation[i]) for i in range(n))
+    out = x[:-n] + tuple(_window(x[-n + i], k[i], stride[i], padding[i], dilation[i], ceil) for i in range(n))
     return [out] * len(outs)
 
 
@@ -165,6 +185,63 @@ def _diagonal(shape, offset, dim1, dim2):
     # (Python's min/max on symbolic sizes record which side they chose)
     n = max(min(a, b - offset), 0) if offset >= 0 else max(min(a + offset, b), 0)
     return tuple(s for i, s in enumerate(shape) if i not in (d1, d2)) + (n,)
+
+
+def _tensor_split(args, kwargs, outs):
+    shape = _sym(args[0])
+    how = _arg(args, kwargs, 1, "indices_or_sections", kwargs.get("sections", kwargs.get("indices")))
+    d = _dim(_arg(args, kwargs, 2, "dim", 0), len(shape))
+    size = shape[d]
+    if isinstance(how, torch.Tensor) or type(how).__name__ == "TensorProxy":
+        raise _Unknown
+    if type(how) in _SEQ:  # split before each index (clamped to the size: min/max on it are decisions)
+        if any(type(i) is int and i < 0 for i in how):
+            raise _Unknown  # (counted from the end: not followed)
+        bounds = [0] + list(how) + [size]
+        pieces = []
+        for i in range(len(bounds) - 1):
+            start = bounds[i] if i == 0 else min(bounds[i], size)
+            stop = size if i == len(bounds) - 2 else min(bounds[i + 1], size)
+            pieces.append(max(stop - start, 0))
+    else:  # n sections: the first size % n pieces one longer; piece i has (size + n - 1 - i) // n
+        pieces = [(size + how - 1 - i) // how for i in range(len(outs))]
+    return [shape[:d] + (p,) + shape[d + 1:] for p in pieces]
+
+
+def arange_length(args, kwargs):
+    start, end, step = (_arg(args, kwargs, i, n, d) for i, n, d in ((0, "start", 0), (1, "end", None),
+                                                                     (2, "step", 1)))
+    if end is None or any(not isinstance(v, int) or isinstance(v, bool) for v in (start, end, step)):
+        raise _Unknown  # (floats: torch's length rounds in double precision; not followed)
+    if isinstance(step, SymInt) or step <= 0:
+        raise _Unknown
+    return _nonneg(end - start, "arange's end - start") if step == 1 else (end - start + step - 1) // step
+
+
+def _recurrent(name, args, kwargs, outs):
+    """torch.rnn_tanh/rnn_relu/gru/lstm (nn.RNN/GRU/LSTM): output (batch, time, hidden * directions) and the
+    final states shaped as the initial ones. Packed sequences (a batch_sizes tensor second) are not followed."""
+    x = _sym(args[0])
+    hx = args[1]
+    if name == "lstm":
+        if type(hx) not in _SEQ or len(args) != 9:
+            raise _Unknown
+        states = [_sym(h) for h in hx]
+    else:
+        if type(args[2]) not in _SEQ or len(args) != 9:
+            raise _Unknown
+        states = [_sym(hx)]
+    bidirectional, batch_first = args[7], args[8]
+    h = states[0]
+    feat = h[-1] * (2 if bidirectional else 1)
+    if len(x) == 2:  # unbatched: (time, features)
+        out = (x[0], feat)
+    elif len(x) == 3:
+        out = (x[0], x[1], feat)
+        _eq_size(x[0] if batch_first else x[1], h[1])
+    else:
+        raise _Unknown
+    return [out, *states]
 
 
 def rule(name, args, kwargs, outs):
@@ -200,6 +277,40 @@ def rule(name, args, kwargs, outs):
         return [rest[:d] + (idx[d],) + rest[d:]]
     if name in ("conv1d", "conv2d", "conv3d"):
         return [_conv(args, kwargs, int(name[-2]))]
+    if name in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
+        return [_conv_transpose(args, kwargs, int(name[-2]))]
+    if name == "unfold":  # Tensor.unfold(dim, size, step): windows along dim, each a new last dim
+        shape = _sym(args[0])
+        size, step = _arg(args, kwargs, 2, "size"), _arg(args, kwargs, 3, "step")
+        if not shape:
+            return [(size,)]
+        d = _dim(_arg(args, kwargs, 1, "dimension"), len(shape))
+        return [shape[:d] + (_window(shape[d], size, step, 0, 1),) + shape[d + 1:] + (size,)]
+    if name == "im2col":  # F.unfold: (N, C, H, W) -> (N, C * kh * kw, number of windows)
+        x = _sym(args[0])
+        k, dil, pad, st = (list(_arg(args, kwargs, i, n)) for i, n in
+                           enumerate(("kernel_size", "dilation", "padding", "stride"), 1))
+        if len(x) not in (3, 4):
+            raise _Unknown
+        blocks = _prod([_window(x[-2 + i], k[i], st[i], pad[i], dil[i]) for i in range(2)])
+        return [x[:-3] + (x[-3] * k[0] * k[1], blocks)]
+    if name == "col2im":  # F.fold: (N, C * kh * kw, L) -> (N, C, *output_size)
+        x = _sym(args[0])
+        size, k, dil, pad, st = (list(_arg(args, kwargs, i, n)) for i, n in
+                                 enumerate(("output_size", "kernel_size", "dilation", "padding", "stride"), 1))
+        if len(x) not in (2, 3):
+            raise _Unknown
+        size = [_nonneg(s, "an output size given to fold") for s in size]
+        _eq_size(x[-1], _prod([_window(size[i], k[i], st[i], pad[i], dil[i]) for i in range(2)]))
+        cols, kk = x[-2], _prod(k)
+        if isinstance(cols, SymInt) or isinstance(kk, SymInt):  # (eager raises otherwise)
+            holds = f"({_lit(cols)}) % ({_lit(kk)}) == 0"
+            constrain(cols, holds, holds, "check", "fold: channels a multiple of the kernel's size")
+        return [x[:-2] + (cols // kk,) + tuple(size)]
+    if name in ("rnn_tanh", "rnn_relu", "gru", "lstm"):
+        return _recurrent(name, args, kwargs, outs)
+    if name == "tensor_split":
+        return _tensor_split(args, kwargs, outs)
     if name in ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
                 "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices"):
         return _pool(name.replace("_with_indices", ""), args, kwargs, outs)

@@ -895,6 +895,10 @@ def _rule(name, args, kwargs, outs):
         return [shapes[0][:d] + (total,) + shapes[0][d + 1:]]
     if name == "arange" and len(args) == 1 and not _tensors(args, kwargs):
         return [(args[0],)]
+    if name == "arange" and not _tensors(args, kwargs):  # arange(start, end[, step]) of ints
+        from .shape_rules import arange_length
+
+        return [(arange_length(args, kwargs),)]
     if name == "getitem" and isinstance(args[0], TensorProxy):
         return [_index_shape(_sym(args[0]), args[1])]
     if name in _REDUCTIONS and isinstance(args[0], TensorProxy):

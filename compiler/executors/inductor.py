@@ -14,6 +14,7 @@ AOTAutograd; `compiler.last_backward_traces` shows which is which.
 """
 from __future__ import annotations
 
+import math
 import threading
 from contextlib import contextmanager
 
@@ -176,8 +177,9 @@ class InductorExecutor:
 
     def callee(self, bsym: BoundSymbol, trace: Trace) -> str:
         sub = region_function(bsym)
-        source = sub.python_source(with_comments=False)
         generic = getattr(_LOCAL, "generic", False)
+        numbers = _numbers_as_inputs(sub) if generic else []
+        source = sub.python_source(with_comments=False)
         inputs = bsym.symbol.region.inputs
         key = (self.backend, self.direct, self.vjp, source, tuple((k, repr(v)) for k, v in sub.python_ctx().items() if k.startswith("_k")),
                ("any size",) + _generic_signature(inputs) if generic else _signature(inputs))
@@ -191,8 +193,46 @@ class InductorExecutor:
         # what compiler.last_backward_traces shows: the VJP trace, or why the region has none
         bsym.symbol.backward = fn.vjp.trace if fn.vjp is not None else fn.no_vjp
         name = bsym.symbol.name
-        trace.constants[name] = fn
+        trace.constants[name] = fn if not numbers else _WithNumbers(fn, numbers)
         return name
+
+
+# Elementwise prims whose number operands become region inputs when regions are shape-generic: the region's
+# code is then the same for every value, and one compile serves them (torch.compile(dynamic=True) takes ints
+# as symbolic ints; pow keeps its exponent, which inductor specializes into cheaper code).
+_NUMBER_OPERANDS = frozenset(f"prims.{n}" for n in "add sub mul div remainder maximum minimum eq ne lt le gt ge "
+                                                    "where".split())
+
+
+def _numbers_as_inputs(sub: Trace) -> list:
+    """Replace the number operands of the region's elementwise prims by parameters; their values, in order."""
+    from ..symbolic import SymFloat, SymInt
+
+    values, bsyms = [], []
+    for b in sub.bsyms:
+        if b.symbol.name in _NUMBER_OPERANDS:
+            args = []
+            for a in b.args:
+                if type(a) is int or type(a) is float and math.isfinite(a) and a != 0.0:  # (nan, inf, -0.0 stay)
+                    p = (SymInt if type(a) is int else SymFloat)(f"number{len(values)}", a)
+                    sub.args.append(p)
+                    values.append(a)
+                    a = p
+                args.append(a)
+            b = BoundSymbol(b.symbol, tuple(args), b.kwargs, b.output, b.subsymbols, b.location, b.impl)
+        bsyms.append(b)
+    sub.bsyms = bsyms
+    return values
+
+
+class _WithNumbers:
+    """A shape-generic region called from one execution trace: its tensors, then this trace's numbers."""
+
+    def __init__(self, region, numbers):
+        self.region, self.numbers = region, tuple(numbers)
+
+    def __call__(self, *tensors):
+        return self.region(*tensors, *self.numbers)
 
 
 def _vjp(region, name):

@@ -40,6 +40,11 @@ def _outs(y):
     return tuple(_use(t) for t in y) if isinstance(y, (tuple, list)) else _use(y)
 
 
+torch.manual_seed(0)
+_GRU = torch.nn.GRU(4, 6, batch_first=True)
+_LSTM = torch.nn.LSTM(4, 5, num_layers=2, bidirectional=True)  # (time, batch, features)
+_GRU.requires_grad_(False), _LSTM.requires_grad_(False)  # (no autograd: the sizes are the point, and it is faster)
+
 # name -> (op, three argument specs: each call's inputs at other shapes)
 CASES = {
     "expand": (lambda x: x.unsqueeze(0).expand(3, -1, -1), [(T(2, 4),), (T(3, 5),), (T(5, 3),)]),
@@ -90,7 +95,33 @@ CASES = {
     "flatten": (lambda x: x.flatten(1), [(T(2, 4, 3),), (T(3, 5, 2),), (T(5, 3, 4),)]),
     "interpolate": (lambda x: F.interpolate(x, scale_factor=2), [(T(2, 3, 4),), (T(3, 2, 5),), (T(2, 4, 7),)]),
     "getitem-none-ellipsis": (lambda x: x[:, None, ..., 1:], [(T(2, 4, 3),), (T(3, 5, 2),), (T(5, 3, 4),)]),
+    "conv_transpose1d": (lambda x, w: F.conv_transpose1d(x, w, stride=3, padding=2, output_padding=1, groups=2,
+                                                         dilation=2),
+                         [(T(2, 4, 5), T(4, 3, 3)), (T(3, 4, 7), T(4, 3, 3)), (T(2, 4, 9), T(4, 3, 3))]),
+    "conv_transpose2d": (lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
+                         [(T(2, 4, 5, 6), T(4, 3, 3, 3)), (T(3, 4, 7, 5), T(4, 3, 3, 3)),
+                          (T(2, 4, 9, 8), T(4, 3, 3, 3))]),
+    "conv_transpose3d": (lambda x, w: F.conv_transpose3d(x, w, stride=(1, 2, 2)),
+                         [(T(2, 4, 3, 5, 6), T(4, 3, 2, 3, 3)), (T(3, 4, 4, 7, 5), T(4, 3, 2, 3, 3)),
+                          (T(2, 4, 5, 9, 8), T(4, 3, 2, 3, 3))]),
+    "max_pool2d-ceil": (lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True),
+                        [(T(2, 3, 8, 7),), (T(2, 3, 10, 9),), (T(2, 3, 12, 11),)]),
+    "avg_pool1d-ceil": (lambda x: F.avg_pool1d(x, 3, 2, 1, ceil_mode=True), [(T(2, 3, 8),), (T(2, 3, 10),),
+                                                                            (T(2, 3, 12),)]),
+    "Tensor.unfold": (lambda x: x.unfold(1, 3, 2), [(T(2, 8),), (T(3, 9),), (T(2, 11),)]),
+    "F.unfold": (lambda x: F.unfold(x, 3, padding=1, stride=2), [(T(2, 3, 8, 7),), (T(2, 3, 9, 10),),
+                                                                 (T(2, 3, 11, 6),)]),
+    "F.fold": (lambda x: F.fold(F.unfold(x, 2, stride=2), x.shape[-2:], 2, stride=2),
+               [(T(2, 3, 8, 6),), (T(2, 3, 10, 10),), (T(2, 3, 12, 6),)]),
+    "tensor_split": (lambda x: x.tensor_split(3, 1), [(T(2, 8),), (T(3, 9),), (T(2, 11),)]),
+    "tensor_split-indices": (lambda x: x.tensor_split([2, 5], 1), [(T(2, 8),), (T(3, 9),), (T(2, 11),)]),
+    "gru": (lambda x: _GRU(x), [(T(2, 5, 4),), (T(3, 7, 4),), (T(4, 3, 4),)]),
+    "lstm": (lambda x: (lambda o: (o[0], *o[1]))(_LSTM(x)), [(T(5, 2, 4),), (T(7, 3, 4),), (T(3, 4, 4),)]),
+    "arange-start-end": (lambda x: x + torch.arange(1, x.shape[1] + 1), [(T(2, 4),), (T(3, 5),), (T(5, 3),)]),
 }
+# the cases of the rules added for conv_transpose, ceil_mode pooling, unfold/fold and tensor_split
+NEWER = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "max_pool2d-ceil", "avg_pool1d-ceil",
+         "Tensor.unfold", "F.unfold", "F.fold", "tensor_split", "tensor_split-indices", "gru", "lstm"]
 
 
 def _args(specs, seed):
@@ -226,3 +257,51 @@ def test_bert_attention_with_an_expanded_mask_at_several_lengths_is_one_trace():
             out, ref = jm(x, mask), model(x, mask)
             assert torch.allclose(out, ref, atol=1e-5), (b, t)
     assert counts(jm) == (1, 3)
+
+
+@pytest.mark.parametrize("name", NEWER)
+def test_without_the_rule_every_shape_traces_again(name, monkeypatch):
+    """The cases can fail: with the rules of compiler/shape_rules.py off, every new shape is a new trace."""
+    import compiler.shape_rules as rules
+    from compiler.symbolic import _Unknown
+
+    def off(*args):
+        raise _Unknown
+
+    monkeypatch.setattr(rules, "rule", off)
+    op, calls = CASES[name]
+
+    def fn(*args):
+        return _outs(op(*args))
+
+    jf = compiler.jit(fn, cache=SYM)
+    for i, specs in enumerate(calls):
+        args = _args(specs, i)
+        assert _same(jf(*args), fn(*args)), (name, i)
+    assert counts(jf) == (3, 0), name
+
+
+def test_ceil_mode_dropping_the_last_window_is_a_constraint():
+    """kernel 2, stride 2, padding 1: with ceil_mode the last window of an odd size would start in the right
+    padding, so torch drops it; whether it does is a decision on the size (guarded), here its parity."""
+    def fn(x):
+        y = F.max_pool1d(x, 2, 2, 1, ceil_mode=True)
+        return y * y.shape[-1]  # the output's size, as the rule gives it, enters the result
+
+    jf = compiler.jit(fn, cache=SYM)
+    for n in [4, 6, 5, 9, 8, 7]:
+        x = torch.randn(2, 3, n)
+        out, ref = jf(x), fn(x)
+        assert out.shape == ref.shape and torch.allclose(out, ref), n
+    assert counts(jf) == (2, 4)
+
+
+def test_tensor_split_indices_past_the_end_are_clamped_with_a_constraint():
+    def fn(x):
+        return [p * (p.shape[1] + 1) for p in x.tensor_split([2, 5], 1)]
+
+    jf = compiler.jit(fn, cache=SYM)
+    for n in [8, 9, 3, 4, 1, 7]:  # 3 and 4: the second index is past the end; 1: the first too
+        x = torch.randn(2, n)
+        assert _same(jf(x), fn(x)), n
+    assert counts(jf) == (3, 3)

@@ -242,12 +242,12 @@ def test_user_except_does_not_swallow_the_fallback():
     assert not jf.last_entry.symbolic
 
 
-def test_fusing_executors_keep_constant_values():
-    # their prims are compiled with the numbers baked in; the torch executor gets symbolic values
+def test_fusing_executors_trace_with_symbolic_values_too():
+    # their fused plan is made per call's values from the symbolic trace (tests/compiler/test_symbolic_fusion.py)
     fused, plain = compiler.jit(range_loop, cache=SYM, executors=("inductor", "torch")), compiler.jit(range_loop, cache=SYM)
     for jf in (fused, plain):
         assert torch.equal(jf(torch.ones(2), 3), range_loop(torch.ones(2), 3))
-    assert not fused.last_entry.symbolic and plain.last_entry.symbolic
+    assert fused.last_entry.symbolic and plain.last_entry.symbolic
 
 
 def test_module_with_number_arguments():

@@ -1,0 +1,121 @@
+"""Symbolic values with a fusing executor: ONE trace serves many sizes and numbers, and fusion regions take
+the numbers as inputs, so one region compile serves them too (compiler/cache.py _FusedPerCall,
+executors/inductor.py _numbers_as_inputs).
+
+Breadth uses the aot_eager backend (the same graph capture, no C++ code generation); one case runs real
+inductor (tests/compiler/test_symbolic_segments.py).
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import compiler
+from compiler.executors import inductor
+from compiler.executors.inductor import InductorExecutor
+
+import test_gpt_model as gpt
+
+SYM = "symbolic values"
+AOT = InductorExecutor(backend="aot_eager")
+
+
+def counts(jf):
+    return compiler.cache_misses(jf), compiler.cache_hits(jf)
+
+
+def _regions_made(run) -> list:
+    """The region sources compiled while `run()` runs."""
+    before = set(inductor._COMPILED)
+    run()
+    return [k[3] for k in inductor._COMPILED if k not in before]
+
+
+def _fused(jf):
+    """Region calls in the execution trace of the nested, per-call plan (the fused form)."""
+    plans = compiler._jitted(jf).last_entry.computation.plans
+    return str(compiler.last_traces(plans)[-1]).count("fusion_")
+
+
+def test_a_number_in_region_arithmetic_is_a_region_input():
+    def fn(a, n, s):
+        return ((a * n + s) / (n + 1)).relu().sum(-1) * s
+
+    jf = compiler.jit(fn, cache=SYM, executors=(AOT, "torch"))
+    calls = [(torch.randn(3, 4), 2, 0.5), (torch.randn(5, 6), 3, 1.5), (torch.randn(2, 7), 7, -2.0),
+             (torch.randn(3, 4), 5, 0.25)]
+
+    def run():
+        for args in calls:
+            assert torch.allclose(jf(*args), fn(*args), rtol=1e-6, atol=1e-6), args
+
+    made = _regions_made(run)
+    assert len(made) == 1, made  # every size and number: the same region code
+    assert "prims.mul(t0, number0)" in made[0] and "number0" in made[0].splitlines()[0], made[0]
+    assert counts(jf) == (1, 3)
+    assert _fused(jf) == 1
+
+
+def test_without_numbers_as_inputs_each_number_compiles_its_region(monkeypatch):
+    """The region count above can fail: with number operands kept as literals, each value is new code."""
+    monkeypatch.setattr(inductor, "_NUMBER_OPERANDS", frozenset())
+
+    def fn(a, n):
+        return (a * n).sum(-1)
+
+    jf = compiler.jit(fn, cache=SYM, executors=(AOT, "torch"))
+
+    def run():
+        for n in (2, 3, 4):
+            a = torch.randn(3, n + 1)
+            assert torch.allclose(jf(a, n), fn(a, n))
+
+    assert len(_regions_made(run)) == 3
+    assert counts(jf) == (1, 2)
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 8), torch.nn.ReLU())
+
+
+def test_mlp_at_several_batch_sizes_with_gradients():
+    model = _mlp()
+    jm = compiler.jit(model, cache=SYM, executors=(AOT, "torch"))
+    for b in (2, 5, 9):
+        x = torch.randn(b, 7, 8)
+        out, ref = jm(x), model(x)
+        assert torch.allclose(out, ref, rtol=1e-5, atol=1e-6), b
+        out.sum().backward()  # parameters require grad: the regions run under autograd
+    assert counts(jm) == (1, 2)
+    assert _fused(jm) >= 1
+
+
+def test_gpt_at_several_sequence_lengths_is_one_trace():
+    model = gpt.make_model(torch.float32)
+    jm = compiler.jit(model, cache=SYM, executors=(AOT, "torch"))
+    with torch.no_grad():
+        for seq in (5, 9, 16):
+            idx = gpt.tokens(seq, seed=seq)
+            out, ref = jm(idx), model(idx)
+            assert torch.allclose(out, ref, **gpt.TOLERANCES[torch.float32]), seq
+    assert counts(jm) == (1, 2)
+    assert _fused(jm) >= 2
+    assert "serves every size" in compiler.last_traces(jm)[-1].header
+
+
+def test_decisions_still_guard_with_a_fusing_executor():
+    def fn(x, n, scale):
+        if x.shape[0] > 4:
+            x = x.reshape(-1, x.shape[-1]).t()
+        y = F.pad(x, (0, n)) * scale
+        return y.relu().sum(-1), max(n, 3) * x.mean()
+
+    jf = compiler.jit(fn, cache=SYM, executors=(AOT, "torch"))
+    torch.manual_seed(0)
+    calls = [(torch.randn(3, 5), 2, 0.5), (torch.randn(6, 5), 2, 0.5), (torch.randn(3, 5), 4, 1.5),
+             (torch.randn(8, 2), 1, -2.0), (torch.randn(2, 6), 3, 0.5), (torch.randn(7, 3), 5, 1.0)]
+    for args in calls:
+        out, ref = jf(*args), fn(*args)
+        assert all(torch.allclose(o, r, rtol=1e-6, atol=1e-6) for o, r in zip(out, ref)), args
+    # traces: (x.shape[0] > 4) x (n >= 3) x (n == 1: specialized) -> (3,5,2) (6,5,2) (3,5,4) (8,2,1) ...
+    assert counts(jf) == (4, 2)

@@ -10,17 +10,9 @@ import pytest
 import torch
 
 import compiler
+from same_values import same as _same
 
 SYM = "symbolic values"
-
-
-def _same(out, ref):
-    if isinstance(ref, (tuple, list)):
-        return len(out) == len(ref) and all(_same(o, r) for o, r in zip(out, ref))
-    if isinstance(ref, torch.Tensor):
-        return isinstance(out, torch.Tensor) and out.shape == ref.shape and out.dtype == ref.dtype and \
-            torch.equal(out, ref)
-    return type(out) is type(ref) and out == ref
 
 
 def run_sequence(fn, calls, **options):
@@ -252,8 +244,10 @@ def test_user_except_does_not_swallow_the_fallback():
 
 def test_fusing_executors_keep_constant_values():
     # their prims are compiled with the numbers baked in; the torch executor gets symbolic values
-    assert not compiler.jit(range_loop, cache=SYM, executors=("inductor", "torch")).symbolic
-    assert compiler.jit(range_loop, cache=SYM).symbolic
+    fused, plain = compiler.jit(range_loop, cache=SYM, executors=("inductor", "torch")), compiler.jit(range_loop, cache=SYM)
+    for jf in (fused, plain):
+        assert torch.equal(jf(torch.ones(2), 3), range_loop(torch.ones(2), 3))
+    assert not fused.last_entry.symbolic and plain.last_entry.symbolic
 
 
 def test_module_with_number_arguments():

@@ -30,6 +30,7 @@ _CONTAINER_MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", 
                                  "popleft", "rotate"))
 # Python values changed in place by those methods (a CONTAINER_WRITE when the container is not fresh)
 CONTAINER_TYPES = (list, dict, set, bytearray, collections.deque)
+_UNBOUND_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
 _ATTRIBUTE_WRITERS = {id(f): f for f in (setattr, delattr, object.__setattr__, object.__delattr__)}
 
 
@@ -208,6 +209,8 @@ class Interpreter:
         if self.native_args is not None:
             args, kwargs = self.native_args(fn, args, kwargs)
         owner = getattr(fn, "__self__", None)
+        if type(fn) in _UNBOUND_METHODS and args and issubclass(fn.__objclass__, CONTAINER_TYPES):
+            owner = args[0]  # list.append(lst, x), dict.__setitem__(d, k, v)
         if is_pure(fn):
             value = fn(*args, **kwargs)
             if isinstance(owner, CONTAINER_TYPES) and fn.__name__ in _CONTAINER_MUTATORS:

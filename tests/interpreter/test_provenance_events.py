@@ -350,3 +350,15 @@ def test_changes_to_objects_made_before_the_run_are_reported_and_the_runs_own_ar
     assert attrs == [("log", 1, True), ("count", 2, True), ("other", 3, True)]  # (+= stores the attribute too)
     untracked = run(f, (1,))  # without tracking every change is reported
     assert len(_events(untracked, ev.CONTAINER_WRITE)) > 2
+
+
+def test_unbound_container_methods_are_reported_too():
+    def f(x):
+        list.append(OUTSIDE.log, x)
+        dict.__setitem__(OUTSIDE.__dict__, "k", x)
+        mine = []
+        list.append(mine, x)
+        return len(mine)
+
+    traced = run(f, (1,), track_fresh=True)
+    assert [e.name for e in _events(traced, ev.CONTAINER_WRITE)] == ["append", "__setitem__"]

@@ -54,10 +54,6 @@ class JittedFunction:
         self.cache_option = cache
         self.executors = resolve_executors(executors)
         self.default_executors = executors is None  # then chosen per traced call from its inputs' devices
-        # Symbolic numbers reach the torch executor only; fusing executors compile prims with the values baked
-        # in: with them a trace specializes on every size and number (constant values), and their fusion
-        # regions are compiled for any size instead (executors.inductor.shape_generic)
-        self.symbolic = cache == "symbolic values" and all(e in DEFAULT_EXECUTORS for e in self.executors)
         self.observers = list(observers or ())
         self.frontend = frontend or interpreted_frontend
         self.module = module
@@ -125,10 +121,14 @@ class JittedFunction:
         if self.module is not None:
             kw["module"] = self.module
         executors = self.executors_for(args, kwargs)
+        # Symbolic numbers reach the torch executor only; fusing executors compile prims with the values baked
+        # in: with them a trace specializes on every size and number (constant values), and their fusion
+        # regions are compiled for any size instead (executors.inductor.shape_generic)
         unfused = all(e in DEFAULT_EXECUTORS for e in executors)
+        wants_symbolic = self.cache_option == "symbolic values"
         # a new continuation of a segmented entry is traced as its entry was
-        sym = self.symbolic and unfused and (replay is None or replay.symbolic)
-        generic_regions = self.cache_option == "symbolic values" and not unfused
+        sym = wants_symbolic and unfused and (replay is None or replay.symbolic)
+        generic_regions = wants_symbolic and not unfused
         try:
             with _TRACING_LOCK, segments.segmenting(executors, self.passes, replay), \
                     symbolic.requested(sym) as single_use:

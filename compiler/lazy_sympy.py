@@ -52,6 +52,10 @@ class _Deferred(types.ModuleType):
         run(self, name)
         return types.ModuleType.__getattribute__(self, name)
 
+    def __dir__(self):  # dir() lists what the module defines: run it first
+        run(self, "__dir__")
+        return types.ModuleType.__dir__(self)
+
 
 def run(module, wanted: str = "") -> None:
     """Execute a deferred module in place (once; other threads wait; a failure leaves it out of sys.modules

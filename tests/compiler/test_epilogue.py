@@ -149,20 +149,25 @@ def _global_store_then_index(x, idx):
     return x[idx]
 
 
+def _outcome(model, *args):
+    """The model's result, or "IndexError" where the call raised it (eager and jit must agree on which)."""
+    try:
+        return model(*args)
+    except IndexError:
+        return "IndexError"
+
+
+def _same_outcome(a, b) -> bool:
+    return type(a) is type(b) and (isinstance(a, str) or torch.equal(a, b))
+
+
 @pytest.mark.parametrize("executors", [None, ("inductor", "torch")], ids=["default", "inductor"])
 def test_stores_happen_where_eager_makes_them_when_a_cached_call_raises(executors):
     eager_model, jitted_model = StoresAroundAnIndex(), StoresAroundAnIndex()
     jm = compiler.jit(jitted_model, executors=executors)
     for step, idx in enumerate([[0, 1], [2, 3], [0, 9], [1, 1], [7, 0]]):
         x, idx = torch.randn(4) + step, torch.tensor(idx)
-        outcomes = []
-        for model in (eager_model, jm):
-            try:
-                outcomes.append(model(x, idx))
-            except IndexError:
-                outcomes.append("IndexError")
-        assert type(outcomes[0]) is type(outcomes[1]) and (
-            isinstance(outcomes[0], str) or torch.equal(outcomes[0], outcomes[1])), step
+        assert _same_outcome(_outcome(eager_model, x, idx), _outcome(jm, x, idx)), step
         assert torch.equal(jitted_model.before, eager_model.before), step  # (was stale after a raise)
         assert torch.equal(jitted_model.after, eager_model.after), step
     assert compiler.cache_hits(jm) == 4
@@ -219,18 +224,14 @@ def test_a_slot_written_twice_keeps_its_first_write_when_a_cached_call_raises_be
         x, idx = torch.randn(4) + step, torch.tensor(idx)
         outcomes, stored = [], []
         for model, fn in ((eager_model, _global_written_twice), (jm, jfn)):
-            try:
-                outcomes.append(model(x, idx))
-            except IndexError:
-                outcomes.append("IndexError")
+            outcomes.append(_outcome(model, x, idx))
             TWICE = None
             try:
                 fn(x, idx)
             except IndexError:
                 pass
             stored.append(TWICE)
-        assert type(outcomes[0]) is type(outcomes[1]) and (
-            isinstance(outcomes[0], str) or torch.equal(outcomes[0], outcomes[1])), step
+        assert _same_outcome(*outcomes), step
         assert torch.equal(jitted_model.a, eager_model.a), step
         assert (jitted_model.b is None) == (eager_model.b is None), step
         assert eager_model.b is None or torch.equal(jitted_model.b, eager_model.b), step
@@ -281,13 +282,7 @@ def test_module_container_changes_happen_where_eager_makes_them_when_a_call_rais
     jm = compiler.jit(jitted_model)
     for step, idx in enumerate([[0, 1], [0, 9], [1, 1], [7, 0]]):
         x, idx = torch.randn(4) + step, torch.tensor(idx)
-        outcomes = []
-        for model in (eager_model, jm):
-            try:
-                outcomes.append(model(x, idx))
-            except IndexError:
-                outcomes.append("IndexError")
-        assert type(outcomes[0]) is type(outcomes[1]), step
+        assert _same_outcome(_outcome(eager_model, x, idx), _outcome(jm, x, idx)), step
         assert len(jitted_model.hist) == len(eager_model.hist), step
         assert all(torch.equal(a, b) for a, b in zip(jitted_model.hist, eager_model.hist)), step
         assert list(jitted_model.d) == list(eager_model.d), step

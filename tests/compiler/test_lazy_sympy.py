@@ -62,7 +62,9 @@ from sympy.core.numbers import Integer                  # a submodule first: rea
 assert lazy_sympy.pending() == ["torch.fx.experimental.symbolic_shapes"] and type(sym) is types.ModuleType
 assert sys.modules["sympy"] is sym and sym.Integer is Integer and Integer(2) + 3 == 5
 assert isinstance(sym.Integer(1), sym.Basic)
-import torch._dynamo                                     # imports symbolic_shapes at module level: runs it
+assert "guard_or_false" in dir(shapes)                   # dir() of a deferred module runs it first
+assert type(shapes) is types.ModuleType and sys.modules["torch.fx.experimental.symbolic_shapes"] is shapes
+import torch._dynamo                                     # imports symbolic_shapes at module level: ran already
 assert lazy_sympy.pending() == [] and sys.modules["torch.fx.experimental.symbolic_shapes"] is shapes
 assert torch.equal(torch.compile(f, backend="eager")(x, y, n), f(x, y, n))
 print("ok")

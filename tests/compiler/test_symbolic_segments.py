@@ -11,19 +11,9 @@ import pytest
 import torch
 
 import compiler
+from same_values import same as _same
 
 SYM = "symbolic values"
-
-
-def _same(out, ref):
-    if isinstance(ref, (tuple, list)):
-        return len(out) == len(ref) and all(_same(o, r) for o, r in zip(out, ref))
-    if isinstance(ref, torch.Tensor):
-        return isinstance(out, torch.Tensor) and out.shape == ref.shape and out.dtype == ref.dtype and \
-            torch.allclose(out, ref, rtol=0, atol=0, equal_nan=True)
-    if isinstance(ref, float) and math.isnan(ref):
-        return type(out) is float and math.isnan(out)
-    return type(out) is type(ref) and out == ref
 
 
 def run(jf, fn, calls):

@@ -560,8 +560,8 @@ _PROTOCOL_NATIVES = {id(f) for f in (isinstance, issubclass, type, id, len, call
 
 
 def _torch_callable(fn) -> bool:
-    if isinstance(fn, type):  # torch.Size(...), torch.device(...): native constructors read plain numbers
-        return False
+    if isinstance(fn, type):  # torch.device(n), torch.Generator(...): native constructors read plain numbers;
+        return fn is torch.Size  # torch.Size keeps the int objects it is given (symbolic sizes stay)
     if isinstance(fn, types.FunctionType):
         return fn.__code__.co_filename.startswith(_COMPILER_DIR)  # proxies' methods: they dispatch to the tracer
     if getattr(fn, "__objclass__", None) is torch._C.TensorBase:

@@ -105,6 +105,8 @@ class Trace:
                 items = ", ".join(f"({self.expr(k)}, {self.expr(v)})" for k, v in dict.items(x))
                 return f"{self.const_expr(pytree.with_items)}({self.const_expr(type(x))}({fields}), [{items}])"
             return f"{self.const_expr(type(x))}({fields})"
+        if isinstance(x, torch.Size) and any(isinstance(i, _sym_types()) for i in x):
+            return f"torch.Size([{', '.join(self.expr(i) for i in x)}])"  # symbolic sizes: by name
         if isinstance(x, tuple) and not isinstance(x, torch.Size):
             items = ", ".join(self.expr(i) for i in x)
             if hasattr(x, "_fields"):  # namedtuple: Cls(a, b)

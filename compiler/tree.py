@@ -1,6 +1,6 @@
 """Minimal, fast pytree helpers for the containers traces use: tuple (incl. namedtuples and torch.return_types),
 list, dict, and dataclass instances whose fields are all init fields (a Hugging Face-style model output).
-Everything else - torch.Size included - is a leaf. (torch.utils._pytree is general but costs
+Everything else - torch.Size included, unless it holds symbolic sizes - is a leaf. (torch.utils._pytree is general but costs
 several times more per call, and the front end maps over every op's arguments.)"""
 from __future__ import annotations
 
@@ -66,7 +66,18 @@ def is_dataclass_instance(x) -> bool:
     return fields is not None and not isinstance(x, type) and all(fd.init for fd in fields.values())
 
 
+_SYMINT: list = []
+
+
 def _is_size(x) -> bool:
+    """A torch.Size is a leaf unless it holds symbolic sizes (cache="symbolic values": `x.shape[1:]` passed to
+    view): then it is a container, so its sizes are seen as inputs of the op and printed by name."""
     import torch
 
-    return isinstance(x, torch.Size)
+    if not isinstance(x, torch.Size):
+        return False
+    if not _SYMINT:
+        from .symbolic import SymInt
+
+        _SYMINT.append(SymInt)
+    return not any(isinstance(i, _SYMINT[0]) for i in x)

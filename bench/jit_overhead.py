@@ -7,7 +7,8 @@ Targets (issue 3): overhead <= 15 us per call, first call (trace + passes + buil
 It also prints the first call through the interpreting front end (compiler.jit's default) against the
 native one, for these two and for the two-layer GPT model of tests/compiler/test_gpt_model.py (issue 4).
 Issue 14: the cache-hit overhead under cache="symbolic values" next to "constant values" (target: within
-2x), and the first call in a fresh process (target 0.3 s; `import compiler` timed apart), each against
+2x), and the first call in a fresh process under both caches (target 0.3 s; `import compiler` timed apart;
+also without compiler/meta_cache.py, the same run's baseline for it), each against
 eager's first call in a fresh process and torch.compile's (inductor, empty cache dir), wall and CPU
 seconds (CPU time is what compares when other processes load the machine).
 
@@ -172,7 +173,8 @@ print(json.dumps({{"import_torch_s": w1 - w0, "import_compiler_s": w2 - w1, "imp
                   "torch_dynamo_imported": "torch._dynamo" in sys.modules,
                   "modules_executed": len(ran), "sympy_executed": any(m == "sympy" for m in ran)}}))
 """
-_BUILDS = {"jit": "compiler.jit(make_fn())", "eager": "make_fn()", "torch.compile": "torch.compile(make_fn())"}
+_BUILDS = {"jit": "compiler.jit(make_fn())", "jit symbolic": "compiler.jit(make_fn(), cache='symbolic values')",
+           "eager": "make_fn()", "torch.compile": "torch.compile(make_fn())"}
 
 
 def workload(case: str):
@@ -190,9 +192,11 @@ def workload(case: str):
     raise ValueError(case)
 
 
-def fresh_process(case: str, build: str, preimport_dynamo: bool = False) -> dict:
-    code = _FRESH.format(root=ROOT, case=case, build=_BUILDS[build],
-                         setup="import torch._dynamo" if preimport_dynamo else "")
+def fresh_process(case: str, build: str, preimport_dynamo: bool = False, meta_cache: bool = True) -> dict:
+    setup = ["import torch._dynamo"] if preimport_dynamo else []
+    if not meta_cache:  # the same-run baseline for compiler/meta_cache.py (it imports compiler before the clock)
+        setup.append("from compiler import meta_cache; meta_cache.enabled = False")
+    code = _FRESH.format(root=ROOT, case=case, build=_BUILDS[build], setup="; ".join(setup))
     env = dict(os.environ)
     tmp = None
     if build == "torch.compile":  # cold: an empty inductor cache (its compiled kernels are cached on disk)
@@ -219,20 +223,29 @@ def cold_rows(case_names, repeat: int, with_torch_compile: bool) -> list[dict]:
     torch.compile's first call with an empty inductor cache (once: it takes seconds)."""
     rows = []
     for case in case_names:
-        jit = [fresh_process(case, "jit") for _ in range(repeat)]
-        eager = [fresh_process(case, "eager") for _ in range(repeat)]
+        jit, sym, eager, uncached = [], [], [], []
+        for _ in range(repeat):  # interleaved, so that load from other processes hits them alike
+            jit.append(fresh_process(case, "jit"))
+            sym.append(fresh_process(case, "jit symbolic"))
+            eager.append(fresh_process(case, "eager"))
+            uncached.append(fresh_process(case, "jit", meta_cache=False))
         med = lambda runs, key: statistics.median(r[key] for r in runs)  # noqa: E731
         row = {"case": case, "import_compiler_s": med(jit, "import_compiler_s"),
                "import_compiler_cpu_s": med(jit, "import_compiler_cpu_s"),
                "jit_first_call_s": med(jit, "first_call_s"), "jit_first_call_cpu_s": med(jit, "first_call_cpu_s"),
+               "symbolic_first_call_s": med(sym, "first_call_s"),
+               "symbolic_first_call_cpu_s": med(sym, "first_call_cpu_s"),
                "eager_first_call_s": med(eager, "first_call_s"),
                "eager_first_call_cpu_s": med(eager, "first_call_cpu_s"),
-               "jit_imported_torch_dynamo": any(r["torch_dynamo_imported"] for r in jit),
+               "jit_imported_torch_dynamo": any(r["torch_dynamo_imported"] for r in jit + sym),
                "jit_first_call_modules_executed": med(jit, "modules_executed"),
-               "jit_first_call_executed_sympy": any(r["sympy_executed"] for r in jit)}
+               "jit_first_call_executed_sympy": any(r["sympy_executed"] for r in jit + sym),
+               "no_meta_cache_first_call_s": med(uncached, "first_call_s"),
+               "no_meta_cache_first_call_cpu_s": med(uncached, "first_call_cpu_s")}
         row["ratio_vs_eager"] = row["jit_first_call_s"] / row["eager_first_call_s"]
         row["ratio_vs_target"] = row["jit_first_call_s"] / COLD_FIRST_CALL_TARGET_S
         row["cpu_ratio_vs_target"] = row["jit_first_call_cpu_s"] / COLD_FIRST_CALL_TARGET_S
+        row["symbolic_cpu_ratio_vs_target"] = row["symbolic_first_call_cpu_s"] / COLD_FIRST_CALL_TARGET_S
         row["ok"] = row["jit_first_call_s"] <= COLD_FIRST_CALL_TARGET_S
         pre = fresh_process(case, "jit", preimport_dynamo=True)
         row["jit_first_call_dynamo_preimported_s"] = pre["first_call_s"]
@@ -257,6 +270,17 @@ def _print_cold(rows) -> None:
               f"{r['eager_first_call_s']:8.4f} ({r['eager_first_call_cpu_s']:6.4f}) {r['ratio_vs_eager']:8.0f}x "
               f"{r['ratio_vs_target']:9.2f}x {r['cpu_ratio_vs_target']:13.2f}x  {'ok' if r['ok'] else 'MISSED'}"
               f"{'' if not r['jit_imported_torch_dynamo'] else '  (imported torch._dynamo)'}")
+    print(f"{'cache=symbolic values':26} {'':16} {'jit first call':>16}")
+    for r in rows:
+        print(f"{r['case']:26} {'':16} {r['symbolic_first_call_s']:7.3f} ({r['symbolic_first_call_cpu_s']:5.3f}) "
+              f"{'':17} {r['symbolic_first_call_s'] / r['eager_first_call_s']:8.0f}x "
+              f"{r['symbolic_first_call_s'] / COLD_FIRST_CALL_TARGET_S:9.2f}x "
+              f"{r['symbolic_cpu_ratio_vs_target']:13.2f}x  "
+              f"{'ok' if r['symbolic_first_call_s'] <= COLD_FIRST_CALL_TARGET_S else 'MISSED'}")
+    for r in rows:
+        print(f"{r['case']}: jit first call without compiler/meta_cache.py (same run) "
+              f"{r['no_meta_cache_first_call_s']:.3f} s ({r['no_meta_cache_first_call_cpu_s']:.3f} s CPU); with it / "
+              f"without: {r['jit_first_call_cpu_s'] / r['no_meta_cache_first_call_cpu_s']:.2f}x CPU")
     for r in rows:
         print(f"{r['case']}: modules the jit first call imported: {r['jit_first_call_modules_executed']:.0f}"
               f"{' (sympy among them)' if r['jit_first_call_executed_sympy'] else ' (not sympy)'}")

@@ -3,11 +3,12 @@
 For each dtype, every op of `op_db` with CPU support for it, up to --per-op samples each, jitted and
 called twice against eager (tests/compiler/opinfo_db.py says how a sample is judged). The baseline is
 eager in the same run: the percentages are of the samples eager runs. --grad adds the gradient pass
-(float dtypes, ops with supports_autograd).
+(float dtypes, ops with supports_autograd). The "chain" line feeds all samples of an op through one jitted
+function (stale cached traces show as wrong); --no-chain skips it.
 
     python3 bench/opinfo_coverage.py [--dtypes float32,bfloat16,int64] [--per-op 8] [--ops add,mul]
                                      [--grad] [--top 15] [--list crash,wrong] [--json out.json]
-                                     [--cache "symbolic values"] [--every N [--offset K]] [--progress]
+                                     [--cache "symbolic values"] [--every N [--offset K]] [--progress] [--no-chain]
 
 --every N runs every Nth op (a representative subset when the whole database takes too long; the op list
 is printed so both modes can be run on the same subset); --progress prints each op's time to stderr.
@@ -19,6 +20,7 @@ import json
 import sys
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +39,7 @@ def main(argv=None):
     ap.add_argument("--ops", default=None, help="comma-separated op names (default: all)")
     ap.add_argument("--grad", action="store_true")
     ap.add_argument("--no-inplace", action="store_true")
+    ap.add_argument("--no-chain", action="store_true", help="skip feeding all samples of an op to one jitted function")
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--list", default="crash,wrong", help="outcomes whose samples are listed one per line")
     ap.add_argument("--json", default=None)
@@ -60,23 +63,25 @@ def main(argv=None):
         for k, op in enumerate(ops):
             t_op = time.perf_counter()
             db.run_op(op, dtype, tally, per_op=a.per_op, inplace=not a.no_inplace,
-                      grad=a.grad and dtype.is_floating_point)
+                      grad=a.grad and dtype.is_floating_point, chain=not a.no_chain)
             if a.progress:
                 print(f"  [{k + 1}/{len(ops)}] {db.op_id(op)} {time.perf_counter() - t_op:.1f} s "
                       f"(total {time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
         secs = time.perf_counter() - t0
         report[dname] = {}
-        for variant in ("op", "inplace", "grad"):
+        for variant in ("op", "inplace", "grad", "chain"):
             c = tally.counts(variant)
             n = sum(c.values())
             if not n:
                 continue
             report[dname][variant] = dict(c)
-            print(f"{dname} {variant:8s}: {n} samples eager runs (baseline); compiled: ok {c['ok']} "
+            what = "ops, all samples of each through one jitted function" if variant == "chain" else \
+                "samples eager runs (baseline)"
+            print(f"{dname} {variant:8s}: {n} {what}; compiled: ok {c['ok']} "
                   f"({100 * c['ok'] / n:.1f}%), refused {c['refused']}, crash {c['crash']}, wrong {c['wrong']}")
         print(f"  ({secs:.0f} s)")
         for outcome in ("refused", "crash", "wrong"):
-            reasons = tally.reasons(outcome) + tally.reasons(outcome, "inplace") + tally.reasons(outcome, "grad")
+            reasons = sum((tally.reasons(outcome, v) for v in ("op", "inplace", "grad", "chain")), Counter())
             if reasons:
                 print(f"  top {outcome}:")
                 for reason, k in reasons.most_common(a.top):

@@ -6,8 +6,11 @@ What the interpreter sees decides how the trace may be cached:
   statically), so rebinding it re-traces, also inside methods reached only through attributes;
 - Python effects a cached trace cannot repeat make the trace single-use: the next call traces again, so
   the effect happens once per call as in eager. They are writes or deletes of globals and of cells that
-  live outside the call, side-effect calls (print, random, time, ...), and calls that read state from
-  outside the program (os.environ, ContextVar.get, time, random, ...). `FrontendResult.rerun` says why;
+  live outside the call, in-place changes of lists/dicts/sets and attribute writes of objects not made
+  during the call (a hook object's `self.log.append(...)`, `cfg.count += 1` on a global object; the
+  module-held containers the epilogue stores and module/tensor attributes are handled there), side-effect
+  calls (print, random, time, ...), and calls that read state from outside the program (os.environ,
+  ContextVar.get, time, random, ...). `FrontendResult.rerun` says why;
 - if tracing fails, the globals and cells it wrote are put back, so a refused call changes nothing there.
 """
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import functools
 import os
 import types
+
+import torch
 
 from . import autograd_function, recursion, symbolic
 from .trace import current_state
@@ -25,6 +30,7 @@ from .hidden_inputs import HiddenValue, expand, library_file, write_slot
 from .interpreter import Interpreter, events as ev, provenance
 from .interpreter.classify import reads_outside_state
 from .interpreter.opcodes_data import ABSENT
+from .proxies import Proxy
 from .source import interpreting
 from .torchlang.lookasides import interpreter_lookasides as torch_lookasides
 
@@ -79,7 +85,15 @@ class CallEffects:
             what = "the global" if kind.startswith("global") else "the variable"
             self.rerun.append(f"{where}: {verb} {what} {event.name!r}, which outlives the call")
         elif kind == ev.CONTAINER_WRITE:
-            mark_container_write(event.value)  # (a module-held list/dict: where its contents store goes)
+            if d.get("watched"):
+                mark_container_write(event.value)  # (a module-held list/dict: where its contents store goes)
+            else:  # (containers made during the call are not reported)
+                self.rerun.append(f"{where}: changes a {type(event.value).__name__} that outlives the call "
+                                  f"({event.name})")
+        elif kind == ev.ATTRIBUTE_WRITE:
+            if not isinstance(event.value, (torch.nn.Module, torch.Tensor, Proxy)):  # (epilogue, training_step)
+                self.rerun.append(f"{where}: sets attribute {event.name!r} of a {type(event.value).__name__} "
+                                  f"object that outlives the call")
         elif kind == ev.SIDE_EFFECT_CALL:
             self.rerun.append(f"{where}: calls {event.name}, a side effect")
         elif kind == ev.OPAQUE_CALL and _varies_between_calls(d.get("callee"), event.value):
@@ -118,6 +132,7 @@ class InterpretedCall:
             interp.native_args = symbolic.native_args
         if state is not None:
             interp.watched_containers = state.tracked_containers  # module-held: their changes mark the epilogue
+        interp.fresh = {}  # (changes to objects made during the call are not effects outside it)
         if self.on_interpreter is not None:
             self.on_interpreter(interp)
         provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]

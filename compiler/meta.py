@@ -8,7 +8,7 @@ the input itself. Devices are tracked beside the meta tensor (it cannot be both 
 from __future__ import annotations
 
 import torch
-from . import lazy_dynamo, lazy_sympy
+from . import lazy_dynamo, lazy_sympy, meta_cache
 from . import tree as pytree
 
 from .errors import DataDependentError, DeviceMismatchError, UnsupportedOpError
@@ -114,7 +114,7 @@ def run_on_meta(fn, args, kwargs, device):
     mkwargs.pop("pin_memory", None)
     try:
         with torch._C.DisableTorchFunction():
-            mout = fn(*margs, **mkwargs)
+            mout = meta_cache.call(fn, margs, mkwargs)
     except NotImplementedError as e:
         if "data-independent" in str(e) or "data-dependent" in str(e) or "nonzero" in str(e):
             raise DataDependentError(f"output shape depends on tensor values ({str(e).splitlines()[0][:120]})") from e

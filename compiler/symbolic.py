@@ -525,8 +525,22 @@ def _len(obj):
     return builtins.len(obj)
 
 
+def _isinstance_for(real):
+    def answer(obj, cls):
+        # a comparison of symbolic values stands for a bool in user code (torch's guard_or_false asserts it);
+        # the compiler's own code, not interpreted, still sees a SymBool
+        if type(obj) is SymBool and real(obj.value, cls):
+            return True
+        return real(obj, cls)
+
+    return answer
+
+
 def lookasides() -> dict:
-    table = {builtins.int: _int, builtins.float: _float, builtins.bool: _bool, builtins.len: _len}
+    from .builtin_answers import _real_isinstance, tracing_isinstance
+
+    table = {builtins.int: _int, builtins.float: _float, builtins.bool: _bool, builtins.len: _len,
+             _real_isinstance: _isinstance_for(_real_isinstance), tracing_isinstance: _isinstance_for(tracing_isinstance)}
     table |= {getattr(math, n): _math(getattr(math, n)) for n in _MATH if hasattr(math, n)}
     return table
 
@@ -546,6 +560,8 @@ _PROTOCOL_NATIVES = {id(f) for f in (isinstance, issubclass, type, id, len, call
 
 
 def _torch_callable(fn) -> bool:
+    if isinstance(fn, type):  # torch.Size(...), torch.device(...): native constructors read plain numbers
+        return False
     if isinstance(fn, types.FunctionType):
         return fn.__code__.co_filename.startswith(_COMPILER_DIR)  # proxies' methods: they dispatch to the tracer
     if getattr(fn, "__objclass__", None) is torch._C.TensorBase:
@@ -810,6 +826,9 @@ def _rule(name, args, kwargs, outs):
     """Symbolic sizes of each tensor output, or raise _Unknown."""
     from .proxies import TensorProxy
 
+    if name in ("max", "min") and isinstance(args[0], TensorProxy) and \
+            isinstance(args[1] if len(args) > 1 else kwargs.get("other"), TensorProxy):
+        return [_broadcast([_sym(t) for t in _tensors(args, kwargs)])]  # torch.max(a, b): elementwise
     if name in _SAME_SHAPE:
         if name in ("layer_norm", "rms_norm", "group_norm", "dropout", "softmax", "log_softmax"):
             return [_sym(args[0])]

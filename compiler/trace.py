@@ -101,6 +101,9 @@ class Trace:
             return "{" + ", ".join(f"{self.expr(k)}: {self.expr(v)}" for k, v in x.items()) + "}"
         if pytree.is_dataclass_instance(x):  # ModelOutput(logits=t3, hidden=t2)
             fields = ", ".join(f"{name}={self.expr(getattr(x, name))}" for name in type(x).__dataclass_fields__)
+            if isinstance(x, dict):  # its keys are its items, not its fields (pytree.with_items)
+                items = ", ".join(f"({self.expr(k)}, {self.expr(v)})" for k, v in dict.items(x))
+                return f"{self.const_expr(pytree.with_items)}({self.const_expr(type(x))}({fields}), [{items}])"
             return f"{self.const_expr(type(x))}({fields})"
         if isinstance(x, tuple) and not isinstance(x, torch.Size):
             items = ", ".join(self.expr(i) for i in x)

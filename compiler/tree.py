@@ -21,6 +21,11 @@ def tree_leaves(x, out=None) -> list:
     elif is_dataclass_instance(x):
         for name in t.__dataclass_fields__:
             tree_leaves(getattr(x, name), out)
+        if isinstance(x, dict):  # a ModelOutput-like mapping: items set that are not a field's value
+            fields = [getattr(x, name) for name in t.__dataclass_fields__]
+            for v in dict.values(x):
+                if not any(v is a for a in fields):
+                    tree_leaves(v, out)
     else:
         out.append(x)
     return out
@@ -38,8 +43,22 @@ def tree_map(f, x):
         items = [tree_map(f, i) for i in x]
         return t(*items) if hasattr(x, "_fields") else t(items)  # namedtuple / structseq
     if is_dataclass_instance(x):
-        return t(**{name: tree_map(f, getattr(x, name)) for name in t.__dataclass_fields__})
+        new = t(**{name: tree_map(f, getattr(x, name)) for name in t.__dataclass_fields__})
+        if isinstance(x, dict):
+            with_items(new, [(k, tree_map(f, v)) for k, v in dict.items(x)])
+        return new
     return f(x)
+
+
+def with_items(mapping, items):
+    """A ModelOutput-like dataclass that is also a dict, rebuilt from its fields: its items are made x's (keys
+    in x's order; an attribute set after __init__ is not a key). The native base's methods (dict,
+    OrderedDict) skip the class's overrides (a ModelOutput refuses some)."""
+    base = next(c for c in type(mapping).__mro__ if issubclass(c, dict) and not c.__flags__ & (1 << 9))
+    base.clear(mapping)
+    for k, v in items:
+        base.__setitem__(mapping, k, v)
+    return mapping
 
 
 def is_dataclass_instance(x) -> bool:

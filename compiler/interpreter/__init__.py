@@ -53,16 +53,19 @@ class Traced:
 
 
 def run(fn, args=(), kwargs=None, *, observers=(), lookasides=None, check_stack: bool | None = None,
-        native_paths=()) -> Traced:
+        native_paths=(), track_fresh: bool = False) -> Traced:
     """Interpret `fn(*args, **kwargs)`; returns the value, its provenance and the events emitted.
 
     native_paths: source path prefixes (e.g. the compiler's own package) whose Python code runs natively
-    without events, as trusted machinery."""
+    without events, as trusted machinery. track_fresh: changes to objects made during the run are not
+    reported (Interpreter.fresh)."""
     kwargs = dict(kwargs or {})
     recorded: list = []
     interp = Interpreter((recorded.append, *observers), lookasides,
                          check_stack=_check_stack_default() if check_stack is None else check_stack,
                          native_paths=native_paths)
+    if track_fresh:
+        interp.fresh = {}
     provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]
     kwprovs = {k: provenance.Argument(f"kwargs[{k!r}]") for k in kwargs}
     value, prov = interp.call(None, fn, tuple(args), kwargs, provs, kwprovs)

@@ -19,11 +19,15 @@ NONLOCAL_WRITE = "nonlocal_write"
 NONLOCAL_DELETE = "nonlocal_delete"
 OPAQUE_CALL = "opaque_call"  # native code the interpreter cannot look into; its result is an OpaqueResult
 SIDE_EFFECT_CALL = "side_effect_call"  # print/open/input/random.*/time.*/globals/locals/vars
-# a list/dict in `Interpreter.watched_containers` changed in place (item store/delete, append, update...): value
+# a list/dict/set/deque not made during the run changed in place (item store/delete, append, update, +=...):
+# value is the container, details["watched"] whether it is in `Interpreter.watched_containers`
 CONTAINER_WRITE = "container_write"
+# an attribute of an object not made during the run is about to be set or deleted (obj.x = ..., setattr, del
+# obj.x): value is the object
+ATTRIBUTE_WRITE = "attribute_write"
 
 KINDS = (GLOBAL_READ, CLOSURE_READ, GLOBAL_WRITE, GLOBAL_DELETE, NONLOCAL_WRITE, NONLOCAL_DELETE, OPAQUE_CALL,
-         SIDE_EFFECT_CALL, CONTAINER_WRITE)
+         SIDE_EFFECT_CALL, CONTAINER_WRITE, ATTRIBUTE_WRITE)
 
 
 @dataclass(frozen=True)

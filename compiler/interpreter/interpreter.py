@@ -2,8 +2,10 @@
 functions recursively, lookasides, opaque native calls), drives generators, and emits events."""
 from __future__ import annotations
 
+import collections
 import dis
 import functools
+import sys
 import types
 
 from . import events as ev
@@ -23,7 +25,13 @@ _HEAPTYPE = 1 << 9  # classes made by `class` statements
 # list/dict methods that change the container (observers told by a CONTAINER_WRITE event)
 _CONTAINER_MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse",
                                  "update", "setdefault", "popitem", "__setitem__", "__delitem__", "__iadd__",
-                                 "__imul__", "__ior__"))
+                                 "__imul__", "__ior__", "add", "discard", "difference_update",
+                                 "intersection_update", "symmetric_difference_update", "appendleft", "extendleft",
+                                 "popleft", "rotate"))
+# Python values changed in place by those methods (a CONTAINER_WRITE when the container is not fresh)
+CONTAINER_TYPES = (list, dict, set, bytearray, collections.deque)
+_UNBOUND_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+_ATTRIBUTE_WRITERS = {id(f): f for f in (setattr, delattr, object.__setattr__, object.__delattr__)}
 
 
 class Tracked:
@@ -68,6 +76,11 @@ class Interpreter:
         # become plain values there; see compiler/symbolic.py). None: arguments pass unchanged.
         self.native_args = None
         self.watched_containers: set = set()  # ids of lists/dicts whose in-place changes are CONTAINER_WRITE events
+        # Objects made during this run (literals, constructed instances, unshared results of native calls): their
+        # in-place changes and attribute writes are the computation's own, not effects on state that outlives the
+        # run. None (the default): not tracked, every change of a container or attribute is reported. The dict
+        # keeps them alive for the run, so an id is never reused by an object made elsewhere.
+        self.fresh: dict | None = None
         self.frames = 0  # frames interpreted so far (tests use it to prove code was interpreted)
         self.active: list = []  # interpreted frames now executing, innermost last (for sys._getframe)
         self.depth_limit = None  # most interpreted frames at once (the embedder sets it; see recursion.py)
@@ -88,6 +101,35 @@ class Interpreter:
         event = ev.Event(kind, name, location, value, provenance, details)
         for observer in self.observers:
             observer(event)
+
+    # ----- objects made during the run, and changes to the others -----
+    def note_fresh(self, value):
+        if self.fresh is not None:
+            self.fresh[id(value)] = value
+        return value
+
+    def note_if_unshared(self, value, references: int):
+        """A native result that nothing but the caller's `references` refer to was made by that call."""
+        if self.fresh is None:
+            return
+        kind = type(value)
+        if (isinstance(value, CONTAINER_TYPES) or kind is types.SimpleNamespace or
+                (kind.__flags__ & _HEAPTYPE and not hasattr(kind, "__torch_function__"))) and \
+                sys.getrefcount(value) <= references + 2:  # (+ this parameter and getrefcount's own argument;
+            self.fresh[id(value)] = value                  # tensors are left out: kept alive for nothing)
+
+    def is_fresh(self, obj) -> bool:
+        return self.fresh is not None and self.fresh.get(id(obj)) is obj
+
+    def container_changed(self, frame, name, container):
+        """`container` (a list/dict/set...) was changed in place: observers hear it unless it is fresh."""
+        if isinstance(container, CONTAINER_TYPES) and not self.is_fresh(container):
+            self.emit(ev.CONTAINER_WRITE, name, frame, container, watched=id(container) in self.watched_containers)
+
+    def attribute_changed(self, frame, obj, name):
+        """An attribute of `obj` is about to be set or deleted: observers hear it unless `obj` is fresh."""
+        if self.observers and not self.is_fresh(obj):
+            self.emit(ev.ATTRIBUTE_WRITE, name, frame, obj)
 
     # ----- lookasides -----
     def user_lookaside(self, fn):
@@ -112,12 +154,18 @@ class Interpreter:
         """Call `fn` from interpreted code (frame None: from outside); returns (value, provenance)."""
         if frame is None and self.native_caller is None:
             self.native_caller = _outside_caller()
+        if _ATTRIBUTE_WRITERS.get(id(fn)) is fn and len(args) >= 2:  # setattr(obj, name, ...) & co.
+            self.attribute_changed(frame, args[0], args[1])
         replacement = self.user_lookaside(fn)
         if replacement is not None:
-            return self._call_user_lookaside(replacement, args, kwargs, provs, kwprovs)
+            value, prov = self._call_user_lookaside(replacement, args, kwargs, provs, kwprovs)
+            self.note_if_unshared(value, 1)
+            return value, prov
         internal = INTERNAL_LOOKASIDES.get(id(fn))
         if internal is not None and internal[0] is fn:
-            return internal[1](self, frame, args, kwargs, provs, kwprovs)
+            value, prov = internal[1](self, frame, args, kwargs, provs, kwprovs)
+            self.note_if_unshared(value, 1)  # (list(...), sorted(...), set(...))
+            return value, prov
         kind = type(fn)
         if kind is types.FunctionType:
             info = code_info(fn.__code__)
@@ -160,11 +208,14 @@ class Interpreter:
     def call_native(self, frame, fn, args, kwargs, provs, kwprovs):
         if self.native_args is not None:
             args, kwargs = self.native_args(fn, args, kwargs)
+        owner = getattr(fn, "__self__", None)
+        if type(fn) in _UNBOUND_METHODS and args and issubclass(fn.__objclass__, CONTAINER_TYPES):
+            owner = args[0]  # list.append(lst, x), dict.__setitem__(d, k, v)
         if is_pure(fn):
             value = fn(*args, **kwargs)
-            owner = getattr(fn, "__self__", None)
-            if id(owner) in self.watched_containers and fn.__name__ in _CONTAINER_MUTATORS:
-                self.emit(ev.CONTAINER_WRITE, fn.__name__, frame, owner)
+            if isinstance(owner, CONTAINER_TYPES) and fn.__name__ in _CONTAINER_MUTATORS:
+                self.container_changed(frame, fn.__name__, owner)  # (after: observers may read its contents)
+            self.note_if_unshared(value, 1)
             return value, pv.Computed("call", tuple(provs) + tuple(kwprovs.values()))
         name = pv.describe_callee(fn)
         side_effect = is_side_effect(fn)
@@ -172,6 +223,9 @@ class Interpreter:
             value = self._trampoline(frame.globals)(fn, args, kwargs)
         else:
             value = fn(*args, **kwargs)
+        if isinstance(owner, CONTAINER_TYPES) and getattr(fn, "__name__", None) in _CONTAINER_MUTATORS:
+            self.container_changed(frame, fn.__name__, owner)  # (a deque, an OrderedDict...)
+        self.note_if_unshared(value, 1)
         prov = pv.OpaqueResult(name, tuple(provs) + tuple(kwprovs.values()))
         self.emit(ev.SIDE_EFFECT_CALL if side_effect else ev.OPAQUE_CALL, name, frame, value, prov, callee=fn)
         return value, prov
@@ -205,7 +259,7 @@ class Interpreter:
             if not isinstance(obj, cls):
                 return obj, prov
         else:
-            obj = object.__new__(cls)
+            obj = self.note_fresh(object.__new__(cls))
         init = _lookup_type(type(obj), "__init__")
         if type(init) is types.FunctionType:
             ret, _ = self.call_function(init, (obj, *args), kwargs, (prov, *provs), kwprovs)

@@ -304,6 +304,7 @@ def load_method(interp, frame, instr):
 def store_attr(interp, frame, instr):
     obj = frame.pop()
     value, prov = frame.popp()
+    interp.attribute_changed(frame, obj, instr.argval)
     kind = type(obj)
     if kind.__setattr__ is object.__setattr__ and kind.__flags__ & dunders._HEAPTYPE:
         desc = dunders.lookup(kind, instr.argval)
@@ -319,7 +320,9 @@ def store_attr(interp, frame, instr):
 
 @handles("DELETE_ATTR")
 def delete_attr(interp, frame, instr):
-    delattr(frame.pop(), instr.argval)
+    obj = frame.pop()
+    interp.attribute_changed(frame, obj, instr.argval)
+    delattr(obj, instr.argval)
 
 
 @handles("BINARY_SUBSCR")
@@ -356,8 +359,7 @@ def store_subscr(interp, frame, instr):
     if interp.native_args is not None:
         (container, key, value), _ = interp.native_args(operator.setitem, (container, key, value), {})
     container[key] = value
-    if id(container) in interp.watched_containers:
-        interp.emit(ev.CONTAINER_WRITE, "__setitem__", frame, container)
+    interp.container_changed(frame, "__setitem__", container)
 
 
 @handles("DELETE_SUBSCR")
@@ -371,8 +373,7 @@ def delete_subscr(interp, frame, instr):
     if interp.native_args is not None:
         (container, key), _ = interp.native_args(operator.delitem, (container, key), {})
     del container[key]
-    if id(container) in interp.watched_containers:
-        interp.emit(ev.CONTAINER_WRITE, "__delitem__", frame, container)
+    interp.container_changed(frame, "__delitem__", container)
 
 
 @handles("BINARY_SLICE", since=(3, 12))
@@ -396,8 +397,7 @@ def store_slice(interp, frame, instr):
         (container, key, value), _ = interp.native_args(operator.setitem, (container, slice(start, stop), value), {})
         start, stop = key.start, key.stop
     container[start:stop] = value
-    if id(container) in interp.watched_containers:
-        interp.emit(ev.CONTAINER_WRITE, "__setitem__", frame, container)
+    interp.container_changed(frame, "__setitem__", container)
 
 
 @handles("BUILD_SLICE")
@@ -413,6 +413,8 @@ _BINARY = [operator.add, operator.and_, operator.floordiv, operator.lshift, oper
            operator.imod, operator.ior, operator.ipow, operator.irshift, operator.isub, operator.itruediv,
            operator.ixor]
 
+
+_FIRST_INPLACE = 13  # BINARY_OP's arg for += (the in-place forms follow the plain ones)
 
 _UNARY_METHODS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__"}
 
@@ -451,7 +453,11 @@ def binary_op(interp, frame, instr):
         return
     if interp.native_args is not None:
         (a, b), _ = interp.native_args(fn, (a, b), {})
-    stack[-1] = fn(a, b)  # (if this raises, the unwinder discards the stack anyway)
+    stack[-1] = result = fn(a, b)  # (if this raises, the unwinder discards the stack anyway)
+    if result is a and instr.arg >= _FIRST_INPLACE:  # lst += [...], d |= {...}: changed in place
+        interp.container_changed(frame, f"__{_BINARY[instr.arg].__name__}__", a)
+    elif result is not a and result is not b:
+        interp.note_if_unshared(result, 2)  # (the stack and `result`)
     pb = pstack.pop()
     pstack[-1] = pv.Computed(instr.argrepr, (pstack[-1], pb))
 
@@ -532,13 +538,13 @@ def build_tuple(interp, frame, instr):
 @handles("BUILD_LIST")
 def build_list(interp, frame, instr):
     values, provs = frame.popn(instr.arg)
-    frame.push(values, pv.Computed("list", tuple(provs)))
+    frame.push(interp.note_fresh(values), pv.Computed("list", tuple(provs)))
 
 
 @handles("BUILD_SET")
 def build_set(interp, frame, instr):
     values, provs = frame.popn(instr.arg)
-    frame.push(set(values), pv.Computed("set", tuple(provs)))
+    frame.push(interp.note_fresh(set(values)), pv.Computed("set", tuple(provs)))
 
 
 @handles("BUILD_MAP")
@@ -547,14 +553,14 @@ def build_map(interp, frame, instr):
     result = {}
     for i in range(0, len(values), 2):
         result[values[i]] = values[i + 1]
-    frame.push(result, pv.Computed("dict", tuple(provs)))
+    frame.push(interp.note_fresh(result), pv.Computed("dict", tuple(provs)))
 
 
 @handles("BUILD_CONST_KEY_MAP")
 def build_const_key_map(interp, frame, instr):
     keys = frame.pop()
     values, provs = frame.popn(instr.arg)
-    frame.push(dict(zip(keys, values)), pv.Computed("dict", tuple(provs)))
+    frame.push(interp.note_fresh(dict(zip(keys, values))), pv.Computed("dict", tuple(provs)))
 
 
 @handles("BUILD_STRING")

@@ -11,6 +11,10 @@ Each sample is classified:
 - crash    any other exception where eager ran
 - wrong    a result differs from eager's: a silent wrong result
 
+A "chain" result per op feeds all its samples (other sizes, numbers, options) through one jitted
+function: a cached trace reused where its guards (constant values) or constraints (symbolic values)
+should have sent the call to a new trace is a wrong result there.
+
 Random ops are run with the same seed before eager and before the compiled call (the compiled function
 runs eager's own ops, in order), so values must match too; ops eager itself does not reproduce under a
 fixed seed compare metadata only. Used by tests/compiler/test_opinfo.py (a shard) and
@@ -57,7 +61,7 @@ def op_id(op) -> str:
 class Result:
     op: str
     index: int
-    variant: str  # "op", "inplace", "grad"
+    variant: str  # "op", "inplace", "grad", "chain" (all samples through one jitted function)
     outcome: str
     reason: str = ""  # refused: "ErrorType: short message"; crash/wrong: what happened
 
@@ -243,6 +247,41 @@ def check_sample(fn, sample, *, random: bool, inplace: bool = False, calls: int 
     return OK, ""
 
 
+def check_chain(fn, samples_, *, random: bool, values: bool = True):
+    """One jitted function fed every sample in turn (other sizes, numbers, dtypes of the same op): each call
+    must equal eager, so a cached trace reused where its guards or constraints should have refused it
+    shows up as "wrong". Samples the compiler refuses are skipped (check_sample reports them). Returns
+    (outcome, reason) or None when fewer than two samples ran."""
+    def wrapper(x, *a, **k):
+        return fn(x, *a, **k)
+
+    jfn = compiler.jit(wrapper, cache=CACHE)
+    compared = 0
+    for i, sample in enumerate(samples_):
+        try:
+            inp, args, kwargs = fresh(sample)
+            expected = _seeded(fn, inp, *args, **kwargs)
+        except Exception:
+            continue
+        compare_values = values
+        if random and compare_values:
+            inp2, args2, kwargs2 = fresh(sample)
+            compare_values = differs(_seeded(fn, inp2, *args2, **kwargs2), expected) is None
+        cinp, cargs, ckwargs = fresh(sample)
+        try:
+            actual = _seeded(jfn, cinp, *cargs, **ckwargs)
+        except (compiler.CompilerError, InterpreterError):
+            continue
+        except Exception as e:  # noqa: BLE001
+            return CRASH, f"sample {i}: " + reason_of(e)
+        why = differs(actual, expected, values=compare_values) or \
+            differs((cinp, cargs, ckwargs), (inp, args, kwargs), values=compare_values)
+        if why is not None:
+            return WRONG, f"sample {i} after {compared} others: {why}"
+        compared += 1
+    return (OK, "") if compared >= 2 else None
+
+
 def check_grad(fn, sample):
     """Gradients of a scalar function of the outputs w.r.t. the floating inputs, jitted vs eager."""
     def leaves_requiring_grad(s):
@@ -292,7 +331,8 @@ def samples(op, dtype, per_op, requires_grad=False):
         return []
 
 
-def run_op(op, dtype, tally: Tally, *, per_op: int = 8, inplace: bool = True, grad: bool = False):
+def run_op(op, dtype, tally: Tally, *, per_op: int = 8, inplace: bool = True, grad: bool = False,
+           chain: bool = True):
     name = op_id(op)
     random = _is_random(op)
     undefined = op.name in UNDEFINED_VALUES
@@ -304,6 +344,10 @@ def run_op(op, dtype, tally: Tally, *, per_op: int = 8, inplace: bool = True, gr
             r = check_sample(op.inplace_variant, s, random=random, inplace=True)
             if r is not None:
                 tally.add(Result(name, i, "inplace", *r))
+    if chain:
+        r = check_chain(op.op, samples(op, dtype, per_op), random=random, values=not undefined)
+        if r is not None:
+            tally.add(Result(name, -1, "chain", *r))
     if grad and op.supports_autograd and dtype.is_floating_point and not random:
         for i, s in enumerate(samples(op, dtype, per_op, requires_grad=True)):
             r = check_grad(op.op, s)

@@ -1,4 +1,6 @@
 """Issue 11's numbered places where a cached trace differed from eager; each test compares with eager."""
+import collections
+import dataclasses
 import gc
 import io
 import pickle
@@ -275,6 +277,55 @@ def test_returning_a_dataclass():
         got, want = jfn(torch.ones(3)), fn(torch.ones(3))
         assert type(got) is Output and torch.equal(got.loss, want.loss) and torch.equal(got.logits, want.logits)
         assert got.aux is None
+
+
+class _ModelOutput(collections.OrderedDict):
+    """Hugging Face's ModelOutput, in short: a dataclass that is also an ordered dict of its non-None fields;
+    item and attribute writes of an existing key stay in sync, an attribute set later is not a key."""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            if getattr(self, f.name) is not None:
+                self[f.name] = getattr(self, f.name)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def __setattr__(self, name, value):
+        if name in self.keys() and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+@dataclasses.dataclass
+class _LMOutput(_ModelOutput):
+    loss: torch.Tensor = None
+    logits: torch.Tensor = None
+    hidden: tuple = None
+
+
+def test_returning_a_model_output_keeps_its_keys_and_attributes():
+    # (before: the output was rebuilt from its fields: keys ['loss', 'logits'] where eager has ['logits',
+    # 'hidden'], since `out.loss = ...` on a field that was None is an attribute, not a key)
+    def fn(x):
+        out = _LMOutput(logits=x * 2)
+        out.loss = out.logits.sum()
+        out["hidden"] = (x + 1,)
+        return out
+
+    jfn = compiler.jit(fn)
+    for _ in range(3):
+        x = torch.randn(3)
+        got, want = jfn(x), fn(x)
+        assert type(got) is _LMOutput and list(got.keys()) == list(want.keys()) == ["logits", "hidden"]
+        assert torch.equal(got.loss, want.loss) and torch.equal(got.logits, want.logits)
+        assert all(torch.equal(a, b) for a, b in zip(got.to_tuple()[:1], want.to_tuple()[:1]))
+        assert torch.equal(got["hidden"][0], want["hidden"][0]) and torch.equal(got.hidden[0], want.hidden[0])
+    assert compiler.cache_hits(jfn) == 2
 
 
 # 2. a custom autograd.Function runs as a unit whose backward is the user's

@@ -276,9 +276,21 @@ class ContainersAroundAnIndex(torch.nn.Module):
         return y
 
 
-def test_module_container_changes_happen_where_eager_makes_them_when_a_call_raises():
-    # (before: a module-held list/dict's contents were stored at the end of the trace)
-    eager_model, jitted_model = ContainersAroundAnIndex(), ContainersAroundAnIndex()
+class ContainersAroundAnIndexInPlaceOperators(ContainersAroundAnIndex):
+    def forward(self, x, idx):
+        self.hist += [x.mean()]  # (BINARY_OP in place, not a method call)
+        self.d |= {"before": x.sum()}
+        y = x[idx] * 2
+        self.hist += [y.sum()]
+        self.d |= {"after": y}
+        return y
+
+
+@pytest.mark.parametrize("cls", [ContainersAroundAnIndex, ContainersAroundAnIndexInPlaceOperators])
+def test_module_container_changes_happen_where_eager_makes_them_when_a_call_raises(cls):
+    # (before: a module-held list/dict's contents were stored at the end of the trace; `+=`/`|=` were until
+    # the interpreter reported in-place operators on containers)
+    eager_model, jitted_model = cls(), cls()
     jm = compiler.jit(jitted_model)
     for step, idx in enumerate([[0, 1], [0, 9], [1, 1], [7, 0]]):
         x, idx = torch.randn(4) + step, torch.tensor(idx)

@@ -404,3 +404,28 @@ def test_int_methods_and_attributes_do_not_bake_the_value():
     x = torch.zeros(1)
     jf = run_sequence(fn, [(x, 3), (x, 4), (x, 9), (x, 3)])
     assert counts(jf) == (3, 1)  # bit_length() reads the value: one trace per value
+
+
+def test_binary_max_min_broadcast_at_symbolic_sizes():
+    # (found by the OpInfo sweep in symbolic mode: the reduction rule read `b` as a dim and crashed)
+    def fn(a, b):
+        return torch.max(a, b) * 2, torch.min(a, other=b)
+
+    jf = compiler.jit(fn, cache=SYM)
+    for n in (3, 4, 5, 7):
+        a, b = torch.randn(n, 4), torch.randn(4)
+        assert _same(jf(a, b), fn(a, b)), n
+    assert (compiler.cache_misses(jf), compiler.cache_hits(jf)) == (1, 3)
+
+
+def test_torch_helpers_that_check_isinstance_bool_accept_a_symbolic_comparison():
+    # torch.broadcast_shapes hands `a == 1` on symbolic ints to guard_or_false, which asserts isinstance(x, bool)
+    # (found by the OpInfo sweep: "AssertionError: Expected bool, got <class 'bool'>")
+    def fn(a, n, m):
+        return a.expand(torch.broadcast_shapes((n, 1), (1, m))) + 1
+
+    # torch.Size(...) is a native constructor that reads plain ints: the sizes specialize, with a guard
+    # (before: they were read silently and the second call returned the first call's shape)
+    calls = [(torch.ones(1, 1), 3, 4), (torch.ones(1, 1), 5, 2), (torch.ones(1, 1), 1, 4), (torch.ones(1, 1), 3, 4)]
+    jf = run_sequence(fn, calls)
+    assert counts(jf) == (3, 1)

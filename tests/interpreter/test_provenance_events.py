@@ -309,3 +309,56 @@ def test_python_iterables_consumed_by_builtins_are_interpreted():
     assert traced.value == ([0, 1, 2], 3, [0, 1, 2])
     iter_reads = [e for e in traced.events if e.kind == ev.GLOBAL_READ and e.location.function == "_Money.__iter__"]
     assert len(iter_reads) == 3
+
+
+# ----- changes to objects that outlive the run (compiler: such a trace is single-use) -----
+class _Holder:
+    def __init__(self):
+        self.log = []
+
+
+OUTSIDE = _Holder()
+
+
+def test_changes_to_objects_made_before_the_run_are_reported_and_the_runs_own_are_not():
+    import collections
+
+    def f(x):
+        local, table, seen, queue = [], {}, set(), collections.deque()
+        local.append(x)
+        local += [x]
+        table["a"] = x
+        seen.add(x)
+        queue.append(x)
+        copy = list(local)
+        copy.reverse()
+        made = _Holder()  # constructed here: its attribute writes are the run's own
+        made.log.append(x)
+        made.extra = 1
+        OUTSIDE.log.append(x)  # (the ones below outlive the run)
+        OUTSIDE.log += [x]
+        OUTSIDE.count = x
+        setattr(OUTSIDE, "other", x)
+        return len(local) + len(copy) + len(table) + len(seen) + len(queue)
+
+    traced = run(f, (1,), track_fresh=True)
+    assert traced.value == 7
+    line = _line_of(f, "OUTSIDE.log.append")
+    changes = [(e.name, e.location.lineno - line) for e in _events(traced, ev.CONTAINER_WRITE)]
+    assert changes == [("append", 0), ("__iadd__", 1)]
+    attrs = [(e.name, e.location.lineno - line, e.value is OUTSIDE) for e in _events(traced, ev.ATTRIBUTE_WRITE)]
+    assert attrs == [("log", 1, True), ("count", 2, True), ("other", 3, True)]  # (+= stores the attribute too)
+    untracked = run(f, (1,))  # without tracking every change is reported
+    assert len(_events(untracked, ev.CONTAINER_WRITE)) > 2
+
+
+def test_unbound_container_methods_are_reported_too():
+    def f(x):
+        list.append(OUTSIDE.log, x)
+        dict.__setitem__(OUTSIDE.__dict__, "k", x)
+        mine = []
+        list.append(mine, x)
+        return len(mine)
+
+    traced = run(f, (1,), track_fresh=True)
+    assert [e.name for e in _events(traced, ev.CONTAINER_WRITE)] == ["append", "__setitem__"]

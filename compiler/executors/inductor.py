@@ -204,22 +204,41 @@ _NUMBER_OPERANDS = frozenset(f"prims.{n}" for n in "add sub mul div remainder ma
                                                     "where".split())
 
 
+# Prims whose size arguments (the shape tuple; narrow's start and length) become region inputs likewise, so a
+# region that broadcasts or reshapes is the same code at every size (ints 0, 1 and -1 stay: they change the
+# op's meaning, and torch.compile specializes 0 and 1 anyway).
+_SIZE_ARGUMENTS = {"prims.broadcast_to": (1,), "prims.reshape": (1,), "prims.full": (0,), "prims.slice_in_dim": (2, 3)}
+
+
 def _numbers_as_inputs(sub: Trace) -> list:
-    """Replace the number operands of the region's elementwise prims by parameters; their values, in order."""
+    """Replace the number operands of the region's elementwise prims, and the sizes given to its shape prims,
+    by parameters; returns their values, in order."""
     from ..symbolic import SymFloat, SymInt
 
-    values, bsyms = [], []
+    values = []
+
+    def lift(a, size=False):
+        if type(a) in (tuple, list) and size:
+            return type(a)(lift(i, True) for i in a)
+        if size and not (type(a) is int and a not in (-1, 0, 1)):
+            return a
+        if type(a) is int or type(a) is float and math.isfinite(a) and a != 0.0:  # (nan, inf, -0.0 stay)
+            p = (SymInt if type(a) is int else SymFloat)(f"number{len(values)}", a)
+            sub.args.append(p)
+            values.append(a)
+            return p
+        return a
+
+    bsyms = []
     for b in sub.bsyms:
-        if b.symbol.name in _NUMBER_OPERANDS:
-            args = []
-            for a in b.args:
-                if type(a) is int or type(a) is float and math.isfinite(a) and a != 0.0:  # (nan, inf, -0.0 stay)
-                    p = (SymInt if type(a) is int else SymFloat)(f"number{len(values)}", a)
-                    sub.args.append(p)
-                    values.append(a)
-                    a = p
-                args.append(a)
-            b = BoundSymbol(b.symbol, tuple(args), b.kwargs, b.output, b.subsymbols, b.location, b.impl)
+        name = b.symbol.name
+        if name in _NUMBER_OPERANDS:
+            b = BoundSymbol(b.symbol, tuple(lift(a) for a in b.args), b.kwargs, b.output, b.subsymbols,
+                            b.location, b.impl)
+        elif name in _SIZE_ARGUMENTS:
+            b = BoundSymbol(b.symbol, tuple(lift(a, True) if i in _SIZE_ARGUMENTS[name] else a
+                                            for i, a in enumerate(b.args)), b.kwargs, b.output, b.subsymbols,
+                            b.location, b.impl)
         bsyms.append(b)
     sub.bsyms = bsyms
     return values

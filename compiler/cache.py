@@ -7,8 +7,11 @@ autograd records them as it would in eager mode (no separate backward trace).
 """
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -19,7 +22,7 @@ from .executors import DEFAULT_EXECUTORS, default_executors, resolve_executors
 from .executors.inductor import shape_generic
 from .executors.plan import plan_execution
 from .errors import CompilerError
-from .frontend import FrontendResult
+from .frontend import FrontendResult, native_frontend
 from .interpreted_frontend import interpreted_frontend
 from .passes import run_passes
 from .trace import Trace, current_state
@@ -45,6 +48,18 @@ class CacheEntry:
     symbolic: bool = False  # traced with symbolic values (else constant values, also after a Fallback)
 
 
+class NativeFrontendWarning(UserWarning):
+    pass
+
+
+def _caller_level() -> int:
+    """warnings' stacklevel of the first frame outside this package (the user's jit call)."""
+    here, level, frame = os.path.dirname(__file__), 2, sys._getframe(2)
+    while frame is not None and os.path.dirname(frame.f_code.co_filename) == here:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 class JittedFunction:
     def __init__(self, fn, *, cache: str = "constant values", executors=None, observers=None, frontend=None,
                  module: torch.nn.Module | None = None, passes=None):
@@ -56,6 +71,11 @@ class JittedFunction:
         self.default_executors = executors is None  # then chosen per traced call from its inputs' devices
         self.observers = list(observers or ())
         self.frontend = frontend or interpreted_frontend
+        if frontend is native_frontend:  # it cannot see Python effects: say so rather than differ silently
+            warnings.warn("compiler.jit(frontend=native_frontend): Python effects of the traced code on objects that "
+                          "outlive the call (a hook object's list, a global object's attribute) run only while "
+                          "tracing, not on cache hits; the default interpreting front end repeats or re-traces them",
+                          NativeFrontendWarning, stacklevel=_caller_level())
         self.module = module
         self.passes = passes
         self.entries: list[CacheEntry] = []

@@ -1,7 +1,7 @@
 """Minimal, fast pytree helpers for the containers traces use: tuple (incl. namedtuples and torch.return_types),
 list, dict, and dataclass instances whose fields are all init fields (a Hugging Face-style model output).
-Everything else - torch.Size included, unless it holds symbolic sizes - is a leaf. (torch.utils._pytree is general but costs
-several times more per call, and the front end maps over every op's arguments.)"""
+Everything else - torch.Size included, unless it holds symbolic sizes - is a leaf. (torch.utils._pytree is
+general but costs several times more per call, and the front end maps over every op's arguments.)"""
 from __future__ import annotations
 
 

@@ -71,6 +71,24 @@ def test_a_bound_method_forward_hook_appends_on_every_call(hook):
     assert compiler.cache_hits(jitted) == 0  # the trace is single-use: the hook's effect outlives it
 
 
+def test_the_native_front_end_says_that_it_cannot_repeat_such_effects():
+    # it runs the function natively: it cannot see a hook object's append, so a cached call skips it
+    from compiler.cache import NativeFrontendWarning
+    from compiler.frontend import native_frontend
+
+    rec, lin = Recorder(), _linear()
+    lin.register_forward_hook(rec.forward_hook)
+    with pytest.warns(NativeFrontendWarning, match="run only while tracing") as caught:
+        jitted = compiler.jit(lin, frontend=native_frontend)
+    assert caught[0].filename == __file__  # pointed at the user's jit call
+    for _ in range(3):
+        jitted(torch.ones(2, 3))
+    assert len(rec.log) == 1  # what the warning says (eager: 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiler.jit(lin)  # the default front end: no warning
+
+
 def test_a_bound_method_pre_hook_appends_and_counts_on_every_call():
     def make():
         rec, lin = Recorder(), _linear()

@@ -136,7 +136,8 @@ def test_max_seconds_stops_an_endless_program_and_reports(tmp_path):
                    "endless.py")
     assert "--max-seconds 4 reached" in ran.stderr
     steps = ran.stdout.count("step\n")
-    assert ran.stdout == "step\n" * steps
+    # (print writes the text and the newline apart: the alarm may land between them)
+    assert ran.stdout in ("step\n" * steps, "step\n" * steps + "step"), ran.stdout[-40:]
     found = json.loads((tmp_path / "out.json").read_text())
     # The alarm can land inside a call after its print and before the call's findings are counted, so the
     # count is the prints or one less; on a very busy machine the first trace may not finish in 4 s at all.

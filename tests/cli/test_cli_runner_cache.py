@@ -315,6 +315,9 @@ def test_ctrl_c_stops_the_workers_at_once(tmp_path):
     # Ctrl-C comes, and finishing the work (~28 s left) cannot pass for stopping at once (< 10 s, with room
     # for a loaded machine: it took 5.6 s once at load 8).
     probe = (
+        # a shell starts background jobs (a CI runner, `cmd &`) with SIGINT ignored, and Python keeps it ignored:
+        # give the run a terminal's disposition, or Ctrl-C would be tested against a process that cannot see it
+        "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "import time, analyzer.static as s\n"
         "real = s.lint_source\n"
         "s.lint_source = lambda *a, **k: (time.sleep(0.5), real(*a, **k))[1]\n"

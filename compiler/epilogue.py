@@ -11,6 +11,8 @@ identity guard, so reassigning it re-traces; a registered buffer is an input fet
 """
 from __future__ import annotations
 
+import torch
+
 from . import tree as pytree
 from .hidden_inputs import write_slot
 from .symbols import BoundSymbol, Symbol, Tag
@@ -22,15 +24,29 @@ class Slot:
     """Where a value is stored: a dict (module __dict__, _buffers, _parameters, globals) and key, a cell, or
     a module-held list/dict whose contents are replaced."""
 
+    is_global = False  # a global or closure variable (not a module's)
+
     def __init__(self, kind: str, holder, key, label: str):
         self.kind, self.holder, self.key, self.label = kind, holder, key, label
+        self.id = (id(holder), key)  # (the key of its write marks)
 
     def __repr__(self):
         return f"<slot {self.label}>"
 
+    def read(self):
+        """What it holds now (a copy of a list/dict's contents); `store(slot.read())` puts it back."""
+        if self.kind == "cell":
+            try:
+                return self.holder.cell_contents
+            except ValueError:
+                return _MISSING
+        if self.kind == "contents":
+            return list(self.holder) if type(self.holder) is list else dict(self.holder)
+        return self.holder.get(self.key, _MISSING)
+
     def store(self, value) -> None:
         if self.kind == "cell":
-            write_slot(self.holder, self.key, value)
+            write_slot(self.holder, self.key, value, _MISSING)
         elif self.kind == "contents":
             if type(self.holder) is list:
                 self.holder[:] = value
@@ -38,7 +54,7 @@ class Slot:
                 self.holder.clear()
                 self.holder.update(value)
         elif value is _MISSING:
-            self.holder.pop(self.key, None)
+            self.holder.pop(self.key, None)  # (deleted in the call)
         else:
             self.holder[self.key] = value
 
@@ -69,6 +85,10 @@ class StateWrites:
         self.snapshot = snapshot  # hidden_inputs.StateSnapshot: globals and cells the code names
         self.module_dicts = []  # (sub, label, store name, the dict, a copy of it)
         self.contents = []  # (label, list/dict held by a module attribute, a copy of it)
+        self._module_dict_before = {}  # id(a module's dict) -> its copy
+        self._watched = {}  # id(holder) -> key -> its Slot (for slots written without a change)
+        for holder, name, _ in snapshot.values:
+            self._watched[id(holder)] = lambda key, holder=holder: _global_slot(holder, key)
         if module is None:
             return
         for prefix, sub in module.named_modules(remove_duplicate=True):
@@ -76,9 +96,89 @@ class StateWrites:
             for store in ("__dict__", "_buffers", "_parameters"):
                 d = vars(sub) if store == "__dict__" else getattr(sub, store)
                 self.module_dicts.append((sub, label, store, d, dict(d)))
+                self._module_dict_before[id(d)] = self.module_dicts[-1][-1]
+                self._watched[id(d)] = lambda key, d=d, label=label, store=store: _dict_slot(d, key, label, store)
             for name, v in vars(sub).items():
                 if not name.startswith("_") and type(v) in (list, dict):
                     self.contents.append((f"{label}.{name}", v, list(v) if type(v) is list else dict(v)))
+                    self._watched[id(v)] = lambda key, v=v, c=self.contents[-1]: _contents_slot(v, c[0], c[2])
+
+    def start(self) -> tuple:
+        """What every watched slot held when tracing started (as `now()` gives it)."""
+        return ([before for *_, before in self.module_dicts], [before for *_, before in self.contents],
+                [self._global(before) for _, _, before in self.snapshot.values])
+
+    def now(self) -> tuple:
+        """What every watched slot holds now: copies, for `changes`."""
+        return ([dict(d) for _, _, _, d, _ in self.module_dicts],
+                [list(h) if type(h) is list else dict(h) for _, h, _ in self.contents],
+                [self._global(self.snapshot._read(h, n)) for h, n, _ in self.snapshot.values])
+
+    @staticmethod
+    def _global(value):
+        return _MISSING if value is _missing_of_snapshot() else value
+
+    def changes(self, earlier: tuple, later: tuple) -> list:
+        """(Slot, value in `later`, value in `earlier`) for every slot whose value differs (by identity)
+        between two snapshots; a name not there has the value _MISSING. A global or closure variable only
+        where it holds a traced value: writing one makes the trace single-use anyway, and its Python values
+        stay as the call wrote them (storing them again would race with other threads' writes)."""
+        out = []
+        for (sub, label, store, d, _), a, b in zip(self.module_dicts, earlier[0], later[0]):
+            if a.keys() == b.keys() and all(a[k] is b[k] for k in a):
+                continue
+            for name in [*b, *(k for k in a if k not in b)]:
+                if a.get(name, _MISSING) is not b.get(name, _MISSING):
+                    out.append((_dict_slot(d, name, label, store), b.get(name, _MISSING), a.get(name, _MISSING)))
+        for (label, held, before), a, b in zip(self.contents, earlier[1], later[1]):
+            if not _same_items(a, b):
+                out.append((_contents_slot(held, label, before), b, a))
+        for (holder, name, _), a, b in zip(self.snapshot.values, earlier[2], later[2]):
+            if a is not b and _holds_traced(b):
+                out.append((_global_slot(holder, name), b, a))
+        return out
+
+    def written(self, earlier: tuple, later: tuple, marks: dict, start: int = 0, end: int | None = None) -> list:
+        """`changes`, and the slots written between trace positions start and end (`marks`) with the value
+        they already held (`self.b = None` where b was None): a cached call may find another value there."""
+        out = self.changes(earlier, later)
+        seen = {slot.id for slot, _, _ in out}
+        for key, at in marks.items():
+            make = self._watched.get(key[0])
+            if make is None or key in seen or not any(start <= p and (end is None or p < end) for p, _ in at):
+                continue
+            slot = make(key[1])
+            value = slot.read()
+            if (value is _MISSING and slot.kind == "dict") or isinstance(value, (list, dict, set)) or \
+                    (slot.is_global and not _holds_traced(value)):
+                continue  # (a module attribute is marked in all its dicts; `self.lst += [...]` writes the same
+            out.append((slot, value, value))  # list back: its contents are the slot, not the attribute)
+        return out
+
+    def settled(self, put_back: bool, marks: dict, taken) -> tuple[list, list, list]:
+        """After `take`: slots the call changed to a value that is not traced (None, a number, a deleted
+        attribute, a tuple of those). The epilogue stores them too, so that a cached call leaves what eager
+        leaves even where another call stored a tensor there; `put_back`: they are put back now, as traced
+        values are (not when the call raised: eager keeps them). (writes, key guards, why the trace is
+        single-use: a value a cached trace cannot rebuild, such as an object made in the call). `taken`:
+        the writes `take` returned."""
+        writes, guards, single_use = [], [], []
+        done = {slot.id for slot, _ in taken}
+        for slot, value, before in self.written(self.start(), self.now(), marks):
+            if slot.id in done:
+                continue
+            if not _replayable(value, slot):  # (kept: the trace serves this call only)
+                single_use.append(f"stores a {type(value).__name__} in {slot.label}, which a cached trace cannot "
+                                  "rebuild")
+                continue
+            if put_back:
+                slot.store(before)
+            writes.append((slot, value))
+            if id(slot.holder) in self._module_dict_before:
+                guards.append((slot.holder, tuple(self._module_dict_before[id(slot.holder)])))
+            elif slot.kind == "contents":
+                guards.append((slot.holder, _keys_of(slot.before)))
+        return writes, [] if single_use else guards, single_use
 
     def take(self, is_traced) -> tuple[list, list]:
         """(writes as (Slot, value), key guards as (dict, keys at the start)). Made after the front end put
@@ -90,7 +190,7 @@ class StateWrites:
                 now = d[name]
                 if before.get(name, _MISSING) is now or not is_traced(now):
                     continue
-                writes.append((Slot("dict", d, name, f"{label}.{store}[{name!r}]"), now))
+                writes.append((_dict_slot(d, name, label, store), now))
                 changed = True
                 if name in before:
                     d[name] = before[name]
@@ -102,19 +202,42 @@ class StateWrites:
             now = list(held) if type(held) is list else dict(held)
             if any(is_traced(v) for v in (now if type(held) is list else now.values())) and \
                     not _same_items(now, before):
-                slot = Slot("contents", held, None, label)
-                slot.before = before  # (items there before the call are the same objects on a cached call)
-                writes.append((slot, now))
+                writes.append((_contents_slot(held, label, before), now))
                 Slot("contents", held, None, label).store(before)
-                guards.append((held, tuple(range(len(before))) if type(held) is list else tuple(before)))
+                guards.append((held, _keys_of(before)))
         for holder, name, before in self.snapshot.values:
             now = self.snapshot._read(holder, name)
             if now is not before and now is not _missing_of_snapshot() and is_traced(now):
-                kind = "dict" if isinstance(holder, dict) else "cell"
-                writes.append((Slot(kind, holder, name, f"{'global' if kind == 'dict' else 'closure variable'} "
-                                                        f"{name!r}"), now))
+                writes.append((_global_slot(holder, name), now))
                 write_slot(holder, name, before, _missing_of_snapshot())
         return writes, guards
+
+
+def _holds_traced(value) -> bool:
+    from .proxies import OpaqueProxy, TensorProxy
+
+    return any(isinstance(v, (TensorProxy, OpaqueProxy)) for v in pytree.tree_leaves(value))
+
+
+def _dict_slot(d, name, label, store) -> Slot:
+    return Slot("dict", d, name, f"{label}.{store}[{name!r}]")
+
+
+def _contents_slot(held, label, before) -> Slot:
+    slot = Slot("contents", held, None, label)
+    slot.before = before  # (items there before the call are the same objects on a cached call)
+    return slot
+
+
+def _global_slot(holder, name) -> Slot:
+    kind = "dict" if isinstance(holder, dict) else "cell"
+    slot = Slot(kind, holder, name, f"{'global' if kind == 'dict' else 'closure variable'} {name!r}")
+    slot.is_global = True
+    return slot
+
+
+def _keys_of(container) -> tuple:
+    return tuple(range(len(container))) if type(container) is list else tuple(container)
 
 
 def _missing_of_snapshot():
@@ -160,17 +283,20 @@ def mark_container_write(container) -> None:
         mark_write(container, None, list(container) if type(container) is list else dict(container))
 
 
-def _replayable(value, before=()) -> bool:
-    """An earlier write of a slot that is written again later in the call: stored at its own point when its
-    value is a traced value or an immutable constant (the same on every call). Other Python objects (a list
-    made in the call) cannot be replayed by a cached trace; for those only the last write is stored."""
+def _replayable(value, slot) -> bool:
+    """A value a cached trace can store again: a traced value, an immutable constant (the same on every
+    call the trace's guards admit), a tuple/list/dict of those, an item a module-held list/dict had before
+    the call, or no value (a deleted name). Not other objects, such as one made in the call."""
     from .proxies import OpaqueProxy, TensorProxy
 
     if value is _MISSING:
-        return False
-    leaves = pytree.tree_leaves(value)
-    return all(v is None or isinstance(v, (TensorProxy, OpaqueProxy, bool, int, float, complex, str))
-               or any(v is b for b in before) for v in leaves)
+        return slot.kind == "dict"
+    before = pytree.tree_leaves(getattr(slot, "before", ()))
+    return all(v is None or isinstance(v, (TensorProxy, OpaqueProxy, *_CONSTANTS)) or any(v is b for b in before)
+               for v in pytree.tree_leaves(value))
+
+
+_CONSTANTS = (bool, int, float, complex, str, torch.dtype, torch.device, torch.Size)
 
 
 def insert_stores(trace, writes, marks: dict, floor: int = 0, location=None) -> None:
@@ -181,16 +307,43 @@ def insert_stores(trace, writes, marks: dict, floor: int = 0, location=None) -> 
     a change it does not report (`lst += [...]`) leaves the store at the end."""
     placed = []
     for slot, value in writes:
-        seen = marks.get((id(slot.holder), slot.key), [])
-        before = pytree.tree_leaves(getattr(slot, "before", ()))
-        for at, earlier in seen[:-1]:
-            if _replayable(earlier, before):
-                placed.append((max(at, floor), BoundSymbol(STORE, (slot, earlier), {}, None, location=location)))
-        at = seen[-1][0] if seen else len(trace.bsyms)
-        placed.append((max(at, floor), BoundSymbol(STORE, (slot, value), {}, None, location=location)))
-    order = sorted(range(len(placed)), key=lambda i: (placed[i][0], i), reverse=True)  # last first: same point
-    for i in order:                                                                     # keeps the write order
-        trace.bsyms.insert(*placed[i])
+        seen = [(max(at, floor), v) for at, v in marks.get(slot.id, [])]
+        _place(placed, slot, seen, value, len(trace.bsyms), location, last_always=True)
+    _insert(trace.bsyms, placed)
+
+
+def segment_stores(bsyms: list, writes, marks: dict, start: int, location=None) -> tuple[list, list]:
+    """A segment that ends at a data-dependent read (trace positions start .. start + len(bsyms)) with the
+    stores of the slots it changed (`writes`: their values at its end) at the points they were written, so
+    a cached call that raises after a write and before the next read finds it done, as in eager. Values a
+    cached trace cannot rebuild are left to the final segment. (the bsyms with stores, the slots stored)"""
+    placed, stored = [], []
+    end = start + len(bsyms)
+    for slot, value in writes:
+        seen = [(at - start, v) for at, v in marks.get(slot.id, []) if start <= at < end]
+        if _place(placed, slot, seen, value, len(bsyms), location, last_always=False):
+            stored.append(slot)
+    out = list(bsyms)
+    _insert(out, placed)
+    return out, stored
+
+
+def _place(placed: list, slot, seen: list, value, end: int, location, last_always: bool) -> bool:
+    """Stores of `slot` at its writes `seen` ((position, value)): each earlier one that can be replayed,
+    then `value` at the last write (or at `end`). Whether any store was placed."""
+    count = len(placed)
+    for at, earlier in seen[:-1]:
+        if _replayable(earlier, slot):
+            placed.append((at, BoundSymbol(STORE, (slot, earlier), {}, None, location=location)))
+    if last_always or _replayable(value, slot):
+        placed.append((seen[-1][0] if seen else end, BoundSymbol(STORE, (slot, value), {}, None, location=location)))
+    return len(placed) > count
+
+
+def _insert(bsyms: list, placed: list) -> None:
+    order = sorted(range(len(placed)), key=lambda i: (placed[i][0], i), reverse=True)  # last first: the same
+    for i in order:                                                                     # point keeps write order
+        bsyms.insert(*placed[i])
 
 
 def emit_guards(builder, guards) -> None:

@@ -58,10 +58,13 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     snapshot = StateSnapshot(fn, module)
     state_writes = StateWrites(module, snapshot)
     state.tracked_containers = {id(held) for _, held, _ in state_writes.contents}
+    if state.segmenter is not None:
+        state.segmenter.watch(state_writes)
     if call is None:  # natively, type(proxy) is TensorProxy; the interpreter answers type() as eager does
         refuse_type_is_tensor(user_code_objects(user_codes(fn, module)))
     grad_enabled = torch.is_grad_enabled()
     globals_before = _global_state(state)
+    keep_effects = False  # the user's exception: eager kept what happened before it
     try:
         with tracing(state), answering_isinstance(), TracingMode():
             out = (fn if call is None else call)(*pargs, **pkwargs)
@@ -75,16 +78,21 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         state.emit(Event(DATA_DEPENDENT, str(e), e.location))  # observers see it even though we raise
         raise
     except Exception as e:
-        if state.segmenter is not None and _users_exception(e):
+        if getattr(e, "thunder_segment_raised", False):
+            e.thunder_effects_kept = keep_effects = True  # a segment run for real raised: what ran before stays
+        elif state.segmenter is not None and _users_exception(e):
             # eager did everything before the raise: do it for real, keep the Python effects, re-raise
             state.segmenter.run_before_error(state_writes.take(holds_proxy)[0])
-            e.thunder_effects_kept = True
+            e.thunder_effects_kept = keep_effects = True
         raise
     finally:
         writes, key_guards = state_writes.take(holds_proxy)  # replayed by the epilogue (stores), put back now
         made = [slot.label for slot, _ in state_writes.take(lambda v: _holds_created_generator(v, state))[0]]
+        # None, numbers, deletions...: put back too (unless kept), and stored by the epilogue
+        settled, settled_guards, single_use = state_writes.settled(not keep_effects, state.write_marks, writes)
         for d, name, real in swaps:
-            d[name] = real
+            if isinstance(d.get(name), TensorProxy):  # (not where the call stored or deleted something else)
+                d[name] = real
         torch._C._set_grad_enabled(grad_enabled)
         leaks = snapshot.restore_leaks(holds_proxy)
         made += snapshot.restore_leaks(lambda v: _holds_created_generator(v, state))
@@ -106,9 +114,13 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         state.trace.bsyms.append(BoundSymbol(SET_GRAD_ENABLED, (grad_enabled,), {}, None))
     if state.autocast != state.initial_autocast:  # a `with torch.autocast` exits before return; restore anyway
         state.trace.bsyms.append(BoundSymbol(autocast.SET_AUTOCAST, (state.initial_autocast,), {}, None))
-    floor = state.segmenter.cut if state.segmenter is not None and state.segmenter.records else 0
+    writes += settled
+    floor = 0
+    if state.segmenter is not None and state.segmenter.records:
+        floor = state.segmenter.cut
+        writes += state.segmenter.restated(writes)
     insert_stores(state.trace, writes, state.write_marks, floor)
-    emit_guards(builder, key_guards)
+    emit_guards(builder, _unique(key_guards + settled_guards))
     guard_called_modules(builder, state.called_modules, module)
     _check_outputs(out)
     trace = state.trace
@@ -124,7 +136,16 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
 
         for event in aliasing_events(trace, lambda p: state.name_input(p.origin) if p.origin else p.name):
             state.emit(event)
-    return FrontendResult(trace, prologue, state.events, segments=path)
+    return FrontendResult(trace, prologue, state.events, rerun=single_use, segments=path)
+
+
+def _unique(guards) -> list:
+    seen, out = set(), []
+    for holder, keys in guards:
+        if id(holder) not in seen:
+            seen.add(id(holder))
+            out.append((holder, keys))
+    return out
 
 
 def _parameter_labels(fn, n_args: int, kwargs) -> dict:

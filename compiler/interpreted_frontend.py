@@ -160,5 +160,5 @@ def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observer
         if not getattr(e, "thunder_effects_kept", False):  # a refusal: put back what tracing wrote
             effects.undo_writes()
         raise
-    result.rerun = effects.rerun
+    result.rerun = effects.rerun + result.rerun
     return result

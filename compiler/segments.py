@@ -146,6 +146,7 @@ class Record:
     location: object
     sym: object = None  # cache="symbolic values": the name of the symbolic number the read gave (a tuple of
     # names, None for sizes < 2, for a size read)
+    stored: list = dataclasses.field(default_factory=list)  # the slots (epilogue.Slot) the segment stores
 
 
 class Segmenter:
@@ -160,6 +161,46 @@ class Segmenter:
         self.grad_at_cut = state.grad_enabled
         self.autocast_at_cut = state.autocast
         self.records: list[Record] = []
+        self.state_writes = None  # epilogue.StateWrites: module, global and closure slots the call may write
+        self.slots_at_cut = None
+        self.stored: dict = {}  # slot id -> Slot: slots a segment before the final one stores
+
+    def watch(self, state_writes) -> None:
+        self.state_writes = state_writes
+        self.slots_at_cut = state_writes.start()
+
+    def _segment_stores(self, bsyms) -> tuple[list, list]:
+        """The segment's ops with the stores of the slots it wrote (compiler/epilogue.py)."""
+        if self.state_writes is None:
+            return bsyms, []
+        from .epilogue import segment_stores
+
+        now = self.state_writes.now()
+        writes = [(slot, value) for slot, value, _ in self.state_writes.written(
+            self.slots_at_cut, now, self.state.write_marks, self.cut, self.cut + len(bsyms))]
+        self.slots_before_segment, self.slots_at_cut = self.slots_at_cut, now
+        if not writes:
+            return bsyms, []
+        with_stores, stored = segment_stores(bsyms, writes, self.state.write_marks, self.cut)
+        self.stored.update((slot.id, slot) for slot in stored)
+        return with_stores, stored
+
+    def _keep_earlier_stores(self, held) -> None:
+        """A segment raised while tracing: slots earlier segments wrote get their values at its start for
+        real (tracing had put proxies back in them), unless the failed segment stored them itself."""
+        if self.state_writes is None:
+            return
+        stored_here = {slot.id for slot, value in held if not _same_value(slot.read(), value)}
+        for slot, value, _ in self.state_writes.changes(self.state_writes.start(), self.slots_before_segment):
+            if slot.id not in stored_here:
+                slot.store(pytree.tree_map(lambda v: self.env[v.name] if isinstance(v, TensorProxy) else v, value))
+
+    def restated(self, writes) -> list:
+        """After tracing: the final segment also stores what each slot an earlier segment stored holds at
+        the end (the same value, or one written back to what it was before), so every continuation of that
+        segment ends with its own value there, not the one an earlier call's path left."""
+        written = {slot.id for slot, _ in writes}
+        return [(slot, slot.read()) for key, slot in self.stored.items() if key not in written]
 
     def read(self, proxy: TensorProxy, kind: str, what: str, loc, number: bool = False) -> tuple[bool, object]:
         """(True, the real value `kind` of `proxy`), or (False, None) when the trace cannot be cut here
@@ -175,6 +216,9 @@ class Segmenter:
         seg = segment_trace(bsyms, None, f"segment {i + 1}: ends where {what} reads {proxy.name}"
                             f"{f' at {loc}' if loc else ''}")
         source = seg.python_source(with_comments=False)
+        with_stores, stored = self._segment_stores(bsyms)
+        if stored:  # (the text without stores is what a replay compares)
+            seg = segment_trace(with_stores, None, seg.header)
         st.emit(Event(DATA_DEPENDENT_READ, f"{what} needs the value of {proxy.name}", loc,
                       details={"proxy": proxy.name, "kind": kind, "what": what}))
         replayed = self.replay is not None and i < len(self.replay.nodes)
@@ -188,8 +232,16 @@ class Segmenter:
         else:
             runner = Runner(seg, self.options, final=False)
             self._fill_inputs()
-            with _native(self.grad_at_cut, self.autocast_at_cut):
-                runner.run(self.env)
+            held = [(slot, slot.read()) for slot in stored]  # proxies, which tracing goes on with
+            try:
+                with _native(self.grad_at_cut, self.autocast_at_cut):
+                    runner.run(self.env)
+            except Exception as e:
+                e.thunder_segment_raised = True  # eager raised there too: what ran before it (ops, stores) stays
+                self._keep_earlier_stores(held)
+                raise
+            for slot, value in held:
+                slot.store(value)
             with torch._C.DisableTorchFunction():  # the segment's draws and seeds happened for real, as in eager
                 self.rng_after_run = torch.random.get_rng_state()
                 self.gens_after_run = tuple(p.value.get_state() for p in st.inputs if isinstance(p, OpaqueProxy))
@@ -223,7 +275,7 @@ class Segmenter:
         if replayed and sym_name is not None and self.replay.nodes[i].read_sym != sym_name:
             raise CompilerError(f"re-tracing for a new outcome of a data-dependent read named the value read by {what} "
                                 "differently; the function's tracing is not repeatable")
-        self.records.append(Record(seg, source, runner, proxy.name, kind, key, value, loc, sym_name))
+        self.records.append(Record(seg, source, runner, proxy.name, kind, key, value, loc, sym_name, stored))
         shown = repr(value if kind != "shape" else tuple(value))
         st.emit(Event(DATA_DEPENDENT, f"{what} reads the value of tensor {proxy.name} ({shown}): the trace is "
                       f"split here and the value is read at run time; each new value traces a new continuation",
@@ -282,6 +334,13 @@ class Segmenter:
         return path
 
 
+def _same_value(a, b) -> bool:
+    if type(a) in (list, dict) and type(a) is type(b):  # a module-held container's contents
+        return len(a) == len(b) and all(x is y for x, y in zip(a if type(a) is list else a.items(),
+                                                              b if type(b) is list else b.items()))
+    return a is b
+
+
 @dataclasses.dataclass
 class Path:
     records: list
@@ -315,8 +374,9 @@ def _native(grad: bool, cast=None):
 class Node:
     """A segment in the cache's tree; `read` None for a final segment."""
 
-    def __init__(self, source: str, runner: Runner, read=None, location=None, prologue=None):
+    def __init__(self, source: str, runner: Runner, read=None, location=None, prologue=None, stored=()):
         self.source, self.runner, self.read, self.location = source, runner, read, location
+        self.stored = stored  # slots its segment stores (a new outcome's re-tracing starts without them)
         self.children: dict = {}  # outcome key -> Node
         # a read kept symbolic: its value's name, and the continuations for it (each has its constraints)
         self.read_sym = None  # str, or a tuple of names for a size read
@@ -349,7 +409,7 @@ def checker(constraints):
 
 
 def nodes_for(path: Path) -> list[Node]:
-    nodes = [Node(r.source, r.runner, (r.proxy, r.kind), r.location) for r in path.records]
+    nodes = [Node(r.source, r.runner, (r.proxy, r.kind), r.location, stored=r.stored) for r in path.records]
     nodes.append(Node(path.final_source, path.final_runner))
     for i, r in enumerate(path.records):
         nodes[i].read_sym = r.sym
@@ -437,7 +497,7 @@ def run_cached(jf, entry, inputs, args, kwargs):
     comp: SegmentedComputation = entry.computation
     env = dict(zip(comp.input_names, inputs))
     grad, cast = torch.is_grad_enabled(), autocast.current()
-    node, nodes = comp.root, []
+    node, nodes, overwritten = comp.root, [], []
     try:
         while True:
             nodes.append(node)
@@ -445,6 +505,7 @@ def run_cached(jf, entry, inputs, args, kwargs):
                 out = node.runner.run(env)
                 jf.last_entry = dataclasses.replace(entry, traces=traces_of(nodes), segment_count=len(nodes))
                 return out
+            overwritten += [(slot, slot.read()) for slot in node.stored]
             node.runner.run(env)
             name, kind = node.read
             value = READERS[kind](env[name])
@@ -460,6 +521,8 @@ def run_cached(jf, entry, inputs, args, kwargs):
                 continue
             torch._C._set_grad_enabled(grad)  # the new trace starts from the call's state
             autocast.set_state(cast)
+            for slot, value in reversed(overwritten):  # ... and sees the module as the call found it (the
+                slot.store(value)                      # new path's final segment stores the writes again)
             return _continue(jf, entry, comp, env, nodes, args, kwargs)
     finally:
         torch._C._set_grad_enabled(grad)

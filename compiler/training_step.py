@@ -61,13 +61,18 @@ def lookasides() -> dict:
             mark_module_attribute(obj, name, value)  # (where the epilogue's store goes)
         return setattr(obj, name, value)
 
+    def traced_delattr(obj, name):
+        if isinstance(obj, torch.nn.Module):
+            mark_module_attribute(obj, name)  # (a deletion: where the epilogue's store goes)
+        return delattr(obj, name)
+
     def register_buffer(self, name, tensor, *args, **kwargs):
         mark_write(self._buffers, name, tensor)
         return real_register_buffer(self, name, tensor, *args, **kwargs)  # (natively: its checks and hooks)
 
     real_register_buffer = torch.nn.Module.register_buffer
     table = {torch.autograd.backward: backward, torch.autograd.grad: grad, profiler.record_function: record_function,
-             torch.optim.Optimizer.zero_grad: zero_grad, setattr: traced_setattr,
+             torch.optim.Optimizer.zero_grad: zero_grad, setattr: traced_setattr, delattr: traced_delattr,
              torch.nn.Module.register_buffer: register_buffer}
     if hasattr(torch.optim.lr_scheduler, "LRScheduler"):
         table[torch.optim.lr_scheduler.LRScheduler.step] = scheduler_step

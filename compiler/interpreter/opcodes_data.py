@@ -322,6 +322,10 @@ def store_attr(interp, frame, instr):
 def delete_attr(interp, frame, instr):
     obj = frame.pop()
     interp.attribute_changed(frame, obj, instr.argval)
+    replacement = interp.lookasides and interp.user_lookaside(delattr)
+    if replacement:  # (as for STORE_ATTR: the embedder may record deletions)
+        interp._call_user_lookaside(replacement, (obj, instr.argval), {}, (pv.UNKNOWN, pv.UNKNOWN), {})
+        return
     delattr(obj, instr.argval)
 
 

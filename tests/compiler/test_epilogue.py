@@ -301,3 +301,239 @@ def test_module_container_changes_happen_where_eager_makes_them_when_a_call_rais
         assert all(torch.equal(jitted_model.d[k], eager_model.d[k]) for k in eager_model.d), step
     text = str(compiler.last_traces(jm)[-1])
     assert text.index("store(") < text.index("__getitem__")
+
+
+# ---------------------------------------------------------------- stores across data-dependent reads
+
+class StoresAcrossReads(torch.nn.Module):
+    """Writes in the first and second of three segments (each `if` on a tensor ends one), each followed by
+    an indexing that raises only when the computation runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("a", torch.zeros(()))
+        self.register_buffer("b", torch.zeros(()))
+
+    def forward(self, x, idx):
+        x.add_(1)  # an effect on the input: once per call, as in eager, also when the call raises
+        self.a = x.mean()
+        self.b = None
+        self.more_state(x)
+        y = x[idx] * 2  # raises in segment 1, after the writes above
+        if y.sum() > 0:
+            self.b = y.sum()
+            z = x[idx + 1]  # raises in segment 2 (not the final one), after the write of b
+            if z.sum() > 0:
+                return z * 3
+            return z
+        return y
+
+    def more_state(self, x):
+        pass
+
+
+class StoresAcrossReadsInAttributesAndLists(StoresAcrossReads):
+    """Also a plain attribute and a module-held list (both guarded by identity: every call traces)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hist = []
+
+    def more_state(self, x):
+        self.note = x.sum()
+        self.hist.append(x.max())
+
+
+def _state(model) -> list:
+    return [model.a, model.b, getattr(model, "note", None), list(getattr(model, "hist", []))]
+
+
+def _same_state(a, b) -> bool:
+    def same(u, v):
+        if isinstance(u, list):
+            return len(u) == len(v) and all(same(p, q) for p, q in zip(u, v))
+        return (u is None and v is None) or (u is not None and v is not None and torch.equal(u, v))
+
+    return same(a, b)
+
+
+# idx [2] on 4 elements: x[idx] works, x[idx + 1] works; [3]: x[idx + 1] raises (in segment 2); [9]: x[idx]
+# raises (in segment 1). The signs of x pick the branches.
+_ACROSS_READS_CALLS = [([2], 1.0), ([2], 2.0), ([3], 1.0), ([9], 1.0), ([1], -9.0), ([9], -9.0), ([3], 1.0),
+                       ([2], -1.0), ([0], 1.0), ([3], 2.0), ([9], 3.0)]
+
+
+@pytest.mark.parametrize("cls", [StoresAcrossReads, StoresAcrossReadsInAttributesAndLists])
+@pytest.mark.parametrize("first", [0, 3], ids=["first-call-works", "first-call-raises"])
+@pytest.mark.parametrize("executors", [None, ("inductor", "torch")], ids=["default", "inductor"])
+def test_stores_in_earlier_segments_happen_where_eager_makes_them_when_a_call_raises(executors, first, cls):
+    # (before: a write in a segment before the final one was stored at the final segment's start: a cached
+    # call raising in between kept the old value; a segment raising while tracing ran its ops twice and lost
+    # the stores)
+    eager_model, jitted_model = cls(), cls()
+    jm = compiler.jit(jitted_model, executors=executors)
+    calls = _ACROSS_READS_CALLS[first:] + _ACROSS_READS_CALLS[:first]
+    for step, (idx, sign) in enumerate(calls):
+        x = (torch.arange(4.0) + step) * sign
+        xe, xj, idx = x.clone(), x.clone(), torch.tensor(idx)
+        assert _same_outcome(_outcome(eager_model, xe, idx), _outcome(jm, xj, idx)), step
+        assert torch.equal(xe, xj), step  # x.add_(1) happened once
+        assert _same_state(_state(jitted_model), _state(eager_model)), step
+    if cls is StoresAcrossReads:
+        assert compiler.cache_hits(jm) >= 5
+
+
+class ResetsInOneBranch(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("a", torch.zeros(()))
+
+    def forward(self, x):
+        self.a = x.mean()
+        self.more_state(x)
+        if x.sum() > 0:  # one continuation leaves the tensors, the other resets them
+            self.a = None
+            self.less_state()
+        return x * 2
+
+    def more_state(self, x):
+        pass
+
+    def less_state(self):
+        pass
+
+
+class ResetsAndDeletesInOneBranch(ResetsInOneBranch):
+    """Also a plain attribute, deleted in one branch (guarded by identity: every call traces)."""
+
+    def more_state(self, x):
+        self.stat = x.sum()
+
+    def less_state(self):
+        del self.stat
+
+
+@pytest.mark.parametrize("cls", [ResetsInOneBranch, ResetsAndDeletesInOneBranch])
+def test_a_continuation_that_resets_a_slot_an_earlier_segment_wrote(cls):
+    # (before: a cached call down the resetting branch kept the tensor an earlier call stored)
+    eager_model, jitted_model = cls(), cls()
+    jm = compiler.jit(jitted_model)
+    for step, sign in enumerate([-1.0, 1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0]):
+        x = (torch.arange(3.0) + step) * sign
+        assert torch.equal(jm(x), eager_model(x)), step
+        assert (jitted_model.a is None) == (eager_model.a is None), step
+        assert eager_model.a is None or torch.equal(jitted_model.a, eager_model.a), step
+        assert hasattr(jitted_model, "stat") == hasattr(eager_model, "stat"), step
+        assert not hasattr(eager_model, "stat") or torch.equal(jitted_model.stat, eager_model.stat), step
+    if cls is ResetsInOneBranch:
+        assert compiler.cache_hits(jm) >= 4
+
+
+class SetsOrResets(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("a", None)
+
+    def forward(self, x, flag: bool):
+        self.a = x.mean() if flag else None
+        return x * 2
+
+
+def test_a_slot_set_to_none_by_one_trace_and_to_a_tensor_by_another():
+    # (before: the trace for flag=False stored nothing, so a cached call after a flag=True call kept its tensor;
+    # no data-dependent read needed)
+    eager_model, jitted_model = SetsOrResets(), SetsOrResets()
+    jm = compiler.jit(jitted_model)
+    for step, flag in enumerate([False, True, False, True, False]):
+        x = torch.randn(3)
+        assert torch.equal(jm(x, flag), eager_model(x, flag)), step
+        assert (jitted_model.a is None) == (eager_model.a is None), step
+        assert eager_model.a is None or torch.equal(jitted_model.a, eager_model.a), step
+    assert compiler.cache_hits(jm) >= 2
+
+
+class ResetsPythonValues(torch.nn.Module):
+    def forward(self, x):
+        self.cache = {}
+        self.n = 5
+        self.shape = tuple(x.shape)
+        return x * 2
+
+
+def test_python_values_a_forward_assigns_are_assigned_on_every_call():
+    # (before: a cached call left what the user changed between calls: {'k': 1} and 7 instead of {} and 5)
+    eager_model, jitted_model = ResetsPythonValues(), ResetsPythonValues()
+    jm = compiler.jit(jitted_model)
+    for step in range(4):
+        x = torch.randn(3)
+        assert torch.equal(jm(x), eager_model(x)), step
+        for m in (eager_model, jitted_model):
+            assert m.cache == {} and m.n == 5 and m.shape == (3,), step
+            m.cache["k"], m.n = 1, 7
+    assert compiler.cache_hits(jm) >= 2
+
+
+class KeepsAnObjectMadeInTheCall(torch.nn.Module):
+    def forward(self, x):
+        self.made = object()
+        return x * 2
+
+
+def test_an_object_made_in_the_call_and_kept_makes_the_trace_single_use():
+    jitted_model = KeepsAnObjectMadeInTheCall()
+    jm = compiler.jit(jitted_model)
+    made = set()
+    for _ in range(3):
+        jm(torch.randn(3))
+        made.add(id(jitted_model.made))
+    assert len(made) == 3 and compiler.cache_hits(jm) == 0  # a new object each call, as in eager
+
+
+class WritesThenRefused(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("a", torch.ones(()))
+        self.mode = "before"
+
+    def forward(self, x):
+        self.mode = "after"  # a Python value
+        self.a = None  # a buffer reset
+        self.extra = 3  # a new attribute
+        return x.numpy()  # the compiler refuses this (no run-time form while tracing)
+
+
+def test_a_refused_trace_puts_back_the_python_values_it_wrote_on_the_module():
+    model = WritesThenRefused()
+    with pytest.raises(compiler.DataDependentError):
+        compiler.jit(model)(torch.ones(2))
+    assert model.mode == "before" and torch.equal(model.a, torch.ones(())) and not hasattr(model, "extra")
+
+
+class RaisesAfterPythonWrites(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("a", torch.ones(()))
+        self.mode = "before"
+
+    def forward(self, x):
+        self.mode = "after"
+        self.a = None
+        if x.sum() > 0:
+            raise ValueError("positive")
+        return x * 2
+
+
+def test_python_values_written_before_a_users_exception_stay_as_in_eager():
+    eager_model, jitted_model = RaisesAfterPythonWrites(), RaisesAfterPythonWrites()
+    jm = compiler.jit(jitted_model)
+    for step, sign in enumerate([1.0, -1.0, 1.0, -1.0, 1.0]):  # raising while tracing, then on cached paths
+        outcomes = []
+        for model, called in ((eager_model, eager_model), (jitted_model, jm)):
+            model.mode, model.a = "before", torch.ones(())
+            try:
+                outcomes.append(called(torch.full((2,), sign)))
+            except ValueError:
+                outcomes.append("ValueError")
+        assert _same_outcome(*outcomes), step
+        assert jitted_model.mode == eager_model.mode == "after" and jitted_model.a is None and eager_model.a is None
+    assert compiler.cache_hits(jm) >= 1

@@ -8,6 +8,11 @@ on every call, after the computation: the state a later call sees is eager's. Th
 the slot names of every written module dict as they were when tracing started, so a trace made while an
 attribute or buffer did not exist yet is not reused once it does (a plain attribute also keeps its
 identity guard, so reassigning it re-traces; a registered buffer is an input fetched on each call).
+
+Python values a module's forward assigns (None, a number, a deleted attribute) are stored as well: a cached
+trace cannot assume the slot still holds what its tracing call left there. Under data-dependent reads
+(compiler/segments.py) each segment stores the slots it wrote, so a call raising in any segment has made
+eager's stores so far.
 """
 from __future__ import annotations
 
@@ -137,6 +142,15 @@ class StateWrites:
             if a is not b and _holds_traced(b):
                 out.append((_global_slot(holder, name), b, a))
         return out
+
+    def value_in(self, snapshot: tuple, slot: Slot):
+        """What `slot` holds in a snapshot (`start()`, `now()`)."""
+        if slot.kind == "contents":
+            return next(v for (_, held, _), v in zip(self.contents, snapshot[1]) if held is slot.holder)
+        if slot.is_global:
+            return next(v for (holder, name, _), v in zip(self.snapshot.values, snapshot[2])
+                        if holder is slot.holder and name == slot.key)
+        return next(v for (*_, d, _), v in zip(self.module_dicts, snapshot[0]) if d is slot.holder).get(slot.key, _MISSING)
 
     def written(self, earlier: tuple, later: tuple, marks: dict, start: int = 0, end: int | None = None) -> list:
         """`changes`, and the slots written between trace positions start and end (`marks`) with the value

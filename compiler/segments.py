@@ -185,15 +185,26 @@ class Segmenter:
         self.stored.update((slot.id, slot) for slot in stored)
         return with_stores, stored
 
-    def _keep_earlier_stores(self, held) -> None:
+    def _as_at_segment_start(self, slots) -> None:
+        """Put in each slot, for real, what it held when the segment to run starts (real values for the
+        proxies there): before running it while tracing, so where it raises, each slot it stores holds
+        either its store or eager's value at that point, not the value tracing ran ahead to."""
+        sw = self.state_writes
+        for slot in slots:
+            slot.store(self._real(sw.value_in(self.slots_before_segment, slot)))
+
+    def _keep_earlier_stores(self, stored) -> None:
         """A segment raised while tracing: slots earlier segments wrote get their values at its start for
-        real (tracing had put proxies back in them), unless the failed segment stored them itself."""
+        real (tracing had put proxies back in them); the failed segment's own slots already hold them."""
         if self.state_writes is None:
             return
-        stored_here = {slot.id for slot, value in held if not _same_value(slot.read(), value)}
+        own = {slot.id for slot in stored}
         for slot, value, _ in self.state_writes.changes(self.state_writes.start(), self.slots_before_segment):
-            if slot.id not in stored_here:
-                slot.store(pytree.tree_map(lambda v: self.env[v.name] if isinstance(v, TensorProxy) else v, value))
+            if slot.id not in own:
+                slot.store(self._real(value))
+
+    def _real(self, value):
+        return pytree.tree_map(lambda v: self.env[v.name] if isinstance(v, TensorProxy) else v, value)
 
     def restated(self, writes) -> list:
         """After tracing: the final segment also stores what each slot an earlier segment stored holds at
@@ -233,12 +244,13 @@ class Segmenter:
             runner = Runner(seg, self.options, final=False)
             self._fill_inputs()
             held = [(slot, slot.read()) for slot in stored]  # proxies, which tracing goes on with
+            self._as_at_segment_start(stored)
             try:
                 with _native(self.grad_at_cut, self.autocast_at_cut):
                     runner.run(self.env)
             except Exception as e:
                 e.thunder_segment_raised = True  # eager raised there too: what ran before it (ops, stores) stays
-                self._keep_earlier_stores(held)
+                self._keep_earlier_stores(stored)
                 raise
             for slot, value in held:
                 slot.store(value)
@@ -332,13 +344,6 @@ class Segmenter:
                     [c for c in self.state.constraints if c.after_read is not None])
         self.env = {}
         return path
-
-
-def _same_value(a, b) -> bool:
-    if type(a) in (list, dict) and type(a) is type(b):  # a module-held container's contents
-        return len(a) == len(b) and all(x is y for x, y in zip(a if type(a) is list else a.items(),
-                                                              b if type(b) is list else b.items()))
-    return a is b
 
 
 @dataclasses.dataclass

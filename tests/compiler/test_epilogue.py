@@ -537,3 +537,30 @@ def test_python_values_written_before_a_users_exception_stay_as_in_eager():
         assert _same_outcome(*outcomes), step
         assert jitted_model.mode == eager_model.mode == "after" and jitted_model.a is None and eager_model.a is None
     assert compiler.cache_hits(jm) >= 1
+
+
+class WritesAfterTheFailingOp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("a", torch.zeros(()))
+        self.mode = "start"
+
+    def forward(self, x, idx):
+        y = x[idx]  # raises only when the segment runs; tracing has gone on to the read below by then
+        self.mode = "after"
+        self.a = y.sum()
+        if y.sum() > 0:
+            return y
+        return -y
+
+
+def test_writes_tracing_ran_ahead_to_are_not_made_when_an_op_before_them_raises():
+    eager_model, jitted_model = WritesAfterTheFailingOp(), WritesAfterTheFailingOp()
+    jm = compiler.jit(jitted_model)
+    for step, idx in enumerate([[9], [1], [9], [0], [9]]):  # raising while tracing, then on a cached path
+        x = torch.arange(3.0) + step
+        for model in (eager_model, jitted_model):
+            model.mode, model.a = "start", torch.full((), -1.0)
+        assert _same_outcome(_outcome(eager_model, x, torch.tensor(idx)), _outcome(jm, x, torch.tensor(idx))), step
+        assert jitted_model.mode == eager_model.mode and torch.equal(jitted_model.a, eager_model.a), step
+    assert compiler.cache_hits(jm) >= 1

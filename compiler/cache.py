@@ -46,6 +46,10 @@ class CacheEntry:
     rerun: list = field(default_factory=list)  # non-empty: Python effects; used for the call that traced it only
     segment_count: int = 1  # traces split at reads of tensor values (compiler.segments): segments run
     symbolic: bool = False  # traced with symbolic values (else constant values, also after a Fallback)
+    self_invalidated: bool = False  # its tracing call changed state its prologue checks; not used since
+
+
+MAX_UNUSED_SELF_INVALIDATED = 4
 
 
 class NativeFrontendWarning(UserWarning):
@@ -92,6 +96,7 @@ class JittedFunction:
             inputs = entry.prologue(args, kwargs)
             if inputs is not None:
                 self.hits += 1
+                entry.self_invalidated = False
                 if isinstance(entry.computation, segments.SegmentedComputation):
                     return segments.run_cached(self, entry, inputs, args, kwargs)
                 self.last_entry = entry
@@ -107,10 +112,20 @@ class JittedFunction:
         inputs = entry.prologue(args, kwargs)
         if inputs is None:
             inputs = self._inputs_after_own_writes(entry, args, kwargs)
-        if self.cache_option != "no caching" and not entry.rerun:
+        kept = self.cache_option != "no caching" and not entry.rerun
+        if kept:
             self.entries.append(entry)
         self.last_entry = entry
-        return entry.computation(*inputs)
+        out = entry.computation(*inputs)
+        if kept and entry.prologue(args, kwargs) is None:
+            # The call's own stores changed what its trace checks (a counter, a plain attribute reassigned): only
+            # a call after something puts that state back can use it. Such entries, until one is used, are
+            # kept up to MAX_UNUSED_SELF_INVALIDATED (else a counter adds one per call, each checked on every call)
+            entry.self_invalidated = True
+            waiting = [e for e in self.entries if e.self_invalidated]
+            if len(waiting) > MAX_UNUSED_SELF_INVALIDATED:
+                self.entries = [e for e in self.entries if e is not waiting[0]]
+        return out
 
     def _inputs_after_own_writes(self, entry: CacheEntry, args, kwargs):
         """The fresh prologue rejected the inputs it was built from. When only its guards on hidden values

@@ -66,6 +66,8 @@ class Slot:
 
 def _print_store(bsym, trace):
     slot, value = bsym.args
+    if value is _MISSING:  # (a deleted name)
+        return [f"{trace.const_expr(slot)}.store({trace.const_expr(_MISSING)})  # {slot.label}: deleted"]
     return [f"{trace.const_expr(slot)}.store({trace.expr(value)})  # {slot.label}"]
 
 

@@ -172,3 +172,36 @@ def test_negative_zero_is_not_zero():
     torch.testing.assert_close(jf(x, 0.0), x / 0.0)
     torch.testing.assert_close(jf(x, -0.0), x / -0.0)
     assert compiler.cache_misses(jf) == 2
+
+
+class CountsCalls(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.seen = []
+
+    def forward(self, x):
+        self.calls += 1  # an attribute the trace checks (its value), changed by every call
+        self.last = x.sum()  # a plain tensor attribute (its identity is checked), reassigned by every call
+        return x * self.calls
+
+
+def test_traces_whose_call_changes_what_they_check_do_not_pile_up():
+    # (before: every call traced and kept its entry, which no later call could pass: 50 entries, each checked
+    # on every call)
+    model, eager_model = CountsCalls(), CountsCalls()
+    jm = compiler.jit(model)
+    for step in range(50):
+        x = torch.ones(2)
+        assert torch.equal(jm(x), eager_model(x)), step
+        assert model.calls == eager_model.calls and torch.equal(model.last, eager_model.last), step
+    jitted = compiler._jitted(jm)
+    assert len(jitted.entries) == compiler.cache.MAX_UNUSED_SELF_INVALIDATED and compiler.cache_misses(jm) == 50
+
+    # state put back between calls: such an entry is used, and then kept like any other
+    model.calls = 0
+    for step in range(3):
+        model.calls, model.last = 7, None
+        jm(torch.ones(2))
+        assert model.calls == 8
+    assert compiler.cache_hits(jm) == 2 and not jitted.last_entry.self_invalidated

@@ -427,6 +427,9 @@ def test_a_continuation_that_resets_a_slot_an_earlier_segment_wrote(cls):
         assert not hasattr(eager_model, "stat") or torch.equal(jitted_model.stat, eager_model.stat), step
     if cls is ResetsInOneBranch:
         assert compiler.cache_hits(jm) >= 4
+    else:
+        jm(torch.ones(3))  # (the deleting branch: its store says so)
+        assert any("__dict__['stat']: deleted" in str(t) for t in compiler.last_traces(jm))
 
 
 class SetsOrResets(torch.nn.Module):
@@ -461,16 +464,22 @@ class ResetsPythonValues(torch.nn.Module):
 
 
 def test_python_values_a_forward_assigns_are_assigned_on_every_call():
-    # (before: a cached call left what the user changed between calls: {'k': 1} and 7 instead of {} and 5)
+    # (before: a cached call assigned nothing: `cache` stayed the dict of the tracing call)
     eager_model, jitted_model = ResetsPythonValues(), ResetsPythonValues()
     jm = compiler.jit(jitted_model)
+    dicts = []  # (kept alive, so that a new dict cannot reuse an old one's id)
     for step in range(4):
         x = torch.randn(3)
         assert torch.equal(jm(x), eager_model(x)), step
         for m in (eager_model, jitted_model):
             assert m.cache == {} and m.n == 5 and m.shape == (3,), step
-            m.cache["k"], m.n = 1, 7
-    assert compiler.cache_hits(jm) >= 2
+        dicts.append(jitted_model.cache)
+    assert len({id(d) for d in dicts}) == 4  # a new dict on every call, as in eager
+    assert compiler.cache_hits(jm) == 2  # (the first trace expected no such attributes)
+    for m in (eager_model, jitted_model):  # changed between calls: the next call assigns them again
+        m.cache["k"], m.n = 1, 7
+        m(torch.randn(3)) if m is eager_model else jm(torch.randn(3))
+        assert m.cache == {} and m.n == 5
 
 
 class KeepsAnObjectMadeInTheCall(torch.nn.Module):

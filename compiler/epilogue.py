@@ -165,8 +165,8 @@ class StateWrites:
                 continue
             slot = make(key[1])
             value = slot.read()
-            if (value is _MISSING and slot.kind == "dict") or isinstance(value, (list, dict, set)) or \
-                    (slot.is_global and not _holds_traced(value)):
+            if (value is _MISSING and slot.kind == "dict") or (slot.is_global and not _holds_traced(value)) or \
+                    (isinstance(value, (list, dict, set)) and slot.kind != "contents"):
                 continue  # (a module attribute is marked in all its dicts; `self.lst += [...]` writes the same
             out.append((slot, value, value))  # list back: its contents are the slot, not the attribute)
         return out

@@ -90,6 +90,8 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         made = [slot.label for slot, _ in state_writes.take(lambda v: _holds_created_generator(v, state))[0]]
         # None, numbers, deletions...: put back too (unless kept), and stored by the epilogue
         settled, settled_guards, single_use = state_writes.settled(not keep_effects, state.write_marks, writes)
+        if state.segmenter is not None and state.segmenter.records:  # (read before the buffers are put back)
+            settled += state.segmenter.restated(writes + settled)
         for d, name, real in swaps:
             if isinstance(d.get(name), TensorProxy):  # (not where the call stored or deleted something else)
                 d[name] = real
@@ -115,10 +117,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     if state.autocast != state.initial_autocast:  # a `with torch.autocast` exits before return; restore anyway
         state.trace.bsyms.append(BoundSymbol(autocast.SET_AUTOCAST, (state.initial_autocast,), {}, None))
     writes += settled
-    floor = 0
-    if state.segmenter is not None and state.segmenter.records:
-        floor = state.segmenter.cut
-        writes += state.segmenter.restated(writes)
+    floor = state.segmenter.cut if state.segmenter is not None and state.segmenter.records else 0
     insert_stores(state.trace, writes, state.write_marks, floor)
     emit_guards(builder, _unique(key_guards + settled_guards))
     guard_called_modules(builder, state.called_modules, module)

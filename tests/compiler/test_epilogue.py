@@ -413,7 +413,25 @@ class ResetsAndDeletesInOneBranch(ResetsInOneBranch):
         del self.stat
 
 
-@pytest.mark.parametrize("cls", [ResetsInOneBranch, ResetsAndDeletesInOneBranch])
+class ResetsAListInOneBranch(ResetsInOneBranch):
+    """A module-held list appended to, and put back as it was in one branch."""
+
+    def __init__(self):
+        super().__init__()
+        self.hist = []
+
+    def more_state(self, x):
+        self.hist.append(x.sum())
+
+    def less_state(self):
+        self.hist.pop()
+
+    @property
+    def stat(self):  # (compared by the test below)
+        return torch.stack(self.hist) if self.hist else torch.zeros(0)
+
+
+@pytest.mark.parametrize("cls", [ResetsInOneBranch, ResetsAndDeletesInOneBranch, ResetsAListInOneBranch])
 def test_a_continuation_that_resets_a_slot_an_earlier_segment_wrote(cls):
     # (before: a cached call down the resetting branch kept the tensor an earlier call stored)
     eager_model, jitted_model = cls(), cls()
@@ -427,7 +445,7 @@ def test_a_continuation_that_resets_a_slot_an_earlier_segment_wrote(cls):
         assert not hasattr(eager_model, "stat") or torch.equal(jitted_model.stat, eager_model.stat), step
     if cls is ResetsInOneBranch:
         assert compiler.cache_hits(jm) >= 4
-    else:
+    elif cls is ResetsAndDeletesInOneBranch:
         jm(torch.ones(3))  # (the deleting branch: its store says so)
         assert any("__dict__['stat']: deleted" in str(t) for t in compiler.last_traces(jm))
 

@@ -176,14 +176,16 @@ class StateWrites:
         attribute, a tuple of those). The epilogue stores them too, so that a cached call leaves what eager
         leaves even where another call stored a tensor there; `put_back`: they are put back now, as traced
         values are (not when the call raised: eager keeps them). (writes, key guards, why the trace is
-        single-use: a value a cached trace cannot rebuild, such as an object made in the call). `taken`:
-        the writes `take` returned."""
+        single-use: a value a cached trace cannot rebuild, such as an object made in the call; in a private
+        `_name` it is only left as written, as modules keep caches there). `taken`: the writes `take` returned."""
         writes, guards, single_use = [], [], []
         done = {slot.id for slot, _ in taken}
         for slot, value, before in self.written(self.start(), self.now(), marks):
             if slot.id in done:
                 continue
-            if not _replayable(value, slot):  # (kept: the trace serves this call only)
+            if not _replayable(value, slot):  # (kept as written)
+                if slot.kind == "dict" and isinstance(slot.key, str) and slot.key.startswith("_"):
+                    continue  # a module's private cache (RNNBase's _flat_weight_refs: weakrefs), rebuilt by its code
                 single_use.append(f"stores a {type(value).__name__} in {slot.label}, which a cached trace cannot "
                                   "rebuild")
                 continue

@@ -591,3 +591,19 @@ def test_writes_tracing_ran_ahead_to_are_not_made_when_an_op_before_them_raises(
         assert _same_outcome(_outcome(eager_model, x, torch.tensor(idx)), _outcome(jm, x, torch.tensor(idx))), step
         assert jitted_model.mode == eager_model.mode and torch.equal(jitted_model.a, eager_model.a), step
     assert compiler.cache_hits(jm) >= 1
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_rnn_modules_private_caches_do_not_make_traces_single_use(cache):
+    # RNNBase keeps weakrefs to its weights in `_flat_weight_refs`, rebuilt by its forward: an object a cached
+    # trace cannot rebuild, in a private attribute, left as written (before: every call traced again)
+    torch.manual_seed(0)
+    eager_model = torch.nn.LSTM(4, 8, num_layers=2, batch_first=True)
+    jitted_model = torch.nn.LSTM(4, 8, num_layers=2, batch_first=True)
+    jitted_model.load_state_dict(eager_model.state_dict())
+    jm = compiler.jit(jitted_model, cache=cache)
+    for step in range(3):
+        x = torch.randn(2, 5, 4)
+        (got, (h, c)), (want, (h0, c0)) = jm(x), eager_model(x)
+        assert torch.equal(got, want) and torch.equal(h, h0) and torch.equal(c, c0), step
+    assert compiler.cache_hits(jm) == 2

@@ -20,6 +20,7 @@ import torch
 
 from . import tree as pytree
 from .hidden_inputs import write_slot
+from .proxies import OpaqueProxy, TensorProxy
 from .symbols import BoundSymbol, Symbol, Tag
 
 _MISSING = object()
@@ -46,7 +47,7 @@ class Slot:
             except ValueError:
                 return _MISSING
         if self.kind == "contents":
-            return list(self.holder) if type(self.holder) is list else dict(self.holder)
+            return _contents(self.holder)
         return self.holder.get(self.key, _MISSING)
 
     def store(self, value) -> None:
@@ -107,7 +108,7 @@ class StateWrites:
                 self._watched[id(d)] = lambda key, d=d, label=label, store=store: _dict_slot(d, key, label, store)
             for name, v in vars(sub).items():
                 if not name.startswith("_") and type(v) in (list, dict):
-                    self.contents.append((f"{label}.{name}", v, list(v) if type(v) is list else dict(v)))
+                    self.contents.append((f"{label}.{name}", v, _contents(v)))
                     self._watched[id(v)] = lambda key, v=v, c=self.contents[-1]: _contents_slot(v, c[0], c[2])
 
     def start(self) -> tuple:
@@ -118,7 +119,7 @@ class StateWrites:
     def now(self) -> tuple:
         """What every watched slot holds now: copies, for `changes`."""
         return ([dict(d) for _, _, _, d, _ in self.module_dicts],
-                [list(h) if type(h) is list else dict(h) for _, h, _ in self.contents],
+                [_contents(h) for _, h, _ in self.contents],
                 [self._global(self.snapshot._read(h, n)) for h, n, _ in self.snapshot.values])
 
     @staticmethod
@@ -141,7 +142,7 @@ class StateWrites:
             if not _same_items(a, b):
                 out.append((_contents_slot(held, label, before), b, a))
         for (holder, name, _), a, b in zip(self.snapshot.values, earlier[2], later[2]):
-            if a is not b and _holds_traced(b):
+            if a is not b and holds_proxy(b):
                 out.append((_global_slot(holder, name), b, a))
         return out
 
@@ -165,7 +166,7 @@ class StateWrites:
                 continue
             slot = make(key[1])
             value = slot.read()
-            if (value is _MISSING and slot.kind == "dict") or (slot.is_global and not _holds_traced(value)) or \
+            if (value is _MISSING and slot.kind == "dict") or (slot.is_global and not holds_proxy(value)) or \
                     (isinstance(value, (list, dict, set)) and slot.kind != "contents"):
                 continue  # (a module attribute is marked in all its dicts; `self.lst += [...]` writes the same
             out.append((slot, value, value))  # list back: its contents are the slot, not the attribute)
@@ -192,49 +193,37 @@ class StateWrites:
             if put_back:
                 slot.store(before)
             writes.append((slot, value))
-            if id(slot.holder) in self._module_dict_before:
-                guards.append((slot.holder, tuple(self._module_dict_before[id(slot.holder)])))
-            elif slot.kind == "contents":
-                guards.append((slot.holder, _keys_of(slot.before)))
+            guards += self._key_guard(slot)
         return writes, [] if single_use else guards, single_use
 
+    def _key_guard(self, slot: Slot) -> list:
+        """The prologue's guard on the names of the dict or list a written slot is in, as tracing found them."""
+        if id(slot.holder) in self._module_dict_before:
+            return [(slot.holder, tuple(self._module_dict_before[id(slot.holder)]))]
+        if slot.kind == "contents":
+            return [(slot.holder, _keys_of(slot.before))]
+        return []
+
     def take(self, is_traced) -> tuple[list, list]:
-        """(writes as (Slot, value), key guards as (dict, keys at the start)). Made after the front end put
-        proxies in place of parameters and buffers, so a slot still holding its proxy is unchanged."""
+        """(writes as (Slot, value), key guards as (dict, keys at the start)) of the slots now holding a
+        traced value, each put back as it was. Made after the front end put proxies in place of parameters and
+        buffers, so a slot still holding its proxy is unchanged."""
         writes, guards = [], []
-        for sub, label, store, d, before in self.module_dicts:
-            changed = False
-            for name in list(d):
-                now = d[name]
-                if before.get(name, _MISSING) is now or not is_traced(now):
-                    continue
-                writes.append((_dict_slot(d, name, label, store), now))
-                changed = True
-                if name in before:
-                    d[name] = before[name]
-                else:
-                    del d[name]
-            if changed:
-                guards.append((d, tuple(before)))
-        for label, held, before in self.contents:
-            now = list(held) if type(held) is list else dict(held)
-            if any(is_traced(v) for v in (now if type(held) is list else now.values())) and \
-                    not _same_items(now, before):
-                writes.append((_contents_slot(held, label, before), now))
-                Slot("contents", held, None, label).store(before)
-                guards.append((held, _keys_of(before)))
-        for holder, name, before in self.snapshot.values:
-            now = self.snapshot._read(holder, name)
-            if now is not before and now is not _missing_of_snapshot() and is_traced(now):
-                writes.append((_global_slot(holder, name), now))
-                write_slot(holder, name, before, _missing_of_snapshot())
+        for slot, value, before in self.changes(self.start(), self.now()):
+            if is_traced(value):
+                slot.store(before)
+                writes.append((slot, value))
+                guards += self._key_guard(slot)
         return writes, guards
 
 
-def _holds_traced(value) -> bool:
-    from .proxies import OpaqueProxy, TensorProxy
-
+def holds_proxy(value) -> bool:
     return any(isinstance(v, (TensorProxy, OpaqueProxy)) for v in pytree.tree_leaves(value))
+
+
+def _contents(container):
+    """A copy of a module-held list's or dict's contents."""
+    return list(container) if type(container) is list else dict(container)
 
 
 def _dict_slot(d, name, label, store) -> Slot:
@@ -298,15 +287,13 @@ def mark_container_write(container) -> None:
 
     state = current_state()
     if state is not None and id(container) in state.tracked_containers:
-        mark_write(container, None, list(container) if type(container) is list else dict(container))
+        mark_write(container, None, _contents(container))
 
 
 def _replayable(value, slot) -> bool:
     """A value a cached trace can store again: a traced value, an immutable constant (the same on every
     call the trace's guards admit), a tuple/list/dict of those, an item a module-held list/dict had before
     the call, or no value (a deleted name). Not other objects, such as one made in the call."""
-    from .proxies import OpaqueProxy, TensorProxy
-
     if value is _MISSING:
         return slot.kind == "dict"
     before = pytree.tree_leaves(getattr(slot, "before", ()))
@@ -365,9 +352,8 @@ def _insert(bsyms: list, placed: list) -> None:
 
 
 def emit_guards(builder, guards) -> None:
+    seen = set()
     for holder, keys in guards:
-        builder._emit(CHECK_KEYS, holder, keys)
-
-
-def holds_traced(value, proxy_types) -> bool:
-    return any(isinstance(v, proxy_types) for v in pytree.tree_leaves(value))
+        if id(holder) not in seen:  # (one guard per dict or list, however many of its slots were written)
+            seen.add(id(holder))
+            builder._emit(CHECK_KEYS, holder, keys)

@@ -18,7 +18,7 @@ from .prologue import PrologueBuilder
 from .builtin_answers import answering_isinstance, refuse_type_is_tensor, user_code_objects
 from .hidden_inputs import StateSnapshot, user_codes
 from . import autocast, segments, symbolic
-from .epilogue import StateWrites, emit_guards, insert_stores
+from .epilogue import StateWrites, emit_guards, holds_proxy, insert_stores
 from .module_hooks import guard_called_modules, guard_hooks
 from .proxies import OpaqueProxy, TensorProxy
 from .torchlang import TracingMode
@@ -119,7 +119,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     writes += settled
     floor = state.segmenter.cut if state.segmenter is not None and state.segmenter.records else 0
     insert_stores(state.trace, writes, state.write_marks, floor)
-    emit_guards(builder, _unique(key_guards + settled_guards))
+    emit_guards(builder, key_guards + settled_guards)
     guard_called_modules(builder, state.called_modules, module)
     _check_outputs(out)
     trace = state.trace
@@ -137,14 +137,6 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
             state.emit(event)
     return FrontendResult(trace, prologue, state.events, rerun=single_use, segments=path)
 
-
-def _unique(guards) -> list:
-    seen, out = set(), []
-    for holder, keys in guards:
-        if id(holder) not in seen:
-            seen.add(id(holder))
-            out.append((holder, keys))
-    return out
 
 
 def _parameter_labels(fn, n_args: int, kwargs) -> dict:
@@ -220,9 +212,6 @@ def _holds_created_generator(value, state) -> bool:
         isinstance(v, torch.Generator) and any(v is g for g in state.created_generators)
         for v in pytree.tree_leaves(value))
 
-
-def holds_proxy(value) -> bool:
-    return any(isinstance(v, (TensorProxy, OpaqueProxy)) for v in pytree.tree_leaves(value))
 
 
 def _check_outputs(out) -> None:

@@ -536,12 +536,7 @@ def test_a_refused_trace_puts_back_the_python_values_it_wrote_on_the_module():
     assert model.mode == "before" and torch.equal(model.a, torch.ones(())) and not hasattr(model, "extra")
 
 
-class RaisesAfterPythonWrites(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("a", torch.ones(()))
-        self.mode = "before"
-
+class RaisesAfterPythonWrites(WritesThenRefused):
     def forward(self, x):
         self.mode = "after"
         self.a = None

@@ -24,23 +24,13 @@ from collections.abc import Sequence
 from io import BytesIO
 
 from . import config as config_mod
-from .diagnostics import Applicability, Diagnostic
+from .cli_common import UsageError, effective_config, plural, sources_for, summary_lines, validate_selection  # noqa: F401
+from .diagnostics import Diagnostic
 from .report import FORMATS, render, render_statistics
 from .version import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 STDIN_DEFAULT_NAME = "<stdin>"
-
-
-class UsageError(Exception):
-    pass
-
-
-def _codes(values: list[str] | None) -> tuple[str, ...] | None:
-    """``--select A,B --select C`` -> ("A", "B", "C"); None when the option was not given."""
-    if values is None:
-        return None
-    return tuple(c.strip() for v in values for c in v.split(",") if c.strip())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,48 +94,6 @@ def _size(value: str) -> int:
 
 
 # --- the pieces of a lint run --------------------------------------------------------------------------
-def effective_config(args: argparse.Namespace, paths: Sequence[str]) -> config_mod.Config:
-    """The pyproject config with the command line on top (the command line wins)."""
-    if args.config:
-        cfg = config_mod.load_file(args.config)
-    else:
-        cfg = config_mod.discover(list(paths))
-    select = _codes(args.select)
-    ignore = _codes(args.ignore) or ()
-    extend = _codes(args.extend_select) or ()
-    if select is not None:
-        # As in ruff, a rule named on the command line is not switched off again by the config's ignore.
-        cfg_ignore: tuple[str, ...] = ()
-    else:
-        select, cfg_ignore = cfg.select, cfg.ignore
-    return config_mod.Config(
-        select=select,
-        ignore=cfg_ignore + ignore,
-        extend_select=cfg.extend_select + extend,
-        per_file_ignores=cfg.per_file_ignores,
-        jit_decorators=cfg.jit_decorators,
-        exclude=cfg.exclude,
-        assume_compiled=cfg.assume_compiled + tuple(getattr(args, "assume_compiled", None) or ()),
-        target=getattr(args, "target", None) or cfg.target,
-        root=cfg.root,
-        source=cfg.source,
-    )
-
-
-def validate_selection(cfg: config_mod.Config) -> None:
-    """Unknown codes are a usage error, reported before any file is read."""
-    if cfg.select is None and not (cfg.ignore or cfg.extend_select or cfg.per_file_ignores):
-        return  # nothing to check: do not load the rule table just for this
-    from rules import RULES
-
-    from .selection import resolve
-
-    known = list(RULES)
-    resolve(known, cfg.select, cfg.ignore, cfg.extend_select)
-    for _, codes in cfg.per_file_ignores:
-        resolve(known, (), codes, ())
-
-
 def _encoding_of(data: bytes) -> str:
     try:
         return tokenize.detect_encoding(BytesIO(data).readline)[0]
@@ -182,59 +130,6 @@ def _write_fixed(path: str, digest: bytes | None, fixed: str) -> str | None:
 
     problem = write_fixed(path, digest, data)  # safe temp file, mode, links: see there
     return None if problem is None else f"{path}: not fixed: {problem}"
-
-
-def _sources_for(diagnostics: list[Diagnostic], known: dict[str, str]) -> dict[str, str]:
-    """The text of each file that has findings (for the code frames of the full format)."""
-    from .file_reader import Unreadable, decode, read_bytes
-
-    sources = dict(known)
-    for path in {d.path for d in diagnostics if d.code != "TL002"} - set(sources):
-        try:
-            sources[path] = decode(read_bytes(path, sys.maxsize))
-        except Unreadable:
-            pass
-    return sources
-
-
-def _plural(n: int, word: str) -> str:
-    if n == 1:
-        return f"{n} {word}"
-    return f"{n} {word}es" if word.endswith(("x", "s", "ch", "sh")) else f"{n} {word}s"
-
-
-def _by_severity(diagnostics: list[Diagnostic]) -> str:
-    """"3 errors and 19 warnings": a torch.compile performance warning is not counted as an error."""
-    counts: dict[str, int] = {}
-    for d in diagnostics:
-        counts[d.severity.value] = counts.get(d.severity.value, 0) + 1
-    parts = [_plural(counts[s], {"info": "note"}.get(s, s)) for s in ("error", "warning", "info") if counts.get(s)]
-    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
-
-
-def summary_lines(diagnostics: list[Diagnostic], *, fixed: int | None, unsafe_fixes: bool) -> list[str]:
-    lines = []
-    n = len(diagnostics)
-    if fixed:
-        rest = f": {_by_severity(diagnostics)}" if n else ""
-        lines.append(f"Found {_plural(n + fixed, 'finding')} ({fixed} fixed, {n} remaining{rest}).")
-    elif n:
-        lines.append(f"Found {_by_severity(diagnostics)}.")
-    else:
-        lines.append("All checks passed!")
-    safe = sum(1 for d in diagnostics if any(f.applicability is Applicability.SAFE for f in d.fixes))
-    unsafe = sum(
-        1 for d in diagnostics if d.fixes and all(f.applicability is not Applicability.SAFE for f in d.fixes) and any(f.applicability is Applicability.UNSAFE for f in d.fixes)
-    )
-    if unsafe_fixes:
-        if safe + unsafe:
-            lines.append(f"[*] {_plural(safe + unsafe, 'fixable finding')} with `--fix --unsafe-fixes`.")
-    else:
-        if safe:
-            lines.append(f"[*] {_plural(safe, 'fixable finding')} with the `--fix` option.")
-        if unsafe:
-            lines.append(f"[-] {_plural(unsafe, 'hidden fix')} can be enabled with the `--unsafe-fixes` option.")
-    return lines
 
 
 # --- subcommands -------------------------------------------------------------------------------------
@@ -343,7 +238,7 @@ def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = 
             args.format,
             root=os.getcwd(),
             show_fixes=args.show_fixes,
-            sources=_sources_for(diagnostics, sources) if args.format == "full" else None,
+            sources=sources_for(diagnostics, sources) if args.format == "full" else None,
         )
     if human and not args.quiet:
         lines = summary_lines(diagnostics, fixed=fixed, unsafe_fixes=args.unsafe_fixes)
@@ -449,7 +344,7 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
         if not args.quiet and not args.output_file:
             n = sum(len(r.applied) for r in result.files)
             if diffs:
-                print(f"Would fix {_plural(n, 'error')} in {_plural(len(diffs), 'file')}.", file=sys.stderr)
+                print(f"Would fix {plural(n, 'error')} in {plural(len(diffs), 'file')}.", file=sys.stderr)
             else:
                 print("No fixes to apply.", file=sys.stderr)
         if errors:

@@ -16,6 +16,8 @@ import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from . import file_pass
+from .file_pass import SERIAL_BELOW, init_worker, pool_context, process_file
 from .project_index import ProjectIndex, normalize_facts
 
 INDEX_FORMAT = 1
@@ -80,20 +82,16 @@ def _mtime(p: Path) -> float:
 
 
 def _relint_chunk(items: list[tuple[str, tuple]]):
-    from . import runner
-
-    return [runner.process_file(p, runner._worker_settings, {}, facts) for p, facts in items]
+    return [process_file(p, file_pass.worker_settings(), {}, facts) for p, facts in items]
 
 
 def _relint(todo: list[tuple[object, tuple]], settings, jobs: int) -> list:
-    from . import runner
-
     items = [(r.path, facts) for r, facts in todo]
-    if jobs <= 1 or len(items) < runner.SERIAL_BELOW:
-        return [runner.process_file(p, settings, {}, facts) for p, facts in items]
+    if jobs <= 1 or len(items) < SERIAL_BELOW:
+        return [process_file(p, settings, {}, facts) for p, facts in items]
     n = min(jobs * 8, len(items))
     chunks = [items[i::n] for i in range(n)]
-    with ProcessPoolExecutor(min(jobs, n), mp_context=runner._pool_context(), initializer=runner._init_worker,
+    with ProcessPoolExecutor(min(jobs, n), mp_context=pool_context(), initializer=init_worker,
                              initargs=(settings, {})) as pool:
         done = list(pool.map(_relint_chunk, chunks))
     by_path = {r.path: r for chunk in done for r in chunk}
@@ -107,8 +105,6 @@ def _fingerprint(results: list) -> str:
 
 def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[int] = frozenset()) -> set[int]:
     """Fill in summaries, build the index, re-lint files whose facts changed; ids of re-linted results."""
-    from . import runner
-
     sidecar = IndexCache(cache.directory, cache.key).load() if cache is not None else None
     relinted: set[int] = set()
     for r in results:
@@ -118,7 +114,7 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
                 r.summary, r.facts = got
             elif r.facts is None:
                 # a cached result without its summary (an older cache): lint it afresh for both
-                new = runner.process_file(r.path, settings, {})
+                new = process_file(r.path, settings, {})
                 r.diagnostics, r.error, r.summary, r.facts = new.diagnostics, new.error, new.summary, new.facts
                 relinted.add(id(r))
     # The index is a function of the linted files and their contents: when those are the ones the stored

@@ -8,75 +8,20 @@ and inherit the imported engine; where forking is unsafe (other threads alive) t
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
-import sys
-import threading
 import time
-import traceback
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .cache import ResultCache, content_hash, entry_to_diag, trusted_signature
-from .config import Config
+from .cache import ResultCache, entry_to_diag
 from .diagnostics import Diagnostic
-from .file_reader import Unreadable, decode, read_with_stat, unreadable_diagnostic
+from .file_pass import SERIAL_BELOW, FileResult, Settings, engine, init_worker, lint_text, pool_context, process_file, run_chunk
 
-SERIAL_BELOW = 24  # fewer files than this: a pool costs more than it saves
+__all__ = ["Settings", "FileResult", "RunResult", "run", "lint_text", "process_file", "default_jobs"]
+
 CHUNKS_PER_JOB = 32  # small chunks keep the tail short (a file with fixes can take seconds); IPC stays cheap
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Everything that changes what a file's findings are (it is part of the cache key)."""
-
-    select: tuple[str, ...] | None = None
-    ignore: tuple[str, ...] = ()
-    extend_select: tuple[str, ...] = ()
-    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    jit_decorators: tuple[str, ...] = ()
-    root: str = "."
-    fix: str | None = None  # None: lint only; "safe" or "unsafe": compute fixed text too
-    assume_compiled: tuple[str, ...] = ()  # globs over package.module.Class.method
-    target: str = "any"  # the compiler messages assume: "thunder", "torch.compile", or "any" (each entry point's)
-    max_file_bytes: int | None = None  # larger files are TL002 unread; None: file_reader.MAX_FILE_BYTES
-
-    @classmethod
-    def from_config(cls, config: Config, *, fix: str | None = None) -> "Settings":
-        return cls(
-            select=config.select,
-            ignore=config.ignore,
-            extend_select=config.extend_select,
-            per_file_ignores=config.per_file_ignores,
-            jit_decorators=config.jit_decorators,
-            root=config.root,
-            fix=fix,
-            assume_compiled=config.assume_compiled,
-            target=config.target,
-        )
-
-    def ignore_for(self, path: str) -> tuple[str, ...]:
-        if not self.per_file_ignores:
-            return self.ignore
-        extra = Config(per_file_ignores=self.per_file_ignores, root=self.root).ignored_for(path)
-        return self.ignore + extra
-
-
-@dataclass
-class FileResult:
-    path: str
-    digest: bytes | None = None  # None when the file could not be read
-    signature: tuple | None = None  # stat signature taken when it was read (None: recently modified)
-    diagnostics: list[Diagnostic] | None = None  # None: a cache hit, the parent fills it in
-    original: str | None = None  # fix mode, when the fixed text differs
-    fixed: str | None = None
-    applied: list[Diagnostic] = field(default_factory=list)  # fix mode: what was fixed
-    error: str | None = None  # an internal error while linting this file
-    summary: dict | None = None  # the file's part of the project index (None: a cache hit, or unparsable)
-    facts: tuple | None = None  # what the project index said about the file when it was linted
 
 
 @dataclass
@@ -86,90 +31,6 @@ class RunResult:
     errors: list[str]  # internal errors, one line each
     cache_hits: int = 0
     elapsed: float = 0.0
-
-
-def _engine():
-    # Imported on first use: a run answered wholly from the cache never loads the engine and its rules.
-    from . import static
-
-    return static
-
-
-def lint_text(text: str, path: str, settings: Settings, project=None) -> list[Diagnostic]:
-    return _engine().lint_source(
-        text,
-        path,
-        select=settings.select,
-        ignore=settings.ignore_for(path),
-        extend_select=settings.extend_select,
-        jit_decorators=settings.jit_decorators,
-        with_fixes=True,
-        project=project,
-    )
-
-
-def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: tuple | None = None) -> FileResult:
-    """Read, hash and lint one file; never raises. ``facts``: what the project index knows about it
-    (None on the first pass, before the index exists)."""
-    result = FileResult(path)
-    try:
-        data, st = read_with_stat(path, settings.max_file_bytes)
-        result.digest = content_hash(data)
-        result.signature = trusted_signature(st)
-        if known.get(os.path.abspath(path)) == result.digest and settings.fix is None:
-            return result  # hit: the parent has the findings
-        text = decode(data)
-    except Unreadable as problem:
-        result.diagnostics = [unreadable_diagnostic(path, problem)]
-        return result
-    try:
-        if settings.fix is None:
-            from .project_index import project_file
-
-            project = project_file(path, settings, facts)
-            result.diagnostics = lint_text(text, path, settings, project)
-            result.summary, result.facts = project.summary, project.used
-            if result.facts is None:  # unparsable: linted, with nothing for the index
-                result.facts = ()
-        else:
-            outcome = _engine().fix_source(
-                text,
-                path,
-                select=settings.select,
-                ignore=settings.ignore_for(path),
-                extend_select=settings.extend_select,
-                jit_decorators=settings.jit_decorators,
-                unsafe=settings.fix == "unsafe",
-            )
-            result.diagnostics = list(outcome.remaining)
-            result.applied = list(outcome.applied)
-            if outcome.text != text:
-                result.original, result.fixed = text, outcome.text
-    except BaseException as e:  # the engine promises not to raise; if it does, this file is reported, the run goes on
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        result.diagnostics = []
-        result.error = f"{path}: internal error while linting: {type(e).__name__}: {e}".rstrip()
-        if os.environ.get("THUNDER_LINT_DEBUG"):
-            result.error += "\n" + traceback.format_exc()
-    return result
-
-
-# --- worker side -------------------------------------------------------------------------------------
-_worker_settings: Settings | None = None
-_worker_known: dict[str, bytes] = {}
-
-
-def _init_worker(settings: Settings, known: dict[str, bytes]) -> None:
-    global _worker_settings, _worker_known
-    _worker_settings, _worker_known = settings, known
-    # Ctrl-C reaches the whole process group: the parent alone handles it (and stops the workers).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _run_chunk(paths: list[str]) -> list[FileResult]:
-    assert _worker_settings is not None
-    return [process_file(p, _worker_settings, _worker_known) for p in paths]
 
 
 # --- parent side -------------------------------------------------------------------------------------
@@ -197,15 +58,6 @@ def _chunks(paths: list[str], n_chunks: int) -> list[list[str]]:
     return [c for c in chunks if c]
 
 
-def _pool_context():
-    # fork: workers start in milliseconds with the engine already imported. Only on Linux (macOS system
-    # libraries are not fork-safe) and only while this process has a single thread (a fork copies
-    # locks held by other threads).
-    if sys.platform.startswith("linux") and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
-
-
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Stop busy workers now (there is no public way), then let the pool's threads wind down."""
     for proc in list(getattr(pool, "_processes", {}).values()):
@@ -224,9 +76,9 @@ def _one_at_a_time(paths: list[str], settings: Settings, known: dict[str, bytes]
     try:
         for p in paths:
             if pool is None:
-                pool = ProcessPoolExecutor(1, mp_context=_pool_context(), initializer=_init_worker, initargs=(settings, known))
+                pool = ProcessPoolExecutor(1, mp_context=pool_context(), initializer=init_worker, initargs=(settings, known))
             try:
-                results.extend(pool.submit(_run_chunk, [p]).result())
+                results.extend(pool.submit(run_chunk, [p]).result())
             except BrokenProcessPool:
                 errors.append(f"{p}: internal error: the worker process died while linting this file")
                 results.append(FileResult(p, diagnostics=[]))
@@ -279,14 +131,14 @@ def run(
             if progress:
                 progress(i, total)
     else:
-        _engine()  # loaded once here, so that forked workers inherit it instead of each importing it
+        engine()  # loaded once here, so that forked workers inherit it instead of each importing it
         chunks = _chunks(paths, jobs * CHUNKS_PER_JOB)
         done_files = hits
         pool = ProcessPoolExecutor(
-            max_workers=min(jobs, len(chunks)), mp_context=_pool_context(), initializer=_init_worker, initargs=(settings, known)
+            max_workers=min(jobs, len(chunks)), mp_context=pool_context(), initializer=init_worker, initargs=(settings, known)
         )
         try:
-            pending = {pool.submit(_run_chunk, c): c for c in chunks}
+            pending = {pool.submit(run_chunk, c): c for c in chunks}
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:

@@ -65,7 +65,7 @@ def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def cmd_run(argv: list[str]) -> int:
-    from .. import cli
+    from .. import cli_common
     from ..runner import Settings
     from . import program
     from .collector import Collector, StopRun
@@ -86,8 +86,8 @@ def cmd_run(argv: list[str]) -> int:
     if args.script and not os.path.isfile(args.script):
         p.error(f"cannot open {args.script!r}: no such file")
 
-    cfg = cli.effective_config(args, [os.getcwd() if args.module else args.script])
-    cli.validate_selection(cfg)
+    cfg = cli_common.effective_config(args, [os.getcwd() if args.module else args.script])
+    cli_common.validate_selection(cfg)
     settings = Settings.from_config(cfg)
 
     collector = Collector(max_calls=args.max_calls)
@@ -123,9 +123,9 @@ def cmd_run(argv: list[str]) -> int:
         print(f"thunder-lint: error: {e}", file=sys.stderr)
 
     body = render(diagnostics, args.format, root=os.getcwd(),
-                  sources=cli._sources_for(diagnostics, {}) if args.format == "full" else None)
+                  sources=cli_common.sources_for(diagnostics, {}) if args.format == "full" else None)
     if args.format in ("full", "concise") and not args.quiet:
-        lines = cli.summary_lines(diagnostics, fixed=None, unsafe_fixes=False)
+        lines = cli_common.summary_lines(diagnostics, fixed=None, unsafe_fixes=False)
         n_trace = sum(1 for d in diagnostics if d.origin == "trace")
         lines.append(f"thunder-lint run: {collector.calls} jitted call{'s' if collector.calls != 1 else ''} of "
                      f"{len(collector.functions)} jitted function{'s' if len(collector.functions) != 1 else ''}; "
@@ -148,7 +148,7 @@ def cmd_run(argv: list[str]) -> int:
 
 def _emit(output_file: str | None, text: str) -> None:
     if output_file:
-        from ..cli import UsageError
+        from ..cli_common import UsageError
 
         try:
             with open(output_file, "w", encoding="utf-8", errors="surrogateescape") as f:

@@ -9,7 +9,7 @@ import os
 import pytest
 
 import analyzer
-from analyzer import runner as runner_mod
+from analyzer import file_pass
 from analyzer import static
 from analyzer.cache import ResultCache, settings_key
 from analyzer.progress import ProgressBar
@@ -117,16 +117,16 @@ def test_a_dying_worker_does_not_lose_files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=30)]
     parent = os.getpid()
-    real = runner_mod.process_file
+    real = file_pass.process_file
 
     def fragile(path, settings, known):
         if os.getpid() != parent and path.endswith("m007.py"):
             os._exit(3)  # a crash in a worker (as if killed or out of memory)
         return real(path, settings, known)
 
-    monkeypatch.setattr(runner_mod, "process_file", fragile)
+    monkeypatch.setattr(file_pass, "process_file", fragile)
     result = run(paths, Settings(), jobs=2)
-    monkeypatch.setattr(runner_mod, "process_file", real)
+    monkeypatch.setattr(file_pass, "process_file", real)
     expected = run(paths, Settings(), jobs=1)
     assert any("worker process died" in e for e in result.errors)
     # The file that kills its worker is named; every other file is linted, none twice.
@@ -218,8 +218,8 @@ def test_unchanged_stat_means_the_file_is_not_even_opened(tmp_path, monkeypatch)
     cold = run(paths, Settings(), jobs=1, cache=cache)
     cache.save()
     opened = []
-    real = runner_mod.read_with_stat
-    monkeypatch.setattr(runner_mod, "read_with_stat", lambda p, *a: opened.append(p) or real(p, *a))
+    real = file_pass.read_with_stat
+    monkeypatch.setattr(file_pass, "read_with_stat", lambda p, *a: opened.append(p) or real(p, *a))
     warm = run(paths, Settings(), jobs=1, cache=ResultCache(tmp_path / "cache", key).load())
     assert opened == [] and warm.cache_hits == 8
     assert as_json(warm.diagnostics) == as_json(cold.diagnostics)
@@ -278,7 +278,7 @@ def test_pool_spawns_when_other_threads_are_alive(tmp_path, monkeypatch):
     t = threading.Thread(target=stop.wait)
     t.start()
     try:
-        assert runner_mod._pool_context().get_start_method() == "spawn"
+        assert file_pass.pool_context().get_start_method() == "spawn"
         spawned = run(paths, Settings(), jobs=2)
     finally:
         stop.set()

@@ -1,0 +1,168 @@
+"""One file's lint: the settings that decide its findings, its result, and the worker that reads, hashes and
+lints it (in this process or in a pool's worker). The runner (first pass) and the project pass (re-lint
+after the project index) both hand files to it; it knows neither of them."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import traceback
+from dataclasses import dataclass, field
+
+from .cache import content_hash, trusted_signature
+from .config import Config
+from .diagnostics import Diagnostic
+from .file_reader import Unreadable, decode, read_with_stat, unreadable_diagnostic
+
+SERIAL_BELOW = 24  # fewer files than this: a pool costs more than it saves
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that changes what a file's findings are (it is part of the cache key)."""
+
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    jit_decorators: tuple[str, ...] = ()
+    root: str = "."
+    fix: str | None = None  # None: lint only; "safe" or "unsafe": compute fixed text too
+    assume_compiled: tuple[str, ...] = ()  # globs over package.module.Class.method
+    target: str = "any"  # the compiler messages assume: "thunder", "torch.compile", or "any" (each entry point's)
+    max_file_bytes: int | None = None  # larger files are TL002 unread; None: file_reader.MAX_FILE_BYTES
+
+    @classmethod
+    def from_config(cls, config: Config, *, fix: str | None = None) -> "Settings":
+        return cls(
+            select=config.select,
+            ignore=config.ignore,
+            extend_select=config.extend_select,
+            per_file_ignores=config.per_file_ignores,
+            jit_decorators=config.jit_decorators,
+            root=config.root,
+            fix=fix,
+            assume_compiled=config.assume_compiled,
+            target=config.target,
+        )
+
+    def ignore_for(self, path: str) -> tuple[str, ...]:
+        if not self.per_file_ignores:
+            return self.ignore
+        extra = Config(per_file_ignores=self.per_file_ignores, root=self.root).ignored_for(path)
+        return self.ignore + extra
+
+
+@dataclass
+class FileResult:
+    path: str
+    digest: bytes | None = None  # None when the file could not be read
+    signature: tuple | None = None  # stat signature taken when it was read (None: recently modified)
+    diagnostics: list[Diagnostic] | None = None  # None: a cache hit, the parent fills it in
+    original: str | None = None  # fix mode, when the fixed text differs
+    fixed: str | None = None
+    applied: list[Diagnostic] = field(default_factory=list)  # fix mode: what was fixed
+    error: str | None = None  # an internal error while linting this file
+    summary: dict | None = None  # the file's part of the project index (None: a cache hit, or unparsable)
+    facts: tuple | None = None  # what the project index said about the file when it was linted
+
+
+def engine():
+    # Imported on first use: a run answered wholly from the cache never loads the engine and its rules.
+    from . import static
+
+    return static
+
+
+def lint_text(text: str, path: str, settings: Settings, project=None) -> list[Diagnostic]:
+    return engine().lint_source(
+        text,
+        path,
+        select=settings.select,
+        ignore=settings.ignore_for(path),
+        extend_select=settings.extend_select,
+        jit_decorators=settings.jit_decorators,
+        with_fixes=True,
+        project=project,
+    )
+
+
+def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: tuple | None = None) -> FileResult:
+    """Read, hash and lint one file; never raises. ``facts``: what the project index knows about it
+    (None on the first pass, before the index exists)."""
+    result = FileResult(path)
+    try:
+        data, st = read_with_stat(path, settings.max_file_bytes)
+        result.digest = content_hash(data)
+        result.signature = trusted_signature(st)
+        if known.get(os.path.abspath(path)) == result.digest and settings.fix is None:
+            return result  # hit: the parent has the findings
+        text = decode(data)
+    except Unreadable as problem:
+        result.diagnostics = [unreadable_diagnostic(path, problem)]
+        return result
+    try:
+        if settings.fix is None:
+            from .project_index import project_file
+
+            project = project_file(path, settings, facts)
+            result.diagnostics = lint_text(text, path, settings, project)
+            result.summary, result.facts = project.summary, project.used
+            if result.facts is None:  # unparsable: linted, with nothing for the index
+                result.facts = ()
+        else:
+            outcome = engine().fix_source(
+                text,
+                path,
+                select=settings.select,
+                ignore=settings.ignore_for(path),
+                extend_select=settings.extend_select,
+                jit_decorators=settings.jit_decorators,
+                unsafe=settings.fix == "unsafe",
+            )
+            result.diagnostics = list(outcome.remaining)
+            result.applied = list(outcome.applied)
+            if outcome.text != text:
+                result.original, result.fixed = text, outcome.text
+    except BaseException as e:  # the engine promises not to raise; if it does, this file is reported, the run goes on
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        result.diagnostics = []
+        result.error = f"{path}: internal error while linting: {type(e).__name__}: {e}".rstrip()
+        if os.environ.get("THUNDER_LINT_DEBUG"):
+            result.error += "\n" + traceback.format_exc()
+    return result
+
+
+# --- worker side -------------------------------------------------------------------------------------
+_worker_settings: Settings | None = None
+_worker_known: dict[str, bytes] = {}
+
+
+def init_worker(settings: Settings, known: dict[str, bytes]) -> None:
+    global _worker_settings, _worker_known
+    _worker_settings, _worker_known = settings, known
+    # Ctrl-C reaches the whole process group: the parent alone handles it (and stops the workers).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def worker_settings() -> Settings | None:
+    """The settings this pool worker was started with (None outside a worker)."""
+    return _worker_settings
+
+
+def run_chunk(paths: list[str]) -> list[FileResult]:
+    assert _worker_settings is not None
+    return [process_file(p, _worker_settings, _worker_known) for p in paths]
+
+
+def pool_context():
+    # fork: workers start in milliseconds with the engine already imported. Only on Linux (macOS system
+    # libraries are not fork-safe) and only while this process has a single thread (a fork copies
+    # locks held by other threads).
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")

@@ -173,8 +173,15 @@ def cmd_rules(argv: list[str]) -> int:
 
 
 def cmd_serve(argv: list[str]) -> int:
+    # The service sits above the analyzer (server -> analyzer): it registers its command as a plugin of this CLI
+    # (pyproject.toml, entry point group "thunder_lint.subcommands"), so the analyzer never imports it.
+    from importlib.metadata import entry_points
+
+    found = [ep for ep in entry_points(group="thunder_lint.subcommands") if ep.name == "serve"]
     try:
-        from server.cli import serve_main  # imported here only: server sits above analyzer
+        if not found:
+            raise ImportError("no `serve` entry point in the group thunder_lint.subcommands: install the package")
+        serve_main = found[0].load()
     except ImportError as e:
         print(f"thunder-lint: error: the HTTP service is not available in this installation ({e})", file=sys.stderr)
         return EXIT_ERROR

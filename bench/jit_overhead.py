@@ -8,7 +8,7 @@ It also prints the first call through the interpreting front end (compiler.jit's
 native one, for these two and for the two-layer GPT model of tests/compiler/test_gpt_model.py (issue 4).
 Issue 14: the cache-hit overhead under cache="symbolic values" next to "constant values" (target: within
 2x), and the first call in a fresh process under both caches (target 0.3 s; `import compiler` timed apart;
-also without compiler/meta_cache.py, the same run's baseline for it), each against
+also without compiler/meta/cache.py, the same run's baseline for it), each against
 eager's first call in a fresh process and torch.compile's (inductor, empty cache dir), wall and CPU
 seconds (CPU time is what compares when other processes load the machine).
 
@@ -31,7 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import compiler  # noqa: E402
-from compiler.cache import NativeFrontendWarning  # noqa: E402
+from compiler.runtime.cache import NativeFrontendWarning  # noqa: E402
 
 OVERHEAD_TARGET_US = 15.0
 FIRST_CALL_TARGET_S = 0.15
@@ -138,7 +138,7 @@ def frontend_costs(cases, repeat: int) -> list[dict]:
     """First call through the interpreting front end (the default) against the native one (the same
     tracing, the user's Python run natively over proxies), both measured here; plus the GPT model of
     tests/compiler/test_gpt_model.py, the compiler-core issue's model."""
-    from compiler.frontend import native_frontend
+    from compiler.frontend.native import native_frontend
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "compiler"))
     from test_gpt_model import make_model, tokens
@@ -170,7 +170,7 @@ loaded = set(sys.modules)
 w3, c3 = time.perf_counter(), time.process_time()
 fn(*args)  # grad mode on, as a fresh script starts
 w4, c4 = time.perf_counter(), time.process_time()
-import types  # modules the call executed (compiler/lazy_sympy.py leaves some in sys.modules unexecuted)
+import types  # modules the call executed (compiler/meta/lazy_sympy.py leaves some in sys.modules unexecuted)
 ran = [m for m in set(sys.modules) - loaded if type(sys.modules[m]) is types.ModuleType]
 print(json.dumps({{"import_torch_s": w1 - w0, "import_compiler_s": w2 - w1, "import_compiler_cpu_s": c2 - c1,
                   "first_call_s": w4 - w3, "first_call_cpu_s": c4 - c3,
@@ -198,8 +198,8 @@ def workload(case: str):
 
 def fresh_process(case: str, build: str, preimport_dynamo: bool = False, meta_cache: bool = True) -> dict:
     setup = ["import torch._dynamo"] if preimport_dynamo else []
-    if not meta_cache:  # the same-run baseline for compiler/meta_cache.py (it imports compiler before the clock)
-        setup.append("from compiler import meta_cache; meta_cache.enabled = False")
+    if not meta_cache:  # the same-run baseline for compiler/meta/cache.py (it imports compiler before the clock)
+        setup.append("from compiler.meta import cache as meta_cache; meta_cache.enabled = False")
     code = _FRESH.format(root=ROOT, case=case, build=_BUILDS[build], setup="; ".join(setup))
     env = dict(os.environ)
     tmp = None
@@ -282,7 +282,7 @@ def _print_cold(rows) -> None:
               f"{r['symbolic_cpu_ratio_vs_target']:13.2f}x  "
               f"{'ok' if r['symbolic_first_call_s'] <= COLD_FIRST_CALL_TARGET_S else 'MISSED'}")
     for r in rows:
-        print(f"{r['case']}: jit first call without compiler/meta_cache.py (same run) "
+        print(f"{r['case']}: jit first call without compiler/meta/cache.py (same run) "
               f"{r['no_meta_cache_first_call_s']:.3f} s ({r['no_meta_cache_first_call_cpu_s']:.3f} s CPU); with it / "
               f"without: {r['jit_first_call_cpu_s'] / r['no_meta_cache_first_call_cpu_s']:.2f}x CPU")
     for r in rows:

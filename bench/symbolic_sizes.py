@@ -3,7 +3,7 @@
 For each model it prints the traces made for 4 sizes (1 = one trace served every size), whether every call
 equals eager, and the specializations the last trace recorded (constraints `... == value` with the op or
 Python construct that needed a plain number). A model listed with more than one trace names the op to
-give a shape rule (compiler/shape_rules.py) or the decision that is inherent to the program.
+give a shape rule (compiler/symbolic/shape_rules.py) or the decision that is inherent to the program.
 
 Per call it prints the wall seconds of the jitted call (the first includes tracing; with a fusing executor,
 each new size or number also pays the fused plan's trace and any region compile).
@@ -143,7 +143,7 @@ MODELS = {
 
 
 def _specializations(jf) -> list[str]:
-    from compiler import events as ev
+    from compiler.core import events as ev
 
     out = []
     for e in compiler.last_events(jf):

@@ -2,7 +2,7 @@
 with eager-identical results, and caches it behind guards. It emits events (compiler.events) to observers.
 
 Public API: jit, last_traces, last_prologue_traces, cache_hits, cache_misses, last_events; the torch
-symbol table (compiler.torchlang.TORCH_SYMBOLS); the front ends (compiler.interpreted_frontend, the default, and
+symbol table (compiler.torchlang.TORCH_SYMBOLS); the front ends (compiler.frontend.interpreted_frontend, the default, and
 compiler.frontend.native_frontend).
 """
 from __future__ import annotations
@@ -11,11 +11,10 @@ import types
 
 import torch
 
-from . import events  # noqa: F401
-from .cache import CACHE_OPTIONS, JittedFunction, JittedModule
-from .errors import (CompilerError, DataDependentError, DeviceMismatchError, ExecutorError,  # noqa: F401
-                     UnsupportedInputError, UnsupportedOpError)
-from .torchlang import TORCH_SYMBOLS  # noqa: F401
+from .core import events  # noqa: F401
+from .runtime.cache import CACHE_OPTIONS, JittedFunction, JittedModule
+from .core.errors import CompilerError, DataDependentError, DeviceMismatchError, ExecutorError, UnsupportedInputError, UnsupportedOpError
+from .torchlang.table import TORCH_SYMBOLS  # noqa: F401
 
 
 def jit(fn_or_module, *, cache: str = "constant values", executors=None, observers=None, frontend=None,
@@ -24,12 +23,12 @@ def jit(fn_or_module, *, cache: str = "constant values", executors=None, observe
 
     cache: "constant values" (guard every input's metadata and number values; re-trace on a mismatch)
       "symbolic values" (numbers and sizes of contiguous tensor arguments stay symbolic; every decision on them
-      is a guard: compiler/symbolic.py) or "no caching" (trace on every call).
+      is a guard: compiler/symbolic/) or "no caching" (trace on every call).
     executors: priority list of executors or names ("nvfuser", "inductor", "torch", "python"). Default, per
       traced call: nvFuser, torch, python for calls with CUDA inputs where nvfuser_direct imports; torch,
       python otherwise (compiler.executors.default_executors).
     observers: callables receiving compiler.events.Event while a function is traced.
-    frontend: replaces the default interpreting front end (compiler.interpreted_frontend) with any callable of
+    frontend: replaces the default interpreting front end (compiler.frontend.interpreted_frontend) with any callable of
       compiler.frontend.native_frontend's signature, e.g. native_frontend itself.
     passes: trace passes run before executor assignment (default: DCE, CSE).
     """

@@ -1,10 +1,10 @@
 """The analysis layer's front end for compiler.jit: the compiler's own interpreting front end
-(compiler.interpreted_frontend), with a fresh TraceSession (session.py) per trace listening to both the
+(compiler.frontend.interpreted_frontend), with a fresh TraceSession (session.py) per trace listening to both the
 interpreter's and the compiler's events. The session decides, once tracing is over, whether the trace may
 be used (``session.finish(error)``)."""
 from __future__ import annotations
 
-from compiler.interpreted_frontend import interpreted_frontend
+from compiler.frontend import interpreted_frontend
 
 
 def interpreting_frontend(new_session):

@@ -20,10 +20,10 @@ import time
 import types
 from dataclasses import dataclass, field, replace
 
-from compiler.cache import JittedFunction
-from compiler.errors import CompilerError
+from compiler.runtime.cache import JittedFunction
+from compiler.core.errors import CompilerError
 from compiler.interpreter import InterpreterError
-from compiler.trace import current_state
+from compiler.core.context import current_state
 
 from ..diagnostics import Diagnostic, Severity
 from ..dynamic.api import _levels

@@ -7,9 +7,9 @@ nvFuser first where nvfuser_direct imports; every other call uses torch, so a CP
 nvFuser and its first call stays in milliseconds. Inductor is only chosen explicitly."""
 from __future__ import annotations
 
-from ..errors import ExecutorError
-from ..symbols import BoundSymbol
-from ..trace import Trace
+from ..core.errors import ExecutorError
+from ..core.symbols import BoundSymbol
+from ..core.trace import Trace
 from .python_executor import PythonExecutor, python_executor
 from .torch_executor import TorchExecutor, torch_executor
 

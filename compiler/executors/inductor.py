@@ -20,11 +20,11 @@ from contextlib import contextmanager
 
 import torch
 
-from .. import autocast
+from ..features import autocast
 from ..passes.fusion import MATMUL
 from ..passes.vjp import NoVJP, backward_trace, differentiable_reach
-from ..symbols import BoundSymbol
-from ..trace import Trace
+from ..core.symbols import BoundSymbol
+from ..core.trace import Trace
 
 _COMPILED: dict = {}
 _LOCAL = threading.local()
@@ -213,7 +213,7 @@ _SIZE_ARGUMENTS = {"prims.broadcast_to": (1,), "prims.reshape": (1,), "prims.ful
 def _numbers_as_inputs(sub: Trace) -> list:
     """Replace the number operands of the region's elementwise prims, and the sizes given to its shape prims,
     by parameters; returns their values, in order."""
-    from ..symbolic import SymFloat, SymInt
+    from ..symbolic.values import SymFloat, SymInt
 
     values = []
 

@@ -22,12 +22,12 @@ import warnings
 
 import torch
 
-from .. import prims
-from .. import tree as pytree
-from ..errors import ExecutorError
-from ..proxies import TensorProxy
-from ..symbols import BoundSymbol
-from ..trace import Trace
+from ..torchlang import prims
+from ..core import tree as pytree
+from ..core.errors import ExecutorError
+from ..core.proxies import TensorProxy
+from ..core.symbols import BoundSymbol
+from ..core.trace import Trace
 
 
 class Refused(Exception):

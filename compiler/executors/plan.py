@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..passes.dce import dce
 from ..passes.functionalize import NotFunctional, functionalize
 from ..passes.fusion import fuse
-from ..proxies import TensorProxy
+from ..core.proxies import TensorProxy
 from . import assign_executors, python_executor, torch_executor
 
 

@@ -3,7 +3,7 @@ global-state switches like grad mode. Number arithmetic needs none under "consta
 are guarded and folded); the symbolic-values issue adds number symbols here."""
 from __future__ import annotations
 
-from ..symbols import BoundSymbol, Tag
+from ..core.symbols import BoundSymbol, Tag
 
 
 class PythonExecutor:

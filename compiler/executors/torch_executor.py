@@ -2,7 +2,7 @@
 device torch supports). The execution trace calls them directly, e.g. `t2 = torch.add(t0, t1)`."""
 from __future__ import annotations
 
-from ..symbols import BoundSymbol, Tag
+from ..core.symbols import BoundSymbol, Tag
 
 
 class TorchExecutor:

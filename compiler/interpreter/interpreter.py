@@ -73,7 +73,7 @@ class Interpreter:
         self.lookasides = {id(k): (k, v) for k, v in (lookasides or {}).items()}
         self.check_stack = check_stack
         # (fn, args, kwargs) -> (args, kwargs): what native code receives (the embedder's symbolic numbers
-        # become plain values there; see compiler/symbolic.py). None: arguments pass unchanged.
+        # become plain values there; see compiler/symbolic/). None: arguments pass unchanged.
         self.native_args = None
         self.watched_containers: set = set()  # ids of lists/dicts whose in-place changes are CONTAINER_WRITE events
         # Objects made during this run (literals, constructed instances, unshared results of native calls): their

@@ -1,7 +1,7 @@
 """Trace passes. The pass manager runs them in order and keeps every intermediate trace (last_traces)."""
 from __future__ import annotations
 
-from ..trace import Trace
+from ..core.trace import Trace
 from .cse import cse
 from .dce import dce
 

@@ -7,11 +7,11 @@ the caller would get one tensor twice where eager returns two.
 """
 from __future__ import annotations
 
-from .. import tree as pytree
+from ..core import tree as pytree
 
-from ..proxies import TensorProxy
-from ..symbols import EFFECTFUL, Tag
-from ..trace import Trace
+from ..core.proxies import TensorProxy
+from ..core.symbols import EFFECTFUL, Tag
+from ..core.trace import Trace
 
 _NEVER_MERGE = EFFECTFUL | Tag.CREATION
 
@@ -61,7 +61,7 @@ def cse(trace: Trace) -> Trace:
 def _renamed(bsym, sub):
     """The bound symbol reading merged names by their survivor, in its decomposition too (sub-symbols read
     the op's arguments: left alone they would name a proxy that no longer exists)."""
-    from ..symbols import BoundSymbol
+    from ..core.symbols import BoundSymbol
 
     args, kwargs = pytree.tree_map(sub, (bsym.args, bsym.kwargs))
     subsymbols = [_renamed(s, sub) for s in bsym.subsymbols]

@@ -2,11 +2,11 @@
 state is a side effect: dropping one shifts every later random number) and grad-mode switches stay."""
 from __future__ import annotations
 
-from .. import tree as pytree
+from ..core import tree as pytree
 
-from ..proxies import TensorProxy
-from ..symbols import EFFECTFUL
-from ..trace import Trace
+from ..core.proxies import TensorProxy
+from ..core.symbols import EFFECTFUL
+from ..core.trace import Trace
 
 
 def dce(trace: Trace) -> Trace:

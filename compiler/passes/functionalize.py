@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import torch
 
-from .. import prims
-from .. import tree as pytree
-from ..proxies import TensorProxy
-from ..symbols import BoundSymbol, Tag
-from ..trace import SET_GRAD_ENABLED, Trace
+from ..torchlang import prims
+from ..core import tree as pytree
+from ..core.proxies import TensorProxy
+from ..core.symbols import BoundSymbol, Tag
+from ..torchlang.recording import SET_GRAD_ENABLED
+from ..core.trace import Trace
 
 # In-place ops that change the tensor object itself (shape, strides, autograd role), not only its values.
 METADATA_INPLACE = {"Tensor.transpose_", "Tensor.t_", "Tensor.squeeze_", "Tensor.unsqueeze_", "Tensor.detach_",
@@ -413,7 +414,7 @@ def functionalize(trace: Trace) -> Trace:
         # a state store placed where eager makes it (before later ops) must not move past them
         raise NotFunctional("the trace stores state before its last op")
     if "BackwardHook.setup_input_hook" in names or "BackwardHook.setup_output_hook" in names:
-        # autograd hooks on tensors that alias the module's own (compiler/backward_hooks.py)
+        # autograd hooks on tensors that alias the module's own (compiler/features/backward_hooks.py)
         raise NotFunctional("module backward hooks are set up between ops")
     return _Functionalizer(trace).run()
 
@@ -424,7 +425,7 @@ def aliasing_events(trace: Trace, name_of=lambda proxy: proxy.name) -> list:
     which view ops), and per input written in place and read again by a later op, the eager order of those
     writes and reads. A metadata-changing in-place op ends the walk; what was learnt before it stands.
     ``name_of(input proxy)``: the input as the user knows it (a parameter name, ``self.weight``)."""
-    from .. import events as ev
+    from ..core import events as ev
 
     f = _Functionalizer(trace, analysis=True)
     try:

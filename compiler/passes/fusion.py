@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import torch
 
-from .. import prims
-from .. import tree as pytree
-from ..proxies import TensorProxy
-from ..symbols import BoundSymbol, Symbol, Tag
-from ..trace import Trace
+from ..torchlang import prims
+from ..core import tree as pytree
+from ..core.proxies import TensorProxy
+from ..core.symbols import BoundSymbol, Symbol, Tag
+from ..core.trace import Trace
 
 _VIEW_PRIMS = {prims.reshape, prims.permute, prims.broadcast_to, prims.unsqueeze, prims.squeeze, prims.slice_in_dim}
 _COMPUTE_PRIMS = {getattr(prims, n) for n in (
@@ -231,7 +231,7 @@ def check_writebacks(trace: Trace) -> None:
     read of that input's old value, nothing fused reads the input after it, and each input is written back
     once. The kv-cache pattern (index_copy_ into a cache, then attention reading it) passes: the reads see the
     new value, which is a separate tensor until the write-back at the end."""
-    from ..errors import CompilerError
+    from ..core.errors import CompilerError
 
     written: dict[str, int] = {}
     for i, bsym in enumerate(trace.bsyms):

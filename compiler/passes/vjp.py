@@ -18,10 +18,12 @@ import math
 
 import torch
 
-from .. import prims
-from ..proxies import TensorProxy
-from ..symbolic import SYM_TYPES
-from ..trace import Trace, TracingState, tracing
+from ..torchlang import prims
+from ..core.proxies import TensorProxy
+from ..symbolic.values import SYM_TYPES
+from ..core.trace import Trace
+from ..torchlang.recording import TracingState
+from ..core.context import tracing
 from .dce import dce
 
 

@@ -11,8 +11,8 @@ import math
 
 import torch
 
-from .. import prims
-from ..proxies import TensorProxy
+from . import prims
+from ..core.proxies import TensorProxy
 
 
 class Skip(NotImplementedError):

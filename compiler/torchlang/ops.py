@@ -2,10 +2,10 @@
 their tags, and (where one exists) a decomposition into prims."""
 from __future__ import annotations
 
-from ..meta import indexing_meta, masked_select_meta, nonzero_meta, tensor_from_data_meta, to_meta, unique_meta
-from ..symbols import Tag
+from ..meta.functions import indexing_meta, masked_select_meta, nonzero_meta, tensor_from_data_meta, to_meta, unique_meta
+from ..core.symbols import Tag
 from . import decompositions as D
-from . import register, register_property
+from .table import register, register_property
 
 I, V, MV, R, C = Tag.INPLACE, Tag.RETURNS_VIEW, Tag.MAY_RETURN_VIEW, Tag.RANDOM, Tag.CREATION
 

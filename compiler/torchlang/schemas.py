@@ -20,9 +20,9 @@ import types
 
 import torch
 
-from ..errors import UnsupportedOpError
-from ..meta import _CREATION, generic_meta
-from ..symbols import Symbol, Tag
+from ..core.errors import UnsupportedOpError
+from ..meta.functions import CREATION_FUNCTIONS, generic_meta
+from ..core.symbols import Symbol, Tag
 
 # Modules of torch's C++ bindings whose function names are ATen operator names.
 _NATIVE_MODULES = ("torch", "torch.functional", "torch._C._VariableFunctions", "torch._C._nn",
@@ -139,5 +139,5 @@ def derive(func) -> Symbol | None:
         tags &= ~(Tag.RETURNS_VIEW | Tag.CREATION)
     sym = Symbol(printed, func, tags, _inplace_meta if tags & Tag.INPLACE else generic_meta)
     if any(a.name == "device" for s in schemas(name) for a in s.arguments):
-        _CREATION.add(func)  # meta runs pass device="meta" when no traced tensor is involved
+        CREATION_FUNCTIONS.add(func)  # meta runs pass device="meta" when no traced tensor is involved
     return sym

@@ -1,4 +1,4 @@
-"""Module backward hooks under compiler.jit (compiler/backward_hooks.py): each model runs call by call beside
+"""Module backward hooks under compiler.jit (compiler/features/backward_hooks.py): each model runs call by call beside
 an eager twin with the same hooks; outputs, input and parameter gradients, and every hook call (which hook,
 which module, the grad_input/grad_output tensors it received, None where eager gives None) equal eager's."""
 import pytest
@@ -283,7 +283,7 @@ def test_a_hook_returning_the_wrong_number_of_grads_raises_eagers_error():
 
 
 def test_non_full_backward_hooks_and_the_native_front_end_are_refused_clearly():
-    from compiler.frontend import native_frontend
+    from compiler.frontend.native import native_frontend
 
     m = torch.nn.Linear(3, 3)
     m.register_backward_hook(lambda mod, gi, go: None)

@@ -71,7 +71,7 @@ def test_cpu_scalar_tensor_with_another_device_is_allowed_like_eager():
     (lambda x: x.tolist(), "tolist"),
 ])
 def test_data_dependent_programs_split_and_match_eager(fn, what):
-    # They used to be refused; the trace now splits at the read (compiler/segments.py).
+    # They used to be refused; the trace now splits at the read (compiler/frontend/segments.py).
     x = torch.randn(4)
     jfn = compiler.jit(fn)
     for _ in range(2):
@@ -84,7 +84,7 @@ def test_data_dependent_programs_split_and_match_eager(fn, what):
 
 
 def test_a_front_end_called_outside_jit_still_refuses_value_reads():
-    from compiler.frontend import native_frontend
+    from compiler.frontend.native import native_frontend
 
     with pytest.raises(compiler.DataDependentError, match="item"):
         native_frontend(lambda x: x.sum().item(), (torch.randn(4),), {})
@@ -172,7 +172,7 @@ CACHE = None
 
 
 def test_traced_values_stored_outside_the_result_are_replayed_or_put_back_when_tracing_fails():
-    # Stores are an epilogue of the trace now (compiler/epilogue.py); a refused trace changes nothing.
+    # Stores are an epilogue of the trace now (compiler/frontend/epilogue.py); a refused trace changes nothing.
     def stores_global(x):
         global CACHE
         CACHE = x * 2
@@ -213,14 +213,14 @@ def test_mutating_an_argument_list_is_refused():
 
 
 @pytest.mark.parametrize("change, what", [
-    # (seeds and generator states are recorded by the interpreting front end, compiler/rng.py; natively
+    # (seeds and generator states are recorded by the interpreting front end, compiler/features/rng.py; natively
     # traced, a seed is a change the trace does not hold)
     (lambda: torch.default_generator.seed(), "random number generator"),
     (lambda: torch.set_grad_enabled(False), "grad mode"),
     (lambda: torch.set_default_dtype(torch.float64), "default dtype"),
 ])
 def test_native_global_state_changes_are_refused(change, what):
-    from compiler.frontend import native_frontend
+    from compiler.frontend.native import native_frontend
 
     def fn(x):
         change()
@@ -237,7 +237,7 @@ def test_native_global_state_changes_are_refused(change, what):
 
 def test_reseeding_an_argument_generator_natively_is_refused():
     # (the interpreting front end records it: tests/compiler/test_generators.py)
-    from compiler.frontend import native_frontend
+    from compiler.frontend.native import native_frontend
 
     def fn(x, g):
         g.manual_seed(1)

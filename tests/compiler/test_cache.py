@@ -196,7 +196,7 @@ def test_traces_whose_call_changes_what_they_check_do_not_pile_up():
         assert torch.equal(jm(x), eager_model(x)), step
         assert model.calls == eager_model.calls and torch.equal(model.last, eager_model.last), step
     jitted = compiler._jitted(jm)
-    assert len(jitted.entries) == compiler.cache.MAX_UNUSED_SELF_INVALIDATED and compiler.cache_misses(jm) == 50
+    assert len(jitted.entries) == compiler.runtime.cache.MAX_UNUSED_SELF_INVALIDATED and compiler.cache_misses(jm) == 50
 
     # state put back between calls: such an entry is used, and then kept like any other
     model.calls = 0

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import compiler
-from compiler.cache import input_device_types
+from compiler.runtime.cache import input_device_types
 from compiler.executors import (DEFAULT_EXECUTORS, default_executors, nvfuser_unavailable, python_executor,
                                 torch_executor)
 

@@ -1,4 +1,4 @@
-"""State a forward stores outside its result is replayed after the computation (compiler/epilogue.py):
+"""State a forward stores outside its result is replayed after the computation (compiler/frontend/epilogue.py):
 after every call the module, globals and closures hold what eager leaves there."""
 import pytest
 import torch

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import compiler
-from compiler import events as ev
+from compiler.core import events as ev
 
 
 def reshape_then_add(x):

@@ -141,7 +141,7 @@ def test_writes_become_write_backs_at_the_end():
     assert row._base is x and torch.equal(row, erow), "a returned view of an input stays a view of it"
     trace = _functional(jfn)
     functional = trace.python_source(with_comments=False)
-    inplace = [b.symbol.name for b in trace.bsyms if b.symbol.tags & compiler.symbols.Tag.INPLACE]
+    inplace = [b.symbol.name for b in trace.bsyms if b.symbol.tags & compiler.core.symbols.Tag.INPLACE]
     assert inplace == ["prims.copy_to_out_"], f"one write-back and no other in-place op:\n{functional}"
     assert "prims.scatter_view" in functional, "the write through x[0] scatters into x's new value"
 
@@ -211,7 +211,7 @@ def test_fusion_regions_print_their_prims_and_respect_barriers():
     text = str(execution)
     assert "torch_compile_aot_eager_fusion_0(" in text and "    # t" in text, "regions print their prims nested"
     for r in regions:
-        assert all(s.symbol.tags & compiler.symbols.Tag.PRIM for s in r.subsymbols)
+        assert all(s.symbol.tags & compiler.core.symbols.Tag.PRIM for s in r.subsymbols)
         assert not any(s.symbol.name == "prims.uniform_like" for s in r.subsymbols)
     assert any(s.symbol.name == "prims.matmul" for s in regions[0].subsymbols)
     compile(text, "<execution>", "exec")

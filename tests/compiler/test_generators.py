@@ -1,11 +1,11 @@
-"""torch.Generator objects inside a jitted function (compiler/rng.py): passed in, created inside and
+"""torch.Generator objects inside a jitted function (compiler/features/rng.py): passed in, created inside and
 seeded there, get_state/set_state and seed() on them. Each program runs call by call beside eager with
 generators in the same state: the results and every generator's state after each call equal eager's."""
 import pytest
 import torch
 
 import compiler
-from compiler.tree import tree_leaves
+from compiler.core.tree import tree_leaves
 
 EXECUTORS = [None, ("inductor", "torch")]
 

@@ -1,5 +1,5 @@
 """The first jit call in a fresh process runs torch's Python meta kernels without importing torch._dynamo
-(compiler/lazy_dynamo.py), gives eager's results, and hands torch its own behaviour back once
+(compiler/meta/lazy_dynamo.py), gives eager's results, and hands torch its own behaviour back once
 torch._dynamo is imported. It needs a process that has not imported torch._dynamo: a subprocess."""
 import os
 import subprocess
@@ -9,7 +9,7 @@ _CODE = r"""
 import sys
 import torch
 import compiler
-from compiler import lazy_dynamo
+from compiler.meta import lazy_dynamo
 
 def f(x, y, n):
     a = torch.sin(x + y) * 2 - n            # int tensor n: type promotion in the Python meta kernels
@@ -48,7 +48,7 @@ def test_first_call_skips_torch_dynamo_and_restores_torch_on_its_import():
 def test_finds_the_wrapped_meta_kernels_of_elementwise_ops():
     import torch
 
-    from compiler import lazy_dynamo
+    from compiler.meta import lazy_dynamo
 
     found = {id(k) for k in lazy_dynamo._disable_dynamo_kernels()}
     inner = torch._compile._disable_dynamo(lambda: None).__code__

@@ -1,5 +1,5 @@
 """The first jit calls in a fresh process run torch's Python meta kernels without executing sympy or
-torch.fx.experimental.symbolic_shapes (compiler/lazy_sympy.py), give eager's results, and the deferred
+torch.fx.experimental.symbolic_shapes (compiler/meta/lazy_sympy.py), give eager's results, and the deferred
 modules run in place, as the same module objects, the moment anything else needs them."""
 import os
 import subprocess
@@ -13,7 +13,7 @@ _FIRST_CALLS = r"""
 import sys, types
 import torch
 import compiler
-from compiler import lazy_sympy
+from compiler.meta import lazy_sympy
 sys.path.insert(0, "tests/compiler")
 from test_gpt_model import make_model, tokens
 
@@ -105,7 +105,7 @@ def test_helpers_answer_as_symbolic_shapes_does():
     from torch.fx.experimental import symbolic_shapes as real
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    from compiler import lazy_sympy
+    from compiler.meta import lazy_sympy
 
     class Int(int):  # an int subclass (as compiler.symbolic's SymInt is): the helpers hand it to the real ones
         pass
@@ -132,7 +132,7 @@ def test_helpers_answer_as_symbolic_shapes_does():
 
 
 def test_sympy_basic_stand_in_has_no_instances_until_sympy_runs():
-    from compiler import lazy_sympy
+    from compiler.meta import lazy_sympy
 
     # In this process sympy may already have run (then it is the real check); the stand-in's rule either way:
     module = sys.modules.get("sympy")
@@ -144,7 +144,7 @@ def test_sympy_basic_stand_in_has_no_instances_until_sympy_runs():
 
 @pytest.mark.parametrize("name", ["guard_or_false", "is_nested_int"])
 def test_only_torch_function_local_imports_get_the_helpers(name):
-    from compiler import lazy_sympy
+    from compiler.meta import lazy_sympy
 
     here = sys._getframe(0)
     assert lazy_sympy._shapes_quick(name, here) is None  # a test's (not torch's) frame: the real module

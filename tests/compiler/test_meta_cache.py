@@ -1,4 +1,4 @@
-"""compiler/meta_cache.py: a meta result rebuilt from an equal earlier call has exactly the metadata the meta
+"""compiler/meta/cache.py: a meta result rebuilt from an equal earlier call has exactly the metadata the meta
 kernel gives; views, in-place ops, calls that warn or raise are never rebuilt; and whole traces are the same
 with and without the cache."""
 import sys
@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import compiler
-from compiler import meta_cache
+from compiler.meta import cache as meta_cache
 
 sys.path.insert(0, "tests/compiler")
 from test_gpt_model import make_model, tokens  # noqa: E402

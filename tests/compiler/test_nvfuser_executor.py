@@ -95,7 +95,7 @@ def test_views_cat_full_and_where():
 
 def test_slice_squeeze_amin_clone_prims():
     # no torch-level decomposition emits these prims yet (narrow/squeeze/amin stay torch ops): trace them directly
-    from compiler import prims
+    from compiler.torchlang import prims
 
     def f(x, y):
         a = prims.mul(prims.slice_in_dim(x, 0, 1, 3), 2)
@@ -173,7 +173,7 @@ def test_every_differential_sample_region_builds_and_prints():
 
 
 def test_reductions_of_0_dim_tensors_and_over_every_dim():
-    from compiler import prims
+    from compiler.torchlang import prims
 
     def f(x, y):
         return prims.amax(x, 0) + prims.sum(x, None) * prims.amin(x, -1), prims.sum(y, ()), prims.amax(y, (), True)
@@ -186,7 +186,7 @@ def test_reductions_of_0_dim_tensors_and_over_every_dim():
 
 
 def test_prod_over_one_dim_and_every_dim_keeps_torch_dtypes():
-    from compiler import prims
+    from compiler.torchlang import prims
 
     def f(x, k):
         return prims.prod(x, 1) * 2, prims.prod(k), prims.prod(x, -1, True)

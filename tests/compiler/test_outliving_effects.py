@@ -1,7 +1,7 @@
 """Python effects on objects that outlive the call, reached through attributes the prologue does not guard
 (a hook object's own list, a global object's attribute, a dict held by a module's helper object): a cached
 trace would skip them, so such a trace is single-use and every call runs them as eager does
-(compiler/interpreted_frontend.py). Containers and objects made inside the call stay cacheable.
+(compiler/frontend/interpreted.py). Containers and objects made inside the call stay cacheable.
 
 Each test runs the same program eagerly and under compiler.jit on fresh copies and compares, after every
 call, the outputs and the Python state."""
@@ -73,8 +73,8 @@ def test_a_bound_method_forward_hook_appends_on_every_call(hook):
 
 def test_the_native_front_end_says_that_it_cannot_repeat_such_effects():
     # it runs the function natively: it cannot see a hook object's append, so a cached call skips it
-    from compiler.cache import NativeFrontendWarning
-    from compiler.frontend import native_frontend
+    from compiler.runtime.cache import NativeFrontendWarning
+    from compiler.frontend.native import native_frontend
 
     rec, lin = Recorder(), _linear()
     lin.register_forward_hook(rec.forward_hook)

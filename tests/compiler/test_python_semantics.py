@@ -41,7 +41,7 @@ def test_isinstance_parameter_answers_like_eager():
 
 
 def test_type_of_a_traced_tensor_answers_as_in_eager_and_the_native_front_end_refuses_it():
-    from compiler.frontend import native_frontend
+    from compiler.frontend.native import native_frontend
 
     def fn(x):
         return x.sum() if type(x) is torch.Tensor else x

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 import compiler
-from compiler.symbols import Tag
-from compiler.torchlang import TORCH_SYMBOLS, derived_symbol
+from compiler.core.symbols import Tag
+from compiler.torchlang.table import TORCH_SYMBOLS, derived_symbol
 from compiler.torchlang.schemas import aten_name, tags_for
 
 # Where the schema under-states aliasing (reviewed): the hand-written tag is the truer one.

@@ -1,4 +1,4 @@
-"""Data-dependent reads split the trace (compiler/segments.py): results, effects and gradients equal eager,
+"""Data-dependent reads split the trace (compiler/frontend/segments.py): results, effects and gradients equal eager,
 continuations are cached per outcome, and TL302 is reported at each read."""
 import warnings
 
@@ -7,7 +7,7 @@ import torch
 
 import analyzer
 import compiler
-from compiler import segments
+from compiler.frontend import segments
 
 
 def branchy(x):

@@ -1,5 +1,5 @@
 """Symbolic values with a fusing executor: ONE trace serves many sizes and numbers, and fusion regions take
-the numbers as inputs, so one region compile serves them too (compiler/cache.py _FusedPerCall,
+the numbers as inputs, so one region compile serves them too (compiler/runtime/cache.py _FusedPerCall,
 executors/inductor.py _numbers_as_inputs).
 
 Breadth uses the aot_eager backend (the same graph capture, no C++ code generation); one case runs real

@@ -1,4 +1,4 @@
-"""Shape rules under cache="symbolic values" (compiler/shape_rules.py): ONE trace serves many input shapes.
+"""Shape rules under cache="symbolic values" (compiler/symbolic/shape_rules.py): ONE trace serves many input shapes.
 
 Each case reads the sizes of the op's output (a reshape by them and a number made from them), which without
 a rule would specialize every symbolic input, so every new shape would trace again. Each case is called at
@@ -266,9 +266,9 @@ def test_bert_attention_with_an_expanded_mask_at_several_lengths_is_one_trace():
 
 @pytest.mark.parametrize("name", NEWER)
 def test_without_the_rule_every_shape_traces_again(name, monkeypatch):
-    """The cases can fail: with the rules of compiler/shape_rules.py off, every new shape is a new trace."""
-    import compiler.shape_rules as rules
-    from compiler.symbolic import _Unknown
+    """The cases can fail: with the rules of compiler/symbolic/shape_rules.py off, every new shape is a new trace."""
+    import compiler.symbolic.shape_rules as rules
+    from compiler.symbolic.sizes import _Unknown
 
     def off(*args):
         raise _Unknown

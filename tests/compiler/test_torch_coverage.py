@@ -231,7 +231,7 @@ class Square(torch.autograd.Function):
 
 @pytest.mark.parametrize("requires_grad", [False, True])
 def test_custom_autograd_function_runs_with_its_backward(requires_grad):
-    # was refused; now one op whose backward is the user's (compiler/autograd_function.py)
+    # was refused; now one op whose backward is the user's (compiler/features/autograd_function.py)
     x = torch.randn(3, requires_grad=requires_grad)
     got, want = compiler.jit(lambda x: Square.apply(x))(x), Square.apply(x)
     assert torch.equal(got, want) and got.requires_grad == want.requires_grad == requires_grad

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 import compiler
 from compiler.executors import TorchExecutor, python_executor
-from compiler.trace import BASE_CTX
+from compiler.core.trace import BASE_CTX
 
 THIS_FILE = os.path.basename(__file__)
 

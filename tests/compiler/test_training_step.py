@@ -1,4 +1,4 @@
-"""A training step inside a jitted function (compiler/training_step.py): backward, optimizer steps,
+"""A training step inside a jitted function (compiler/features/training_step.py): backward, optimizer steps,
 zero_grad, scheduler steps and writes to a global parameter's `.grad` are refused on entry with what to do
 instead, leaving parameters, gradients and optimizer state untouched (before: the cached trace skipped the
 optimizer's Python state and parameters drifted from eager from the second step on). The supported

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 import compiler
 from analyzer.diagnostics import Severity
 from analyzer.dynamic import SharpEdgeError, SharpEdgeWarning, check, jit
-from compiler import events as ev
+from compiler.core import events as ev
 from compiler.passes.functionalize import functionalize
 from rules._compilers import BEHAVIOUR
 from source_markers import marker_line

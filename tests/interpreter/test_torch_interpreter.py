@@ -214,7 +214,7 @@ def test_runs_under_the_compilers_tracing_as_its_front_end():
     compiler = pytest.importorskip("compiler")
     if not hasattr(compiler, "jit"):
         pytest.skip("compiler.jit not available")
-    from compiler.frontend import native_frontend
+    from compiler.frontend.native import native_frontend
 
     compiler_dir = os.path.dirname(os.path.abspath(compiler.__file__)) + os.sep
     interpreter_dir = os.path.join(compiler_dir, "interpreter") + os.sep

@@ -1,0 +1,78 @@
+"""Minimal, fast pytree helpers for the containers traces use: tuple (incl. namedtuples and torch.return_types),
+list, dict, and dataclass instances whose fields are all init fields (a Hugging Face-style model output).
+Everything else - torch.Size included, unless it holds symbolic sizes - is a leaf. (torch.utils._pytree is
+general but costs several times more per call, and the front end maps over every op's arguments.)"""
+from __future__ import annotations
+
+import torch
+
+from .proxies import Symbolic
+
+
+def tree_leaves(x, out=None) -> list:
+    if out is None:
+        out = []
+    t = type(x)
+    if t is tuple or t is list:
+        for i in x:
+            tree_leaves(i, out)
+    elif t is dict:
+        for i in x.values():
+            tree_leaves(i, out)
+    elif isinstance(x, tuple) and not _is_size(x):
+        for i in x:
+            tree_leaves(i, out)
+    elif is_dataclass_instance(x):
+        for name in t.__dataclass_fields__:
+            tree_leaves(getattr(x, name), out)
+        if isinstance(x, dict):  # a ModelOutput-like mapping: items set that are not a field's value
+            fields = [getattr(x, name) for name in t.__dataclass_fields__]
+            for v in dict.values(x):
+                if not any(v is a for a in fields):
+                    tree_leaves(v, out)
+    else:
+        out.append(x)
+    return out
+
+
+def tree_map(f, x):
+    t = type(x)
+    if t is tuple:
+        return tuple([tree_map(f, i) for i in x])
+    if t is list:
+        return [tree_map(f, i) for i in x]
+    if t is dict:
+        return {k: tree_map(f, v) for k, v in x.items()}
+    if isinstance(x, tuple) and not _is_size(x):
+        items = [tree_map(f, i) for i in x]
+        return t(*items) if hasattr(x, "_fields") else t(items)  # namedtuple / structseq
+    if is_dataclass_instance(x):
+        new = t(**{name: tree_map(f, getattr(x, name)) for name in t.__dataclass_fields__})
+        if isinstance(x, dict):
+            with_items(new, [(k, tree_map(f, v)) for k, v in dict.items(x)])
+        return new
+    return f(x)
+
+
+def with_items(mapping, items):
+    """A ModelOutput-like dataclass that is also a dict, rebuilt from its fields: its items are made x's (keys
+    in x's order; an attribute set after __init__ is not a key). The native base's methods (dict,
+    OrderedDict) skip the class's overrides (a ModelOutput refuses some)."""
+    base = next(c for c in type(mapping).__mro__ if issubclass(c, dict) and not c.__flags__ & (1 << 9))
+    base.clear(mapping)
+    for k, v in items:
+        base.__setitem__(mapping, k, v)
+    return mapping
+
+
+def is_dataclass_instance(x) -> bool:
+    fields = getattr(type(x), "__dataclass_fields__", None)
+    return fields is not None and not isinstance(x, type) and all(fd.init for fd in fields.values())
+
+
+def _is_size(x) -> bool:
+    """A torch.Size is a leaf unless it holds symbolic sizes (cache="symbolic values": `x.shape[1:]` passed to
+    view): then it is a container, so its sizes are seen as inputs of the op and printed by name."""
+    if not isinstance(x, torch.Size):
+        return False
+    return not any(isinstance(i, Symbolic) for i in x)

@@ -1,0 +1,166 @@
+"""The interpreting front end, compiler.jit's default: the user's function runs under the bytecode
+interpreter (compiler.interpreter) over proxies, inside the native front end's tracing context.
+
+What the interpreter sees decides how the trace may be cached:
+- every global and closure cell that user code reads is guarded by the prologue (beyond the names found
+  statically), so rebinding it re-traces, also inside methods reached only through attributes;
+- Python effects a cached trace cannot repeat make the trace single-use: the next call traces again, so
+  the effect happens once per call as in eager. They are writes or deletes of globals and of cells that
+  live outside the call, in-place changes of lists/dicts/sets and attribute writes of objects not made
+  during the call (a hook object's `self.log.append(...)`, `cfg.count += 1` on a global object; the
+  module-held containers the epilogue stores and module/tensor attributes are handled there), side-effect
+  calls (print, random, time, ...), and calls that read state from outside the program (os.environ,
+  ContextVar.get, time, random, ...). `FrontendResult.rerun` says why;
+- if tracing fails, the globals and cells it wrote are put back, so a refused call changes nothing there.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import types
+
+import torch
+
+from ..features import autograd_function
+from . import recursion
+from ..symbolic import values as symbolic
+from ..core.context import current_state
+from ..symbolic.builtin_answers import traced_type
+from ..core.context import mark_container_write, mark_write
+from .native import FrontendResult, holds_proxy, native_frontend
+from .hidden_inputs import HiddenValue, expand, library_file, write_slot
+from ..interpreter import Interpreter, events as ev, provenance
+from ..interpreter.classify import reads_outside_state
+from ..interpreter.opcodes_data import ABSENT
+from ..core.proxies import Proxy
+from ..core.source import interpreting
+from .lookasides import interpreter_lookasides as torch_lookasides
+
+_COMPILER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # compiler/
+
+
+@functools.lru_cache(maxsize=1)
+def trusted_paths() -> tuple[str, ...]:
+    """compiler/'s own folders and files whose Python runs natively under the interpreter (proxies, the
+    tracer): everything in compiler/ but the interpreter itself."""
+    return tuple(os.path.join(_COMPILER_DIR, name) for name in sorted(os.listdir(_COMPILER_DIR))
+                 if name != "interpreter")
+
+
+def _varies_between_calls(callee, value) -> bool:
+    """An opaque native call whose result may differ from call to call with the same arguments (a torch
+    op's result is a proxy recorded into the trace, never such a value)."""
+    return not holds_proxy(value) and reads_outside_state(callee)
+
+
+class CallEffects:
+    """Interpreter observer: the hidden values user code read, the writes it made outside the call, and
+    the reasons a trace of it cannot be reused."""
+
+    def __init__(self):
+        self.reads: list[HiddenValue] = []  # expanded when first read: guards check the values read
+        self._read_slots: set = set()
+        self.writes: list[tuple] = []  # (holder, key, previous value), in order
+        self.rerun: list[str] = []
+
+    def __call__(self, event) -> None:
+        kind, d, where = event.kind, event.details, event.location
+        if kind == ev.GLOBAL_READ or (kind == ev.CLOSURE_READ and not d.get("internal")):
+            holder = d["holder"]
+            if (id(holder), event.name) in self._read_slots or where is None or library_file(where.filename):
+                return
+            self._read_slots.add((id(holder), event.name))
+            if isinstance(event.value, types.ModuleType):
+                return  # the module binding; its attributes are guarded where read statically
+            label = f"{where.function}.__globals__[{event.name!r}]" if kind == ev.GLOBAL_READ else \
+                f"{where.function} closure cell {event.name!r}"
+            self.reads += expand(HiddenValue("global" if kind == ev.GLOBAL_READ else "cell", holder, event.name,
+                                             event.value, label))
+            return
+        if kind in (ev.GLOBAL_WRITE, ev.GLOBAL_DELETE, ev.NONLOCAL_WRITE, ev.NONLOCAL_DELETE):
+            if d.get("internal"):
+                return  # a cell created inside this call: part of the computation
+            self.writes.append((d["holder"], event.name, d["previous"]))
+            # (where the epilogue's stores go, if it stores a traced value)
+            mark_write(d["holder"], event.name, *((event.value,) if kind.endswith("write") else ()))
+            verb = "writes" if kind.endswith("write") else "deletes"
+            what = "the global" if kind.startswith("global") else "the variable"
+            self.rerun.append(f"{where}: {verb} {what} {event.name!r}, which outlives the call")
+        elif kind == ev.CONTAINER_WRITE:
+            if d.get("watched"):
+                mark_container_write(event.value)  # (a module-held list/dict: where its contents store goes)
+            else:  # (containers made during the call are not reported)
+                self.rerun.append(f"{where}: changes a {type(event.value).__name__} that outlives the call "
+                                  f"({event.name})")
+        elif kind == ev.ATTRIBUTE_WRITE:
+            if not isinstance(event.value, (torch.nn.Module, torch.Tensor, Proxy)):  # (epilogue, training_step)
+                self.rerun.append(f"{where}: sets attribute {event.name!r} of a {type(event.value).__name__} "
+                                  f"object that outlives the call")
+        elif kind == ev.SIDE_EFFECT_CALL:
+            self.rerun.append(f"{where}: calls {event.name}, a side effect")
+        elif kind == ev.OPAQUE_CALL and _varies_between_calls(d.get("callee"), event.value):
+            self.rerun.append(f"{where}: calls {event.name}, whose result can change between calls")
+
+    def undo_writes(self) -> None:
+        """Put back every global and cell written, newest first."""
+        for holder, key, previous in reversed(self.writes):
+            write_slot(holder, key, previous, ABSENT)
+        self.writes.clear()
+
+
+_LOOKASIDES = {type: traced_type, **torch_lookasides(), autograd_function.APPLY: autograd_function.apply}
+
+
+@functools.lru_cache(maxsize=1)
+def _symbolic_lookasides() -> dict:
+    return {**_LOOKASIDES, **symbolic.lookasides()}  # int(), float(), bool(), math.* record scalar ops
+
+
+class InterpretedCall:
+    """The user's function as the native front end calls it: calling it interprets it."""
+
+    def __init__(self, fn, observers=(), on_interpreter=None):
+        self.fn = fn
+        self.observers = tuple(observers)
+        self.on_interpreter = on_interpreter
+
+    def __call__(self, *args, **kwargs):
+        check_stack = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
+        state = current_state()
+        symbolic_values = state is not None and state.symbolic
+        interp = Interpreter(self.observers, _symbolic_lookasides() if symbolic_values else _LOOKASIDES,
+                             check_stack=check_stack, native_paths=trusted_paths())
+        if symbolic_values:
+            interp.native_args = symbolic.native_args
+        if state is not None:
+            interp.watched_containers = state.tracked_containers  # module-held: their changes mark the epilogue
+        interp.fresh = {}  # (changes to objects made during the call are not effects outside it)
+        if self.on_interpreter is not None:
+            self.on_interpreter(interp)
+        provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]
+        kwprovs = {k: provenance.Argument(f"kwargs[{k!r}]") for k in kwargs}
+        try:
+            with interpreting(interp), recursion.eager_depth(interp, recursion.user_depth()):
+                value, _ = interp.call(None, self.fn, tuple(args), dict(kwargs), provs, kwprovs)
+        finally:
+            if self.on_interpreter is not None:
+                self.on_interpreter(None)
+        return value
+
+
+def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observers=(), on_interpreter=None,
+                         **options) -> FrontendResult:
+    """The signature of native_frontend, plus: ``interpreter_observers`` get the interpreter's events
+    (compiler.interpreter.events), ``on_interpreter(interp)`` is told the interpreter while it runs
+    (and None after)."""
+    effects = CallEffects()
+    call = InterpretedCall(fn, (effects, *interpreter_observers), on_interpreter)
+    try:
+        result = native_frontend(fn, args, kwargs, observers=observers, call=call,
+                                 hidden_reads=lambda: effects.reads, **options)
+    except BaseException as e:
+        if not getattr(e, "thunder_effects_kept", False):  # a refusal: put back what tracing wrote
+            effects.undo_writes()
+        raise
+    result.rerun = effects.rerun + result.rerun
+    return result

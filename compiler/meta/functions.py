@@ -1,0 +1,306 @@
+"""Meta functions: output metadata of a torch op, computed by running the real op on meta tensors.
+
+Meta tensors carry shape, dtype, strides, requires_grad and view relationships but no data, so running
+the op on them reproduces eager PyTorch's type promotion, broadcasting, shape errors, autograd leaf rules
+and - the fact TL101 is about - whether `reshape`/`flatten`/`contiguous`/`to` returned a view, a copy or
+the input itself. Devices are tracked beside the meta tensor (it cannot be both "meta" and "cuda").
+"""
+from __future__ import annotations
+
+import torch
+from ..core import tree as pytree
+from ..core.context import current_state
+from ..core.source import user_location
+from . import cache as meta_cache
+from . import lazy_dynamo, lazy_sympy
+from .fake import run_on_fake
+
+from ..core.errors import DataDependentError, DeviceMismatchError, UnsupportedOpError
+from ..core.proxies import OpaqueProxy, TensorProxy
+
+# Ops where eager PyTorch lets tensors on different devices meet (the result lives on the first's).
+CROSS_DEVICE_OK = {"Tensor.copy_", "Tensor.__setitem__", "Tensor.__getitem__", "Tensor.index_put_",
+                   "torch.index_put", "Tensor.index_put"}
+
+
+def meta_like(t: torch.Tensor) -> torch.Tensor:
+    """A meta tensor with `t`'s layout and autograd role (leaf or not) - never itself a view."""
+    m = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="meta")
+    if t.requires_grad:
+        m.requires_grad_(True)
+        if not t.is_leaf:
+            m = m.clone(memory_format=torch.preserve_format)  # non-leaf: in-place ops allowed, like eager
+    return m
+
+
+def default_device() -> torch.device:
+    # Read when tracing starts: under DisableTorchFunction torch.get_default_device() answers "cpu".
+    state = current_state()
+    return state.default_device if state is not None else torch.get_default_device()
+
+
+def normalize_device(dev) -> torch.device:
+    """"cuda" and "cuda:N" name one device when N is the current one: give every device its index, as eager
+    tensors report it (x.to("cuda").device == cuda:0)."""
+    dev = torch.device(dev) if not isinstance(dev, int) else torch.device("cuda", dev)
+    if dev.type == "cuda" and dev.index is None:
+        index = torch.cuda.current_device() if torch.cuda.is_available() else 0
+        return torch.device("cuda", index)
+    return dev
+
+
+def infer_device(symbol, args, kwargs) -> torch.device:
+    dev = kwargs.get("device")
+    if dev is not None:
+        return normalize_device(dev)
+    tensors = [p for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)]
+    if not tensors:
+        return default_device()
+    first = tensors[0].device
+    if symbol.name in CROSS_DEVICE_OK:
+        return first
+    others = {p.device for p in tensors if p.device != first and not (p.device.type == "cpu" and p.ndim == 0)}
+    if others and not (first.type == "cpu" and tensors[0].ndim == 0 and len(others) == 1):
+        loc = user_location(4)
+        where = f" at {loc.describe()}" if loc else ""
+        devs = ", ".join(f"{p.name} on {p.device}" for p in tensors)
+        raise DeviceMismatchError(f"{symbol.name}{where}: expected all tensors on one device, got {devs}")
+    if first.type == "cpu" and tensors[0].ndim == 0 and others:
+        return next(iter(others))
+    return first
+
+
+# The size that stands for a value-dependent dimension (x[mask]) in meta tensors. Unusual on purpose, so
+# a trace that wrongly depended on it would show; Python never sees it (TensorProxy.shape raises).
+DYNAMIC_SIZE = 1031
+
+
+def new_proxy(m: torch.Tensor, device: torch.device, dynamic: bool = False) -> TensorProxy:
+    return TensorProxy(current_state().trace.new_name("t"), m, device, dynamic=dynamic)
+
+
+def run_on_meta(fn, args, kwargs, device):
+    """Run `fn` with proxies replaced by their meta tensors; wrap meta results back into proxies."""
+    if not lazy_dynamo.installed:
+        lazy_dynamo.install()  # torch's Python meta kernels without a 1 s import of torch._dynamo
+        lazy_sympy.install()  # ... and without their imports of sympy and symbolic_shapes
+    if torch._C._is_any_autocast_enabled():  # meta tensors ignore autocast: fake tensors follow its rules
+        return run_on_fake(fn, args, kwargs, device, new_proxy)
+    by_id = {}
+
+    dynamic = False
+
+    def to_meta(x):
+        nonlocal dynamic
+        if isinstance(x, TensorProxy):
+            by_id[id(x.meta)] = x
+            dynamic = dynamic or x.dynamic
+            return x.meta
+        if isinstance(x, (torch.Generator, OpaqueProxy)):
+            return None  # meta ops draw no random numbers
+        return x
+
+    margs, mkwargs = pytree.tree_map(to_meta, (args, kwargs))
+    if "device" in mkwargs and mkwargs["device"] is not None:
+        mkwargs["device"] = "meta"
+    elif _takes_device(fn) and not any(isinstance(a, TensorProxy) for a in pytree.tree_leaves(args)):
+        mkwargs["device"] = "meta"  # creation op on the default device
+    if "generator" in mkwargs:
+        mkwargs.pop("generator")
+    mkwargs.pop("pin_memory", None)
+    try:
+        with torch._C.DisableTorchFunction():
+            mout = meta_cache.call(fn, margs, mkwargs)
+    except NotImplementedError as e:
+        if "data-independent" in str(e) or "data-dependent" in str(e) or "nonzero" in str(e):
+            raise DataDependentError(f"output shape depends on tensor values ({str(e).splitlines()[0][:120]})") from e
+        if "Meta" in str(e):  # torch has no meta kernel for it: its output metadata cannot be known here
+            raise UnsupportedOpError(f"{getattr(fn, '__name__', fn)} has no meta implementation in torch "
+                                     f"{torch.__version__}, so the compiler cannot trace it") from e
+        raise
+    except RuntimeError as e:
+        # The meta kernel read a tensor's value (narrow with a tensor start, repeat_interleave with tensor
+        # repeats, tensor_split with tensor indices): the result's metadata depends on data.
+        if any(m in str(e) for m in ("cannot be called on meta tensors", "Cannot access data pointer",
+                                     "meta tensor without output_size", "but it's on meta")):
+            raise DataDependentError(f"{getattr(fn, '__name__', fn)} needs the values of a tensor argument at trace "
+                                     "time (its result's shape depends on them); pass Python numbers instead") from e
+        if "setStorage:" in str(e) and "out of bounds for storage" in str(e):
+            # Traced inputs' meta tensors own only the memory their view spans, not the whole storage
+            raise UnsupportedOpError(f"{getattr(fn, '__name__', fn)} reaches memory outside the input's view "
+                                     "(as_strided over a larger storage), which the compiler's metadata does "
+                                     "not cover") from e
+        raise
+
+    def wrap(m):
+        if m is not None and not isinstance(m, (torch.Tensor, torch.Size)) and not isinstance(m, (tuple, list)):
+            # A Python value computed on meta tensors (x.type() -> "torch.meta.FloatTensor") would be wrong.
+            raise UnsupportedOpError(f"{getattr(fn, '__name__', fn)} returns a Python value at trace time, which "
+                                     "the compiler cannot compute from metadata")
+        if isinstance(m, torch.Tensor):
+            p = by_id.get(id(m))  # an in-place op returns its input: the same proxy
+            # Anything computed from a value-dependent size may carry it, except 0-d results (x[mask].sum()).
+            return p if p is not None else new_proxy(m, device, dynamic and m.ndim > 0)
+        return m
+
+    return pytree.tree_map(wrap, mout)
+
+
+# Creation functions that take `device=` (and so must be told "meta" when called without one).
+CREATION_FUNCTIONS = set()
+
+
+def _takes_device(fn) -> bool:
+    return fn in CREATION_FUNCTIONS
+
+
+def generic_meta(symbol, args, kwargs):
+    return run_on_meta(symbol.fn, args, kwargs, infer_device(symbol, args, kwargs))
+
+
+def _parse_to(args, kwargs, self_proxy):
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, TensorProxy):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, torch.dtype):
+            dtype = a
+        elif isinstance(a, (torch.device, str, int)) and not isinstance(a, bool):
+            device = a
+    return (torch.device(device) if device is not None else self_proxy.device), dtype
+
+
+def to_meta(symbol, args, kwargs):
+    """Tensor.to / cuda / cpu: the device changes beside the meta tensor; a device change always copies."""
+    self = args[0]
+    name = symbol.name
+    if name == "Tensor.cuda":
+        dev = args[1] if len(args) > 1 else kwargs.get("device")
+        device, dtype = normalize_device("cuda" if dev is None else dev), None
+    elif name == "Tensor.cpu":
+        device, dtype = torch.device("cpu"), None
+    else:
+        device, dtype = _parse_to(args[1:], kwargs, self)
+    device = normalize_device(device)
+    copy = bool(kwargs.get("copy", False)) or device != self.device
+    mf = kwargs.get("memory_format", torch.preserve_format)
+    with torch._C.DisableTorchFunction():
+        m = self.meta.to(dtype=dtype or self.dtype, copy=copy, memory_format=mf)
+    return self if m is self.meta else new_proxy(m, device)
+
+
+def _is_int_scalar_index(x) -> bool:
+    return isinstance(x, TensorProxy) and x.ndim == 0 and not x.dtype.is_floating_point and \
+        not x.dtype.is_complex and x.dtype is not torch.bool
+
+
+def _is_bool_mask(x) -> bool:
+    return isinstance(x, TensorProxy) and x.dtype is torch.bool and x.ndim > 0
+
+
+def _dynamic_result(shape, dtype, device) -> TensorProxy:
+    with torch._C.DisableTorchFunction():
+        m = torch.empty(shape, dtype=dtype, device="meta")
+    return new_proxy(m, device, dynamic=True)
+
+
+def masked_select_meta(symbol, args, kwargs):
+    """x[mask] and masked_select: how many elements is decided by the values, the rest is known."""
+    self, mask = args[0], args[1]
+    device = infer_device(symbol, args, kwargs)
+    if symbol.name.endswith("__getitem__"):
+        k = mask.ndim
+        if k > self.ndim:
+            raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+        if not self.dynamic and not mask.dynamic and tuple(mask.meta.shape) != tuple(self.meta.shape[:k]):
+            raise IndexError(f"The shape of the mask {tuple(mask.meta.shape)} does not match the shape of the "
+                             f"indexed tensor {tuple(self.meta.shape)}")
+        return _dynamic_result((DYNAMIC_SIZE, *self.meta.shape[k:]), self.dtype, device)
+    torch.broadcast_shapes(self.meta.shape, mask.meta.shape)  # eager's shape error, if any
+    return _dynamic_result((DYNAMIC_SIZE,), self.dtype, device)
+
+
+def nonzero_meta(symbol, args, kwargs):
+    self = args[0]
+    device = infer_device(symbol, args, kwargs)
+    if kwargs.get("as_tuple"):
+        return tuple(_dynamic_result((DYNAMIC_SIZE,), torch.int64, device) for _ in range(max(self.ndim, 1)))
+    return _dynamic_result((DYNAMIC_SIZE, self.ndim), torch.int64, device)
+
+
+def indexing_meta(symbol, args, kwargs):
+    """x[i] / x[i] = v. A 0-d integer tensor index acts as a plain int in eager (x[torch.tensor(1)] is x[1]),
+    which the meta tensor cannot read: any in-range int gives the same metadata, so use 0 - unless other
+    tensor indices make it advanced indexing, where it stays a tensor."""
+    self, index, *rest = args
+    if symbol.name == "Tensor.__getitem__" and _is_bool_mask(index):
+        return masked_select_meta(symbol, args, kwargs)
+    parts = index if type(index) is tuple else (index,)
+    tensors = [p for p in parts if isinstance(p, TensorProxy)]
+    if tensors and all(_is_int_scalar_index(p) for p in tensors):
+        sub = tuple(0 if _is_int_scalar_index(p) else p for p in parts)
+        index_for_meta = sub if type(index) is tuple else sub[0]
+        device = infer_device(symbol, args, kwargs)
+        out = run_on_meta(symbol.fn, (self, index_for_meta, *rest), kwargs, device)
+        return out
+    return generic_meta(symbol, args, kwargs)
+
+
+def tensor_from_data_meta(symbol, args, kwargs):
+    """torch.tensor / as_tensor of Python data holding traced 0-d tensors (torch.tensor([a, b])): eager copies
+    their values, so the result's metadata follows from the nesting and the elements' dtypes."""
+    data = args[0] if args else kwargs.get("data")
+    proxies = [p for p in pytree.tree_leaves(data) if isinstance(p, TensorProxy)]
+    if not proxies or isinstance(data, TensorProxy):
+        return generic_meta(symbol, args, kwargs)
+    if any(p.ndim != 0 for p in proxies):
+        raise ValueError("only one element tensors can be converted to Python scalars")
+
+    def shape_of(x):
+        if isinstance(x, (list, tuple)):
+            return (len(x), *(shape_of(x[0]) if x else ()))
+        return ()
+
+    leaves = pytree.tree_leaves(data)
+    dtype = kwargs.get("dtype")
+    if dtype is None:
+        kinds = [leaf.dtype if isinstance(leaf, TensorProxy) else type(leaf) for leaf in leaves]
+        if any(k is complex or (isinstance(k, torch.dtype) and k.is_complex) for k in kinds):
+            dtype = torch.complex64 if torch.get_default_dtype() is torch.float32 else torch.complex128
+        elif any(k is float or (isinstance(k, torch.dtype) and k.is_floating_point) for k in kinds):
+            dtype = torch.get_default_dtype()
+        elif all(k is bool or k is torch.bool for k in kinds):
+            dtype = torch.bool
+        else:
+            dtype = torch.int64
+    device = infer_device(symbol, (), {"device": kwargs.get("device")}) if kwargs.get("device") is not None \
+        else default_device()
+    with torch._C.DisableTorchFunction():
+        m = torch.empty(shape_of(data), dtype=dtype, device="meta")
+    return new_proxy(m, device)
+
+
+def unique_meta(symbol, args, kwargs):
+    """torch._unique2 / unique_dim / unique_consecutive (torch.unique and Tensor.unique call them): how many
+    distinct values there are depends on the data; the inverse indices have the input's shape."""
+    names = {"_unique2": ("self", "sorted", "return_inverse", "return_counts"),
+             "unique_dim": ("self", "dim", "sorted", "return_inverse", "return_counts"),
+             "unique_consecutive": ("self", "return_inverse", "return_counts", "dim")}[symbol.name.split(".")[-1]]
+    bound = {"sorted": True, "return_inverse": False, "return_counts": False, "dim": None}
+    bound.update(zip(names, args))
+    bound.update(kwargs)
+    self, dim = bound["self"], bound["dim"]
+    device = infer_device(symbol, args, kwargs)
+    if dim is None:
+        out_shape, inv_shape = (DYNAMIC_SIZE,), tuple(self.meta.shape)
+    else:
+        dim = dim % max(self.ndim, 1)
+        out_shape = tuple(DYNAMIC_SIZE if i == dim else n for i, n in enumerate(self.meta.shape))
+        inv_shape = (self.meta.shape[dim],)
+    output = _dynamic_result(out_shape, self.dtype, device)
+    with torch._C.DisableTorchFunction():
+        inverse = new_proxy(torch.empty(inv_shape if bound["return_inverse"] else (0,), dtype=torch.int64,
+                                         device="meta"), device)
+    counts = _dynamic_result((DYNAMIC_SIZE,), torch.int64, device) if bound["return_counts"] else \
+        new_proxy(torch.empty((0,), dtype=torch.int64, device="meta"), device)
+    return output, inverse, counts

@@ -1,0 +1,1 @@
+"""What runs a jitted call: the cache of guarded entries (cache.py: JittedFunction, JittedModule)."""

@@ -1,0 +1,266 @@
+"""Recording: while the front end runs the user's function over proxies, every torch call becomes a bound
+symbol of the trace. `TracingState` is what one run records (the trace, its inputs, captured tensors,
+events, the grad-mode and autocast state ops are traced in); recording a call (`TracingState.record`) runs the op's meta function,
+decomposes it into prims, keeps symbolic sizes, and emits the events the analysis reads (TL101, TL102).
+"""
+from __future__ import annotations
+
+import torch
+
+from ..core import events as ev
+from ..core import tree as pytree
+from ..core.context import current_state
+from ..core.errors import CompilerError, UnsupportedInputError
+from ..core.proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
+from ..core.source import user_location
+from ..core.symbols import BoundSymbol, Symbol, Tag
+from ..core.trace import Trace
+from ..features import autocast
+from ..features.rng import UnknownSeed, raise_seed_use
+from ..meta.functions import meta_like
+from ..symbolic.shapes import for_op, set_output_shapes
+from ..symbolic.values import SYM_TYPES, concrete
+from .decompositions import Skip
+
+# `with torch.no_grad():` inside the user's function is no torch call: the recorder notices the grad mode
+# change at the next op and records this symbol, so the computation runs each op in eager's grad mode.
+SET_GRAD_ENABLED = Symbol("torch._C._set_grad_enabled", torch._C._set_grad_enabled, Tag.EFFECT,
+                          meta=lambda sym, args, kwargs: None)
+
+
+class TracingState:
+    """What one run of the front end records: the trace, its inputs, captured tensors, events."""
+
+    def __init__(self, observers=(), decompose: bool = True):
+        self.trace = Trace("computation")
+        self.scopes: list[list] = [self.trace.bsyms]
+        self.observers = list(observers)
+        self.events: list[ev.Event] = []
+        self.captured: list[tuple[torch.Tensor, TensorProxy]] = []
+        self.inputs: list = []  # TensorProxy and OpaqueProxy parameters of the computation, in order
+        self.opaque: dict[int, OpaqueProxy] = {}  # id(real object) -> its proxy (generators, BackwardHooks)
+        self.created_generators: list = []  # stand-ins of generators made inside (compiler/features/rng.py)
+        self.called_modules: dict = {}  # id -> nn.Module whose __call__ the traced code ran (hooks guarded)
+        self.tracked_containers: set = set()  # ids of module-held lists/dicts (their in-place changes are marked)
+        self.write_marks: dict = {}  # (id(holder), key) -> [(trace position, value)] of its writes (epilogue stores)
+        self.decompose = decompose
+        self.may_view_origin: dict[str, BoundSymbol] = {}
+        self.current_location = None
+        self.grad_enabled = torch.is_grad_enabled()
+        self.default_device = torch.get_default_device()
+        self.initial_grad_enabled = self.grad_enabled
+        self.autocast = autocast.current()  # the autocast state ops are being traced in
+        self.initial_autocast = self.autocast
+        self.real_inputs: dict = {}  # proxy name -> the argument tensor, while tracing (segments run on them)
+        self.segmenter = None  # compiler.frontend.segments.Segmenter when reads of tensor values split the trace
+        self.builder = None  # the PrologueBuilder: inputs found while tracing (an input's .grad)
+        self.symbolic = False  # cache="symbolic values": numbers stay symbolic (compiler.symbolic)
+        self.constraints: list = []  # compiler.symbolic.values.Constraint: what the prologue checks of them
+        self.sizes_fixed = False  # symbolic sizes specialized (a size no shape rule follows was read)
+        self.read_syms: dict = {}  # name of a number read from a tensor, kept symbolic -> its read's index
+        self.read_sym_values: list = []  # those numbers (SymInt/SymFloat)
+        self.name_input = lambda origin: origin  # "args[0]" -> "x" (the front end knows the signature)
+
+    def record(self, symbol, args, kwargs):
+        """A Symbol called while this state traces (compiler.core.symbols.Symbol.__call__)."""
+        # The compiler's own torch calls (meta tensors, captures) must not re-enter the tracing mode. (As deep
+        # in frames as record_call: _record_call finds the user's line 4 frames up.)
+        with torch._C.DisableTorchFunction():
+            return _record_call(symbol, args, kwargs)
+
+    def sync_grad_mode(self, loc=None) -> None:
+        g = torch.is_grad_enabled()
+        if g != self.grad_enabled:
+            self.scopes[-1].append(BoundSymbol(SET_GRAD_ENABLED, (g,), {}, None, location=loc))
+            self.grad_enabled = g
+
+    @property
+    def depth(self) -> int:
+        return len(self.scopes) - 1
+
+    def emit(self, event: ev.Event) -> None:
+        self.events.append(event)
+        for obs in self.observers:
+            try:
+                obs(event)
+            except Exception as e:
+                e.thunder_from_observer = True  # not the user's program: nothing of the call runs for real
+                raise
+
+    def capture(self, t: torch.Tensor) -> TensorProxy:
+        for real, proxy in self.captured:
+            if real is t:
+                return proxy
+        proxy = TensorProxy(self.trace.new_name("c"), meta_like(t), t.device, origin="captured")
+        self.captured.append((t, proxy))
+        self.emit(ev.Event(ev.CAPTURED_TENSOR, f"tensor {proxy.name} {tuple(t.shape)} is used but is not an "
+                           "argument of the jitted function (global, closure or attribute); it is held by reference",
+                           self.current_location, details={"proxy": proxy.name}))
+        return proxy
+
+    def normalize(self, x):
+        def f(v):
+            if isinstance(v, (IntegerProxy, FloatProxy)) and not (self.symbolic and isinstance(v, SYM_TYPES)):
+                return v.value
+            if type(v) is not TensorProxy and isinstance(v, torch.Tensor):  # (proxies pass as Tensors)
+                return self.capture(v)
+            if isinstance(v, UnknownSeed):
+                raise_seed_use()
+            if v is torch.default_generator:
+                return v  # the process's own generator: the same object on every call
+            if self.opaque:  # an object made by an op of the trace (a module's BackwardHook): its proxy
+                p = self.opaque.get(id(v))
+                if p is not None and p.value is v:
+                    return p
+            if isinstance(v, torch.Generator):
+                p = self.opaque.get(id(v))
+                if p is None:
+                    raise UnsupportedInputError("a torch.Generator that is not an argument of the jitted function "
+                                                "(global or closure) is used; pass it as an argument")
+                return p
+            return v
+
+        return pytree.tree_map(f, x)
+
+
+def _flat_proxies(x) -> list:
+    return [p for p in pytree.tree_leaves(x) if isinstance(p, TensorProxy)]
+
+
+def _rethrow(symbol, loc, e: Exception, args=()):
+    if isinstance(e, CompilerError):
+        if e.location is None:
+            e.location = loc
+        if loc is not None and str(loc) not in str(e):
+            new = type(e)(f"{symbol.name} at {loc.describe()}: {e}")
+            new.location = loc
+            raise new from e
+        raise e
+    where = f" at {loc.describe()}" if loc else ""
+    msg = f"{symbol.name}{where}: {e}"
+    dyn = [p.name for p in _flat_proxies(args) if p.dynamic]
+    if dyn:
+        msg += (f" (note: {', '.join(dyn)} has a value-dependent size, traced as a placeholder; the compiler "
+                "cannot check this op's shapes before running it)")
+    try:
+        new = type(e)(msg)
+    except Exception:
+        new = CompilerError(msg)
+    raise new from e
+
+
+def _record_call(symbol, args, kwargs):
+    state = current_state()
+    if state is None:
+        raise CompilerError(f"{symbol.name} called outside of tracing")
+    top = state.depth == 0
+    loc = user_location(4) if top else state.current_location
+    if top:
+        state.current_location = loc
+        state.sync_grad_mode(loc)
+        autocast.sync(state, loc)
+    args, kwargs = state.normalize((args, kwargs))
+    margs, mkwargs = args, kwargs
+    if state.symbolic:  # symbolic numbers: kept where the op's metadata cannot depend on them, else specialized
+        args, kwargs = for_op(symbol, args, kwargs)
+        margs, mkwargs = concrete((args, kwargs))
+    try:
+        out = symbol.meta(symbol, margs, mkwargs)
+    except Exception as e:  # eager would fail here too (shape/dtype/leaf errors): say where
+        _rethrow(symbol, loc, e, (args, kwargs))
+    bsym = BoundSymbol(symbol, tuple(args), dict(kwargs), out, location=loc)
+    input_names = {p.name for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)}
+    for o in bsym.tensor_outputs():
+        if o.producer is None and o.origin is None and o.name not in input_names:
+            o.producer = bsym
+    if symbol.decomposition is not None and state.decompose and \
+            not any(p.dynamic for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)):
+        # (decompositions read sizes; a value-dependent size has none to read)
+        _decompose(state, bsym, margs, mkwargs)
+    if state.symbolic and not state.sizes_fixed and state.depth == 0:
+        set_output_shapes(symbol, args, kwargs, out)
+    state.scopes[-1].append(bsym)
+    if top:
+        _events_for(state, bsym)
+    return out
+
+
+def _decompose(state: TracingState, bsym: BoundSymbol, args, kwargs) -> None:
+    state.scopes.append(bsym.subsymbols)
+    try:  # (with symbolic numbers: their values; the torch executor runs the op itself with the symbols)
+        dout = bsym.symbol.decomposition(*args, **kwargs)
+        problem = None
+        douts, outs = pytree.tree_leaves(dout), bsym.flat_outputs()
+        if len(douts) != len(outs):
+            problem = "output count differs"
+        else:
+            for d, o in zip(douts, outs):
+                if isinstance(o, TensorProxy) and (not isinstance(d, TensorProxy) or d.shape != o.shape
+                                                   or d.dtype != o.dtype):
+                    problem = f"decomposition gives {getattr(d, 'shape', d)}/{getattr(d, 'dtype', '')}, op gives {o.shape}/{o.dtype}"
+    except Skip:  # deliberately not decomposed (random ops, fused attention, uncovered arguments)
+        problem = "skip"
+    except (CompilerError, RuntimeError, TypeError, ValueError, IndexError) as e:
+        problem = f"{type(e).__name__}: {e}"
+    finally:
+        state.scopes.pop()
+    if problem == "skip":
+        bsym.subsymbols = []
+        return
+    if problem is not None:
+        bsym.subsymbols = []
+        state.emit(ev.Event(ev.DECOMPOSITION_FAILED, f"{bsym.symbol.name} was not decomposed into prims ({problem}); "
+                            "it still runs as the torch op", bsym.location, bsym.symbol.name))
+        return
+    # The decomposition's final proxies stand for the op's outputs: rename them.
+    rename = {d.name: o for d, o in zip(douts, outs) if isinstance(d, TensorProxy)}
+
+    def sub(x):
+        return rename.get(x.name, x) if isinstance(x, TensorProxy) else x
+
+    for s in bsym.subsymbols:
+        s.args, s.kwargs = pytree.tree_map(sub, (s.args, s.kwargs))
+        s.output = pytree.tree_map(sub, s.output)
+
+
+def _events_for(state: TracingState, bsym: BoundSymbol) -> None:
+    tags = bsym.symbol.tags
+    if tags & (Tag.MAY_RETURN_VIEW):
+        for o in bsym.tensor_outputs():
+            state.may_view_origin[o.name] = bsym
+    if not tags & Tag.INPLACE:
+        return
+    target = bsym.kwargs.get("out", bsym.args[0] if bsym.args else None)
+    if not isinstance(target, TensorProxy):
+        return
+    origin = state.may_view_origin.get(target.name)
+    reaches = _input_reached(state, target)
+    if origin is not None:
+        src = origin.args[0] if origin.args and isinstance(origin.args[0], TensorProxy) else None
+        returned_view = src is not None and (target is src or target.meta._base is not None)
+        loc = origin.location
+        state.emit(ev.Event(
+            ev.INPLACE_ON_MAY_VIEW,
+            f"in-place {bsym.symbol.name} on the result of {origin.symbol.name}"
+            f"{f' (line {loc.lineno})' if loc else ''}, which may return a view or a copy; here it returned "
+            f"{'a view (or the tensor itself)' if returned_view else 'a copy'} because of the input's layout",
+            bsym.location, bsym.symbol.name,
+            {"view_op": origin.symbol.name, "view_location": loc, "returned_view": returned_view,
+             "reaches_input": reaches is not None, "input": reaches.origin if reaches is not None else None,
+             "input_name": state.name_input(reaches.origin) if reaches is not None and reaches.origin else None}))
+    if reaches is not None:
+        state.emit(ev.Event(
+            ev.INPLACE_ON_INPUT,
+            f"in-place {bsym.symbol.name} writes into input {reaches.origin}"
+            f"{' through a view' if reaches is not target else ''}; the caller sees the change",
+            bsym.location, bsym.symbol.name,
+            {"input": reaches.origin, "through_view": reaches is not target}))
+
+
+def _input_reached(state: TracingState, target: TensorProxy):
+    """The input proxy whose memory `target` is (or views), judged from the meta tensors' view bases."""
+    base = target.meta._base if target.meta._base is not None else target.meta
+    for p in state.inputs:
+        if isinstance(p, TensorProxy) and (p.meta is base or p.meta is target.meta):
+            return p
+    return None

@@ -16,6 +16,13 @@ the reported time is the median over rounds, and ratios are against eager measur
   inductor" also takes matmuls into regions (three regions for the model).
 
     python3 bench/fusion.py [--rounds 7] [--skip-gpt] [--skip-block] [--skip-torch-compile]
+
+On CUDA (`--device cuda`, bench/fusion_cuda.py): the block at 256x4096 and 8192x8192 in float32 and bfloat16, and
+a GPT block forward+backward, each through compiler.jit(executors=("nvfuser", "torch")) vs eager vs
+torch.compile, with achieved bandwidth against the device's copy bandwidth measured in the same run:
+
+    python3 bench/fusion.py --device cuda [--rounds 7] [--skip-gpt] [--skip-block] [--skip-torch-compile]
+    python3 bench/fusion.py --device cuda --first-call VARIANT   (one cold first call in this fresh process)
 """
 from __future__ import annotations
 
@@ -88,7 +95,15 @@ def main() -> None:
     parser.add_argument("--skip-gpt", action="store_true")
     parser.add_argument("--skip-block", action="store_true")
     parser.add_argument("--skip-torch-compile", action="store_true")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--first-call", default=None, help="cuda: time one cold first call of this variant")
+    parser.add_argument("--dtypes", default="float32,bfloat16", help="cuda: the block's dtypes")
     opts = parser.parse_args()
+    if opts.device == "cuda":
+        import fusion_cuda
+
+        fusion_cuda.main(opts, block)
+        return
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(0)
     args = tuple(torch.randn(s, generator=gen) for s in ((256, 4096), (256, 4096), (4096,), (4096,)))

@@ -11,13 +11,17 @@ computes what the traced prims compute. Definitions are cached per region code a
 Requirements, measured: the `nvfuser-cu128-torch210` wheel (Python 3.10/3.12, torch 2.10). Without CUDA,
 `import nvfuser_direct` works and definitions build and print (the tests do that), but `execute` needs CUDA
 tensors, so `executors=("nvfuser", ...)` without CUDA is a clear ExecutorError at `compiler.jit` time.
-Not claimed: regions whose outputs autograd records (nvFuser has no backward here; torch runs them), regions
-with inputs that are not CUDA tensors (0-dim CPU tensors are passed as CPU scalars). Write-backs
-(`prims.copy_to_out_`) are region barriers, so definitions need no aliased outputs.
+Autograd: a region whose outputs autograd records runs as one `torch.autograd.Function`: its forward is the
+region's definition, its backward a second definition built from the region's vector-Jacobian product
+(passes/vjp.py, per-prim rules; it recomputes the region from the saved inputs), so both directions run on
+nvFuser. A region whose VJP cannot be built or translated is not claimed (torch runs it, autograd records it).
+Not claimed either: regions with inputs that are not CUDA tensors (0-dim CPU tensors are passed as CPU
+scalars). Write-backs (`prims.copy_to_out_`) are region barriers, so definitions need no aliased outputs.
 """
 from __future__ import annotations
 
 import importlib.util
+import types
 import warnings
 
 import torch
@@ -28,6 +32,7 @@ from ..core.errors import ExecutorError
 from ..core.proxies import TensorProxy
 from ..core.symbols import BoundSymbol
 from ..core.trace import Trace
+from ..passes.vjp import NoVJP, backward_trace, differentiable_reach
 
 
 class Refused(Exception):
@@ -221,9 +226,13 @@ def _input_descriptor(p: TensorProxy):
 
 def build_definition(region_bsym: BoundSymbol):
     """(FusionDefinition, [(prim name, fd op names it emitted)]) for a fusion region; raises Refused."""
+    return _build(region_bsym.symbol.region)
+
+
+def _build(region):
+    """`region`: inputs (proxies), bsyms (prims), outputs (proxies), as a fusion region or a VJP trace has them."""
     from nvfuser_direct import FusionDefinition
 
-    region = region_bsym.symbol.region
     for b in region.bsyms:
         if b.symbol not in TRANSLATORS:
             raise Refused(f"{b.symbol.name} has no nvFuser translation")
@@ -267,29 +276,46 @@ def build_definition(region_bsym: BoundSymbol):
     return fd, mapping
 
 
+# What ran where, for the CUDA tests' report (`statistics()`): executed definitions, and every execution failure
+# (the region or backward then runs on torch) with its reason.
+_EXECUTED = {"forward": 0, "backward": 0}
+_EXECUTION_FAILURES: list[str] = []
+
+
+def _first_line(e: Exception) -> str:
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
 class _NvRegion:
     """Runs a built definition; outputs whose strides differ from eager's (the traced meta) are laid out as
     eager's, so later view ops behave as they did when traced. If nvFuser fails to execute it (its own
     compile or launch error), the region runs as its plain torch ops from then on, with a warning: the same
     values, never a failed call that eager would have run."""
 
-    def __init__(self, fd, outputs, plain=None):
+    def __init__(self, fd, outputs, plain=None, backward=None):
         self.fd = fd
         self.plain = plain
         self.failure: Exception | None = None
         self.layouts = [(tuple(o.meta.shape), tuple(o.meta.stride())) for o in outputs]
+        self.backward = backward  # _NvBackward where autograd records the region's outputs
 
     def __call__(self, *inputs):
+        if self.backward is not None and torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+            return _NvRegionFunction.apply(self, *inputs)
+        return self.run(*inputs)
+
+    def run(self, *inputs):
         if self.failure is None:
             try:
                 outs = self.fd.execute(list(inputs))
+                _EXECUTED["forward"] += 1
             except Exception as e:  # noqa: BLE001 - nvFuser's errors are RuntimeErrors of many kinds
                 if self.plain is None:
                     raise
                 self.failure = e
-                warnings.warn(f"nvFuser could not execute a fusion region ({type(e).__name__}: "
-                              f"{str(e).splitlines()[0] if str(e) else ''}); it runs on torch instead",
-                              RuntimeWarning, stacklevel=2)
+                _EXECUTION_FAILURES.append(f"region: {_first_line(e)}")
+                warnings.warn(f"nvFuser could not execute a fusion region ({_first_line(e)}); it runs on torch "
+                              "instead", RuntimeWarning, stacklevel=2)
         if self.failure is not None:
             return tuple(self.plain(*inputs))
         fixed = []
@@ -300,7 +326,74 @@ class _NvRegion:
         return tuple(fixed)
 
 
+class _NvBackward:
+    """A region's backward on nvFuser: the VJP trace's definition, which outputs are differentiable, which
+    inputs each output's gradient reaches (an input no gradient reaches gets None, as in eager), and the
+    VJP trace itself (run as torch ops for create_graph=True, or if nvFuser fails to execute it)."""
+
+    def __init__(self, region, trace: Trace):
+        self.trace = trace
+        reach = differentiable_reach(region)
+        self.diff = [o.name in reach for o in region.outputs]
+        self.reach = [reach.get(o.name, frozenset()) for o in region.outputs]
+        self.grad_meta = [(tuple(o.meta.shape), o.meta.dtype, o.device) for o in region.outputs if o.name in reach]
+        self.written_later = {i for i, p in enumerate(region.inputs) if p.name in getattr(region, "written_later", ())}
+        self.results = [i for i, o in enumerate(trace.output) if o is not None]  # inputs that get a gradient
+        outputs = [trace.output[i] for i in self.results]
+        self.fd = _build(types.SimpleNamespace(inputs=list(trace.args), bsyms=list(trace.bsyms), outputs=outputs))[0]
+        self.layouts = [(tuple(o.meta.shape), tuple(o.meta.stride())) for o in outputs]
+        self.failure: Exception | None = None
+
+    def __call__(self, saved, grads) -> tuple:
+        n = len(self.trace.output)
+        if torch.is_grad_enabled():  # create_graph=True: torch ops that autograd records
+            return tuple(self.trace.python_callable()(*saved, *grads))
+        if self.failure is None:
+            try:
+                outs = self.fd.execute([*saved, *grads])
+                _EXECUTED["backward"] += 1
+            except Exception as e:  # noqa: BLE001 - nvFuser's errors are RuntimeErrors of many kinds
+                self.failure = e
+                _EXECUTION_FAILURES.append(f"backward: {_first_line(e)}")
+                warnings.warn(f"nvFuser could not execute a region's backward ({_first_line(e)}); it runs on "
+                              "torch instead", RuntimeWarning, stacklevel=3)
+        if self.failure is not None:
+            return tuple(self.trace.python_callable()(*saved, *grads))
+        result = [None] * n
+        for i, t, (shape, stride) in zip(self.results, outs, self.layouts):
+            if t.numel() > 1 and t.stride() != stride:
+                t = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device).copy_(t)
+            result[i] = t
+        return tuple(result)
+
+
+class _NvRegionFunction(torch.autograd.Function):
+    """One region, one autograd node: forward is the region's definition, backward its VJP's definition."""
+
+    @staticmethod
+    def forward(ctx, runner, *inputs):
+        outs = runner.run(*inputs)  # (grad mode is off inside an autograd.Function's forward)
+        bw = runner.backward
+        ctx.backward_of = bw
+        # inputs the trace writes back later are saved as their old value (the VJP reads that value)
+        ctx.save_for_backward(*(inputs[i].clone() if i in bw.written_later else inputs[i] for i in bw.trace.saved))
+        ctx.set_materialize_grads(False)
+        ctx.mark_non_differentiable(*[o for o, d in zip(outs, bw.diff) if not d])
+        return outs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        bw = ctx.backward_of
+        got = frozenset().union(*[r for g, r in zip(grads, bw.reach) if g is not None])
+        diff_grads = [g for g, d in zip(grads, bw.diff) if d]
+        gargs = [g.contiguous() if g is not None else torch.zeros(shape, dtype=dtype, device=device)
+                 for g, (shape, dtype, device) in zip(diff_grads, bw.grad_meta)]
+        result = bw(ctx.saved_tensors, gargs)
+        return (None, *(r if i in got and ctx.needs_input_grad[i + 1] else None for i, r in enumerate(result)))
+
+
 _BUILT: dict = {}
+_BACKWARDS: dict = {}
 
 
 def _signature(inputs) -> tuple:
@@ -311,14 +404,17 @@ class NvFuserExecutor:
     fuses = True
     name = "nvfuser"
 
-    def definition(self, bsym: BoundSymbol):
-        """The region's built definition (cached), or the Refused explaining why there is none."""
+    def _key(self, bsym: BoundSymbol) -> tuple:
         from .inductor import region_function
 
         sub = region_function(bsym)
-        key = (sub.python_source(with_comments=False),
-               tuple((k, repr(v)) for k, v in sub.python_ctx().items() if k.startswith("_k")),
-               _signature(bsym.symbol.region.inputs))
+        return (sub.python_source(with_comments=False),
+                tuple((k, repr(v)) for k, v in sub.python_ctx().items() if k.startswith("_k")),
+                _signature(bsym.symbol.region.inputs))
+
+    def definition(self, bsym: BoundSymbol):
+        """The region's built definition (cached), or the Refused explaining why there is none."""
+        key = self._key(bsym)
         if key not in _BUILT:
             try:
                 _BUILT[key] = build_definition(bsym)[0]
@@ -326,23 +422,59 @@ class NvFuserExecutor:
                 _BUILT[key] = e
         return _BUILT[key]
 
+    def backward(self, bsym: BoundSymbol):
+        """The region's backward on nvFuser (cached like its definition), or the reason it has none."""
+        # (which inputs require grad decides which gradients the VJP computes: part of the key)
+        key = self._key(bsym) + (tuple(p.meta.requires_grad for p in bsym.symbol.region.inputs),)
+        if key not in _BACKWARDS:
+            region = bsym.symbol.region
+            try:
+                _BACKWARDS[key] = _NvBackward(region, backward_trace(region, f"backward_{bsym.symbol.name}"))
+            except NoVJP as e:
+                _BACKWARDS[key] = Refused(f"no backward: {e}")
+            except Refused as e:
+                _BACKWARDS[key] = Refused(f"its backward has no nvFuser definition: {e}")
+        return _BACKWARDS[key]
+
     def can_execute(self, bsym: BoundSymbol) -> bool:
         region = getattr(bsym.symbol, "region", None)
         if getattr(bsym.symbol, "executor", None) is not self or region is None:
             return False
-        if any(o.meta.requires_grad for o in region.outputs):
-            return False  # autograd records this region: no nvFuser backward here, torch runs it
         if any(p.device.type != "cuda" and not (p.meta.ndim == 0 and p.device.type == "cpu") for p in region.inputs):
             return False
-        return not isinstance(self.definition(bsym), Refused)
+        if isinstance(self.definition(bsym), Refused):
+            return False
+        if any(o.meta.requires_grad for o in region.outputs):  # autograd records it: a backward is needed
+            return not isinstance(self.backward(bsym), Refused)
+        return True
 
     def callee(self, bsym: BoundSymbol, trace: Trace) -> str:
         from .inductor import region_function
 
         name = bsym.symbol.name
+        backward = self.backward(bsym) if any(o.meta.requires_grad for o in bsym.symbol.region.outputs) else None
         trace.constants[name] = _NvRegion(self.definition(bsym), bsym.symbol.region.outputs,
-                                          region_function(bsym).python_callable())
+                                          region_function(bsym).python_callable(), backward)
+        bsym.symbol.backward = backward.trace if backward is not None else None  # (compiler.last_backward_traces)
         return name
+
+
+def statistics() -> dict:
+    """This process's nvFuser work so far: definitions built and refused (by reason), backwards built and
+    refused, executions, and execution failures (each region or backward then ran on torch)."""
+    def reasons(values):
+        out: dict[str, int] = {}
+        for v in values:
+            if isinstance(v, Refused):
+                why = str(v)
+                out[why] = out.get(why, 0) + 1
+        return out
+
+    return {"definitions built": sum(not isinstance(v, Refused) for v in _BUILT.values()),
+            "definitions refused": reasons(_BUILT.values()),
+            "backwards built": sum(not isinstance(v, Refused) for v in _BACKWARDS.values()),
+            "backwards refused": reasons(_BACKWARDS.values()),
+            "executed": dict(_EXECUTED), "execution failures": list(_EXECUTION_FAILURES)}
 
 
 def nvfuser_executor():

@@ -126,15 +126,59 @@ def test_a_region_with_an_unmapped_prim_is_refused_whole_and_runs_on_torch():
     assert "prims.remainder" in names and not any(n.startswith("nvfuser_fusion") for n in names)
 
 
-def test_regions_autograd_records_are_not_claimed():
-    (region,) = _regions(block, torch.randn(4, 8), torch.ones(8), torch.zeros(8))
-    jf = compiler.jit(block)
-    w = torch.ones(8, requires_grad=True)
-    jf(torch.randn(4, 8), w, torch.zeros(8))
+def _grad_regions(fn, *args):
+    """The regions nvFuser would get for fn(*args) when autograd records them (some input requires grad)."""
+    jf = compiler.jit(fn)
+    jf(*args)
     fused = fuse(dce(functionalize(compiler.last_traces(jf)[-1])), NvFuserExecutor())
-    grads = [b for b in fused.bsyms if getattr(b.symbol, "region", None) is not None
-             and any(o.meta.requires_grad for o in b.symbol.region.outputs)]
-    assert grads and not any(NvFuserExecutor().can_execute(b) for b in grads)
+    return [b for b in fused.bsyms if getattr(b.symbol, "region", None) is not None
+            and any(o.meta.requires_grad for o in b.symbol.region.outputs)]
+
+
+def test_regions_autograd_records_get_a_backward_definition():
+    """A region whose outputs autograd records gets a second definition: its VJP (recomputing the region from
+    the saved inputs, then the per-prim rules), with one input per saved region input and output gradient, and
+    one output per input that gets a gradient."""
+    from compiler.executors.nvfuser import _NvBackward
+
+    w = torch.ones(8, requires_grad=True)
+    (region,) = _grad_regions(block, torch.randn(4, 8), w, torch.zeros(8))
+    bw = NvFuserExecutor().backward(region)
+    assert isinstance(bw, _NvBackward), bw
+    text = str(bw.fd)
+    assert text.count("fd.define_tensor(") == len(bw.trace.saved) + sum(bw.diff)
+    assert text.count("fd.add_output(") == len(bw.results) == 1  # only w requires grad
+    assert bw.trace.output[1] is not None and bw.trace.output[0] is None and bw.trace.output[2] is None
+
+
+def test_a_region_without_a_backward_definition_is_not_claimed():
+    from compiler.torchlang import prims
+
+    def f(x):
+        return prims.prod(x, 1) * 2  # prims.prod has no VJP rule
+
+    (region,) = _grad_regions(f, torch.randn(3, 4, requires_grad=True))
+    ex = NvFuserExecutor()
+    refused = ex.backward(region)
+    assert isinstance(refused, Refused) and "no VJP rule for prims.prod" in str(refused)
+    assert not isinstance(ex.definition(region), Refused)  # (the forward alone would build)
+
+
+def test_the_gpt_regions_and_their_backwards_all_build():
+    """Every fusion region of the tests' GPT (layer norms, GELU, residual adds), forward and backward, has a
+    definition: its forward+backward runs on nvFuser with nothing left to torch but matmuls and attention."""
+    import test_gpt_model as gpt
+
+    model = gpt.make_model(torch.float32)
+    jm = compiler.jit(model)
+    jm(gpt.tokens())
+    fused = fuse(dce(functionalize(compiler.last_traces(jm)[-1])), NvFuserExecutor())
+    regions = [b for b in fused.bsyms if getattr(b.symbol, "region", None) is not None]
+    ex = NvFuserExecutor()
+    assert len(regions) >= 5
+    for r in regions:
+        assert not isinstance(ex.definition(r), Refused), r.symbol.region
+        assert not isinstance(ex.backward(r), Refused), (ex.backward(r), r.symbol.region)
 
 
 # Why a region of the differential suite may have no definition (anything else fails the test below).

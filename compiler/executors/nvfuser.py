@@ -283,7 +283,30 @@ _EXECUTION_FAILURES: list[str] = []
 
 
 def _first_line(e: Exception) -> str:
-    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    """The error's first line that says something; for an NVRTC compile error (its message holds the whole
+    kernel source), the compiler's log instead."""
+    text = str(e)
+    if "NVRTC compile error" in text:
+        return f"{type(e).__name__}: NVRTC compile error: {text.split('NVRTC compile error', 1)[1][:300].strip(': ')}"
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {' / '.join(lines[:3])[:400]}"
+
+
+def _fresh(outs, inputs) -> list:
+    """nvFuser may return an input's own memory for an output that equals it (a reduction over size-1 dims, a
+    reshape), or one buffer for two equal outputs; eager returns new tensors, and a later in-place write into
+    one must not reach the other: those outputs are copied."""
+    seen = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor) and t.numel()}
+    fresh = []
+    for t in outs:
+        if t.numel():
+            ptr = t.untyped_storage().data_ptr()
+            if ptr in seen:
+                t = t.clone()
+                ptr = t.untyped_storage().data_ptr()
+            seen.add(ptr)
+        fresh.append(t)
+    return fresh
 
 
 class _NvRegion:
@@ -319,7 +342,7 @@ class _NvRegion:
         if self.failure is not None:
             return tuple(self.plain(*inputs))
         fixed = []
-        for t, (shape, stride) in zip(outs, self.layouts):
+        for t, (shape, stride) in zip(_fresh(outs, inputs), self.layouts):
             if t.numel() > 1 and t.stride() != stride:
                 t = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device).copy_(t)
             fixed.append(t)
@@ -360,7 +383,7 @@ class _NvBackward:
         if self.failure is not None:
             return tuple(self.trace.python_callable()(*saved, *grads))
         result = [None] * n
-        for i, t, (shape, stride) in zip(self.results, outs, self.layouts):
+        for i, t, (shape, stride) in zip(self.results, _fresh(outs, [*saved, *grads]), self.layouts):
             if t.numel() > 1 and t.stride() != stride:
                 t = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device).copy_(t)
             result[i] = t

@@ -171,21 +171,23 @@ def _amax(a, dim=(), keepdim=False):
 def _softmax(a, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         raise Skip("implicit dim")
-    x = _to(a, dtype or _float_dtype(a.dtype))
+    out_dtype = dtype or _float_dtype(a.dtype)
+    x = _to(a, _compute_dtype(out_dtype))  # (half/bfloat16: in float32, as eager's kernel)
     m = prims.amax(x, (dim,), True)
     e = prims.exp(prims.sub(x, prims.broadcast_to(m, tuple(x.shape))))
     s = prims.sum(e, (dim,), True)
-    return prims.div(e, prims.broadcast_to(s, tuple(x.shape)))
+    return _to(prims.div(e, prims.broadcast_to(s, tuple(x.shape))), out_dtype)
 
 
 def _log_softmax(a, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         raise Skip("implicit dim")
-    x = _to(a, dtype or _float_dtype(a.dtype))
+    out_dtype = dtype or _float_dtype(a.dtype)
+    x = _to(a, _compute_dtype(out_dtype))  # (half/bfloat16: in float32, as eager's kernel)
     m = prims.amax(x, (dim,), True)
     shifted = prims.sub(x, prims.broadcast_to(m, tuple(x.shape)))
     lse = prims.log(prims.sum(prims.exp(shifted), (dim,), True))
-    return prims.sub(shifted, prims.broadcast_to(lse, tuple(x.shape)))
+    return _to(prims.sub(shifted, prims.broadcast_to(lse, tuple(x.shape))), out_dtype)
 
 
 REDUCTION = {"sum": _sum, "mean": _mean, "amax": _amax, "softmax": _softmax, "log_softmax": _log_softmax}
@@ -219,15 +221,19 @@ def rms_norm(a, normalized_shape, weight=None, eps=None):
     return _to(y, a.dtype)
 
 
+# Eager's kernels for these compute half and bfloat16 inputs in float32 and round once at the end; the prims
+# do the same (rounding after every prim would differ from eager by many ulps after a norm).
 def gelu(a, approximate="none"):
+    x = _to(a, _compute_dtype(a.dtype))
     if approximate == "tanh":
-        inner = prims.mul(prims.add(a, prims.mul(prims.mul(prims.mul(a, a), a), 0.044715)), math.sqrt(2 / math.pi))
-        return prims.mul(prims.mul(a, 0.5), prims.add(prims.tanh(inner), 1.0))
-    return prims.mul(prims.mul(a, 0.5), prims.add(prims.erf(prims.mul(a, 1 / math.sqrt(2))), 1.0))
+        inner = prims.mul(prims.add(x, prims.mul(prims.mul(prims.mul(x, x), x), 0.044715)), math.sqrt(2 / math.pi))
+        return _to(prims.mul(prims.mul(x, 0.5), prims.add(prims.tanh(inner), 1.0)), a.dtype)
+    return _to(prims.mul(prims.mul(x, 0.5), prims.add(prims.erf(prims.mul(x, 1 / math.sqrt(2))), 1.0)), a.dtype)
 
 
 def silu(a, inplace=False):
-    return prims.mul(a, prims.sigmoid(a))
+    x = _to(a, _compute_dtype(a.dtype))
+    return _to(prims.mul(x, prims.sigmoid(x)), a.dtype)
 
 
 def dropout(a, p=0.5, training=True, inplace=False):

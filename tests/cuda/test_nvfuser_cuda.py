@@ -55,6 +55,18 @@ def cuda_everywhere(monkeypatch):
         return real_jit(fn, **kw)
 
     monkeypatch.setattr(compiler, "jit", jit)
+
+    def output_and_grads(fn, args, leaves, manual_seed):  # td._output_and_grads, its projection built on the CPU
+        if manual_seed is not None:
+            torch.manual_seed(manual_seed)
+        out = fn(*args)
+        gen = torch.Generator().manual_seed(0)
+        with torch.device("cpu"):
+            weights = [torch.randn(o.shape, generator=gen, dtype=o.dtype) for o in td._tensors(out) if o.requires_grad]
+        loss = sum((o * w.to(o.device)).sum() for o, w in zip((o for o in td._tensors(out) if o.requires_grad), weights))
+        return out, torch.autograd.grad(loss, leaves, allow_unused=True)
+
+    monkeypatch.setattr(td, "_output_and_grads", output_and_grads)
     with torch.device("cuda"):
         yield
 
@@ -109,6 +121,7 @@ def test_gpt_regions_and_their_backwards_run_on_nvfuser(gpt_on_cuda):
     model = gpt.make_model(torch.float32)
     jmodel = compiler.jit(model)
     before = dict(nvfuser.statistics()["executed"])
+    failures_before = len(nvfuser.statistics()["execution failures"])
     idx = gpt.tokens()
     gpt.loss_of(jmodel(idx), idx).backward()
     after = nvfuser.statistics()["executed"]
@@ -117,7 +130,7 @@ def test_gpt_regions_and_their_backwards_run_on_nvfuser(gpt_on_cuda):
     assert regions >= 4, names
     assert after["forward"] - before["forward"] >= regions
     assert after["backward"] - before["backward"] >= 1
-    assert not nvfuser.statistics()["execution failures"]
+    assert nvfuser.statistics()["execution failures"][failures_before:] == []
 
 
 @pytest.mark.parametrize("test", [gpt.test_no_grad_inference_matches_eager, gpt.test_optimizer_steps_match_eager,

@@ -33,11 +33,13 @@ MISMATCHES: list[str] = []
 
 
 def check(name, got, want, tolerance) -> None:
-    """A result that differs from eager is a failure of the run (reported, counted), not a figure."""
+    """A result of ours that differs from eager is a failure of the run (reported, counted), not a figure;
+    torch.compile's differences are reported as facts."""
     try:
         torch.testing.assert_close(got, want, **tolerance)
     except AssertionError as e:
-        MISMATCHES.append(f"{name}: {str(e).splitlines()[0]}")
+        if not name.startswith("torch.compile"):
+            MISMATCHES.append(f"{name}: {str(e).splitlines()[0]}")
         print(f"  MISMATCH {name}: {' '.join(str(e).split())[:300]}")
 
 

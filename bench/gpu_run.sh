@@ -105,8 +105,11 @@ grep -hE '[0-9]+ (passed|failed)' "$OUT/pytest.log" | tail -1 >>"$summary"
 # 3. the bench
 step bench 150 python3 bench/fusion.py --device cuda --rounds 5 || true
 
-# 4. cold first calls, a fresh process each
-for v in block-nvfuser block-compile gpt-nvfuser gpt-compile; do
+# 4. cold first calls, a fresh process each (GPU_RUN_FIRST_CALLS=0 leaves them out). torch.compile's on-disk
+#    caches are pointed at an empty folder, or the bench's compiles above would make its "cold" calls warm.
+export TORCHINDUCTOR_CACHE_DIR=$(mktemp -d -t inductor-cold.XXXXXX) TRITON_CACHE_DIR=$(mktemp -d -t triton-cold.XXXXXX)
+[ "${GPU_RUN_FIRST_CALLS:-1}" = 0 ] && first_calls="" || first_calls="block-nvfuser block-compile gpt-nvfuser gpt-compile"
+for v in $first_calls; do
     step "first-$v" 60 python3 bench/fusion.py --device cuda --first-call "$v" || true
     cat "$OUT/first-$v.log" >>"$OUT/first-calls.log"
     rm -f "$OUT/first-$v.log"

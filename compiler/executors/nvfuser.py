@@ -92,12 +92,25 @@ def _keepdim(b):
     return bool(b.args[2] if len(b.args) > 2 else b.kwargs.get("keepdim", False))
 
 
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _accumulated(fd, x, v):
+    """A reduction's operand: half and bfloat16 in float32, as eager accumulates them (the cast back to the
+    traced dtype follows the op); nvFuser's runtime has no `+` of two bfloat16 values."""
+    return fd.ops.cast(v(x), _datatype(torch.float32)) if x.meta.dtype in _LOW_PRECISION else v(x)
+
+
+def _accumulator(dtype):
+    return _datatype(torch.float32 if dtype in _LOW_PRECISION else dtype)
+
+
 @_op("sum")
 def _sum(fd, b, v):
     x = b.args[0]
     if x.meta.ndim == 0:  # sum/amax/amin of a 0-dim tensor (dim 0, -1 or none) is its value
         return fd.ops.set(v(x))  # (the dtype check after the op casts where torch's sum promotes)
-    return fd.ops.sum(v(x), _dims(b, x.meta.ndim), _keepdim(b), _datatype(b.output.meta.dtype))
+    return fd.ops.sum(_accumulated(fd, x, v), _dims(b, x.meta.ndim), _keepdim(b), _accumulator(b.output.meta.dtype))
 
 
 @_op("prod")
@@ -105,7 +118,7 @@ def _prod(fd, b, v):  # torch.prod: one int dim or none (every dim)
     x = b.args[0]
     if x.meta.ndim == 0:
         return fd.ops.set(v(x))
-    return fd.ops.prod(v(x), _dims(b, x.meta.ndim), _keepdim(b), _datatype(b.output.meta.dtype))
+    return fd.ops.prod(_accumulated(fd, x, v), _dims(b, x.meta.ndim), _keepdim(b), _accumulator(b.output.meta.dtype))
 
 
 def _reduction(name):
@@ -114,7 +127,7 @@ def _reduction(name):
         x = b.args[0]
         if x.meta.ndim == 0:
             return fd.ops.set(v(x))
-        return getattr(fd.ops, name)(v(x), _dims(b, x.meta.ndim), _keepdim(b))
+        return getattr(fd.ops, name)(_accumulated(fd, x, v), _dims(b, x.meta.ndim), _keepdim(b))
     return translate
 
 
@@ -128,7 +141,7 @@ def _var(fd, b, v):
     correction = b.kwargs.get("correction", 1)
     if correction != int(correction):
         raise Refused("var with a fractional correction")
-    return fd.ops.var(v(x), _dims(b, x.meta.ndim), int(correction), bool(b.kwargs.get("keepdim", False)))
+    return fd.ops.var(_accumulated(fd, x, v), _dims(b, x.meta.ndim), int(correction), bool(b.kwargs.get("keepdim", False)))
 
 
 @_op("cast")
@@ -292,21 +305,33 @@ def _first_line(e: Exception) -> str:
     return f"{type(e).__name__}: {' / '.join(lines[:3])[:400]}"
 
 
-def _fresh(outs, inputs) -> list:
-    """nvFuser may return an input's own memory for an output that equals it (a reduction over size-1 dims, a
-    reshape), or one buffer for two equal outputs; eager returns new tensors, and a later in-place write into
-    one must not reach the other: those outputs are copied."""
-    seen = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor) and t.numel()}
-    fresh = []
-    for t in outs:
+def _in_layout(t: torch.Tensor, shape, stride) -> torch.Tensor:
+    """A new tensor with t's values in the traced layout; dims of stride 0 (an expanded result) hold one copy."""
+    if 0 in stride and t.numel() > 1:
+        size = 1 + sum((n - 1) * s for n, s in zip(shape, stride) if n > 0)
+        out = torch.empty(size, dtype=t.dtype, device=t.device).as_strided(shape, stride)
+        distinct = tuple(0 if s == 0 else slice(None) for s in stride)  # (a non-overlapping view of it)
+        out[distinct].copy_(t[distinct])
+        return out
+    return torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device).copy_(t)
+
+
+def _as_traced(outs, inputs, layouts, fresh) -> list:
+    """nvFuser's outputs as the traced ones are: in the traced layout (so later view ops behave as they did
+    when traced), and in memory of their own where the traced result is no view (nvFuser may return an input's
+    memory for an output equal to it, such as a reduction over size-1 dims, or one buffer for two equal
+    outputs; eager returns new tensors, and a later in-place write into one must not reach the other)."""
+    taken = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor) and t.numel()}
+    result = []
+    for t, (shape, stride), own in zip(outs, layouts, fresh):
         if t.numel():
-            ptr = t.untyped_storage().data_ptr()
-            if ptr in seen:
-                t = t.clone()
-                ptr = t.untyped_storage().data_ptr()
-            seen.add(ptr)
-        fresh.append(t)
-    return fresh
+            if own and t.untyped_storage().data_ptr() in taken:
+                t = _in_layout(t, shape, stride)
+            elif t.numel() > 1 and t.stride() != stride:
+                t = _in_layout(t, shape, stride)
+            taken.add(t.untyped_storage().data_ptr())
+        result.append(t)
+    return result
 
 
 class _NvRegion:
@@ -320,6 +345,7 @@ class _NvRegion:
         self.plain = plain
         self.failure: Exception | None = None
         self.layouts = [(tuple(o.meta.shape), tuple(o.meta.stride())) for o in outputs]
+        self.fresh = [o.meta._base is None for o in outputs]  # (not a view when traced: memory of its own)
         self.backward = backward  # _NvBackward where autograd records the region's outputs
 
     def __call__(self, *inputs):
@@ -341,12 +367,7 @@ class _NvRegion:
                               "instead", RuntimeWarning, stacklevel=2)
         if self.failure is not None:
             return tuple(self.plain(*inputs))
-        fixed = []
-        for t, (shape, stride) in zip(_fresh(outs, inputs), self.layouts):
-            if t.numel() > 1 and t.stride() != stride:
-                t = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device).copy_(t)
-            fixed.append(t)
-        return tuple(fixed)
+        return tuple(_as_traced(outs, inputs, self.layouts, self.fresh))
 
 
 class _NvBackward:
@@ -365,6 +386,7 @@ class _NvBackward:
         outputs = [trace.output[i] for i in self.results]
         self.fd = _build(types.SimpleNamespace(inputs=list(trace.args), bsyms=list(trace.bsyms), outputs=outputs))[0]
         self.layouts = [(tuple(o.meta.shape), tuple(o.meta.stride())) for o in outputs]
+        self.fresh = [o.meta._base is None for o in outputs]
         self.failure: Exception | None = None
 
     def __call__(self, saved, grads) -> tuple:
@@ -383,9 +405,7 @@ class _NvBackward:
         if self.failure is not None:
             return tuple(self.trace.python_callable()(*saved, *grads))
         result = [None] * n
-        for i, t, (shape, stride) in zip(self.results, _fresh(outs, [*saved, *grads]), self.layouts):
-            if t.numel() > 1 and t.stride() != stride:
-                t = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device).copy_(t)
+        for i, t in zip(self.results, _as_traced(outs, [*saved, *grads], self.layouts, self.fresh)):
             result[i] = t
         return tuple(result)
 

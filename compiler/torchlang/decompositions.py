@@ -171,6 +171,8 @@ def _amax(a, dim=(), keepdim=False):
 def _softmax(a, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         raise Skip("implicit dim")
+    if dtype is None:
+        _floating_only(a, "softmax")
     out_dtype = dtype or _float_dtype(a.dtype)
     x = _to(a, _compute_dtype(out_dtype))  # (half/bfloat16: in float32, as eager's kernel)
     m = prims.amax(x, (dim,), True)
@@ -182,6 +184,8 @@ def _softmax(a, dim=None, _stacklevel=3, dtype=None):
 def _log_softmax(a, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         raise Skip("implicit dim")
+    if dtype is None:
+        _floating_only(a, "softmax")
     out_dtype = dtype or _float_dtype(a.dtype)
     x = _to(a, _compute_dtype(out_dtype))  # (half/bfloat16: in float32, as eager's kernel)
     m = prims.amax(x, (dim,), True)
@@ -193,11 +197,19 @@ def _log_softmax(a, dim=None, _stacklevel=3, dtype=None):
 REDUCTION = {"sum": _sum, "mean": _mean, "amax": _amax, "softmax": _softmax, "log_softmax": _log_softmax}
 
 
+def _floating_only(a, op: str) -> None:
+    """Eager's kernel for `op` is defined for floating (and complex) inputs only; an integer input is not
+    decomposed, so the op runs as itself and raises as eager does (its meta function does not check)."""
+    if _is_t(a) and not (a.dtype.is_floating_point or a.dtype.is_complex):
+        raise Skip(f"{op} of a {a.dtype} tensor: eager's kernel refuses it")
+
+
 def _compute_dtype(dtype):
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def layer_norm(a, normalized_shape, weight=None, bias=None, eps=1e-5, *rest):
+    _floating_only(a, "layer_norm")
     dims = tuple(range(a.ndim - len(normalized_shape), a.ndim))
     x = _to(a, _compute_dtype(a.dtype))
     mean = prims.broadcast_to(_mean(x, dims, True), tuple(x.shape))
@@ -211,6 +223,7 @@ def layer_norm(a, normalized_shape, weight=None, bias=None, eps=1e-5, *rest):
 
 
 def rms_norm(a, normalized_shape, weight=None, eps=None):
+    _floating_only(a, "rms_norm")
     dims = tuple(range(a.ndim - len(normalized_shape), a.ndim))
     x = _to(a, _compute_dtype(a.dtype))
     eps = torch.finfo(a.dtype).eps if eps is None else eps
@@ -224,6 +237,7 @@ def rms_norm(a, normalized_shape, weight=None, eps=None):
 # Eager's kernels for these compute half and bfloat16 inputs in float32 and round once at the end; the prims
 # do the same (rounding after every prim would differ from eager by many ulps after a norm).
 def gelu(a, approximate="none"):
+    _floating_only(a, "gelu")
     x = _to(a, _compute_dtype(a.dtype))
     if approximate == "tanh":
         inner = prims.mul(prims.add(x, prims.mul(prims.mul(prims.mul(x, x), x), 0.044715)), math.sqrt(2 / math.pi))
@@ -232,6 +246,7 @@ def gelu(a, approximate="none"):
 
 
 def silu(a, inplace=False):
+    _floating_only(a, "silu")
     x = _to(a, _compute_dtype(a.dtype))
     return _to(prims.mul(x, prims.sigmoid(x)), a.dtype)
 

@@ -30,6 +30,7 @@ from .report import FORMATS, render, render_statistics
 from .version import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+LIBRARY_DEFAULT_NOTE = "{}: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
 STDIN_DEFAULT_NAME = "<stdin>"
 
 
@@ -66,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="files larger than this are reported as TL002, not parsed (default: 4MiB; e.g. 10MB)")
     run.add_argument("--cache-dir", metavar="DIR", help="where the results cache lives (default: <project root>/.thunder-lint-cache)")
     run.add_argument("--assume-compiled", action="append", metavar="PATTERN",
-                     help="treat functions whose qualified name (package.module.Class.method) matches this glob as compiled")
+                     help="treat functions whose qualified name (package.module.Class.method) matches this glob as "
+                     "compiled; without it (and `assume-compiled` in the config), a project with no compile call has "
+                     "every nn.Module forward linted as compiled; `--assume-compiled ''` turns that off")
     run.add_argument("--target", choices=config_mod.TARGETS, default=None,
                      help="the compiler messages speak of (default: the config's, else each function's own)")
     run.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="worker processes (default: all cores)")
@@ -223,7 +226,7 @@ def _emit(args: argparse.Namespace, text: str) -> None:
             sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
 
 
-def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = "") -> None:
+def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = "", library_default: str = "") -> None:
     """Render the findings (or the statistics) and, for the human formats, the summary lines."""
     human = args.format in ("full", "concise")
     if args.statistics and args.format in ("json", "json-lines"):
@@ -242,6 +245,8 @@ def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = 
         )
     if human and not args.quiet:
         lines = summary_lines(diagnostics, fixed=fixed, unsafe_fixes=args.unsafe_fixes)
+        if library_default:
+            lines.append(LIBRARY_DEFAULT_NOTE.format(library_default))
         body = body + ("\n" if body and args.format == "full" else "") + "\n".join(lines) + "\n"
     _emit(args, extra_head + body)
 
@@ -285,8 +290,9 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
     if settings.fix is None:
         from .project_index import project_file
 
-        diagnostics = lint_text(text, name, settings, project_file(name, settings))
-        _report(args, diagnostics, {name: text}, fixed=None)
+        project = project_file(name, settings)
+        diagnostics = lint_text(text, name, settings, project)
+        _report(args, diagnostics, {name: text}, fixed=None, library_default=project.library_default)
         return _exit_code(args, len(diagnostics), [])
     try:
         outcome = static.fix_source(
@@ -372,7 +378,7 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
                     fixed_lines.append(f"    {d.line}:{d.column} {d.code} ({d.name})")
         if fixed_lines and args.format in ("full", "concise"):
             head = "Fixed:\n" + "\n".join(fixed_lines) + "\n\n"
-    _report(args, diagnostics, {}, fixed=fixed, extra_head=head)
+    _report(args, diagnostics, {}, fixed=fixed, extra_head=head, library_default=result.library_default)
     return _exit_code(args, len(diagnostics), errors)
 
 

@@ -31,7 +31,7 @@ class Settings:
     jit_decorators: tuple[str, ...] = ()
     root: str = "."
     fix: str | None = None  # None: lint only; "safe" or "unsafe": compute fixed text too
-    assume_compiled: tuple[str, ...] = ()  # globs over package.module.Class.method
+    assume_compiled: tuple[str, ...] | None = None  # globs over package.module.Class.method; None: not set
     target: str = "any"  # the compiler messages assume: "thunder", "torch.compile", or "any" (each entry point's)
     max_file_bytes: int | None = None  # larger files are TL002 unread; None: file_reader.MAX_FILE_BYTES
 

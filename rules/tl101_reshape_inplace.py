@@ -436,7 +436,8 @@ def check(ctx):
             yield Finding(
                 mutation.node,
                 f"in-place {_describe(mutation)} writes to the result of `{op}`, which may be a view of {who} or a "
-                f"copy depending on its strides, dtype or device; compiled code may differ from eager here",
+                f"copy: make it explicit (`view` or `.clone()`)\n"
+                f"which one depends on strides, dtype and device; compiled code may differ from eager here",
                 _fixes(ctx, call, op, meant_for_base),
             )
 

@@ -111,9 +111,11 @@ def check(ctx):
                 mutation.node,
                 **compiled_message(
                     target,
-                    f"in-place write through a view of the input `{arg}` inside jitted function {target.label}",
+                    f"{target.subject} writes in place through a view of its input `{arg}`",
+                    "the caller's tensor changes; return the new value instead, or write to a clone",
                     "changes the caller's tensor, and compiled code may replay the write differently from eager PyTorch",
                     "keeps the caller-visible write by copying the result back into the input after the graph "
                     "(the cost: an extra copy of the input)",
+                    "TL102",
                 ),
             )

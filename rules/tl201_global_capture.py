@@ -78,9 +78,11 @@ def check(ctx):
                     node,
                     **compiled_message(
                         target,
-                        f"jitted function {target.label} reads the module global `{node.id}`",
+                        f"{target.subject} reads the module global `{node.id}`, a hidden input",
+                        "pass it in as an argument, or make it a constant",
                         "—a hidden input that a compiled trace may bake in and keep using after it changes",
                         "guards on its value: every new value recompiles the function (a recompile per change, "
                         "and eager fallback past the recompile limit)",
+                        "TL201",
                     ),
                 )

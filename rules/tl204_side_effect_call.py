@@ -111,9 +111,11 @@ def check(ctx):
                         call,
                         **compiled_message(
                             target,
-                            f"{what} inside jitted function {target.label}",
+                            f"{what} inside {target.subject} is a Python side effect",
+                            "move it out of the compiled function",
                             "runs only while tracing: the compiled function skips it or bakes its result in",
                             "runs it on every call at the cost of a graph break around it (the code before and "
                             "after compiles as separate graphs)",
+                            "TL204",
                         ),
                     )

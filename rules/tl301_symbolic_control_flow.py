@@ -159,9 +159,11 @@ def check(ctx):
             node,
             **compiled_message(
                 target,
-                f"{what} decided by a symbolic value in {target.label} (compiled with symbolic/dynamic values){more}",
+                f"{what} decided by a symbolic size or number in {target.subject}{more}",
+                "compute both paths as tensor ops, or keep that value static",
                 "—a cached trace may be reused for inputs that take the other path",
                 "guards on this condition: inputs that take the other path recompile (one compile per path)",
+                "TL301",
             ),
         )
 

@@ -94,10 +94,12 @@ def check(ctx):
                     call,
                     **compiled_message(
                         target,
-                        f"`.{func.attr}()` in jitted function `{name}` reads tensor data into Python",
+                        f"`.{func.attr}()` in {target.subject} reads tensor data into Python",
+                        "keep it a tensor (`torch.where`, masks), or read it outside the compiled function",
                         "—the compiled trace bakes the value in (or breaks the graph)",
                         "breaks the graph here to read it (right results; the function runs as separate graphs "
                         "with a device sync between them)",
+                        "TL302",
                     ),
                 )
             elif isinstance(func, ast.Name) and func.id in _CONVERSIONS and len(call.args) == 1:
@@ -107,9 +109,11 @@ def check(ctx):
                         call,
                         **compiled_message(
                             target,
-                            f"`{func.id}()` of a tensor in jitted function `{name}` reads tensor data",
+                            f"`{func.id}()` of a tensor in {target.subject} reads tensor data into Python",
+                            "keep it a tensor, or read it outside the compiled function",
                             "—the compiled trace bakes the value in",
                             "breaks the graph here to read it (right results; separate graphs and a device sync)",
+                            "TL302",
                         ),
                     )
         for kind, test in facts.tests:
@@ -124,10 +128,12 @@ def check(ctx):
                     test,
                     **compiled_message(
                         target,
-                        f"control flow on tensor data in jitted function `{name}`",
+                        f"control flow on tensor data in {target.subject}",
+                        "use `torch.where` or masks, or decide outside the compiled function",
                         "—the branch is taken while tracing and replayed for other data",
                         "breaks the graph here and takes the right branch (the cost: separate graphs and a "
                         "device sync)",
+                        "TL302",
                     ),
                 )
 

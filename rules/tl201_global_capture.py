@@ -51,6 +51,9 @@ There is no automatic fix.
         # a class made by namedtuple, and a backward-compatible alias of it, are classes
         "import torch\nfrom collections import namedtuple\nOutputs = namedtuple('Outputs', ['logits', 'aux'])\n"
         "_Outputs = Outputs\n@torch.compile\ndef f(x):\n    return _Outputs(x, None) if x.dim() else Outputs(x, x)\n",
+        # a local variable's annotation is never evaluated (torchaudio's `base_hypos: List[Hypothesis] = []`)
+        "import torch\nfrom typing import List\nHypothesis = tuple\nHypothesis = list\n@torch.compile\ndef f(x):\n"
+        "    hypos: List[Hypothesis] = []\n    return x\n",
         # a constant bound once on every path
         "import torch\ntry:\n    import apex\n    HAS_APEX = True\nexcept ImportError:\n    HAS_APEX = False\n"
         "@torch.compile\ndef f(x):\n    return x * 2 if HAS_APEX else x\n",

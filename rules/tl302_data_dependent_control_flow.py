@@ -56,6 +56,9 @@ There is no automatic fix.
         "import thunder, torch\n@thunder.jit\ndef f(x):\n    return torch.where(x.sum() > 0, x, -x)\n",
         "import thunder\n@thunder.jit\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n",
         "def f(x):\n    return x.item()\n",  # not jitted
+        # a Python number already read out of a tensor: the `.item()` is the finding, not the `int()`
+        "import torch\n@torch.compile\ndef f(x: torch.Tensor, t, w: int):\n    h = t[0]\n    h = h.item()  # noqa: TL302\n"
+        "    return x * int(h * w)\n",
     ],
     invalid=[
         "import thunder\n@thunder.jit\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n",
@@ -70,6 +73,18 @@ There is no automatic fix.
         # an untyped argument used like a tensor (`x.norm(...)`) is a tensor
         "import torch\n@torch.compile\ndef f(x, eps=1e-6):\n    norm = x.norm(dim=-1, keepdim=True)\n"
         "    if (norm < eps).any():\n        norm = norm.clamp(min=eps)\n    return x / norm\n",
+        # the items of a tensor are tensors (torchtune's `for h, w in aspect_ratio:`)
+        "import torch\n@torch.compile\ndef f(x, aspect_ratio: torch.Tensor):\n    n = 0\n    for h, w in aspect_ratio:\n"
+        "        n = n + int(h * w)\n    return x[:n]\n",
+        # a flag that becomes a tensor, even annotated bool
+        "import torch\n@torch.compile\ndef f(x: torch.Tensor, c: float):\n    clipped: bool = False\n"
+        "    clipped = clipped or (x.abs().max() >= c)\n    if clipped:\n        x = x.clamp(-c, c)\n    return x\n",
+        # builtin `sum` over a tensor gives a tensor
+        "import torch\n@torch.compile\ndef f(x, lengths: torch.Tensor):\n    if sum(lengths) == 0:\n        return x\n"
+        "    return x * 2\n",
+        # a random draw is tensor data too
+        "import torch\n@torch.compile\ndef f(x, p: float):\n    if torch.randint(0, 100, (1,)) < p * 100:\n"
+        "        x = x.flip(0)\n    return x\n",
     ],
 )
 
@@ -103,7 +118,7 @@ def check(ctx):
                     ),
                 )
             elif isinstance(func, ast.Name) and func.id in _CONVERSIONS and len(call.args) == 1:
-                if values.is_tensor(call.args[0]) and not facts.is_local(func.id):
+                if values.is_tensor_at(call.args[0], (call.lineno, call.col_offset)) and not facts.is_local(func.id):
                     reported.add((call.lineno, call.col_offset))
                     yield Finding(
                         call,

@@ -164,6 +164,12 @@ def build_scopes(root: ast.AST, parent: Scope | None = None) -> Scope:
             scope.bound.add(node.name)
         elif isinstance(node, ast.MatchMapping) and node.rest:
             scope.bound.add(node.rest)
+        elif isinstance(node, ast.AnnAssign) and scope.kind == "function":
+            # `hypos: List[Hypothesis] = []` in a function: Python never evaluates a local variable's annotation
+            work.append((node.target, scope))
+            if node.value is not None:
+                work.append((node.value, scope))
+            continue
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             # `x += 1` reads x too (its Name has Store context only).
             scope.loads.append(node.target)

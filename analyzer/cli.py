@@ -34,12 +34,25 @@ LIBRARY_DEFAULT_NOTE = "{}: every nn.Module forward is treated as compiled; set 
 STDIN_DEFAULT_NAME = "<stdin>"
 
 
+# Every subcommand `main` dispatches, as `--help` lists them (tests/cli check the two agree).
+SUBCOMMANDS = (
+    ("check [PATHS...]", "lint, the default: `thunder-lint PATHS` is the same"),
+    ("rule CODE", "a rule's docs"),
+    ("rules", "the table of rules"),
+    ("run [OPTIONS] (script.py | -m module) [ARGS...]",
+     "run a program with its jit calls checked, then report the trace and static findings"),
+    ("serve", "the HTTP service"),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="thunder-lint",
         description="Find the places where compiled PyTorch code can silently differ from eager PyTorch.",
-        epilog="Subcommands: `thunder-lint rule CODE` (a rule's docs), `thunder-lint rules` (all rules), "
-        "`thunder-lint serve` (HTTP service). Exit status: 0 clean, 1 findings, 2 usage or internal error.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="subcommands (each with its own --help):\n"
+        + "".join(f"  thunder-lint {use}\n      {what}\n" for use, what in SUBCOMMANDS)
+        + "\nexit status: 0 clean, 1 findings, 2 usage or internal error",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); `-` reads stdin")
     sel = p.add_argument_group("rule selection (codes, prefixes such as TL1, or ALL; comma-separated)")

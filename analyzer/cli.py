@@ -26,11 +26,11 @@ from io import BytesIO
 from . import config as config_mod
 from .cli_common import UsageError, effective_config, plural, sources_for, summary_lines, validate_selection  # noqa: F401
 from .diagnostics import Diagnostic
+from .project_index import LIBRARY_DEFAULT_NOTE
 from .report import FORMATS, render, render_statistics
 from .version import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-LIBRARY_DEFAULT_NOTE = "{}: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
 STDIN_DEFAULT_NAME = "<stdin>"
 
 

@@ -22,6 +22,8 @@ from .compile_sites import is_module_class, returned_classes, through_wrappers
 # The static engine's helpers are imported where a file is summarized: a run answered wholly from the
 # cache builds (or skips) the index without loading the engine.
 
+# Said once after the findings when the library default applied, with why ("no compile call found").
+LIBRARY_DEFAULT_NOTE = "{}: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
 REACH_DEPTH = 6  # calls followed from an entry point: deep enough for model -> block -> attention -> helper
 _CALL = re.compile(r"\b((?:[A-Za-z_]\w*+\.)*+[A-Za-z_]\w*+)\s*+\(")  # possessive: no backtracking
 _SELF_ATTR = re.compile(r"\bself\.([A-Za-z_]\w*+)")
@@ -29,18 +31,20 @@ _SELF_ATTR = re.compile(r"\bself\.([A-Za-z_]\w*+)")
 
 
 # --- module names ---------------------------------------------------------------------------------
-def module_name(path: str, root: str) -> str:
+def module_name(path: str, root: str, is_package=None) -> str:
     """Dotted module name of ``path`` below the project ``root``: ``src/`` layouts and packages understood.
 
     The name starts at the outermost folder that is a package (has ``__init__.py``) holding the file, so
     ``root/src/pkg/models/net.py`` is ``pkg.models.net`` and a script ``root/train.py`` is ``train``.
+    ``is_package(folder)`` answers without the file system where the files are labels (the HTTP service).
     """
+    is_package = is_package or (lambda folder: os.path.isfile(os.path.join(folder, "__init__.py")))
     path = os.path.abspath(path)
     folder, base = os.path.split(path)
     stem = base[:-3] if base.endswith(".py") else base.rsplit(".", 1)[0]
     parts = [] if stem == "__init__" else [stem]
     root = os.path.abspath(root)
-    while os.path.isfile(os.path.join(folder, "__init__.py")):
+    while is_package(folder):
         parent, name = os.path.split(folder)
         parts.append(name)
         if folder == root or parent == folder:
@@ -563,3 +567,17 @@ def project_file(path: str, settings, facts: tuple | None = None) -> ProjectFile
         getattr(settings, "target", "any"),
         want_summary=facts is None,
     )
+
+
+def module_names_of_labels(labels: list[str]) -> list[str]:
+    """Module names for files known only by their labels (paths never opened): a folder is a package when an
+    ``__init__.py`` among the labels is in it."""
+    packages = {os.path.dirname(os.path.abspath(p)) for p in labels if os.path.basename(p) == "__init__.py"}
+    return [module_name(p, "", packages.__contains__) for p in labels]
+
+
+def index_facts(summaries: list[dict], texts: dict[str, str], assume_compiled, target: str) -> tuple[dict, str]:
+    """What the joined index says about each file (path -> facts), and why the library default applied (or
+    ""): the CLI's second pass, for files whose text is at hand."""
+    index = ProjectIndex(summaries, "", assume_compiled, target, texts=texts)
+    return {s["path"]: index.facts_for(s["module"], s["path"]) for s in summaries}, index.library_default

@@ -27,6 +27,9 @@ def compiled_message(target, subject: str, fix: str, hazard: str, torch_compile:
     first = f"{subject}: {fix}"
     if getattr(target, "assumed", False):
         first = f"{target.elsewhere}, {first}"
+    if len(first) > HEADLINE_CHARS:  # long names: the line and column say where, the first line stays short
+        parts = first.split("`")
+        first = "`".join(p[:20] + "..." if i % 2 and len(p) > 24 else p for i, p in enumerate(parts))
     notes = []
     elsewhere = getattr(target, "elsewhere", "")
     if elsewhere and not getattr(target, "assumed", False):

@@ -112,7 +112,7 @@ def check(ctx):
                 **compiled_message(
                     target,
                     f"{target.subject} writes in place through a view of its input `{arg}`",
-                    "the caller's tensor changes; return the new value instead, or write to a clone",
+                    "the caller sees it; return a new tensor instead",
                     "changes the caller's tensor, and compiled code may replay the write differently from eager PyTorch",
                     "keeps the caller-visible write by copying the result back into the input after the graph "
                     "(the cost: an extra copy of the input)",

@@ -129,7 +129,7 @@ def check(ctx):
                 **compiled_message(
                     target,
                     f"{target.subject} writes its input `{name}` in place and uses it again",
-                    "use the out-of-place op and its result (see `thunder-lint rule TL103`)",
+                    "use the out-of-place op and its result",
                     f"—the compiler must copy the result back into `{name}` before that use, and reordered or "
                     f"aliased write-backs make it read the wrong memory",
                     "functionalizes the writes and copies the result back once (the cost: an extra copy of the input)",

@@ -82,7 +82,7 @@ def check(ctx):
                     **compiled_message(
                         target,
                         f"{target.subject} reads the module global `{node.id}`, a hidden input",
-                        "pass it in as an argument, or make it a constant",
+                        "pass it in, or make it a constant",
                         "—a hidden input that a compiled trace may bake in and keep using after it changes",
                         "guards on its value: every new value recompiles the function (a recompile per change, "
                         "and eager fallback past the recompile limit)",

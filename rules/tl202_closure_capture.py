@@ -66,8 +66,8 @@ def check(ctx):
                     node,
                     **compiled_message(
                         target,
-                        f"{target.subject} reads `{node.id}` from the enclosing function "
-                        f"`{getattr(owner.node, 'name', '<lambda>')}`, a hidden input",
+                        f"{target.subject} reads `{node.id}` of the enclosing `{getattr(owner.node, 'name', '<lambda>')}`, "
+                        f"a hidden input",
                         "pass it in as an argument",
                         "—a hidden input a compiled trace may bake in",
                         "guards on the captured value: a change recompiles the function",

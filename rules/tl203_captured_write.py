@@ -79,7 +79,7 @@ def check(ctx):
                     **compiled_message(
                         target,
                         f"{target.subject} writes the {what} variable `{name}`",
-                        "return the new value and assign it outside the compiled function",
+                        "return the new value and assign it outside",
                         "—a cached trace does not repeat this side effect on every call",
                         "replays the write after every call (right results), and guards on the value it reads: "
                         "a recompile whenever it changes",

@@ -110,7 +110,7 @@ def check(ctx):
                     **compiled_message(
                         target,
                         f"`.{func.attr}()` in {target.subject} reads tensor data into Python",
-                        "keep it a tensor (`torch.where`, masks), or read it outside the compiled function",
+                        "keep it a tensor, or read it outside compiled code",
                         "—the compiled trace bakes the value in (or breaks the graph)",
                         "breaks the graph here to read it (right results; the function runs as separate graphs "
                         "with a device sync between them)",
@@ -124,8 +124,8 @@ def check(ctx):
                         call,
                         **compiled_message(
                             target,
-                            f"`{func.id}()` of a tensor in {target.subject} reads tensor data into Python",
-                            "keep it a tensor, or read it outside the compiled function",
+                            f"`{func.id}()` of a tensor in {target.subject} reads tensor data",
+                            "keep it a tensor, or read it outside compiled code",
                             "—the compiled trace bakes the value in",
                             "breaks the graph here to read it (right results; separate graphs and a device sync)",
                             "TL302",
@@ -144,7 +144,7 @@ def check(ctx):
                     **compiled_message(
                         target,
                         f"control flow on tensor data in {target.subject}",
-                        "use `torch.where` or masks, or decide outside the compiled function",
+                        "use `torch.where`/masks, or decide outside compiled code",
                         "—the branch is taken while tracing and replayed for other data",
                         "breaks the graph here and takes the right branch (the cost: separate graphs and a "
                         "device sync)",

@@ -287,6 +287,7 @@ class ProjectIndex:
         # why the library default applied ("no compile call found"), or "" when it did not
         self.library_default = ""
         self.compiled: dict[tuple[str, str], Compiled] = {}
+        self._reach_cache: dict[tuple[str, str], list] = {}
         self._roots: set[tuple[str, str, str]] = set()  # (module, qualname, entry path): direct targets
         self._build()
 
@@ -405,20 +406,37 @@ class ProjectIndex:
                         pending.append(((mod, f"{cls}.forward"), Compiled(compiler, False, f"if `{cls}` is compiled", True), 0))
                         # said only where it changes something: there is a module to lint as compiled
                         self.library_default = "no compile call found" if not deciding else "no nn.Module compile call found"
-        pending.reverse()  # first found, first marked: the entry point a message names is the first in the text
-        while pending:
-            where, how, depth = pending.pop()
-            old = self.compiled.get(where)
-            if old is not None:
-                if old.compiler != how.compiler and old.compiler != "unknown":
-                    self.compiled[where] = Compiled("unknown", old.symbolic or how.symbolic, old.how, old.assumed)
-                continue
+        # What each entry point reaches, each walked on its own; a function keeps the entry point that says most
+        # about it: a compile call before the library default, then one in its own module (so that its file's
+        # findings read the same linted alone or with the project), then the first in the text.
+        best: dict[tuple[str, str], tuple] = {}
+        compilers: dict[tuple[str, str], set] = {}
+        for rank, (root, how, _) in enumerate(pending):
+            seen = {root}
+            stack = [(root, 0)]
+            while stack:
+                where, depth = stack.pop()
+                key = (how.assumed, where[0] != root[0], rank)
+                if where not in best or key < best[where][0]:
+                    best[where] = (key, how)
+                if not how.assumed:
+                    compilers.setdefault(where, set()).add(how.compiler)
+                if depth < REACH_DEPTH:
+                    for nxt in self._reached_once(*where):
+                        if nxt not in seen:
+                            seen.add(nxt)
+                            stack.append((nxt, depth + 1))
+        for where, (_, how) in best.items():
+            if len(compilers.get(where, ())) > 1:  # compiled by two compilers: both behaviours apply
+                how = Compiled("unknown", how.symbolic, how.how, how.assumed)
             self.compiled[where] = how
-            if depth >= REACH_DEPTH:
-                continue
-            for nxt in self._reached(*where):
-                if nxt not in self.compiled:
-                    pending.append((nxt, how, depth + 1))
+
+    def _reached_once(self, module: str, qual: str) -> list[tuple[str, str]]:
+        key = (module, qual)
+        got = self._reach_cache.get(key)
+        if got is None:
+            got = self._reach_cache[key] = self._reached(module, qual)
+        return got
 
     def _is_forward(self, where) -> bool:
         mod, qual = where
@@ -533,13 +551,15 @@ class ProjectFile:
     summary: dict | None = None
     used: tuple | None = None  # the facts the file was linted with
     library_default: str = ""  # why the one-file index applied the library default (first pass only)
+    root: str | None = None  # the project's root, for the places messages name (default: the file's folder)
 
     def attach(self, ctx) -> None:
         if self.want_summary or self.facts is None:
             self.summary = summarize(ctx.source.text, ctx.tree, ctx.index, self.path, self.module, ctx.jit_decorators)
         facts = self.facts
         if facts is None:
-            one = ProjectIndex([self.summary], root=os.path.dirname(self.path), assume_compiled=self.assume_compiled,
+            root = os.path.dirname(self.path) if self.root is None else self.root
+            one = ProjectIndex([self.summary], root=root, assume_compiled=self.assume_compiled,
                                target=self.target, texts={self.path: ctx.source.text})
             facts = one.facts_for(self.module, self.path)
             self.library_default = one.library_default
@@ -566,6 +586,7 @@ def project_file(path: str, settings, facts: tuple | None = None) -> ProjectFile
         _patterns(getattr(settings, "assume_compiled", None)),
         getattr(settings, "target", "any"),
         want_summary=facts is None,
+        root=getattr(settings, "root", None),
     )
 
 

@@ -12,6 +12,8 @@ _TORCH_NON_TENSOR = ("torch.is_", "torch.Size", "torch.cuda", "torch.jit", "torc
                      "torch.backends", "torch.distributed", "torch.finfo", "torch.iinfo", "torch.device",
                      "torch.dtype", "torch.no_grad", "torch.enable_grad", "torch.autocast", "torch._")
 _SHAPE_FUNCTIONS = frozenset({"len"})
+_DTYPES = frozenset({"float", "float32", "float64", "double", "half", "float16", "bfloat16", "int", "int8", "int16",
+                     "int32", "int64", "long", "uint8", "uint16", "bool", "complex64", "complex128"})
 # Attributes only tensors have (lists, dicts and numbers have none of them).
 _TENSOR_ONLY_ATTRIBUTES = frozenset({"sum", "mean", "any", "all", "item", "view", "reshape", "shape", "dtype",
                                      "device", "transpose", "permute", "contiguous", "clone", "detach", "unsqueeze",
@@ -40,6 +42,12 @@ def is_tensor_annotation(ann) -> bool:
     if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
         return is_tensor_annotation(ann.left) or is_tensor_annotation(ann.right)
     return False
+
+
+def not_a_tensor_annotation(ann) -> bool:
+    """An annotation that names something else than a tensor (`list[int]`, `torch.dtype`, `int`, `str`)."""
+    return ann is not None and not is_tensor_annotation(ann) and not (
+        isinstance(ann, ast.Constant) and isinstance(ann.value, str) and "Tensor" in ann.value)
 
 
 def _annotation_name(ann) -> str:
@@ -72,6 +80,13 @@ class Values:
                 continue
             ann = _annotation_name(facts.annotations.get(p))
             uses = facts.attribute_uses.get(p, [])
+            if not_a_tensor_annotation(facts.annotations.get(p)) and not ann.startswith(("Any", "typing.Any")):
+                if ann.split("[")[-1].rstrip("]").split("|")[0].strip() in _SCALAR_ANNOTATIONS or ann in _SCALAR_ANNOTATIONS:
+                    self.scalars.add(p)
+                continue  # `dtype: torch.dtype` has `.is_floating_point` too: the annotation says what it is
+            default = facts.defaults.get(p)
+            if default is not None and self._is_dtype(default):
+                continue  # `dtype=torch.float`: a dtype
             if is_tensor_annotation(facts.annotations.get(p)) or any(
                 u.attr in METADATA_ATTRIBUTES or u.attr in METADATA_METHODS or u.attr in _TENSOR_PARAM_METHODS
                 or (u.attr.endswith("_") and not u.attr.startswith("_")) for u in uses
@@ -88,6 +103,10 @@ class Values:
             if uses or p in facts.subscript_uses:
                 continue  # an object or a container
             self.scalars.add(p)
+
+    def _is_dtype(self, e) -> bool:
+        name = self.ctx.resolve(e) or ""
+        return name.startswith("torch.") and name.rsplit(".", 1)[-1] in _DTYPES
 
     def _classify_locals(self) -> None:
         """Locals used like tensors (``y.sum()``, ``y.view(...)``) are tensors, whatever they were assigned from."""

@@ -54,6 +54,10 @@ There is no automatic fix.
         # a local variable's annotation is never evaluated (torchaudio's `base_hypos: List[Hypothesis] = []`)
         "import torch\nfrom typing import List\nHypothesis = tuple\nHypothesis = list\n@torch.compile\ndef f(x):\n"
         "    hypos: List[Hypothesis] = []\n    return x\n",
+        # taken once from a class or a module: code, not data (x-transformers' `detach_multiple = DetachMultiple.apply`)
+        "import torch\nimport torch.nn.functional as F\nclass Detach(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, x):\n        return x.detach()\ndetach = Detach.apply\ngelu = F.gelu\n@torch.compile\n"
+        "def f(x):\n    return gelu(detach(x))\n",
         # a constant bound once on every path
         "import torch\ntry:\n    import apex\n    HAS_APEX = True\nexcept ImportError:\n    HAS_APEX = False\n"
         "@torch.compile\ndef f(x):\n    return x * 2 if HAS_APEX else x\n",
@@ -67,6 +71,9 @@ There is no automatic fix.
         # a module-level helper the jitted function calls is traced with it: its global reads are hidden inputs
         "import torch\nregistry = {}\ndef scale_of(x):\n    return x * registry.get('scale', 1.0)\n"
         "@torch.compile\ndef f(x):\n    return scale_of(x) + 1\n",
+        # an attribute of a data global is data
+        "import torch\nclass Cfg:\n    scale = 1.0\ncfg = Cfg()\nscale = cfg.scale\n@torch.compile\ndef f(x):\n"
+        "    return x * scale\n",
         # an alias of a mutable global is just as mutable
         "import torch\ncounter = 0\nalias = counter\n@torch.compile\ndef f(x):\n    return x + alias\n",
     ],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ._jit_scopes import jitted_scopes
-from ._torch_api import eager_only_spans, in_spans
+from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
 from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
@@ -99,8 +99,9 @@ def _side_effect(ctx, scope, call) -> str | None:
 
 
 def check(ctx):
+    checks = mentions_compiling_checks(ctx.source.text)
     for target, jit_scope in jitted_scopes(ctx):
-        eager_only = eager_only_spans(target.info.node)
+        eager_only = eager_only_spans(target.info.node) if checks else []
         for scope in jit_scope.walk():
             for call in scope.calls:
                 if eager_only and in_spans(call, eager_only):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ._torch_api import compiled_operands, eager_only_spans, in_spans
+from ._torch_api import compiled_operands, eager_only_spans, in_spans, mentions_compiling_checks
 from ._values import Values
 from ._compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -56,6 +56,12 @@ There is no automatic fix.
         "import thunder, torch\n@thunder.jit\ndef f(x):\n    return torch.where(x.sum() > 0, x, -x)\n",
         "import thunder\n@thunder.jit\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n",
         "def f(x):\n    return x.item()\n",  # not jitted
+        # dtypes are no tensors, even with `.is_floating_point` (torchvision's `to_dtype_image`)
+        "import torch\n@torch.compile\ndef f(image: torch.Tensor, dtype: torch.dtype = torch.float):\n"
+        "    if image.dtype == dtype:\n        return image\n    if dtype.is_floating_point:\n        return image.to(dtype)\n"
+        "    return image\n",
+        "import torch\n@torch.compile\ndef f(image, dtype=torch.float):\n    if dtype.is_floating_point and image.dtype == dtype:\n"
+        "        return image\n    return image.float()\n",
         # a Python number already read out of a tensor: the `.item()` is the finding, not the `int()`
         "import torch\n@torch.compile\ndef f(x: torch.Tensor, t, w: int):\n    h = t[0]\n    h = h.item()  # noqa: TL302\n"
         "    return x * int(h * w)\n",
@@ -90,13 +96,14 @@ There is no automatic fix.
 
 
 def check(ctx):
+    checks = mentions_compiling_checks(ctx.source.text)
     for target in ctx.jitted:
         facts = ctx.facts(target.info.node)
         values = Values(ctx, target.info, facts)
         name = target.info.name
         reported = set()
-        eager_only = eager_only_spans(target.info.node)
-        in_guarded_raise = _raises_under_data_checks(target.info.node, values)
+        eager_only = eager_only_spans(target.info.node) if checks else []
+        in_guarded_raise = _raises_under_data_checks(facts, values)
         for call in facts.calls:
             if eager_only and in_spans(call, eager_only):
                 continue
@@ -153,12 +160,12 @@ def check(ctx):
                 )
 
 
-def _raises_under_data_checks(func, values) -> list:
+def _raises_under_data_checks(facts, values) -> list:
     """Spans of `raise` statements that an `if` on tensor data guards: their message runs only once that
     check has already read the data, so an `.item()` in it is no second finding."""
     spans = []
-    for node in ast.walk(func):
-        if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body):
+    for node in facts.ifs:
+        if any(isinstance(s, ast.Raise) for s in node.body):
             if _has_item(node.test) or any(_decides_on_tensor(values, p) for p in compiled_operands(node.test)):
                 for s in node.body:
                     if isinstance(s, ast.Raise):

@@ -121,7 +121,7 @@ def _project_file(job: Job, i: int):
 
     facts = None if job.facts is None else normalize_facts(job.facts[i])
     return ProjectFile(job.files[i].path, job.modules[i], facts, job.assume_compiled, job.target,
-                       want_summary=facts is None)
+                       want_summary=facts is None, root="")
 
 
 def _analyze_file(f: SubmittedFile, job: Job, project=None) -> tuple[FileOutcome, list[Diagnostic]]:

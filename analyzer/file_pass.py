@@ -90,9 +90,11 @@ def lint_text(text: str, path: str, settings: Settings, project=None) -> list[Di
     )
 
 
-def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: tuple | None = None) -> FileResult:
+def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: tuple | None = None,
+                 first_digest: bytes | None = None) -> FileResult:
     """Read, hash and lint one file; never raises. ``facts``: what the project index knows about it
-    (None on the first pass, before the index exists)."""
+    (None on the first pass, before the index exists); ``first_digest``: the content hash the first pass
+    linted (the same content was compile-checked there)."""
     result = FileResult(path)
     try:
         data, st = read_with_stat(path, settings.max_file_bytes)
@@ -109,6 +111,7 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
             from .project_index import project_file
 
             project = project_file(path, settings, facts)
+            project.compile_checked = facts is not None and first_digest == result.digest
             result.diagnostics = lint_text(text, path, settings, project)
             result.summary, result.facts = project.summary, project.used
             if result.facts is None:  # unparsable: linted, with nothing for the index

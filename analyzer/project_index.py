@@ -552,6 +552,9 @@ class ProjectFile:
     used: tuple | None = None  # the facts the file was linted with
     library_default: str = ""  # why the one-file index applied the library default (first pass only)
     root: str | None = None  # the project's root, for the places messages name (default: the file's folder)
+    # linted again with the index's facts, and the first pass already compiled this very text (same content
+    # hash): its compile-time errors were checked there
+    compile_checked: bool = False
 
     def attach(self, ctx) -> None:
         if self.want_summary or self.facts is None:

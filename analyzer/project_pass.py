@@ -84,21 +84,21 @@ def _mtime(p: Path) -> float:
         return 0.0
 
 
-def _relint_chunk(items: list[tuple[str, tuple]]):
-    return [process_file(p, file_pass.worker_settings(), {}, facts) for p, facts in items]
+def _relint_chunk(items: list[tuple[str, tuple, bytes | None]]):
+    return [process_file(p, file_pass.worker_settings(), {}, facts, digest) for p, facts, digest in items]
 
 
 def _relint(todo: list[tuple[object, tuple]], settings, jobs: int) -> list:
-    items = [(r.path, facts) for r, facts in todo]
+    items = [(r.path, facts, r.digest) for r, facts in todo]
     if jobs <= 1 or len(items) < SERIAL_BELOW:
-        return [process_file(p, settings, {}, facts) for p, facts in items]
+        return [process_file(p, settings, {}, facts, digest) for p, facts, digest in items]
     n = min(jobs * 8, len(items))
     chunks = [items[i::n] for i in range(n)]
     with ProcessPoolExecutor(min(jobs, n), mp_context=pool_context(), initializer=init_worker,
                              initargs=(settings, {})) as pool:
         done = list(pool.map(_relint_chunk, chunks))
     by_path = {r.path: r for chunk in done for r in chunk}
-    return [by_path[p] for p, _ in items]
+    return [by_path[p] for p, _, _ in items]
 
 
 def _fingerprint(results: list) -> str:

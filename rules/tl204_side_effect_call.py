@@ -101,7 +101,7 @@ def _side_effect(ctx, scope, call) -> str | None:
 def check(ctx):
     checks = mentions_compiling_checks(ctx.source.text)
     for target, jit_scope in jitted_scopes(ctx):
-        eager_only = eager_only_spans(target.info.node) if checks else []
+        eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) if checks else []
         for scope in jit_scope.walk():
             for call in scope.calls:
                 if eager_only and in_spans(call, eager_only):

@@ -102,7 +102,7 @@ def check(ctx):
         values = Values(ctx, target.info, facts)
         name = target.info.name
         reported = set()
-        eager_only = eager_only_spans(target.info.node) if checks else []
+        eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) if checks else []
         in_guarded_raise = _raises_under_data_checks(facts, values)
         for call in facts.calls:
             if eager_only and in_spans(call, eager_only):

@@ -120,8 +120,9 @@ def _project_file(job: Job, i: int):
     from analyzer.project_index import ProjectFile, normalize_facts
 
     facts = None if job.facts is None else normalize_facts(job.facts[i])
+    # (a second pass lints the submitted text the first pass compile-checked)
     return ProjectFile(job.files[i].path, job.modules[i], facts, job.assume_compiled, job.target,
-                       want_summary=facts is None, root="")
+                       want_summary=facts is None, root="", compile_checked=facts is not None)
 
 
 def _analyze_file(f: SubmittedFile, job: Job, project=None) -> tuple[FileOutcome, list[Diagnostic]]:

@@ -227,3 +227,12 @@ def test_the_tests_compiling_toy_models_leave_the_library_default_on(cli, tmp_pa
     assert {line for _, _, line, *_ in got} == {13, 23, 33}, got
     block = [m for _, _, line, m, _ in got if line == 13]
     assert "compiled by `torch.compile(Block(4))` at tests/test_net.py:5" in block[0], block
+
+
+def test_a_run_answered_from_the_cache_still_says_the_library_default(cli, tmp_path):
+    write(tmp_path / "mypkg" / "__init__.py", "")
+    write(tmp_path / "mypkg" / "net.py", MODEL)
+    note = "no compile call found: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
+    cold = cli(".", "--format", "concise")
+    warm = cli(".", "--format", "concise")
+    assert cold.out.splitlines()[-1] == note and warm.out == cold.out, (cold.out, warm.out)

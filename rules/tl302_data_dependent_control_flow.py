@@ -100,7 +100,6 @@ def check(ctx):
     for target in ctx.jitted:
         facts = ctx.facts(target.info.node)
         values = Values(ctx, target.info, facts)
-        name = target.info.name
         reported = set()
         eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) if checks else []
         in_guarded_raise = _raises_under_data_checks(facts, values)

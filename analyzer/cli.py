@@ -26,6 +26,7 @@ from io import BytesIO
 from . import config as config_mod
 from .cli_common import UsageError, effective_config, plural, sources_for, summary_lines, validate_selection  # noqa: F401
 from .diagnostics import Diagnostic
+from .project_index import LIBRARY_DEFAULT_NOTE
 from .report import FORMATS, render, render_statistics
 from .version import __version__
 
@@ -33,12 +34,25 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 STDIN_DEFAULT_NAME = "<stdin>"
 
 
+# Every subcommand `main` dispatches, as `--help` lists them (tests/cli check the two agree).
+SUBCOMMANDS = (
+    ("check [PATHS...]", "lint, the default: `thunder-lint PATHS` is the same"),
+    ("rule CODE", "a rule's docs"),
+    ("rules", "the table of rules"),
+    ("run [OPTIONS] (script.py | -m module) [ARGS...]",
+     "run a program with its jit calls checked, then report the trace and static findings"),
+    ("serve", "the HTTP service"),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="thunder-lint",
         description="Find the places where compiled PyTorch code can silently differ from eager PyTorch.",
-        epilog="Subcommands: `thunder-lint rule CODE` (a rule's docs), `thunder-lint rules` (all rules), "
-        "`thunder-lint serve` (HTTP service). Exit status: 0 clean, 1 findings, 2 usage or internal error.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="subcommands (each with its own --help):\n"
+        + "".join(f"  thunder-lint {use}\n      {what}\n" for use, what in SUBCOMMANDS)
+        + "\nexit status: 0 clean, 1 findings, 2 usage or internal error",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); `-` reads stdin")
     sel = p.add_argument_group("rule selection (codes, prefixes such as TL1, or ALL; comma-separated)")
@@ -66,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="files larger than this are reported as TL002, not parsed (default: 4MiB; e.g. 10MB)")
     run.add_argument("--cache-dir", metavar="DIR", help="where the results cache lives (default: <project root>/.thunder-lint-cache)")
     run.add_argument("--assume-compiled", action="append", metavar="PATTERN",
-                     help="treat functions whose qualified name (package.module.Class.method) matches this glob as compiled")
+                     help="treat functions whose qualified name (package.module.Class.method) matches this glob as "
+                     "compiled; without it (and `assume-compiled` in the config), a project with no compile call has "
+                     "every nn.Module forward linted as compiled; `--assume-compiled ''` turns that off")
     run.add_argument("--target", choices=config_mod.TARGETS, default=None,
                      help="the compiler messages speak of (default: the config's, else each function's own)")
     run.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="worker processes (default: all cores)")
@@ -230,7 +246,7 @@ def _emit(args: argparse.Namespace, text: str) -> None:
             sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
 
 
-def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = "") -> None:
+def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = "", library_default: str = "") -> None:
     """Render the findings (or the statistics) and, for the human formats, the summary lines."""
     human = args.format in ("full", "concise")
     if args.statistics and args.format in ("json", "json-lines"):
@@ -249,6 +265,8 @@ def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = 
         )
     if human and not args.quiet:
         lines = summary_lines(diagnostics, fixed=fixed, unsafe_fixes=args.unsafe_fixes)
+        if library_default:
+            lines.append(LIBRARY_DEFAULT_NOTE.format(library_default))
         body = body + ("\n" if body and args.format == "full" else "") + "\n".join(lines) + "\n"
     _emit(args, extra_head + body)
 
@@ -292,8 +310,9 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
     if settings.fix is None:
         from .project_index import project_file
 
-        diagnostics = lint_text(text, name, settings, project_file(name, settings))
-        _report(args, diagnostics, {name: text}, fixed=None)
+        project = project_file(name, settings)
+        diagnostics = lint_text(text, name, settings, project)
+        _report(args, diagnostics, {name: text}, fixed=None, library_default=project.library_default)
         return _exit_code(args, len(diagnostics), [])
     try:
         outcome = static.fix_source(
@@ -379,7 +398,7 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
                     fixed_lines.append(f"    {d.line}:{d.column} {d.code} ({d.name})")
         if fixed_lines and args.format in ("full", "concise"):
             head = "Fixed:\n" + "\n".join(fixed_lines) + "\n\n"
-    _report(args, diagnostics, {}, fixed=fixed, extra_head=head)
+    _report(args, diagnostics, {}, fixed=fixed, extra_head=head, library_default=result.library_default)
     return _exit_code(args, len(diagnostics), errors)
 
 

@@ -43,11 +43,19 @@ def effective_config(args: argparse.Namespace, paths: Sequence[str]) -> config_m
         per_file_ignores=cfg.per_file_ignores,
         jit_decorators=cfg.jit_decorators,
         exclude=cfg.exclude,
-        assume_compiled=cfg.assume_compiled + tuple(getattr(args, "assume_compiled", None) or ()),
+        assume_compiled=assume_compiled(cfg.assume_compiled, getattr(args, "assume_compiled", None)),
         target=getattr(args, "target", None) or cfg.target,
         root=cfg.root,
         source=cfg.source,
     )
+
+
+def assume_compiled(configured: tuple[str, ...] | None, given: list[str] | None) -> tuple[str, ...] | None:
+    """The config's patterns plus the command line's; None when neither sets any (the library default may
+    apply). `--assume-compiled ''` sets the option with no pattern: the library default is off."""
+    if configured is None and given is None:
+        return None
+    return tuple(configured or ()) + tuple(p.strip() for p in given or () if p.strip())
 
 
 def validate_selection(cfg: config_mod.Config) -> None:

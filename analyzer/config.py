@@ -3,7 +3,8 @@
 Keys (after ruff's spelling): ``select``, ``ignore``, ``extend-select``, ``per-file-ignores``
 (glob -> codes), ``jit-decorators`` (extra decorator names that mark a function as compiled) and
 ``exclude`` (extra directory/file globs to skip), ``assume-compiled`` (globs over qualified names
-``package.module.Class.method`` of code compiled outside the linted files) and ``target`` (the compiler
+``package.module.Class.method`` of code compiled outside the linted files; when it is not set and no file
+compiles anything, every ``nn.Module`` forward is linted as compiled, and ``[]`` turns that off) and ``target`` (the compiler
 messages speak of: ``thunder``, ``torch.compile``, or ``any``, each function's own entry point). The file is found by walking up from the linted
 paths; the first pyproject.toml that has the table wins, and its folder is the project root
 (per-file-ignores globs are relative to it).
@@ -34,7 +35,9 @@ class Config:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     jit_decorators: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
-    assume_compiled: tuple[str, ...] = ()
+    # None: not set; then, when no compile call is found, every nn.Module forward is linted as compiled (the
+    # library default). `assume-compiled = []` turns that off.
+    assume_compiled: tuple[str, ...] | None = None
     target: str = "any"
     root: str = field(default_factory=os.getcwd)  # folder of the pyproject.toml (or the cwd)
     source: str | None = None  # the pyproject.toml it came from
@@ -93,7 +96,7 @@ def parse_table(table: dict, *, root: str, source: str | None) -> Config:
         per_file_ignores=tuple((str(glob), _str_list(codes, f"per-file-ignores.{glob}", where)) for glob, codes in pfi.items()),
         jit_decorators=_str_list(table.get("jit-decorators", []), "jit-decorators", where),
         exclude=_str_list(table.get("exclude", []), "exclude", where),
-        assume_compiled=_str_list(table.get("assume-compiled", []), "assume-compiled", where),
+        assume_compiled=_str_list(table["assume-compiled"], "assume-compiled", where) if "assume-compiled" in table else None,
         target=_target(table.get("target", "any"), where),
         root=root,
         source=source,

@@ -31,7 +31,7 @@ class Settings:
     jit_decorators: tuple[str, ...] = ()
     root: str = "."
     fix: str | None = None  # None: lint only; "safe" or "unsafe": compute fixed text too
-    assume_compiled: tuple[str, ...] = ()  # globs over package.module.Class.method
+    assume_compiled: tuple[str, ...] | None = None  # globs over package.module.Class.method; None: not set
     target: str = "any"  # the compiler messages assume: "thunder", "torch.compile", or "any" (each entry point's)
     max_file_bytes: int | None = None  # larger files are TL002 unread; None: file_reader.MAX_FILE_BYTES
 
@@ -90,9 +90,11 @@ def lint_text(text: str, path: str, settings: Settings, project=None) -> list[Di
     )
 
 
-def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: tuple | None = None) -> FileResult:
+def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: tuple | None = None,
+                 first_digest: bytes | None = None) -> FileResult:
     """Read, hash and lint one file; never raises. ``facts``: what the project index knows about it
-    (None on the first pass, before the index exists)."""
+    (None on the first pass, before the index exists); ``first_digest``: the content hash the first pass
+    linted (the same content was compile-checked there)."""
     result = FileResult(path)
     try:
         data, st = read_with_stat(path, settings.max_file_bytes)
@@ -109,6 +111,7 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
             from .project_index import project_file
 
             project = project_file(path, settings, facts)
+            project.compile_checked = facts is not None and first_digest == result.digest
             result.diagnostics = lint_text(text, path, settings, project)
             result.summary, result.facts = project.summary, project.used
             if result.facts is None:  # unparsable: linted, with nothing for the index

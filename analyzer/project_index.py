@@ -17,29 +17,34 @@ import os
 import re
 from dataclasses import dataclass
 
+from .compile_sites import is_module_class, returned_classes, through_wrappers
+
 # The static engine's helpers are imported where a file is summarized: a run answered wholly from the
 # cache builds (or skips) the index without loading the engine.
 
+# Said once after the findings when the library default applied, with why ("no compile call found").
+LIBRARY_DEFAULT_NOTE = "{}: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
 REACH_DEPTH = 6  # calls followed from an entry point: deep enough for model -> block -> attention -> helper
 _CALL = re.compile(r"\b((?:[A-Za-z_]\w*+\.)*+[A-Za-z_]\w*+)\s*+\(")  # possessive: no backtracking
 _SELF_ATTR = re.compile(r"\bself\.([A-Za-z_]\w*+)")
-_CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict"})
 
 
 
 # --- module names ---------------------------------------------------------------------------------
-def module_name(path: str, root: str) -> str:
+def module_name(path: str, root: str, is_package=None) -> str:
     """Dotted module name of ``path`` below the project ``root``: ``src/`` layouts and packages understood.
 
     The name starts at the outermost folder that is a package (has ``__init__.py``) holding the file, so
     ``root/src/pkg/models/net.py`` is ``pkg.models.net`` and a script ``root/train.py`` is ``train``.
+    ``is_package(folder)`` answers without the file system where the files are labels (the HTTP service).
     """
+    is_package = is_package or (lambda folder: os.path.isfile(os.path.join(folder, "__init__.py")))
     path = os.path.abspath(path)
     folder, base = os.path.split(path)
     stem = base[:-3] if base.endswith(".py") else base.rsplit(".", 1)[0]
     parts = [] if stem == "__init__" else [stem]
     root = os.path.abspath(root)
-    while os.path.isfile(os.path.join(folder, "__init__.py")):
+    while is_package(folder):
         parent, name = os.path.split(folder)
         parts.append(name)
         if folder == root or parent == folder:
@@ -79,67 +84,54 @@ def _imports(tree: ast.Module, index, module: str, is_package: bool) -> dict[str
     return out
 
 
-def _instance_classes(value) -> list[str]:
-    """Class references a submodule assignment instantiates: ``Block(d)``, ``nn.ModuleList([Block(d) ...])``."""
-    from .static.module_index import dotted_name, strip_self_returning
+def _enclosing_function(stmt, index):
+    """The innermost function (not a lambda) whose body holds ``stmt``, or None at module level."""
+    best = None
+    for info in index.functions:
+        n = info.node
+        if n.lineno < stmt.lineno and stmt.end_lineno <= n.end_lineno and (best is None or n.lineno > best.node.lineno):
+            best = info
+    return best
 
 
-    value = strip_self_returning(value)
-    if not isinstance(value, ast.Call):
-        return []
-    name = dotted_name(value.func)
-    if name is None:
-        return []
-    if name.rsplit(".", 1)[-1] in _CONTAINERS:
-        out = []
-        for arg in value.args:
-            items = arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]
-            for item in items:
-                if isinstance(item, (ast.ListComp, ast.GeneratorExp)):
-                    item = item.elt
-                out.extend(_instance_classes(item))
-        return out
-    return [name]
-
-
-def _submodules(cls: ast.ClassDef) -> dict[str, list[str]]:
-    """``self.<attr> = Class(...)`` in ``__init__`` (statements of its body, any depth)."""
-    out: dict[str, list[str]] = {}
-    for stmt in cls.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "__init__":
-            stack = list(stmt.body)
-            while stack:
-                s = stack.pop()
-                if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
-                    targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-                    for t in targets:
-                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                            classes = _instance_classes(s.value)
-                            if classes:
-                                out.setdefault(t.attr, []).extend(classes)
-                for attr in ("body", "orelse", "finalbody"):
-                    v = getattr(s, attr, None)
-                    if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
-                        stack.extend(v)
-    return out
+def _param_position(info, name: str) -> int | None:
+    """The position of parameter ``name`` of ``info``'s function (self/cls not counted), else None."""
+    args = info.node.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args)]
+    if info.class_node is not None and names and names[0] in ("self", "cls"):
+        names = names[1:]
+    if name in names:
+        return names.index(name)
+    if name in [a.arg for a in args.kwonlyargs]:
+        return -1  # keyword-only: found by name at the call sites
+    return None
 
 
 def _entry_target(expr, stmt, index, func_qualnames) -> tuple | None:
-    """What a jit call's first argument names: ("instance", class ref) or ("ref", function/method ref)."""
+    """What a jit call's first argument names: ("instance", class or factory ref), ("ref", function/method
+    ref), or ("wrapper", function, position, parameter) when it is a parameter of the function around the
+    call (``def setup(model): return torch.compile(model)``: its callers say what is compiled)."""
     from .static.module_index import dotted_name, strip_self_returning
 
     expr = strip_self_returning(expr)
     if isinstance(expr, ast.Call):
+        if index.resolve(expr.func) in ("functools.partial", "partial") and expr.args:
+            return _entry_target(expr.args[0], stmt, index, func_qualnames)  # torch.compile(partial(f, k=1))
         name = dotted_name(expr.func)
         return ("instance", name) if name else None
     if isinstance(expr, ast.Name):
+        around = _enclosing_function(stmt, index)
+        if around is not None and around.parents == (around.class_node,) * len(around.parents):
+            pos = _param_position(around, expr.id)
+            if pos is not None:
+                return ("wrapper", around.qualname, pos, expr.id)
         for callee in index.instances.get(expr.id, ()):
             return ("instance", callee)
         return ("ref", expr.id)
     if isinstance(expr, ast.Attribute):
         if expr.attr == "forward":
             inner = _entry_target(expr.value, stmt, index, func_qualnames)
-            if inner and inner[0] == "instance":
+            if inner and inner[0] in ("instance", "wrapper"):
                 return inner
         if isinstance(expr.value, ast.Name) and expr.value.id == "self":
             for info in index.functions:  # self.step inside a method: that class's method
@@ -181,6 +173,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
     from .static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
     from .static.module_index import dotted_name
+    from .submodules import held_classes
 
     is_package = os.path.basename(path) == "__init__.py"
     lines = _ast_line_ends(text).split("\n")
@@ -194,7 +187,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
         functions[info.qualname] = [info.node.lineno, info.node.end_lineno]
     for name, cls in index.classes.items():
         bases = [b for b in (dotted_name(x) for x in cls.bases) if b]
-        classes[name] = [bases, _submodules(cls)]
+        classes[name] = [bases, held_classes(cls)]
 
     entries = []
     words = ["jit", "compile"] + [d.rsplit(".", 1)[-1].lstrip("@") for d in jit_decorators if d.strip()]
@@ -239,7 +232,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
                         if index.resolve(node.func) in ("re.compile", "torch.compile"):
                             continue
                         target = _entry_target(node.func.value, stmt, index, functions)
-                        if target and target[0] == "instance":
+                        if target and target[0] in ("instance", "wrapper"):
                             entries.append([list(target), "torch.compile", is_symbolic(node.keywords), label(node), node.lineno, False])
                         continue
                     else:
@@ -258,7 +251,17 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
         "functions": functions,
         "classes": classes,
         "entries": entries,
+        # name -> what `name = Callee(...)` binds it to, anywhere in the file: wrappers' call sites pass these
+        "instances": {k: v for k, v in index.instances.items() if any(c[:1].isupper() or "." in c for c in v)},
     }
+
+
+def is_test_file(path: str) -> bool:
+    """A test of the project (``tests/``, ``test_*.py``, ``*_test.py``, ``conftest.py``)."""
+    parts = path.replace(os.sep, "/").split("/")
+    base = parts[-1]
+    return base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py" or any(
+        p in ("test", "tests") for p in parts[:-1])
 
 
 # --- the joined index ------------------------------------------------------------------------------
@@ -266,19 +269,25 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
 class Compiled:
     compiler: str  # thunder | torch.compile | ours | unknown
     symbolic: bool
-    how: str  # "compiled by `torch.compile(Net())` at train.py:7"
+    how: str  # "compiled by `torch.compile(Net())` at train.py:7", or "if `Net` is compiled" (library default)
+    assumed: bool = False  # the library default: no compile call was found, every module's forward is linted
 
 
 class ProjectIndex:
-    def __init__(self, summaries: list[dict], root: str = ".", assume_compiled=(), target: str = "any", texts=None):
+    def __init__(self, summaries: list[dict], root: str = ".", assume_compiled=None, target: str = "any", texts=None):
         self.root = os.path.abspath(root)
         self._lines: dict[str, list[str]] = {}  # path -> its lines, read when a function there is reached
         for path, text in (texts or {}).items():
             self._lines[path] = _ast_line_ends(text).split("\n")
         self.modules = {s["module"]: s for s in summaries}
-        self.assume_compiled = tuple(assume_compiled)
+        # None: not configured (the library default applies when no compile call is found); () turns it off
+        self.assume_compiled = None if assume_compiled is None else tuple(assume_compiled)
         self.target = target
+        self.found_compile_site = False
+        # why the library default applied ("no compile call found"), or "" when it did not
+        self.library_default = ""
         self.compiled: dict[tuple[str, str], Compiled] = {}
+        self._reach_cache: dict[tuple[str, str], list] = {}
         self._roots: set[tuple[str, str, str]] = set()  # (module, qualname, entry path): direct targets
         self._build()
 
@@ -349,7 +358,7 @@ class ProjectIndex:
         return out
 
     # Building.
-    def _rel(self, path: str) -> str:
+    def rel(self, path: str) -> str:
         try:
             return os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
         except ValueError:
@@ -357,48 +366,104 @@ class ProjectIndex:
 
     def _build(self) -> None:
         pending = []  # (module, qualname, Compiled, depth)
+        deciding = []  # what compile calls outside the project's tests compile: they decide the library default
+        wrappers = []  # functions that compile their own argument, with the Compiled of their jit call
         for mod, s in self.modules.items():
-            for (kind, ref), compiler, symbolic, label, line, _decorator in s["entries"]:
-                where = self.resolve(mod, ref)
-                if where is None:
-                    continue
+            for target, compiler, symbolic, label, line, _decorator in s["entries"]:
                 if self.target != "any":
                     compiler = self.target
-                how = Compiled(compiler, symbolic, f"compiled by `{label}` at {self._rel(s['path'])}:{line}")
-                if where[1] in self.modules[where[0]]["classes"]:  # a module class: its forward is compiled
-                    fwd = self._method(where[0], where[1], "forward")
-                    if fwd is None:
-                        continue
-                    where = fwd
-                elif where[1] not in self.modules[where[0]]["functions"]:
+                how = Compiled(compiler, symbolic, f"compiled by `{label}` at {self.rel(s['path'])}:{line}")
+                if target[0] == "wrapper":
+                    wrappers.append((mod, target[1], target[2], target[3], how))
                     continue
-                self._roots.add((where[0], where[1], s["path"]))
-                pending.append((where, how, 0))
-            for qual in s["functions"]:
-                full = f"{mod}.{qual}"
-                if self.assume_compiled and any(fnmatch.fnmatchcase(full, p) for p in self.assume_compiled):
-                    compiler = self.target if self.target != "any" else "unknown"
-                    how = Compiled(compiler, False, "compiled as `assume-compiled` says")
-                    pending.append(((mod, qual), how, 0))
-        while pending:
-            where, how, depth = pending.pop()
-            old = self.compiled.get(where)
-            if old is not None:
-                if old.compiler != how.compiler and old.compiler != "unknown":
-                    self.compiled[where] = Compiled("unknown", old.symbolic or how.symbolic, old.how)
-                continue
+                for where, direct in self.compiled_by(mod, target[0], target[1]):
+                    if direct:
+                        self._roots.add((where[0], where[1], s["path"]))
+                    pending.append((where, how, 0))
+                    if not is_test_file(s["path"]):
+                        deciding.append(where)
+        for where, how, path in through_wrappers(self, wrappers):
+            pending.append((where, how, 0))
+            if not is_test_file(path):
+                deciding.append(where)
+        self.found_compile_site = bool(deciding)
+        # A library's tests compile toy models; only a compile of a module in its own code says how it is used.
+        compiles_a_module = any(self._is_forward(where) for where in deciding)
+        if self.assume_compiled is not None:
+            compiler = self.target if self.target != "any" else "unknown"
+            how = Compiled(compiler, False, "compiled as `assume-compiled` says")
+            for mod, s in self.modules.items():
+                for qual in s["functions"]:
+                    if any(fnmatch.fnmatchcase(f"{mod}.{qual}", p) for p in self.assume_compiled):
+                        pending.append(((mod, qual), how, 0))
+        elif not compiles_a_module:
+            # A library: nothing here compiles its modules (at most some functions), its users do. Lint every
+            # module's forward (and what it reaches) as compiled, saying so.
+            compiler = self.target if self.target != "any" else "unknown"
+            for mod, s in self.modules.items():
+                for cls in s["classes"]:
+                    if f"{cls}.forward" in s["functions"] and is_module_class(self, mod, cls):
+                        pending.append(((mod, f"{cls}.forward"), Compiled(compiler, False, f"if `{cls}` is compiled", True), 0))
+                        # said only where it changes something: there is a module to lint as compiled
+                        self.library_default = "no compile call found" if not deciding else "no nn.Module compile call found"
+        # What each entry point reaches, each walked on its own; a function keeps the entry point that says most
+        # about it: a compile call before the library default, then one in its own module (so that its file's
+        # findings read the same linted alone or with the project), then the first in the text.
+        best: dict[tuple[str, str], tuple] = {}
+        compilers: dict[tuple[str, str], set] = {}
+        for rank, (root, how, _) in enumerate(pending):
+            seen = {root}
+            stack = [(root, 0)]
+            while stack:
+                where, depth = stack.pop()
+                key = (how.assumed, where[0] != root[0], rank)
+                if where not in best or key < best[where][0]:
+                    best[where] = (key, how)
+                if not how.assumed:
+                    compilers.setdefault(where, set()).add(how.compiler)
+                if depth < REACH_DEPTH:
+                    for nxt in self._reached_once(*where):
+                        if nxt not in seen:
+                            seen.add(nxt)
+                            stack.append((nxt, depth + 1))
+        for where, (_, how) in best.items():
+            if len(compilers.get(where, ())) > 1:  # compiled by two compilers: both behaviours apply
+                how = Compiled("unknown", how.symbolic, how.how, how.assumed)
             self.compiled[where] = how
-            if depth >= REACH_DEPTH:
-                continue
-            for nxt in self._reached(*where):
-                if nxt not in self.compiled:
-                    pending.append((nxt, how, depth + 1))
 
-    def _calls(self, module: str, qual: str) -> tuple[set, set]:
-        """(names called, `self.<attr>` mentioned) in a function, by a regex over its text: an
-        over-approximation (a call in a string counts too) that only ever marks more code as reached."""
-        s = self.modules[module]
-        path = s["path"]
+    def _reached_once(self, module: str, qual: str) -> list[tuple[str, str]]:
+        key = (module, qual)
+        got = self._reach_cache.get(key)
+        if got is None:
+            got = self._reach_cache[key] = self._reached(module, qual)
+        return got
+
+    def _is_forward(self, where) -> bool:
+        mod, qual = where
+        return qual.endswith(".forward") and is_module_class(self, mod, qual.rsplit(".", 1)[0])
+
+    def compiled_by(self, module: str, kind: str, ref: str) -> list[tuple[tuple[str, str], bool]]:
+        """What a jit call in ``module`` compiles: [((module, qualname), is the call's direct target)].
+        A class compiles its ``forward``; an "instance" of a function is what that factory returns."""
+        where = self.resolve(module, ref)
+        if where is None:
+            return []
+        if self._class_info(*where) is not None and where[1].rsplit(".", 1)[-1] in self.modules[where[0]]["classes"]:
+            fwd = self._method(where[0], where[1], "forward")
+            return [(fwd, True)] if fwd else []
+        if where[1] not in self.modules[where[0]]["functions"]:
+            return []
+        if kind == "instance":  # `torch.compile(GPT.from_name(...))`, `model = build(cfg)`: what it builds
+            out = []
+            for cls in returned_classes(self, *where):
+                fwd = self._method(cls[0], cls[1], "forward")
+                if fwd:
+                    out.append((fwd, False))
+            return out
+        return [(where, True)]
+
+    def lines_of(self, path: str) -> list[str]:
+        """The lines of a linted file, read once when the index first needs them."""
         lines = self._lines.get(path)
         if lines is None:
             try:
@@ -409,8 +474,17 @@ class ProjectIndex:
             except Exception:  # gone or unreadable since it was linted: nothing reached through it
                 lines = []
             self._lines[path] = lines
+        return lines
+
+    def function_text(self, module: str, qual: str) -> str:
+        s = self.modules[module]
         start, end = s["functions"][qual][:2]
-        body = "\n".join(lines[start - 1 : end])
+        return "\n".join(self.lines_of(s["path"])[start - 1 : end])
+
+    def _calls(self, module: str, qual: str) -> tuple[set, set]:
+        """(names called, `self.<attr>` mentioned) in a function, by a regex over its text: an
+        over-approximation (a call in a string counts too) that only ever marks more code as reached."""
+        body = self.function_text(module, qual)
         return set(_CALL.findall(body)), set(_SELF_ATTR.findall(body))
 
     def _reached(self, module: str, qual: str) -> list[tuple[str, str]]:
@@ -439,7 +513,7 @@ class ProjectIndex:
                 continue
             if where[1] in self.modules[where[0]]["functions"]:
                 out.append(where)
-        for attr in self_attrs:
+        for attr in [*self_attrs, "*"]:  # "*": added under a computed name (`add_module(f"l{i}", ...)`)
             for sub in subs.get(attr, ()):
                 found = self._method(sub[0], sub[1], "forward")
                 if found:
@@ -449,14 +523,14 @@ class ProjectIndex:
     # What linting one file needs.
     def facts_for(self, module: str, path: str) -> tuple:
         """Compiled functions of ``module`` that its own text does not compile directly, as sorted plain
-        tuples ``(qualname, compiler, symbolic, how)``; part of the file's cache key."""
+        tuples ``(qualname, compiler, symbolic, how, assumed)``; part of the file's cache key."""
         out = []
         for (mod, qual), c in self.compiled.items():
             if mod != module:
                 continue
             if (mod, qual, path) in self._roots:
                 continue  # the file's own entry point: the per-file analysis sees it already
-            out.append((qual, c.compiler, c.symbolic, c.how))
+            out.append((qual, c.compiler, c.symbolic, c.how, c.assumed))
         return tuple(sorted(out))
 
 
@@ -471,22 +545,33 @@ class ProjectFile:
     path: str
     module: str
     facts: tuple | None = None
-    assume_compiled: tuple = ()
+    assume_compiled: tuple | None = None  # None: not configured (the library default may apply)
     target: str = "any"
     want_summary: bool = True
     summary: dict | None = None
     used: tuple | None = None  # the facts the file was linted with
+    library_default: str = ""  # why the one-file index applied the library default (first pass only)
+    root: str | None = None  # the project's root, for the places messages name (default: the file's folder)
+    # linted again with the index's facts, and the first pass already compiled this very text (same content
+    # hash): its compile-time errors were checked there
+    compile_checked: bool = False
 
     def attach(self, ctx) -> None:
         if self.want_summary or self.facts is None:
             self.summary = summarize(ctx.source.text, ctx.tree, ctx.index, self.path, self.module, ctx.jit_decorators)
         facts = self.facts
         if facts is None:
-            one = ProjectIndex([self.summary], root=os.path.dirname(self.path), assume_compiled=self.assume_compiled,
+            root = os.path.dirname(self.path) if self.root is None else self.root
+            one = ProjectIndex([self.summary], root=root, assume_compiled=self.assume_compiled,
                                target=self.target, texts={self.path: ctx.source.text})
             facts = one.facts_for(self.module, self.path)
+            self.library_default = one.library_default
         self.used = ctx.compiled_elsewhere = normalize_facts(facts)
         ctx.target = self.target
+
+
+def _patterns(value) -> tuple | None:
+    return None if value is None else tuple(value)
 
 
 def normalize_facts(facts) -> tuple:
@@ -501,7 +586,22 @@ def project_file(path: str, settings, facts: tuple | None = None) -> ProjectFile
         path,
         module_name(path, settings.root),
         None if facts is None else normalize_facts(facts),
-        tuple(getattr(settings, "assume_compiled", ())),
+        _patterns(getattr(settings, "assume_compiled", None)),
         getattr(settings, "target", "any"),
         want_summary=facts is None,
+        root=getattr(settings, "root", None),
     )
+
+
+def module_names_of_labels(labels: list[str]) -> list[str]:
+    """Module names for files known only by their labels (paths never opened): a folder is a package when an
+    ``__init__.py`` among the labels is in it."""
+    packages = {os.path.dirname(os.path.abspath(p)) for p in labels if os.path.basename(p) == "__init__.py"}
+    return [module_name(p, "", packages.__contains__) for p in labels]
+
+
+def index_facts(summaries: list[dict], texts: dict[str, str], assume_compiled, target: str) -> tuple[dict, str]:
+    """What the joined index says about each file (path -> facts), and why the library default applied (or
+    ""): the CLI's second pass, for files whose text is at hand."""
+    index = ProjectIndex(summaries, "", assume_compiled, target, texts=texts)
+    return {s["path"]: index.facts_for(s["module"], s["path"]) for s in summaries}, index.library_default

@@ -20,7 +20,7 @@ from . import file_pass
 from .file_pass import SERIAL_BELOW, init_worker, pool_context, process_file
 from .project_index import ProjectIndex, normalize_facts
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: facts carry `assumed` (the library default)
 KEEP_FILES = 4
 
 
@@ -33,6 +33,7 @@ class IndexCache:
         self.key = key
         self.entries: dict[str, list] = {}
         self.built_from = ""  # fingerprint of the files the stored facts were computed from
+        self.library_default = ""  # why that index applied the library default, "" if it did not (ProjectIndex)
         self.dirty = False
 
     def load(self) -> "IndexCache":
@@ -42,6 +43,7 @@ class IndexCache:
             if data.get("format") == INDEX_FORMAT and data.get("key") == self.key and isinstance(data.get("entries"), dict):
                 self.entries = data["entries"]
                 self.built_from = str(data.get("built_from", ""))
+                self.library_default = str(data.get("library_default") or "")
         except Exception:  # missing or damaged: rebuilt from this run
             self.entries = {}
         return self
@@ -65,7 +67,8 @@ class IndexCache:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"format": INDEX_FORMAT, "key": self.key, "built_from": self.built_from, "entries": self.entries}, f, separators=(",", ":"))
+                json.dump({"format": INDEX_FORMAT, "key": self.key, "built_from": self.built_from,
+                           "library_default": self.library_default, "entries": self.entries}, f, separators=(",", ":"))
             os.replace(tmp, self.file)
             others = sorted((p for p in self.directory.glob("index-*.json") if p != self.file), key=_mtime)
             for stale in others[: max(0, len(others) - KEEP_FILES)]:
@@ -81,21 +84,21 @@ def _mtime(p: Path) -> float:
         return 0.0
 
 
-def _relint_chunk(items: list[tuple[str, tuple]]):
-    return [process_file(p, file_pass.worker_settings(), {}, facts) for p, facts in items]
+def _relint_chunk(items: list[tuple[str, tuple, bytes | None]]):
+    return [process_file(p, file_pass.worker_settings(), {}, facts, digest) for p, facts, digest in items]
 
 
 def _relint(todo: list[tuple[object, tuple]], settings, jobs: int) -> list:
-    items = [(r.path, facts) for r, facts in todo]
+    items = [(r.path, facts, r.digest) for r, facts in todo]
     if jobs <= 1 or len(items) < SERIAL_BELOW:
-        return [process_file(p, settings, {}, facts) for p, facts in items]
+        return [process_file(p, settings, {}, facts, digest) for p, facts, digest in items]
     n = min(jobs * 8, len(items))
     chunks = [items[i::n] for i in range(n)]
     with ProcessPoolExecutor(min(jobs, n), mp_context=pool_context(), initializer=init_worker,
                              initargs=(settings, {})) as pool:
         done = list(pool.map(_relint_chunk, chunks))
     by_path = {r.path: r for chunk in done for r in chunk}
-    return [by_path[p] for p, _ in items]
+    return [by_path[p] for p, _, _ in items]
 
 
 def _fingerprint(results: list) -> str:
@@ -103,8 +106,9 @@ def _fingerprint(results: list) -> str:
     return hashlib.blake2b(material.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
-def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[int] = frozenset()) -> set[int]:
-    """Fill in summaries, build the index, re-lint files whose facts changed; ids of re-linted results."""
+def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[int] = frozenset()) -> tuple[set[int], str]:
+    """Fill in summaries, build the index, re-lint files whose facts changed: (ids of re-linted results,
+    why the library default applied ("no compile call found": every nn.Module forward linted as compiled), or "")."""
     sidecar = IndexCache(cache.directory, cache.key).load() if cache is not None else None
     relinted: set[int] = set()
     for r in results:
@@ -123,7 +127,7 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
     if sidecar is not None and not relinted and built_from == sidecar.built_from and all(
         r.facts is not None for r in results if r.digest is not None
     ) and not any(id(r) in fresh for r in results):
-        return relinted
+        return relinted, sidecar.library_default
     with_summary = [r for r in results if r.summary is not None]
     index = ProjectIndex([r.summary for r in with_summary], settings.root, settings.assume_compiled, settings.target)
     todo = []
@@ -138,7 +142,7 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
         for r in results:
             if r.digest is not None and r.facts is not None and r.error is None:
                 sidecar.put(os.path.abspath(r.path), r.digest, r.summary, r.facts)
-        if sidecar.built_from != built_from:
-            sidecar.built_from, sidecar.dirty = built_from, True
+        if sidecar.built_from != built_from or sidecar.library_default != index.library_default:
+            sidecar.built_from, sidecar.library_default, sidecar.dirty = built_from, index.library_default, True
         sidecar.save()
-    return relinted
+    return relinted, index.library_default

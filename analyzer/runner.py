@@ -31,6 +31,7 @@ class RunResult:
     errors: list[str]  # internal errors, one line each
     cache_hits: int = 0
     elapsed: float = 0.0
+    library_default: str = ""  # why every nn.Module forward was linted as compiled ("no compile call found"), or ""
 
 
 # --- parent side -------------------------------------------------------------------------------------
@@ -186,8 +187,10 @@ def run(
         # Second pass: what the whole project compiles, and the files whose findings depend on it.
         from .project_pass import apply_project_index
 
-        relinted = apply_project_index(results, settings, cache, jobs, fresh_results)
+        relinted, library_default = apply_project_index(results, settings, cache, jobs, fresh_results)
         fresh_results.update(relinted)
+    else:
+        library_default = ""
 
     for r in results:
         if id(r) in fresh_results and use_cache and r.digest is not None and r.error is None:
@@ -197,4 +200,5 @@ def run(
 
     results.sort(key=lambda r: r.path)
     diagnostics = sorted((d for r in results for d in r.diagnostics or ()), key=Diagnostic.sort_key)
-    return RunResult(diagnostics, results, errors, cache_hits=hits, elapsed=time.perf_counter() - start)
+    return RunResult(diagnostics, results, errors, cache_hits=hits, elapsed=time.perf_counter() - start,
+                     library_default=library_default)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-# Codes that are always reported: the file could not be read or parsed, so nothing else was checked.
-ALWAYS_ON = frozenset({"TL001", "TL002"})
+# Codes that are always reported: the file could not be read or parsed (TL001, TL002), or a jitted function
+# was refused and ran unchecked (TL003, `thunder-lint run`): nothing else was checked there.
+ALWAYS_ON = frozenset({"TL001", "TL002", "TL003"})
 
 
 class SelectionError(ValueError):

@@ -12,20 +12,40 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-def compiled_message(target, subject: str, hazard: str, torch_compile: str) -> dict:
+HEADLINE_CHARS = 160  # a finding's first line: the hazard and the fix; the compiler's side goes to notes
+
+
+def compiled_message(target, subject: str, fix: str, hazard: str, torch_compile: str, code: str = "") -> dict:
     """``Finding`` keywords for ``target``'s compiler: the message, and a severity override (None: the rule's own).
 
-    ``subject`` names what was found; ``hazard`` continues it for thunder; ``torch_compile`` says what
-    torch.compile does instead, starting with a verb ("recompiles ...").
+    The first line is ``subject: fix`` (what was found and what to do), prefixed with "if `Net` is compiled,"
+    when no compile call was found and the library default linted it. The lines after it are notes: where it is
+    compiled, and what each compiler that may compile it does (``hazard``: thunder; ``torch_compile``, starting
+    with a verb: torch.compile; compiler.jit's from the rule's BEHAVIOUR entry, which the tests check).
     """
     compiler = getattr(target, "compiler", "unknown")
+    first = f"{subject}: {fix}"
+    if getattr(target, "assumed", False):
+        first = f"{target.elsewhere}, {first}"
+    if len(first) > HEADLINE_CHARS:  # long names: the line and column say where, the first line stays short
+        parts = first.split("`")
+        first = "`".join(p[:20] + "..." if i % 2 and len(p) > 24 else p for i, p in enumerate(parts))
+    notes = []
+    elsewhere = getattr(target, "elsewhere", "")
+    if elsewhere and not getattr(target, "assumed", False):
+        notes.append(f"`{target.info.name}` is {elsewhere}")
+    hazard = hazard.lstrip("—")
+    severity = None
     if compiler == "torch.compile":
-        return {"message": f"{subject}: torch.compile {torch_compile}", "severity": "warning"}
-    # a hazard starting with a dash is a clause of its own ("—a hidden input ..."), else it goes on the subject
-    said = f"{subject}: {hazard[1:]}" if hazard.startswith("—") else f"{subject} {hazard}"
-    if compiler in ("thunder", "ours"):
-        return {"message": said}
-    return {"message": f"{said} under thunder, while torch.compile {torch_compile}"}
+        notes.append(f"torch.compile {torch_compile}")
+        severity = "warning"
+    elif compiler == "ours" and code in BEHAVIOUR:
+        notes.append(f"compiler.jit (thunder-lint's own) {BEHAVIOUR[code].ours}")
+    elif compiler in ("thunder", "ours"):
+        notes.append(f"under thunder, {hazard}")
+    else:
+        notes += [f"under thunder, {hazard}", f"torch.compile {torch_compile}"]
+    return {"message": "\n".join([first, *notes]), "severity": severity}
 
 
 # --- What each compiler does with each rule's pattern ----------------------------------------------

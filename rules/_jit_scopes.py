@@ -48,8 +48,8 @@ def _called_helpers(ctx, jit_scope):
                 continue
             if ctx.index.bindings.get(func.id) != ["def"]:
                 continue  # rebound, or not a function at all
-            for info in ctx.index.functions:
-                if not info.parents and info.name == func.id and not _runs_eagerly(ctx, info.node):
+            for info in ctx.index.top_functions.get(func.id, ()):
+                if not _runs_eagerly(ctx, info.node):
                     out.append(info)
     return out
 

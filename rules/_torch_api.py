@@ -105,11 +105,17 @@ def _is_compiling_test(test) -> bool | None:
     return None
 
 
-def eager_only_spans(func) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+def mentions_compiling_checks(text: str) -> bool:
+    """Does the text name any `is_compiling()`-like check? (Else no function of it has an eager-only block.)"""
+    return "is_" in text and any(name in text for name in _COMPILING_CHECKS)
+
+
+def eager_only_spans(func, ifs=None) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """Spans of ``func`` that run only in eager mode: the body of ``if not torch.compiler.is_compiling():``
-    and the else of ``if is_compiling():``. Code there never runs under a compiler, so it holds no hazard."""
+    and the else of ``if is_compiling():``. Code there never runs under a compiler, so it holds no hazard.
+    ``ifs``: the function's `if` statements, when known (its FunctionFacts.all_ifs), instead of a walk."""
     spans = []
-    for node in ast.walk(func):
+    for node in ast.walk(func) if ifs is None else ifs:
         if isinstance(node, ast.If):
             compiling = _is_compiling_test(node.test)
             block = node.body if compiling is False else node.orelse if compiling else None

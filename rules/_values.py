@@ -12,6 +12,8 @@ _TORCH_NON_TENSOR = ("torch.is_", "torch.Size", "torch.cuda", "torch.jit", "torc
                      "torch.backends", "torch.distributed", "torch.finfo", "torch.iinfo", "torch.device",
                      "torch.dtype", "torch.no_grad", "torch.enable_grad", "torch.autocast", "torch._")
 _SHAPE_FUNCTIONS = frozenset({"len"})
+_DTYPES = frozenset({"float", "float32", "float64", "double", "half", "float16", "bfloat16", "int", "int8", "int16",
+                     "int32", "int64", "long", "uint8", "uint16", "bool", "complex64", "complex128"})
 # Attributes only tensors have (lists, dicts and numbers have none of them).
 _TENSOR_ONLY_ATTRIBUTES = frozenset({"sum", "mean", "any", "all", "item", "view", "reshape", "shape", "dtype",
                                      "device", "transpose", "permute", "contiguous", "clone", "detach", "unsqueeze",
@@ -24,6 +26,8 @@ _TENSOR_PARAM_METHODS = frozenset({"sum", "mean", "any", "all", "item", "tolist"
                                    "argmax", "argmin", "masked_fill", "new_zeros", "new_ones", "new_empty",
                                    "new_full", "var", "std", "cumsum", "gather", "type_as", "chunk"})
 _SCALAR_FUNCTIONS = frozenset({"int", "float", "abs", "min", "max", "round", "sum"})
+# Builtins that, given one tensor, give a tensor: `sum(t)` adds its items, `max(t)` compares them.
+_TENSOR_REDUCERS = frozenset({"sum", "abs", "max", "min"})
 
 
 def is_tensor_annotation(ann) -> bool:
@@ -38,6 +42,12 @@ def is_tensor_annotation(ann) -> bool:
     if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
         return is_tensor_annotation(ann.left) or is_tensor_annotation(ann.right)
     return False
+
+
+def not_a_tensor_annotation(ann) -> bool:
+    """An annotation that names something else than a tensor (`list[int]`, `torch.dtype`, `int`, `str`)."""
+    return ann is not None and not is_tensor_annotation(ann) and not (
+        isinstance(ann, ast.Constant) and isinstance(ann.value, str) and "Tensor" in ann.value)
 
 
 def _annotation_name(ann) -> str:
@@ -70,6 +80,13 @@ class Values:
                 continue
             ann = _annotation_name(facts.annotations.get(p))
             uses = facts.attribute_uses.get(p, [])
+            if not_a_tensor_annotation(facts.annotations.get(p)) and not ann.startswith(("Any", "typing.Any")):
+                if ann.split("[")[-1].rstrip("]").split("|")[0].strip() in _SCALAR_ANNOTATIONS or ann in _SCALAR_ANNOTATIONS:
+                    self.scalars.add(p)
+                continue  # `dtype: torch.dtype` has `.is_floating_point` too: the annotation says what it is
+            default = facts.defaults.get(p)
+            if default is not None and self._is_dtype(default):
+                continue  # `dtype=torch.float`: a dtype
             if is_tensor_annotation(facts.annotations.get(p)) or any(
                 u.attr in METADATA_ATTRIBUTES or u.attr in METADATA_METHODS or u.attr in _TENSOR_PARAM_METHODS
                 or (u.attr.endswith("_") and not u.attr.startswith("_")) for u in uses
@@ -86,6 +103,10 @@ class Values:
             if uses or p in facts.subscript_uses:
                 continue  # an object or a container
             self.scalars.add(p)
+
+    def _is_dtype(self, e) -> bool:
+        name = self.ctx.resolve(e) or ""
+        return name.startswith("torch.") and name.rsplit(".", 1)[-1] in _DTYPES
 
     def _classify_locals(self) -> None:
         """Locals used like tensors (``y.sum()``, ``y.view(...)``) are tensors, whatever they were assigned from."""
@@ -106,6 +127,10 @@ class Values:
                         if name not in self.scalars and self._is_shape(b.stmt.value):
                             self.scalars.add(name)
                             changed = True
+                        continue
+                    if b.kind == "loop" and name not in self.tensors and self.is_tensor(b.value):
+                        self.tensors.add(name)  # `for a, b in aspect_ratio:` over a tensor: each item is a tensor
+                        changed = True
                         continue
                     if b.kind != "assign" or b.value is None:
                         continue
@@ -131,7 +156,11 @@ class Values:
                 if attr in METADATA_METHODS or attr in ("item", "tolist") or attr.startswith("is_"):
                     return False
                 return self.is_tensor(e.func.value)
+            if isinstance(e.func, ast.Name) and e.func.id in _TENSOR_REDUCERS and len(e.args) == 1 and not e.keywords:
+                return self.is_tensor(e.args[0])  # `sum(lengths)` over a tensor adds up tensors
             return False
+        if isinstance(e, ast.BoolOp):
+            return any(self.is_tensor(v) for v in e.values)  # `flag or (x >= c)` may be the tensor
         if isinstance(e, ast.BinOp):
             return self.is_tensor(e.left) or self.is_tensor(e.right)
         if isinstance(e, ast.UnaryOp):
@@ -144,6 +173,40 @@ class Values:
             return self.is_tensor(e.value)
         if isinstance(e, ast.Attribute):
             return e.attr in ("T", "mT", "real", "imag", "data", "grad") and self.is_tensor(e.value)
+        return False
+
+    def is_tensor_at(self, e, pos) -> bool:
+        """``is_tensor`` where names bound at ``pos`` to numbers read out of tensors (`h = h.item()`) are numbers."""
+        if isinstance(e, ast.Name):
+            return self.is_tensor(e) and not self.python_number(e, pos)
+        if isinstance(e, ast.BinOp):
+            return self.is_tensor_at(e.left, pos) or self.is_tensor_at(e.right, pos)
+        if isinstance(e, ast.UnaryOp):
+            return not isinstance(e.op, ast.Not) and self.is_tensor_at(e.operand, pos)
+        return self.is_tensor(e)
+
+    def python_number(self, e, pos) -> bool:
+        """Is ``e`` a Python number at ``pos``: constants and names bound (there) to a value already read out of
+        a tensor (`h = t.item()`) or computed from such values? Then converting it reads no tensor data."""
+        if isinstance(e, ast.Constant):
+            return isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
+        if isinstance(e, ast.BinOp):
+            return self.python_number(e.left, pos) and self.python_number(e.right, pos)
+        if isinstance(e, ast.UnaryOp):
+            return self.python_number(e.operand, pos)
+        if isinstance(e, ast.Name):
+            b = self.facts.binding_at(e.id, pos)
+            value = getattr(b, "value", None)
+            if getattr(b, "kind", "") != "assign" or value is None:
+                return False
+            if isinstance(value, ast.Call):
+                func = value.func
+                if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and not value.args:
+                    return True
+                if isinstance(func, ast.Name) and func.id in ("int", "float", "round", "len"):
+                    return True
+                return (self.ctx.resolve(func) or "").startswith("math.")
+            return self.python_number(value, (value.lineno, value.col_offset)) if value is not e else False
         return False
 
     def _is_shape(self, e) -> bool:

@@ -12,8 +12,12 @@ INFO = RuleInfo(
 ## What it does
 Reports, as a note, a function that the program jitted (`torch.compile`, `thunder.jit`, ...) and that
 thunder-lint's compiler refused to compile while `thunder-lint run` or `pytest --thunder-lint` ran the
-program (an unsupported op, a Python construct the interpreter cannot follow faithfully). The message names
-the reason. The function ran eagerly from then on, so the program's results did not change.
+program (an unsupported op, a Python construct the interpreter cannot follow faithfully). The message's first
+line names the function, its note line the compiler's reason. The function ran eagerly from then on, so the
+program's results did not change. A refused function outside the project (a library's or torch's own, passed
+to `torch.compile` by the program) is reported too, once, where the program compiled it, naming where the
+function lives: nothing in it was checked. TL003 is always reported, whatever the selection says, so a run
+never ends with "All checks passed!" over code it did not check.
 
 ## Why is this bad?
 The trace checks only see functions the compiler traces: a refused function is not checked at run time,

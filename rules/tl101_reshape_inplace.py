@@ -222,7 +222,7 @@ def _observer(ctx, facts, base, pos, mutation, depth=0) -> tuple[str, bool] | No
                 seen = _observer(ctx, facts, inner, start(b.stmt), mutation, depth + 1)
                 if seen is not None:
                     return seen[0], seen[1] or read_later
-        return (f"the local `{name}`, which is read after the write", True) if read_later else None
+        return (f"the local `{name}` (read after the write)", True) if read_later else None
     if isinstance(base, ast.Attribute):
         if base.attr in VIEW_ATTRIBUTES:
             return _observer(ctx, facts, base.value, pos, mutation, depth + 1)
@@ -435,8 +435,9 @@ def check(ctx):
             meant_for_base = read_later or not _result_read_after(facts, target, mutation)
             yield Finding(
                 mutation.node,
-                f"in-place {_describe(mutation)} writes to the result of `{op}`, which may be a view of {who} or a "
-                f"copy depending on its strides, dtype or device; compiled code may differ from eager here",
+                f"in-place {_describe(mutation)} writes to the result of `{op}`, a view of {who} or a copy: make it "
+                f"explicit (`view` or `.clone()`)\n"
+                f"which one depends on strides, dtype and device; compiled code may differ from eager here",
                 _fixes(ctx, call, op, meant_for_base),
             )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ._torch_api import VIEW_ATTRIBUTES, VIEW_METHODS, is_basic_index, start, written_tensor
-from ._values import Values
+from ._values import Values, not_a_tensor_annotation
 from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
@@ -59,6 +59,10 @@ There is no automatic fix: whether the caller relies on the mutation is a design
         # not jitted: a plain function may document that it mutates its argument
         "def f(x):\n    x[0].zero_()\n    return x\n",
         "import thunder\n@thunder.jit\ndef f(x, idx):\n    y = x[idx]\n    y.add_(1)\n    return y\n",
+        # a list argument (torchvision's `max_by_axis(the_list: list[list[int]])`): no tensor is written
+        "import torch\n@torch.compile\ndef f(the_list: list[list[int]]):\n    maxes = the_list[0]\n"
+        "    for sub in the_list[1:]:\n        for i, item in enumerate(sub):\n            maxes[i] = max(maxes[i], item)\n"
+        "    return maxes\n",
     ],
     invalid=[
         "import thunder\n@thunder.jit\ndef f(x):\n    row = x[0]\n    row.zero_()\n    return x.sum()\n",
@@ -107,13 +111,17 @@ def check(ctx):
                 continue
             if through and arg not in Values(ctx, target.info, facts).tensors:
                 continue  # `xs[0] += 1` on a list argument is no tensor view
+            if not_a_tensor_annotation(facts.annotations.get(arg)):
+                continue  # `maxes = the_list[0]; maxes[i] = v` with `the_list: list[list[int]]`: a list
             yield Finding(
                 mutation.node,
                 **compiled_message(
                     target,
-                    f"in-place write through a view of the input `{arg}` inside jitted function {target.label}",
+                    f"{target.subject} writes in place through a view of its input `{arg}`",
+                    "the caller sees it; return a new tensor instead",
                     "changes the caller's tensor, and compiled code may replay the write differently from eager PyTorch",
                     "keeps the caller-visible write by copying the result back into the input after the graph "
                     "(the cost: an extra copy of the input)",
+                    "TL102",
                 ),
             )

@@ -128,10 +128,11 @@ def check(ctx):
                 mutation.node,
                 **compiled_message(
                     target,
-                    f"in-place write into the input `{name}` of jitted function {target.label}, which is used "
-                    f"again afterwards",
+                    f"{target.subject} writes its input `{name}` in place and uses it again",
+                    "use the out-of-place op and its result",
                     f"—the compiler must copy the result back into `{name}` before that use, and reordered or "
                     f"aliased write-backs make it read the wrong memory",
                     "functionalizes the writes and copies the result back once (the cost: an extra copy of the input)",
+                    "TL103",
                 ),
             )

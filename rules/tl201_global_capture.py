@@ -51,6 +51,13 @@ There is no automatic fix.
         # a class made by namedtuple, and a backward-compatible alias of it, are classes
         "import torch\nfrom collections import namedtuple\nOutputs = namedtuple('Outputs', ['logits', 'aux'])\n"
         "_Outputs = Outputs\n@torch.compile\ndef f(x):\n    return _Outputs(x, None) if x.dim() else Outputs(x, x)\n",
+        # a local variable's annotation is never evaluated (torchaudio's `base_hypos: List[Hypothesis] = []`)
+        "import torch\nfrom typing import List\nHypothesis = tuple\nHypothesis = list\n@torch.compile\ndef f(x):\n"
+        "    hypos: List[Hypothesis] = []\n    return x\n",
+        # taken once from a class or a module: code, not data (x-transformers' `detach_multiple = DetachMultiple.apply`)
+        "import torch\nimport torch.nn.functional as F\nclass Detach(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, x):\n        return x.detach()\ndetach = Detach.apply\ngelu = F.gelu\n@torch.compile\n"
+        "def f(x):\n    return gelu(detach(x))\n",
         # a constant bound once on every path
         "import torch\ntry:\n    import apex\n    HAS_APEX = True\nexcept ImportError:\n    HAS_APEX = False\n"
         "@torch.compile\ndef f(x):\n    return x * 2 if HAS_APEX else x\n",
@@ -64,6 +71,9 @@ There is no automatic fix.
         # a module-level helper the jitted function calls is traced with it: its global reads are hidden inputs
         "import torch\nregistry = {}\ndef scale_of(x):\n    return x * registry.get('scale', 1.0)\n"
         "@torch.compile\ndef f(x):\n    return scale_of(x) + 1\n",
+        # an attribute of a data global is data
+        "import torch\nclass Cfg:\n    scale = 1.0\ncfg = Cfg()\nscale = cfg.scale\n@torch.compile\ndef f(x):\n"
+        "    return x * scale\n",
         # an alias of a mutable global is just as mutable
         "import torch\ncounter = 0\nalias = counter\n@torch.compile\ndef f(x):\n    return x + alias\n",
     ],
@@ -78,9 +88,11 @@ def check(ctx):
                     node,
                     **compiled_message(
                         target,
-                        f"jitted function {target.label} reads the module global `{node.id}`",
+                        f"{target.subject} reads the module global `{node.id}`, a hidden input",
+                        "pass it in, or make it a constant",
                         "—a hidden input that a compiled trace may bake in and keep using after it changes",
                         "guards on its value: every new value recompiles the function (a recompile per change, "
                         "and eager fallback past the recompile limit)",
+                        "TL201",
                     ),
                 )

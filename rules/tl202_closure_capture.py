@@ -66,9 +66,11 @@ def check(ctx):
                     node,
                     **compiled_message(
                         target,
-                        f"jitted function {target.label} reads `{node.id}` from the enclosing function "
-                        f"`{getattr(owner.node, 'name', '<lambda>')}`",
+                        f"{target.subject} reads `{node.id}` of the enclosing `{getattr(owner.node, 'name', '<lambda>')}`, "
+                        f"a hidden input",
+                        "pass it in as an argument",
                         "—a hidden input a compiled trace may bake in",
                         "guards on the captured value: a change recompiles the function",
+                        "TL202",
                     ),
                 )

@@ -78,9 +78,11 @@ def check(ctx):
                     node,
                     **compiled_message(
                         target,
-                        f"jitted function {target.label} writes the {what} variable `{name}`",
+                        f"{target.subject} writes the {what} variable `{name}`",
+                        "return the new value and assign it outside",
                         "—a cached trace does not repeat this side effect on every call",
                         "replays the write after every call (right results), and guards on the value it reads: "
                         "a recompile whenever it changes",
+                        "TL203",
                     ),
                 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ._jit_scopes import jitted_scopes
-from ._torch_api import eager_only_spans, in_spans
+from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
 from ._compilers import compiled_message
 from .base import Finding, RuleInfo
 
@@ -99,8 +99,9 @@ def _side_effect(ctx, scope, call) -> str | None:
 
 
 def check(ctx):
+    checks = mentions_compiling_checks(ctx.source.text)
     for target, jit_scope in jitted_scopes(ctx):
-        eager_only = eager_only_spans(target.info.node)
+        eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) if checks else []
         for scope in jit_scope.walk():
             for call in scope.calls:
                 if eager_only and in_spans(call, eager_only):
@@ -111,9 +112,11 @@ def check(ctx):
                         call,
                         **compiled_message(
                             target,
-                            f"{what} inside jitted function {target.label}",
+                            f"{what} inside {target.subject} is a Python side effect",
+                            "move it out of the compiled function",
                             "runs only while tracing: the compiled function skips it or bakes its result in",
                             "runs it on every call at the cost of a graph break around it (the code before and "
                             "after compiles as separate graphs)",
+                            "TL204",
                         ),
                     )

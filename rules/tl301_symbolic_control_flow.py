@@ -17,8 +17,10 @@ INFO = RuleInfo(
 ## What it does
 In a function compiled with symbolic values (`thunder.jit(f, cache="symbolic values")`,
 `cache=thunder.CACHE_OPTIONS.SYMBOLIC_VALUES`, `torch.compile(f, dynamic=True)`), reports `if`, `while`,
-conditional expressions, `range(...)` loop bounds and `min`/`max` decided by a scalar argument or by a
-tensor shape: the places where the trace itself changes with the value. They are reported once per
+conditional expressions and `range(...)` loop bounds decided by a scalar argument or by a tensor shape: the
+places where the trace itself changes with the value. `min`/`max` of sizes and numbers are not reported:
+torch.compile(dynamic=True) computes them symbolically without a recompile
+(tests/rules/test_rule_tl301_torch_compile.py runs each reported form and this one under torch.compile). They are reported once per
 function, at the first place, with the lines of the others. `is None` checks, flags with a `True`/`False`
 default and module attributes such as `self.training` are not symbolic and are not reported; neither are
 `assert`s nor `if`s whose branches only raise, warn or log (input validation computes nothing).
@@ -70,6 +72,9 @@ There is no automatic fix.
         "import torch\n@torch.compile(dynamic=True)\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n",
         "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if self.training:\n            return x * 2\n"
         "        return x\nm = torch.compile(M(), dynamic=True)\n",
+        # `min` of a number and a size: torch.compile(dynamic=True) keeps it symbolic, no recompile
+        "import torch\n@torch.compile(dynamic=True)\ndef f(logits, top_k: int):\n    k = min(top_k, logits.size(-1))\n"
+        "    return torch.topk(logits, k)[0]\n",
         # the rank and the dtype are never symbolic, even with dynamic shapes
         "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    if x.dim() == 4 and x.dtype == torch.float16:\n"
         "        x = x.float()\n    return x\n",
@@ -142,10 +147,6 @@ def check(ctx):
                     continue
             if decided:
                 found.append((test, _KIND[kind]))
-        for call in facts.calls:
-            if isinstance(call.func, ast.Name) and call.func.id in ("min", "max") and len(call.args) > 1:
-                if any(values.is_symbolic(a) for a in call.args):
-                    found.append((call, f"`{call.func.id}`"))
         if not found:
             continue
         found.sort(key=lambda f: (f[0].lineno, f[0].col_offset))
@@ -159,9 +160,11 @@ def check(ctx):
             node,
             **compiled_message(
                 target,
-                f"{what} decided by a symbolic value in {target.label} (compiled with symbolic/dynamic values){more}",
+                f"{what} decided by a symbolic size or number in {target.subject}{more}",
+                "compute both paths as tensor ops, or keep that value static",
                 "—a cached trace may be reused for inputs that take the other path",
                 "guards on this condition: inputs that take the other path recompile (one compile per path)",
+                "TL301",
             ),
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ._torch_api import compiled_operands, eager_only_spans, in_spans
+from ._torch_api import compiled_operands, eager_only_spans, in_spans, mentions_compiling_checks
 from ._values import Values
 from ._compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -56,6 +56,15 @@ There is no automatic fix.
         "import thunder, torch\n@thunder.jit\ndef f(x):\n    return torch.where(x.sum() > 0, x, -x)\n",
         "import thunder\n@thunder.jit\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n",
         "def f(x):\n    return x.item()\n",  # not jitted
+        # dtypes are no tensors, even with `.is_floating_point` (torchvision's `to_dtype_image`)
+        "import torch\n@torch.compile\ndef f(image: torch.Tensor, dtype: torch.dtype = torch.float):\n"
+        "    if image.dtype == dtype:\n        return image\n    if dtype.is_floating_point:\n        return image.to(dtype)\n"
+        "    return image\n",
+        "import torch\n@torch.compile\ndef f(image, dtype=torch.float):\n    if dtype.is_floating_point and image.dtype == dtype:\n"
+        "        return image\n    return image.float()\n",
+        # a Python number already read out of a tensor: the `.item()` is the finding, not the `int()`
+        "import torch\n@torch.compile\ndef f(x: torch.Tensor, t, w: int):\n    h = t[0]\n    h = h.item()  # noqa: TL302\n"
+        "    return x * int(h * w)\n",
     ],
     invalid=[
         "import thunder\n@thunder.jit\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n",
@@ -70,18 +79,30 @@ There is no automatic fix.
         # an untyped argument used like a tensor (`x.norm(...)`) is a tensor
         "import torch\n@torch.compile\ndef f(x, eps=1e-6):\n    norm = x.norm(dim=-1, keepdim=True)\n"
         "    if (norm < eps).any():\n        norm = norm.clamp(min=eps)\n    return x / norm\n",
+        # the items of a tensor are tensors (torchtune's `for h, w in aspect_ratio:`)
+        "import torch\n@torch.compile\ndef f(x, aspect_ratio: torch.Tensor):\n    n = 0\n    for h, w in aspect_ratio:\n"
+        "        n = n + int(h * w)\n    return x[:n]\n",
+        # a flag that becomes a tensor, even annotated bool
+        "import torch\n@torch.compile\ndef f(x: torch.Tensor, c: float):\n    clipped: bool = False\n"
+        "    clipped = clipped or (x.abs().max() >= c)\n    if clipped:\n        x = x.clamp(-c, c)\n    return x\n",
+        # builtin `sum` over a tensor gives a tensor
+        "import torch\n@torch.compile\ndef f(x, lengths: torch.Tensor):\n    if sum(lengths) == 0:\n        return x\n"
+        "    return x * 2\n",
+        # a random draw is tensor data too
+        "import torch\n@torch.compile\ndef f(x, p: float):\n    if torch.randint(0, 100, (1,)) < p * 100:\n"
+        "        x = x.flip(0)\n    return x\n",
     ],
 )
 
 
 def check(ctx):
+    checks = mentions_compiling_checks(ctx.source.text)
     for target in ctx.jitted:
         facts = ctx.facts(target.info.node)
         values = Values(ctx, target.info, facts)
-        name = target.info.name
         reported = set()
-        eager_only = eager_only_spans(target.info.node)
-        in_guarded_raise = _raises_under_data_checks(target.info.node, values)
+        eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) if checks else []
+        in_guarded_raise = _raises_under_data_checks(facts, values)
         for call in facts.calls:
             if eager_only and in_spans(call, eager_only):
                 continue
@@ -94,22 +115,26 @@ def check(ctx):
                     call,
                     **compiled_message(
                         target,
-                        f"`.{func.attr}()` in jitted function `{name}` reads tensor data into Python",
+                        f"`.{func.attr}()` in {target.subject} reads tensor data into Python",
+                        "keep it a tensor, or read it outside compiled code",
                         "—the compiled trace bakes the value in (or breaks the graph)",
                         "breaks the graph here to read it (right results; the function runs as separate graphs "
                         "with a device sync between them)",
+                        "TL302",
                     ),
                 )
             elif isinstance(func, ast.Name) and func.id in _CONVERSIONS and len(call.args) == 1:
-                if values.is_tensor(call.args[0]) and not facts.is_local(func.id):
+                if values.is_tensor_at(call.args[0], (call.lineno, call.col_offset)) and not facts.is_local(func.id):
                     reported.add((call.lineno, call.col_offset))
                     yield Finding(
                         call,
                         **compiled_message(
                             target,
-                            f"`{func.id}()` of a tensor in jitted function `{name}` reads tensor data",
+                            f"`{func.id}()` of a tensor in {target.subject} reads tensor data",
+                            "keep it a tensor, or read it outside compiled code",
                             "—the compiled trace bakes the value in",
                             "breaks the graph here to read it (right results; separate graphs and a device sync)",
+                            "TL302",
                         ),
                     )
         for kind, test in facts.tests:
@@ -124,20 +149,22 @@ def check(ctx):
                     test,
                     **compiled_message(
                         target,
-                        f"control flow on tensor data in jitted function `{name}`",
+                        f"control flow on tensor data in {target.subject}",
+                        "use `torch.where`/masks, or decide outside compiled code",
                         "—the branch is taken while tracing and replayed for other data",
                         "breaks the graph here and takes the right branch (the cost: separate graphs and a "
                         "device sync)",
+                        "TL302",
                     ),
                 )
 
 
-def _raises_under_data_checks(func, values) -> list:
+def _raises_under_data_checks(facts, values) -> list:
     """Spans of `raise` statements that an `if` on tensor data guards: their message runs only once that
     check has already read the data, so an `.item()` in it is no second finding."""
     spans = []
-    for node in ast.walk(func):
-        if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body):
+    for node in facts.ifs:
+        if any(isinstance(s, ast.Raise) for s in node.body):
             if _has_item(node.test) or any(_decides_on_tensor(values, p) for p in compiled_operands(node.test)):
                 for s in node.body:
                     if isinstance(s, ast.Raise):

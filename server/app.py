@@ -19,6 +19,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi import routing as fastapi_routing
 
+from analyzer.project_index import LIBRARY_DEFAULT_NOTE
 from analyzer.selection import SelectionError, resolve
 from analyzer.version import __version__
 from rules import RULES, render_docs
@@ -36,10 +37,10 @@ from .models import (
     RuleOut,
     VersionOut,
 )
-from .dispatch import run_request
+from .project import RequestConfig, lint_request, request_config
 from .pool import JobFailed, JobTimeout, PoolBusy, WorkerCrashed, WorkerPool
 from .settings import LINT_S_PER_MIB_FASTEST, ServerSettings
-from .worker import Job, RenderJob, SubmittedFile
+from .worker import RenderJob, SubmittedFile
 
 MEDIA_TYPES = {"json": "application/json", "sarif": "application/sarif+json", "github": "text/plain; charset=utf-8"}
 
@@ -58,15 +59,13 @@ _ANALYZE_ERRORS = {
 }
 
 
-def _selection(req: AnalyzeRequest) -> tuple[tuple[str, ...] | None, tuple[str, ...], tuple[str, ...], frozenset[str]]:
-    """The request's selectors (already checked against the rule table by the model) and the enabled codes."""
-    select = tuple(req.select) if req.select is not None else None
-    ignore, extend = tuple(req.ignore), tuple(req.extend_select)
+def _enabled(rc: RequestConfig) -> frozenset[str]:
+    """The enabled codes of the request's selection (checked against the rule table by the model) and of a
+    submitted pyproject.toml (checked here: an unknown code there is a 422 naming it)."""
     try:
-        enabled = resolve(RULES, select, ignore, extend)
-    except SelectionError as e:  # cannot happen after validation; a clear 422 if it ever does
-        raise ApiError(422, "invalid_request", str(e), [{"field": "select", "message": str(e)}]) from None
-    return select, ignore, extend, enabled
+        return resolve(RULES, rc.select, rc.ignore, rc.extend_select)
+    except SelectionError as e:
+        raise ApiError(422, "invalid_config", str(e), [{"field": "select", "message": str(e)}]) from None
 
 
 def _check_limits(req: AnalyzeRequest, settings: ServerSettings) -> list[SubmittedFile]:
@@ -142,12 +141,17 @@ def _merged(static: list[dict], trace: list[dict]) -> list[dict]:
     return sorted(static + trace, key=lambda d: (d["path"], d["line"], d["column"], d["code"], d["origin"]))
 
 
-def settings_hash(enabled: frozenset[str], fix: str | None) -> str:
-    canonical = json.dumps({"enabled": sorted(enabled), "fix": fix, "version": __version__}, sort_keys=True)
+def settings_hash(enabled: frozenset[str], fix: str | None, rc: RequestConfig | None = None) -> str:
+    settings = {"enabled": sorted(enabled), "fix": fix, "version": __version__}
+    if rc is not None and (rc.assume_compiled is not None or rc.target != "any" or rc.jit_decorators or rc.per_file_ignores):
+        settings.update(assume_compiled=rc.assume_compiled, target=rc.target, jit_decorators=list(rc.jit_decorators),
+                        per_file_ignores=[[g, list(c)] for g, c in rc.per_file_ignores])
+    canonical = json.dumps(settings, sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _response_body(result, enabled: frozenset[str], fix: str | None) -> dict:
+def _response_body(result, enabled: frozenset[str], fix: str | None, rc: RequestConfig | None = None,
+                   notes: list[str] = ()) -> dict:
     files = []
     for o in result.files:
         entry = {"path": o.path, "sha256": o.sha256}
@@ -169,7 +173,8 @@ def _response_body(result, enabled: frozenset[str], fix: str | None) -> dict:
             "by_code": dict(sorted(Counter(d["code"] for d in diagnostics).items())),
             "by_severity": dict(sorted(Counter(d["severity"] for d in diagnostics).items())),
             "version": __version__,
-            "settings_hash": settings_hash(enabled, fix),
+            "settings_hash": settings_hash(enabled, fix, rc),
+            **({"notes": list(notes)} if notes else {}),
         },
     }
 
@@ -241,21 +246,25 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
                 [{"field": name, "message": "unknown query parameter"} for name in unknown],
             )
         submitted = _check_limits(req, settings)
-        select, ignore, extend, enabled = _selection(req)
+        rc = request_config(req, submitted)  # a submitted pyproject.toml, then the request's fields on top
+        enabled = _enabled(rc)
         trace = _trace_findings(req, submitted, enabled)
         fix = ("unsafe" if req.unsafe_fixes else "safe") if req.fix else None
+        notes = []
         # GitHub annotations carry no fixes, and building fixes is most of the linting time: skip it there.
-        # With trace findings the static ones come back as JSON, and the merged report is rendered after.
-        job = Job(tuple(submitted), select, ignore, extend, fix, "json" if trace else format,
-                  with_fixes=format != "github")
+        # The files are one project, as the CLI lints a folder: the findings come back as JSON and the
+        # report (sarif, github) is rendered after.
         try:
-            result = await run_request(pool, job, timeout=settings.timeout_s, wait_timeout=settings.wait_timeout_s)
+            result, library_default = await lint_request(
+                pool, submitted, rc, fix=fix, with_fixes=format != "github", timeout=settings.timeout_s,
+                wait_timeout=settings.wait_timeout_s)
+            if library_default:
+                notes.append(LIBRARY_DEFAULT_NOTE.format(library_default))
             if trace:
                 result.diagnostics = _merged(result.diagnostics, trace)
-                if format != "json":
-                    render = RenderJob(tuple(result.diagnostics), format)
-                    result.rendered = await pool.run(render, timeout=settings.timeout_s,
-                                                     wait_timeout=settings.wait_timeout_s)
+            if format != "json":
+                render = RenderJob(tuple(result.diagnostics), format)
+                result.rendered = await pool.run(render, timeout=settings.timeout_s, wait_timeout=settings.wait_timeout_s)
         except PoolBusy as e:
             raise ApiError(503, e.code, f"the server is busy: {e}", headers={"Retry-After": "5"}) from None
         except JobTimeout:
@@ -270,7 +279,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             raise ApiError(500, JobFailed.code, f"internal error while linting: {e}") from None
         if format != "json":
             return Response(result.rendered, media_type=MEDIA_TYPES[format])
-        return JSONResponse(_response_body(result, enabled, fix))
+        return JSONResponse(_response_body(result, enabled, fix, rc, notes))
 
     @app.get("/rules", response_model=list[RuleOut], responses=_ERRORS, summary="List the rules")
     async def list_rules():

@@ -18,7 +18,9 @@ async def run_request(pool: WorkerPool, job: Job, *, timeout: float, wait_timeou
     chunks = split_files(list(job.files), pool.size)
     if len(chunks) == 1:
         return await pool.run(job, timeout=timeout, wait_timeout=wait_timeout)
-    parts = [replace(job, files=tuple(job.files[i] for i in chunk), fmt="json") for chunk in chunks]
+    parts = [replace(job, files=tuple(job.files[i] for i in chunk), fmt="json",
+                     modules=None if job.modules is None else tuple(job.modules[i] for i in chunk),
+                     facts=None if job.facts is None else tuple(job.facts[i] for i in chunk)) for chunk in chunks]
     outcomes = await asyncio.gather(
         *(pool.run(part, timeout=timeout, wait_timeout=wait_timeout) for part in parts), return_exceptions=True
     )
@@ -60,10 +62,13 @@ def merge_results(chunks: list[list[int]], results: list[JobResult], n_files: in
     if len(results) == 1:
         return results[0]
     files = [None] * n_files
+    summaries, used = [None] * n_files, [None] * n_files
     diagnostics = []
     for chunk, result in zip(chunks, results):
-        for i, outcome in zip(chunk, result.files):
+        for k, (i, outcome) in enumerate(zip(chunk, result.files)):
             files[i] = outcome
+            if result.summaries:
+                summaries[i], used[i] = result.summaries[k], result.used_facts[k]
         diagnostics.extend(result.diagnostics)
     diagnostics.sort(key=lambda d: (d["path"], d["line"], d["column"], d["code"]))
-    return JobResult(files, diagnostics)
+    return JobResult(files, diagnostics, summaries=summaries, used_facts=used)

@@ -186,6 +186,15 @@ class AnalyzeRequest(BaseModel):
     fix: bool = Field(default=False, description="Apply fixes and return each file's `fixed_content`; the "
                       "diagnostics are then those that remain, as with `thunder-lint --fix`.")
     unsafe_fixes: bool = Field(default=False, description="With `fix`, apply unsafe fixes too.")
+    assume_compiled: list[Annotated[str, Field(max_length=1000)]] | None = Field(
+        default=None, max_length=1000,
+        description="As the config's `assume-compiled`: globs over `package.module.Class.method` of code compiled "
+        "outside the submitted files (added to a submitted pyproject.toml's). Left out: when no submitted file "
+        "compiles an nn.Module, every nn.Module forward is linted as compiled (the library default); `[]` turns "
+        "that off.")
+    target: Literal["any", "thunder", "torch.compile"] | None = Field(
+        default=None, description="As the config's `target`: the compiler the messages speak of (default: a "
+        "submitted pyproject.toml's, else each function's own).")
     trace: list[TraceFinding] | None = Field(
         default=None, max_length=100_000,
         description="Trace findings from `thunder-lint run --format json` (or `pytest --thunder-lint`) for these "
@@ -240,6 +249,8 @@ class SummaryOut(BaseModel):
     by_severity: dict[str, int]
     version: str
     settings_hash: str = Field(description="SHA-256 of the effective settings (enabled rules, fix mode, version).")
+    notes: list[str] | None = Field(default=None, description="What the CLI says after its findings, e.g. that no "
+                                    "compile call was found and every nn.Module forward was linted as compiled.")
 
 
 class AnalyzeResponse(BaseModel):

@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from analyzer import static
 from analyzer.diagnostics import Diagnostic
@@ -43,6 +43,26 @@ class Job:
     fix: str | None = None  # None, "safe" or "unsafe"
     fmt: str = "json"  # "json", "sarif" or "github": the latter two are rendered here, as the CLI does
     with_fixes: bool = True  # build each finding's fix edits (libcst: most of the time); github shows none
+    # What a submitted pyproject.toml (or the request) configures, as the CLI's Settings:
+    per_file_ignores: tuple = ()
+    config_root: str = ""  # the folder (a label) of the pyproject.toml that per-file-ignores are relative to
+    jit_decorators: tuple[str, ...] = ()
+    assume_compiled: tuple[str, ...] | None = None
+    target: str = "any"
+    # The project index: each file's module name (None: no index, as in fix mode) and, on the second pass,
+    # what the joined index says about it (None: the first pass, knowing only the file itself).
+    modules: tuple[str, ...] | None = None
+    facts: tuple | None = None
+
+
+@dataclass(frozen=True)
+class IndexJob:
+    """Join the files' summaries into the project index: each file's facts (the CLI's second pass)."""
+
+    summaries: tuple[dict, ...]
+    files: tuple[SubmittedFile, ...]  # the files the summaries came from: the index reads functions' text
+    assume_compiled: tuple[str, ...] | None = None
+    target: str = "any"
 
 
 @dataclass(frozen=True)
@@ -68,6 +88,9 @@ class JobResult:
     files: list[FileOutcome]
     diagnostics: list[dict] = field(default_factory=list)  # Diagnostic.to_json(), sorted as the CLI sorts
     rendered: str | None = None  # the sarif/github report, byte for byte what the CLI prints
+    summaries: list = field(default_factory=list)  # per file (with Job.modules): its part of the project index
+    used_facts: list = field(default_factory=list)  # per file: the facts it was linted with
+    library_default: str = ""  # with one file: why the one-file index linted every module forward as compiled
 
 
 def _source_text(f: SubmittedFile) -> tuple[bytes, str]:
@@ -83,7 +106,26 @@ def _source_text(f: SubmittedFile) -> tuple[bytes, str]:
     return data, text
 
 
-def _analyze_file(f: SubmittedFile, job: Job) -> tuple[FileOutcome, list[Diagnostic]]:
+def _ignore_for(job: Job, path: str) -> tuple[str, ...]:
+    if not job.per_file_ignores:
+        return job.ignore
+    from analyzer.config import Config
+
+    return job.ignore + Config(per_file_ignores=job.per_file_ignores, root=os.path.abspath(job.config_root)).ignored_for(path)
+
+
+def _project_file(job: Job, i: int):
+    if job.modules is None:
+        return None
+    from analyzer.project_index import ProjectFile, normalize_facts
+
+    facts = None if job.facts is None else normalize_facts(job.facts[i])
+    # (a second pass lints the submitted text the first pass compile-checked)
+    return ProjectFile(job.files[i].path, job.modules[i], facts, job.assume_compiled, job.target,
+                       want_summary=facts is None, root="", compile_checked=facts is not None)
+
+
+def _analyze_file(f: SubmittedFile, job: Job, project=None) -> tuple[FileOutcome, list[Diagnostic]]:
     try:
         data, text = _source_text(f)
     except Unreadable as problem:
@@ -94,13 +136,13 @@ def _analyze_file(f: SubmittedFile, job: Job) -> tuple[FileOutcome, list[Diagnos
     try:
         if job.fix is None:
             diagnostics = static.lint_source(
-                text, f.path, select=job.select, ignore=job.ignore, extend_select=job.extend_select,
-                with_fixes=job.with_fixes,
+                text, f.path, select=job.select, ignore=_ignore_for(job, f.path), extend_select=job.extend_select,
+                jit_decorators=job.jit_decorators, with_fixes=job.with_fixes, project=project,
             )
         else:
             fixed = static.fix_source(
-                text, f.path, select=job.select, ignore=job.ignore, extend_select=job.extend_select,
-                unsafe=job.fix == "unsafe",
+                text, f.path, select=job.select, ignore=_ignore_for(job, f.path), extend_select=job.extend_select,
+                jit_decorators=job.jit_decorators, unsafe=job.fix == "unsafe",
             )
             diagnostics = list(fixed.remaining)
             outcome.fixed_content = fixed.text
@@ -118,12 +160,17 @@ def _analyze_file(f: SubmittedFile, job: Job) -> tuple[FileOutcome, list[Diagnos
 def analyze_job(job: Job) -> JobResult:
     outcomes: list[FileOutcome] = []
     diagnostics: list[Diagnostic] = []
-    for f in job.files:
-        outcome, found = _analyze_file(f, job)
+    summaries, used, library_default = [], [], ""
+    for i, f in enumerate(job.files):
+        project = _project_file(job, i)
+        outcome, found = _analyze_file(f, job, project)
         outcomes.append(outcome)
         diagnostics.extend(found)
+        summaries.append(project.summary if project is not None else None)
+        used.append(project.used if project is not None else None)
+        library_default = library_default or (project.library_default if project is not None else "")
     diagnostics.sort(key=Diagnostic.sort_key)
-    result = JobResult(outcomes)
+    result = JobResult(outcomes, summaries=summaries, used_facts=used, library_default=library_default)
     if job.fmt == "json":
         result.diagnostics = [d.to_json() for d in diagnostics]
     else:
@@ -138,8 +185,24 @@ def render_job(job: RenderJob) -> str:
     return render(diagnostics, job.fmt, root=os.getcwd())
 
 
-def run_any(job: Job | RenderJob):
-    return render_job(job) if isinstance(job, RenderJob) else analyze_job(job)
+def index_job(job: IndexJob) -> tuple[dict, str]:
+    from analyzer.project_index import index_facts
+
+    texts = {}
+    for f in job.files:
+        try:
+            texts[f.path] = _source_text(f)[1]
+        except Unreadable:
+            texts[f.path] = ""  # (it has no summary either: it was not parsed)
+    return index_facts(list(job.summaries), texts, job.assume_compiled, job.target)
+
+
+def run_any(job: Job | RenderJob | IndexJob):
+    if isinstance(job, RenderJob):
+        return render_job(job)
+    if isinstance(job, IndexJob):
+        return index_job(job)
+    return analyze_job(job)
 
 
 _WARM_UP = """\
@@ -192,6 +255,11 @@ def worker_main(conn, memory_mb: int = 0) -> None:
     sys.path[:] = [os.path.abspath(p) for p in sys.path]
     # Load the engine, the rules and libcst now, so that the first request pays no import cost.
     static.fix_source(_WARM_UP, "warm_up.py", unsafe=True)
+    # ... and the project index (its modules load on first use, which would read files on a request)
+    warm = Job((SubmittedFile("pkg/warm_up.py", _WARM_UP), SubmittedFile("pkg/__init__.py", "")), modules=("pkg.warm_up", "pkg"))
+    first = analyze_job(warm)
+    facts, _ = index_job(IndexJob(tuple(first.summaries), warm.files))
+    analyze_job(replace(warm, facts=tuple(facts[f.path] for f in warm.files)))
     _close_codec_set()
     os.chdir("/")
     fs_audit.arm_if_enabled()  # from here on is the request path: it must touch no file (tests check)

@@ -24,11 +24,13 @@ import ast
 import dis
 import functools
 import linecache
+import re
 import types
 
 import torch
 
 from rules import RULES
+from rules._compilers import BEHAVIOUR
 
 from ..diagnostics import Diagnostic, Severity
 
@@ -87,28 +89,28 @@ def check_interpreter_event(event, span, code=None) -> Diagnostic | None:
             return None
         if code is not None and name in _globals_written_by(code):
             return None
-        return make_diagnostic("TL201", f"`{function}` reads the module global `{name}` "
-                               f"({type(event.value).__name__}) inside the jitted call: a hidden input, not an "
-                               f"argument; pass it in or make it a constant", where.filename, span)
+        return make_diagnostic("TL201", f"`{function}` reads the module global `{name}` ({_type_of(event.value)}), "
+                               f"a hidden input: pass it in as an argument, or make it a constant", where.filename, span)
     if kind == "closure_read":
         if event.details.get("internal") or is_code_not_data(event.value):
             return None
-        return make_diagnostic("TL202", f"`{function}` reads `{name}` ({type(event.value).__name__}), a variable "
-                               f"captured from outside the jitted call: a hidden input, not an argument",
-                               where.filename, span)
+        return make_diagnostic("TL202", f"`{function}` reads `{name}` ({_type_of(event.value)}), captured from "
+                               f"outside the jitted call, a hidden input: pass it in as an argument", where.filename, span)
     if kind in ("global_write", "global_delete"):
         verb = "assigns" if kind == "global_write" else "deletes"
         return make_diagnostic("TL203", f"`{function}` {verb} the module global `{name}` inside the jitted call: "
-                               f"a compiled trace does not repeat this on later calls", where.filename, span)
+                               f"return the new value and assign it outside\n{_effect_notes('TL203')}",
+                               where.filename, span)
     if kind in ("nonlocal_write", "nonlocal_delete"):
         if event.details.get("internal"):
             return None  # the variable lives inside the jitted call: part of the computation
         verb = "assigns" if kind == "nonlocal_write" else "deletes"
         return make_diagnostic("TL203", f"`{function}` {verb} `{name}`, a variable that lives outside the jitted "
-                               f"call: a compiled trace does not repeat this on later calls", where.filename, span)
+                               f"call: return the new value and assign it outside\n{_effect_notes('TL203')}",
+                               where.filename, span)
     if kind == "side_effect_call":
-        return make_diagnostic("TL204", f"`{name}` called inside the jitted call runs only while tracing: the "
-                               f"compiled function skips it or bakes its result in", where.filename, span)
+        return make_diagnostic("TL204", f"`{name}` called inside the jitted call is a Python side effect: move it out "
+                               f"of the compiled function\n{_effect_notes('TL204')}", where.filename, span)
     return None
 
 
@@ -119,6 +121,7 @@ def check_compiler_event(event, path: str, span) -> Diagnostic | None:
         d = event.details
         value = f" (read {_shown(d['value'], d['kind'])})" if "value" in d else ""
         return make_diagnostic("TL302", f"{d.get('what', 'a read of tensor values')} needs a tensor's value{value}: "
+                               "keep it a tensor, or read it outside the compiled function\n"
                                "the compiled program splits here, runs the part before it, reads the value and "
                                + ("continues with one trace for every value read, re-traced only where a decision "
                                   "on it differs" if d.get("symbolic") else
@@ -130,17 +133,18 @@ def check_compiler_event(event, path: str, span) -> Diagnostic | None:
         if not d.get("through_view") or d.get("may_view"):
             return None  # a direct write is the caller's own business; a may-view result is TL101's
         return make_diagnostic("TL102", f"in-place `{event.op}` writes into the input `{d['input']}` through a view "
-                               f"({', '.join(f'`{v}`' for v in d['view_ops'])}): the caller's tensor changes, and "
-                               "a compiler that functionalizes must scatter the new values into the input and copy "
-                               "them back after the computation", path, span)
+                               f"({', '.join(f'`{v}`' for v in d['view_ops'][:3])}): return the new value instead, or "
+                               "write to a clone\nthe caller's tensor changes, and a compiler that functionalizes must "
+                               "scatter the new values into the input and copy them back after the computation",
+                               path, span)
     if event.kind == "input_read_after_write":
         d = event.details
         steps = ", ".join(f"{what} by `{op}`" + (f" at line {loc.lineno}" if loc is not None else "")
                           for what, op, loc in d["order"][:6]) + (", ..." if len(d["order"]) > 6 else "")
-        return make_diagnostic("TL103", f"the input `{d['input']}` is written in place and used again; eager order: "
-                               f"{steps}. Each later use must see the written values, so a compiler that "
-                               "functionalizes must pass them on and copy them back into the input once, after the "
-                               "last use", path, span)
+        return make_diagnostic("TL103", f"the input `{d['input']}` is written in place and used again: use the "
+                               f"out-of-place op and its result\neager order: {steps}\neach later use must see the "
+                               "written values, so a compiler that functionalizes must pass them on and copy them "
+                               "back into the input once, after the last use (`thunder-lint rule TL103`)", path, span)
     if event.kind != "inplace_on_may_view":
         return None
     details = event.details
@@ -148,9 +152,43 @@ def check_compiler_event(event, path: str, span) -> Diagnostic | None:
     reached = f"the input `{details['input_name']}`" if details.get("input_name") else "the original tensor"
     got = f"a view (the write reaches {reached})" if details.get("returned_view") else \
         f"a copy (the write does not reach {reached})"
-    return make_diagnostic("TL101", f"in-place `{op}` on the result of `{view_op}`, which may return a view or a "
-                           f"copy; with these inputs it returned {got}, and other layouts change that",
-                           path, span)
+    return make_diagnostic("TL101", f"in-place `{op}` on the result of `{view_op}`, a view or a copy by layout: make it "
+                           f"explicit (`view` or `.clone()`)\nwith these inputs it returned {got}, and other layouts "
+                           "change that", path, span)
+
+
+def _type_of(value) -> str:
+    """The user's name for a value's type: a traced tensor is a Tensor, a traced number an int or float."""
+    from compiler.proxies import FloatProxy, IntegerProxy, Proxy, TensorProxy
+
+    if isinstance(value, TensorProxy):
+        return "Tensor"
+    if isinstance(value, IntegerProxy):
+        return "int"
+    if isinstance(value, FloatProxy):
+        return "float"
+    if isinstance(value, Proxy):
+        return "object"
+    return type(value).__name__
+
+
+def _effect_notes(code: str) -> str:
+    """What each compiler does with a Python effect, as the rule's BEHAVIOUR states it (tests check each)."""
+    b = BEHAVIOUR[code]
+    return f"compiler.jit (which ran here) {b.ours}\nunder thunder, {b.thunder}\ntorch.compile {b.torch_compile}"
+
+
+# A size is never negative: a constraint a size always meets (`x_shape0 >= 0`, from slicing) changes nothing.
+_SIZE_NOT_NEGATIVE = re.compile(r"^\s*(?:\w+_shape\d+\s*(?:>=\s*0|>\s*-1|!=\s*-1)|(?:0\s*<=|-1\s*<)\s*\w+_shape\d+)\s*$")
+_COMPARISON = re.compile(r"^\s*(.+?)\s*(<=|>=|==|<|>|!=)\s*(.+?)\s*$")
+
+
+def _always_met(constraint: str) -> bool:
+    """Constraints every input meets (`x_shape0 >= 0`, `x_shape0 <= x_shape0` from `x[:, :k]`): no finding."""
+    if _SIZE_NOT_NEGATIVE.match(constraint):
+        return True
+    m = _COMPARISON.match(constraint)
+    return bool(m) and m.group(1) == m.group(3) and m.group(2) in ("<=", ">=", "==")
 
 
 def _symbolic_constraint(event, path: str, span) -> Diagnostic | None:
@@ -162,7 +200,10 @@ def _symbolic_constraint(event, path: str, span) -> Diagnostic | None:
     if d.get("after_read") is not None:
         return None  # it names a number read from a tensor: TL302 reports that read (a data-dependent value)
     constraint = d["constraint"]
+    if _always_met(constraint):
+        return None
     line = linecache.getline(path, span[0]).strip()
+    line = line if len(line) <= 60 else line[:57] + "..."
     if d["kind"] == "specialize":
         name = constraint.split(" == ")[0]
         other = f"calls with another value of `{name}` trace again"

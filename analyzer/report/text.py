@@ -1,5 +1,8 @@
 """Human formats: ``concise`` (one line per finding) and ``full`` (with the source lines underlined).
 
+A message's first line is the finding (the hazard and the fix); its further lines are notes (where the code is
+compiled, what each compiler does), shown as ``= note:`` lines by ``full`` and left out by ``concise``.
+
 ``[*]`` marks a finding that ``--fix`` can fix (a safe fix); one with only unsafe fixes is marked ``[-]``
 (it needs ``--unsafe-fixes``), as the summary lines of the CLI explain.
 """
@@ -35,7 +38,13 @@ def _origin(d: Diagnostic) -> str:
 
 
 def _header(d: Diagnostic) -> str:
-    return f"{d.path}:{d.line}:{d.column}: {d.code} {fix_marker(d)}{d.message}{_origin(d)}"
+    """The finding's first line: the message's first line (the hazard and the fix); its other lines are notes."""
+    headline = d.message.split("\n", 1)[0]
+    return f"{d.path}:{d.line}:{d.column}: {d.code} {fix_marker(d)}{headline}{_origin(d)}"
+
+
+def _note_lines(d: Diagnostic, indent: str) -> list[str]:
+    return [f"{indent}= note: {line}" for line in d.message.split("\n")[1:] if line.strip()]
 
 
 def _fix_lines(d: Diagnostic, indent: str) -> list[str]:
@@ -112,6 +121,7 @@ def render_full(diagnostics: list[Diagnostic], *, show_fixes: bool = False, sour
             if d.path not in split_cache:
                 split_cache[d.path] = _LINE_BREAK.split(text)
             block.extend(_snippet(d, split_cache[d.path]))
+        block.extend(_note_lines(d, "  "))
         block.extend(_fix_lines(d, "  "))
         if show_fixes:
             block.extend(_edit_lines(d, "      "))

@@ -70,7 +70,7 @@ class Collector:
         jitted = compiler.jit(fn_or_module, frontend=interpreting_frontend(self._new_session), **compiler_options)
         inner = compiler._jitted(jitted)
         inner.__class__ = RunJitted
-        inner._tl_setup(self)
+        inner._tl_setup(self, _user_caller())
         self.functions.append(inner)
         path = _source_file(fn_or_module)
         if path is not None and is_user_file(path):
@@ -121,15 +121,25 @@ class Collector:
                 path, line = m.group(1), int(m.group(2))
         if path is None or not is_user_file(path):
             path, line = _definition(function.fn)
-        if path is None:
-            return set()
         from rules import RULES
 
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        reason = f"why: {type(error).__name__}: {first}"
         name = getattr(function, "__name__", "the function")
-        d = Diagnostic(code="TL003", name=RULES["TL003"].name, severity=Severity.INFO,
-                       message=f"the compiler refused `{name}` ({type(error).__name__}: {first}); it ran eagerly "
-                               "from then on, so its trace checks are incomplete",
+        if path is None:
+            # Code outside the project (a library's or torch's function): nothing of it was checked. One line
+            # for the function, where the program compiled it, naming where the function lives.
+            lives = _anywhere(function.fn)
+            path, line = function._tl_jitted_at or (lives if lives[0] else (None, None))
+            if path is None:
+                return set()
+            message = (f"the compiler refused `{name}` ({lives[0] or 'no Python source'}"
+                       f"{':' + str(lives[1]) if lives[1] else ''}, outside the project): it ran uncompiled and "
+                       f"unchecked\n{reason}")
+        else:
+            message = (f"the compiler refused `{name}` ({type(error).__name__}): it ran eagerly from then on, so its "
+                       f"trace checks are incomplete\n{reason}")
+        d = Diagnostic(code="TL003", name=RULES["TL003"].name, severity=Severity.INFO, message=message,
                        path=path, line=line, column=1, end_line=line, end_column=1, origin="trace")
         d = replace(d, **dict(zip(("line", "column", "end_line", "end_column"), line_span(path, line))))
         key = (d.code, d.path, d.line, d.column)
@@ -146,8 +156,9 @@ class Collector:
 class RunJitted(JittedFunction):
     """A JittedFunction counted by a Collector, falling back to eager when the compiler refuses it."""
 
-    def _tl_setup(self, collector: Collector) -> None:
+    def _tl_setup(self, collector: Collector, jitted_at=None) -> None:
         self._tl_collector = collector
+        self._tl_jitted_at = jitted_at  # (file, line) of the program's jit call, when the program made it
         self._tl_eager = False
         self._tl_entry_keys: dict = {}  # id(entry.computation) -> (computation, keys of its findings)
 
@@ -261,6 +272,33 @@ def _code_of(obj):
 def _source_file(obj) -> str | None:
     code = _code_of(obj)
     return code.co_filename if code is not None else None
+
+
+def _user_caller() -> tuple[str, int] | None:
+    """(file, line) of the innermost frame of the user's code on the stack: where the program called the jit."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if is_user_file(frame.f_code.co_filename) and os.path.isfile(frame.f_code.co_filename):
+            return frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def _anywhere(obj) -> tuple[str | None, int | None]:
+    """Where a function's code lives, inside the project or not (None for builtins without Python source)."""
+    code = _code_of(obj)
+    if code is None:
+        return None, None
+    path = code.co_filename
+    try:
+        import torch
+
+        root = os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))
+        if os.path.abspath(path).startswith(root + os.sep):
+            path = os.path.relpath(path, root)  # site-packages/torch/... shown from the package on
+    except Exception:
+        pass
+    return path, code.co_firstlineno
 
 
 def _definition(obj) -> tuple[str | None, int | None]:

@@ -113,7 +113,10 @@ def cmd_run(argv: list[str]) -> int:
     errors: list[str] = []
     static: list = []
     if args.with_static:
-        files = set(collector.source_files) | {d.path for d in trace if os.path.isfile(d.path)}
+        from ..dynamic.user_code import is_user_file
+
+        # (a TL003 about a library's function may sit in the library's file: that file is not the program's)
+        files = set(collector.source_files) | {d.path for d in trace if os.path.isfile(d.path) and is_user_file(d.path)}
         main = program.main_file(target, bool(args.module))
         if main:
             files.add(main)

@@ -31,7 +31,7 @@ class FileContext:
         self.source = source
         self.tree = tree
         self.jit_decorators = tuple(jit_decorators)
-        # (qualname, compiler, symbolic, how) from the project index: functions of this file that other
+        # (qualname, compiler, symbolic, how, assumed) from the project index: functions of this file that other
         # files (or `assume-compiled`) compile
         self.compiled_elsewhere = tuple(compiled_elsewhere)
         self.target = target
@@ -50,11 +50,11 @@ class FileContext:
             for info in self.index.functions:
                 by_qualname.setdefault(info.qualname, info)
             have = {id(t.info.node) for t in targets}
-            for qual, compiler, symbolic, how in self.compiled_elsewhere:
+            for qual, compiler, symbolic, how, assumed in self.compiled_elsewhere:
                 info = by_qualname.get(qual)
                 if info is not None and id(info.node) not in have:
                     have.add(id(info.node))
-                    targets.append(JitTarget(info, symbolic, "project", compiler=compiler, elsewhere=how))
+                    targets.append(JitTarget(info, symbolic, "project", compiler=compiler, elsewhere=how, assumed=assumed))
         if self.target != "any":
             for t in targets:
                 t.compiler = self.target

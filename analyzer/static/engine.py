@@ -165,7 +165,9 @@ def _lint(text, path, enabled, jit_decorators, with_fixes, project, capped) -> l
         tree = parse(text)  # under a pseudo file name: the path is a label, never opened
     except PARSE_ERRORS as exc:
         return [syntax_error_diagnostic(source, exc)]
-    late = compile_error(tree, text)  # errors CPython raises only when compiling: the file would not run
+    # errors CPython raises only when compiling: the file would not run. A file linted again with the project
+    # index's facts (the runner's second pass) passed this check in its first pass, with the same text.
+    late = None if getattr(project, "compile_checked", False) else compile_error(tree, text)
     if late is not None:
         return [syntax_error_diagnostic(source, late)]
 

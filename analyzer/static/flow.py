@@ -63,6 +63,8 @@ class FunctionFacts:
     mutations: list[Mutation] = field(default_factory=list)
     calls: list[ast.Call] = field(default_factory=list)  # own scope only
     tests: list[tuple[str, ast.AST]] = field(default_factory=list)  # ("if"|"while"|"ifexp"|"assert"|"for", expr)
+    ifs: list[ast.If] = field(default_factory=list)  # every `if` statement of the function's own scope
+    all_ifs: list[ast.If] = field(default_factory=list)  # ... and of the functions nested in it
     aug_names: set[str] = field(default_factory=set)
     attribute_uses: dict[str, list[ast.Attribute]] = field(default_factory=dict)  # name -> name.attr nodes
     subscript_uses: set[str] = field(default_factory=set)
@@ -296,6 +298,8 @@ def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.
             continue
         if isinstance(node, ast.stmt):
             stmt = node
+            if t is ast.If:
+                facts.all_ifs.append(node)
             if not nested:
                 if t is ast.Assign:
                     for target in node.targets:
@@ -330,6 +334,8 @@ def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.
                                 )
                 elif t is ast.If or t is ast.While:
                     facts.tests.append(("if" if t is ast.If else "while", node.test))
+                    if t is ast.If:
+                        facts.ifs.append(node)
                     if t is ast.If and node.orelse:
                         facts.branches.append((_span(node.body), _span(node.orelse)))
                 elif t is ast.Match:

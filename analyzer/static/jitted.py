@@ -48,12 +48,17 @@ class JitTarget:
     caller: str = ""  # for a helper traced through: the jitted function that calls it
     compiler: str = "unknown"  # thunder | torch.compile | ours | unknown
     elsewhere: str = ""  # "compiled by `torch.compile(Net())` at train.py:7" when another file compiles it
+    assumed: bool = False  # the library default: no compile call found; elsewhere is "if `Net` is compiled"
 
     @property
     def label(self) -> str:
-        """How messages name it: `f`, or `helper` (called from `f`), and where it is compiled when elsewhere."""
-        text = f"`{self.info.name}` (called from `{self.caller}`)" if self.caller else f"`{self.info.name}`"
-        return f"{text} ({self.elsewhere})" if self.elsewhere else text
+        """How messages name it: `f`, or `helper` (called from `f`)."""
+        return f"`{self.info.name}` (called from `{self.caller}`)" if self.caller else f"`{self.info.name}`"
+
+    @property
+    def subject(self) -> str:
+        """"jitted function `f`", or just "`forward`" after the library default's "if `Net` is compiled"."""
+        return self.label if self.assumed else f"jitted function {self.label}"
 
 
 class JitMatcher:

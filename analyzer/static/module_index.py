@@ -45,6 +45,17 @@ class ModuleIndex:
     # name -> callee names of `name = callee(...)` anywhere (method chains like `.to(device)` stripped)
     instances: dict[str, list[str]] = field(default_factory=dict)
 
+    @property
+    def top_functions(self) -> dict[str, list[FunctionInfo]]:
+        """Module-level functions by name (built once)."""
+        got = self.__dict__.get("_top_functions")
+        if got is None:
+            got = self.__dict__["_top_functions"] = {}
+            for info in self.functions:
+                if not info.parents:
+                    got.setdefault(info.name, []).append(info)
+        return got
+
     def resolve(self, expr) -> str | None:
         """Dotted name of a Name/Attribute chain with import aliases applied (``th.jit`` -> ``thunder.jit``)."""
         parts = []
@@ -75,10 +86,13 @@ class ModuleIndex:
             return "static"
         if not others:
             return "static"
-        # `_Outputs = Outputs` kept for backward compatibility: as static as what it names
+        # `_Outputs = Outputs` kept for backward compatibility, `detach_multiple = DetachMultiple.apply`, `gelu =
+        # F.gelu`: as static as the class, function or module it is taken from
         target = self.aliases.get(name)
         if kinds == ["assign"] and target and target != name and _depth < 4:
-            if self.module_name_kind(target, _depth + 1) == "static":
+            if self.module_name_kind(target, _depth + 1) == "static" and (
+                    target not in self.bindings or any(k in ("import", "def", "class") for k in self.bindings[target])
+                    or target in self.aliases):
                 return "static"
         # A constant by convention: UPPER_CASE, bound once on every path (`if cuda: DTYPE = ... else: DTYPE = ...`,
         # `try: import apex; HAS_APEX = True except ImportError: HAS_APEX = False`).
@@ -267,6 +281,12 @@ def build_module_index(tree: ast.Module) -> ModuleIndex:
                         _bind(index, n, kind, arms)
                         if isinstance(stmt.value, ast.Name) and isinstance(t, ast.Name):
                             index.aliases[n] = stmt.value.id
+                        elif isinstance(stmt.value, ast.Attribute) and isinstance(t, ast.Name):
+                            root = stmt.value
+                            while isinstance(root, ast.Attribute):
+                                root = root.value
+                            if isinstance(root, ast.Name):
+                                index.aliases[n] = root.id  # `apply = Fn.apply`: taken from Fn
             elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
                 for n in _target_names(stmt.target):
                     _bind(index, n, _value_kind(stmt.value), arms)

@@ -11,6 +11,14 @@ import ast
 from dataclasses import dataclass, field
 
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+# Node types the scope builder only descends through (a fast path: no isinstance chain for them).
+_PLAIN = frozenset({ast.Attribute, ast.Constant, ast.BinOp, ast.Subscript, ast.keyword, ast.Tuple, ast.List, ast.Expr,
+                    ast.Assign, ast.Return, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.If, ast.For, ast.While,
+                    ast.Slice, ast.Starred, ast.Dict, ast.IfExp, ast.JoinedStr, ast.FormattedValue, ast.With,
+                    ast.withitem, ast.Assert, ast.Raise, ast.Pass, ast.Break, ast.Continue, ast.Load, ast.Store,
+                    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.MatMult, ast.USub,
+                    ast.Not, ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot,
+                    ast.In, ast.NotIn, ast.arguments, ast.arg})
 
 
 @dataclass(eq=False)
@@ -92,12 +100,17 @@ def build_scopes(root: ast.AST, parent: Scope | None = None) -> Scope:
         work.extend((s, top) for s in reversed(body))
     while work:
         node, scope = work.pop()
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
+        t = type(node)
+        if t is ast.Name:
+            if type(node.ctx) is ast.Load:
                 scope.loads.append(node)
             else:
                 scope.bound.add(node.id)
                 scope.writes.append((node.id, node))
+            continue
+        if t in _PLAIN:  # most nodes: nothing to record, only children to visit
+            for child_node in ast.iter_child_nodes(node):
+                work.append((child_node, scope))
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             if not isinstance(node, ast.Lambda):
@@ -164,6 +177,12 @@ def build_scopes(root: ast.AST, parent: Scope | None = None) -> Scope:
             scope.bound.add(node.name)
         elif isinstance(node, ast.MatchMapping) and node.rest:
             scope.bound.add(node.rest)
+        elif isinstance(node, ast.AnnAssign) and scope.kind == "function":
+            # `hypos: List[Hypothesis] = []` in a function: Python never evaluates a local variable's annotation
+            work.append((node.target, scope))
+            if node.value is not None:
+                work.append((node.value, scope))
+            continue
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             # `x += 1` reads x too (its Name has Store context only).
             scope.loads.append(node.target)

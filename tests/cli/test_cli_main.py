@@ -189,3 +189,17 @@ def test_summary_plurals(cli, tmp_path):
     write(tmp_path / "b.py", TL101_SRC)
     r = cli(".", "--format", "concise")
     assert r.out.splitlines()[-2:] == ["Found 2 errors.", "[-] 2 hidden fixes can be enabled with the `--unsafe-fixes` option."]
+
+
+def test_help_lists_every_subcommand(cli):
+    import inspect
+    import re
+
+    from analyzer import cli as cli_module
+
+    dispatched = set(re.findall(r'argv\[0\] == "(\w+)"', inspect.getsource(cli_module.main)))
+    assert dispatched == {"rule", "rules", "serve", "run", "check"}
+    r = cli("--help")
+    assert r.code == 0
+    for name in dispatched:
+        assert f"\n  thunder-lint {name}" in r.out, (name, r.out)

@@ -68,11 +68,12 @@ def test_module_compiled_in_another_file(cli, tmp_path):
         assert "torch.compile guards" in message or "graph break" in message
 
 
-def test_nothing_compiles_the_module(cli, tmp_path):
+def test_a_module_nothing_compiles_in_a_project_that_compiles_stays_quiet(cli, tmp_path):
     write(tmp_path / "pkg" / "__init__.py", "")
     write(tmp_path / "pkg" / "model.py", MODEL)
-    write(tmp_path / "train.py", "from pkg.model import Net\n\nmodel = Net()\n")
-    assert findings(cli, ".") == []
+    write(tmp_path / "train.py", "import torch\nfrom pkg.model import Net, Block\n\nmodel = Net()\nb = torch.compile(Block(4))\n")
+    # the project compiles its modules itself (Block): Net, which it never compiles, is quiet
+    assert {(p, c, line) for p, c, line, *_ in findings(cli, ".")} == {("pkg/model.py", "TL204", 13)}
 
 
 def test_variable_holding_an_instance_and_inherited_forward(cli, tmp_path):
@@ -135,19 +136,20 @@ def test_module_compile_of_another_object_is_not_a_jit(cli, tmp_path):
     write(tmp_path / "pkg" / "__init__.py", "from .model import Net\n")
     write(tmp_path / "pkg" / "model.py", MODEL)
     write(tmp_path / "run.py", "import re\nfrom pkg import Net\n\nnet = Net()\npat = re.compile('x')\n")
-    assert findings(cli, ".") == []
+    # no compile call at all: the library default lints every module's forward, saying so in each finding
+    got = findings(cli, ".", "--assume-compiled", "")
+    assert got == []
 
 
 def test_assume_compiled_in_config_and_on_the_command_line(cli, tmp_path):
     write(tmp_path / "mypkg" / "__init__.py", "")
     write(tmp_path / "mypkg" / "models" / "__init__.py", "")
     write(tmp_path / "mypkg" / "models" / "net.py", MODEL)
-    # nothing in the linted files compiles: a framework does
-    assert findings(cli, ".") == []
+    # nothing in the linted files compiles: a framework does; `assume-compiled` chooses what
     got = findings(cli, ".", "--assume-compiled", "mypkg.models.*.Unused.forward")
     assert [(p, c, line) for p, c, line, *_ in got] == [("mypkg/models/net.py", "TL204", 33)], got
-    # unknown compiler: the message says what thunder and torch.compile each do
-    assert "runs only while tracing" in got[0][3] and "while torch.compile runs it on every call" in got[0][3]
+    # unknown compiler: the notes say what thunder and torch.compile each do
+    assert "runs only while tracing" in got[0][3] and "\ntorch.compile runs it on every call" in got[0][3]
     write(tmp_path / "pyproject.toml", '[tool.thunder-lint]\nassume-compiled = ["mypkg.models.*.forward"]\n')
     got = findings(cli, ".")
     assert {line for _, _, line, *_ in got} == {13, 23, 33}, got
@@ -175,3 +177,62 @@ def test_cached_run_follows_a_change_in_another_file(cli, tmp_path):
     write(main, "import ops\n\nstep = ops.fused_step\n")
     r = cli(".", "--format", "concise")
     assert r.code == 0, r.out + r.err
+
+
+def test_library_default_lints_every_module_forward_and_says_so(cli, tmp_path):
+    write(tmp_path / "mypkg" / "__init__.py", "")
+    write(tmp_path / "mypkg" / "net.py", MODEL)
+    got = findings(cli, ".")
+    # every nn.Module's forward and what it reaches (Net.scale), Unused included: users compile them
+    assert {(p, c, line) for p, c, line, *_ in got} == {("mypkg/net.py", "TL204", 13), ("mypkg/net.py", "TL201", 23),
+                                                        ("mypkg/net.py", "TL204", 33)}, got
+    by_line = {line: message for _, _, line, message, _ in got}
+    assert by_line[33].startswith("if `Unused` is compiled, `print()` inside `forward`"), by_line
+    assert by_line[23].startswith("if `Net` is compiled, `scale` reads the module global `counter`"), by_line
+    r = cli(".", "--no-cache", "--format", "concise")
+    assert r.out.splitlines()[-1] == ("no compile call found: every nn.Module forward is treated as compiled; "
+                                      "set `assume-compiled` to choose"), r.out
+    # `assume-compiled = []` turns the library default off
+    write(tmp_path / "pyproject.toml", "[tool.thunder-lint]\nassume-compiled = []\n")
+    assert findings(cli, ".") == []
+    r = cli(".", "--no-cache")
+    assert "treated as compiled" not in r.out and r.code == 0
+
+
+def test_library_default_skips_autograd_functions_and_plain_classes(cli, tmp_path):
+    write(tmp_path / "lib.py", "import torch\n\n\nclass Scale(torch.autograd.Function):\n    @staticmethod\n"
+          "    def forward(ctx, x):\n        print('fwd')\n        return x * 2\n\n\nclass Plain:\n"
+          "    def forward(self, x):\n        print('plain')\n        return x\n\n\n"
+          "class FromOtherLib(timm_layers.Mlp):\n    def forward(self, x):\n        print('mlp')\n        return x\n")
+    got = findings(cli, ".")
+    assert [(c, line) for _, c, line, *_ in got] == [("TL204", 19)], got
+
+
+def test_a_function_compile_call_leaves_the_library_default_on(cli, tmp_path):
+    # x-transformers: one `@torch.compile` helper; the modules are still compiled by the library's users
+    write(tmp_path / "mypkg" / "__init__.py", "")
+    write(tmp_path / "mypkg" / "net.py", MODEL + "\n\n@torch.compile\ndef helper(x):\n    return x + 1\n")
+    got = findings(cli, ".")
+    assert {line for _, _, line, *_ in got} == {13, 23, 33}, got
+    assert "no nn.Module compile call found: every nn.Module forward" in cli(".", "--no-cache").out
+
+
+def test_the_tests_compiling_toy_models_leave_the_library_default_on(cli, tmp_path):
+    # torchao: its tests compile toy models; its own modules are compiled by its users
+    write(tmp_path / "mypkg" / "__init__.py", "")
+    write(tmp_path / "mypkg" / "net.py", MODEL)
+    write(tmp_path / "tests" / "test_net.py", "import torch\nfrom mypkg.net import Block\n\n"
+          "def test_block():\n    torch.compile(Block(4))\n")
+    got = findings(cli, ".")
+    assert {line for _, _, line, *_ in got} == {13, 23, 33}, got
+    block = [m for _, _, line, m, _ in got if line == 13]
+    assert "compiled by `torch.compile(Block(4))` at tests/test_net.py:5" in block[0], block
+
+
+def test_a_run_answered_from_the_cache_still_says_the_library_default(cli, tmp_path):
+    write(tmp_path / "mypkg" / "__init__.py", "")
+    write(tmp_path / "mypkg" / "net.py", MODEL)
+    note = "no compile call found: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
+    cold = cli(".", "--format", "concise")
+    warm = cli(".", "--format", "concise")
+    assert cold.out.splitlines()[-1] == note and warm.out == cold.out, (cold.out, warm.out)

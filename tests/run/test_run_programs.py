@@ -146,3 +146,29 @@ def test_max_seconds_stops_an_endless_program_and_reports(tmp_path):
     assert not calls or steps - 1 <= calls[0] <= steps, (calls, steps)
     assert steps <= 1 or calls, (steps, found)  # a whole call completed: its finding is reported
     assert ran.returncode == (1 if calls else 0), ran.stderr
+
+
+LIBRARY_REFUSED = """\
+import torch
+
+lin = torch.nn.Linear(2, 2)
+flat = torch.compile(torch.nn.utils.parameters_to_vector)  # <-TL003
+print(flat(lin.parameters()).shape)
+"""
+
+
+def test_a_refused_function_outside_the_project_is_reported_never_all_checks_passed(tmp_path):
+    # torch's own function, compiled by the program and refused by the compiler (a generator argument): it ran
+    # uncompiled and unchecked, so the run must say so, also when the selection leaves TL003 out
+    (tmp_path / "prog.py").write_text(LIBRARY_REFUSED)
+    for selection in ([], ["--select", "TL1"]):
+        ran = run_lint(tmp_path, "--format", "concise", *selection, "prog.py")
+        assert ran.returncode == 1 and ran.stdout == "torch.Size([6])\n", ran.stderr
+        assert "All checks passed!" not in ran.stderr, ran.stderr
+        (line,) = [x for x in ran.stderr.splitlines() if " TL003 " in x]
+        assert line.startswith(f"prog.py:{marker(LIBRARY_REFUSED, 'TL003')}:1: TL003 the compiler refused "
+                               "`parameters_to_vector` (torch/nn/utils/convert_parameters.py:"), line
+        assert "outside the project): it ran uncompiled and unchecked" in line
+    ran = run_lint(tmp_path, "--format", "json", "prog.py")
+    (d,) = json.loads(ran.stderr)
+    assert d["code"] == "TL003" and "\nwhy: UnsupportedInputError: " in d["message"]

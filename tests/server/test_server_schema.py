@@ -20,7 +20,7 @@ def test_openapi_has_request_and_response_models(api):
     for status in ("401", "413", "422", "503", "504"):
         assert analyze["responses"][status]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorResponse")
     assert {p["name"] for p in analyze["parameters"]} == {"format"}
-    assert set(components["AnalyzeRequest"]["properties"]) == {"files", "select", "ignore", "extend_select", "fix", "unsafe_fixes", "trace"}
+    assert set(components["AnalyzeRequest"]["properties"]) == {"files", "select", "ignore", "extend_select", "fix", "unsafe_fixes", "assume_compiled", "target", "trace"}
     assert components["AnalyzeRequest"]["additionalProperties"] is False
     assert components["AnalyzeRequest"]["properties"]["files"]["maxItems"] == LIMITS["max_files"]
     assert "TL101" in components["AnalyzeRequest"]["properties"]["select"]["anyOf"][0]["items"]["enum"]

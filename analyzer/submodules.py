@@ -1,0 +1,113 @@
+"""What a module class holds: the classes instantiated into ``self.<attr>`` by its ``__init__``.
+
+Real models hold their blocks in containers and build them in steps: ``nn.ModuleDict(dict(h=nn.ModuleList(
+Block(c) for _ in range(n))))`` (litgpt's GPT), ``nn.Sequential(*layers)`` over a list filled by ``append``
+(torchvision), ``self.layers = nn.ModuleList()`` then ``self.layers.append(Block())`` (x-transformers), plain
+lists and tuples of modules, ``self.add_module("name", Block())``. Each of these gives the attribute the
+classes it may hold, so the project index can follow a compiled ``forward`` into them.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .static.module_index import dotted_name, strip_self_returning
+
+_CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "ParameterList", "list", "tuple", "dict",
+                         "OrderedDict"})
+_GROWING = frozenset({"append", "extend", "insert", "add_module", "register_module", "update"})
+
+
+def instance_classes(value, local_lists=None) -> list[str]:
+    """Class references an expression instantiates: ``Block(d)``, containers of them at any depth, and the
+    local lists (``*layers``) it unpacks, from ``local_lists`` (name -> classes appended to it)."""
+    value = strip_self_returning(value)
+    if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+        return [c for item in value.elts for c in instance_classes(item, local_lists)]
+    if isinstance(value, ast.Dict):
+        return [c for item in value.values for c in instance_classes(item, local_lists)]
+    if isinstance(value, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+        return instance_classes(value.elt, local_lists)
+    if isinstance(value, ast.DictComp):
+        return instance_classes(value.value, local_lists)
+    if isinstance(value, ast.Starred):
+        return instance_classes(value.value, local_lists)
+    if isinstance(value, ast.Name):
+        return list((local_lists or {}).get(value.id, ()))
+    if isinstance(value, ast.IfExp):
+        return instance_classes(value.body, local_lists) + instance_classes(value.orelse, local_lists)
+    if not isinstance(value, ast.Call):
+        return []
+    name = dotted_name(value.func)
+    if name is None:
+        return []
+    if name.rsplit(".", 1)[-1] in _CONTAINERS:
+        out = []
+        for arg in value.args:
+            out.extend(instance_classes(arg, local_lists))
+        for kw in value.keywords:
+            out.extend(instance_classes(kw.value, local_lists))
+        return out
+    return [name]
+
+
+def _statements(body):
+    """Every statement of a function body, nested blocks included, in source order."""
+    stack = list(reversed(body))
+    while stack:
+        s = stack.pop()
+        yield s
+        nested = []
+        for attr in ("body", "orelse", "finalbody"):
+            v = getattr(s, attr, None)
+            if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
+                nested.extend(v)
+        for h in getattr(s, "handlers", ()) or ():
+            nested.extend(h.body)
+        stack.extend(reversed(nested))
+
+
+def _self_attr(node) -> str | None:
+    """``attr`` of ``self.attr`` (also ``self.attr[key]``, the target of a container store)."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
+    """attr -> class references ``__init__`` stores into ``self.<attr>`` (directly, in containers, or by
+    growing a container it holds); ``add_module("name", X())`` holds X under "name"."""
+    out: dict[str, list[str]] = {}
+    for stmt in cls.body:
+        if not (isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "__init__"):
+            continue
+        local_lists: dict[str, list[str]] = {}
+        for s in _statements(stmt.body):
+            if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and s.value is not None:
+                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+                for t in targets:
+                    attr = _self_attr(t)
+                    classes = instance_classes(s.value, local_lists)
+                    if attr is not None and classes:
+                        out.setdefault(attr, []).extend(classes)
+                    elif isinstance(t, ast.Name) and classes:
+                        local_lists.setdefault(t.id, []).extend(classes)
+            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+                call = s.value
+                func = call.func
+                if not (isinstance(func, ast.Attribute) and func.attr in _GROWING):
+                    continue
+                classes = [c for a in [*call.args, *(k.value for k in call.keywords)] for c in instance_classes(a, local_lists)]
+                if not classes:
+                    continue
+                holder = func.value
+                if isinstance(holder, ast.Name) and holder.id == "self" and func.attr in ("add_module", "register_module"):
+                    key = call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) else None
+                    out.setdefault(str(key) if isinstance(key, str) else "*", []).extend(classes)
+                elif _self_attr(holder) is not None:
+                    out.setdefault(_self_attr(holder), []).extend(classes)
+                elif isinstance(holder, ast.Name):
+                    local_lists.setdefault(holder.id, []).extend(classes)
+    return out

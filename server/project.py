@@ -1,0 +1,163 @@
+"""One request's files as one project, linted as the CLI lints a folder of them (issue 24).
+
+The CLI reads ``[tool.thunder-lint]`` from the project's pyproject.toml and, in its second pass, joins every
+file's summary into the project index, re-linting the files whose compiled functions it changes (a module a
+script in another file compiles, the library default). Here: a submitted pyproject.toml is that config (read
+from its submitted text, never from a disk); the request's own fields win as the command line does; the
+first pass runs over the workers, the index is joined in one worker, and the files it changes are linted
+again over the workers. Fix mode uses no index, as in the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, replace
+
+from analyzer import config as config_mod
+from analyzer.project_index import module_names_of_labels, normalize_facts
+
+from .dispatch import run_request
+from .errors import ApiError
+from .worker import FileOutcome, IndexJob, Job, JobResult, SubmittedFile
+
+CONFIG_NAME = "pyproject.toml"
+
+
+@dataclass(frozen=True)
+class RequestConfig:
+    """What the request and a submitted pyproject.toml say, merged as the CLI merges the command line and
+    its config."""
+
+    select: tuple[str, ...] | None
+    ignore: tuple[str, ...]
+    extend_select: tuple[str, ...]
+    per_file_ignores: tuple
+    config_root: str
+    jit_decorators: tuple[str, ...]
+    assume_compiled: tuple[str, ...] | None
+    target: str
+    exclude: tuple[str, ...]
+
+
+def is_config(f: SubmittedFile) -> bool:
+    return os.path.basename(f.path) == CONFIG_NAME
+
+
+def _config_text(f: SubmittedFile, index: int) -> str:
+    try:
+        return f.text if f.text is not None else f.data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ApiError(422, "invalid_config", f"files[{index}] ({CONFIG_NAME}) is not UTF-8 text",
+                       [{"field": f"files[{index}]", "message": "not UTF-8 text"}]) from None
+
+
+def _chosen_config(files: list[SubmittedFile]) -> tuple[int, SubmittedFile] | None:
+    """The pyproject.toml the CLI would find for these files: the deepest one at or above their common folder
+    that has a [tool.thunder-lint] table (one that fails to parse counts if it mentions the table)."""
+    sources = [os.path.dirname(f.path.replace("\\", "/")) for f in files if not is_config(f)]
+    try:
+        common = os.path.commonpath(sources) if sources else ""
+    except ValueError:  # absolute and relative labels mixed
+        common = ""
+    best = None
+    for i, f in enumerate(files):
+        if not is_config(f):
+            continue
+        folder = os.path.dirname(f.path.replace("\\", "/"))
+        if folder and common != folder and not common.startswith(folder + "/"):
+            continue
+        text = _config_text(f, i)
+        try:
+            tool = tomllib.loads(text).get("tool")
+            ours = isinstance(tool, dict) and config_mod.TABLE in tool
+        except tomllib.TOMLDecodeError:
+            ours = f"[tool.{config_mod.TABLE}" in text
+        if ours and (best is None or len(folder) > len(os.path.dirname(best[1].path))):
+            best = (i, f)
+    return best
+
+
+def request_config(req, files: list[SubmittedFile]) -> RequestConfig:
+    """The effective settings: the chosen pyproject.toml's table, with the request's fields on top."""
+    cfg = config_mod.Config(root="")
+    chosen = _chosen_config(files)
+    if chosen is not None:
+        i, f = chosen
+        try:
+            data = tomllib.loads(_config_text(f, i))
+            cfg = config_mod.parse_table(data.get("tool", {}).get(config_mod.TABLE, {}),
+                                         root=os.path.dirname(f.path), source=f.path)
+        except (tomllib.TOMLDecodeError, config_mod.ConfigError, AttributeError) as e:
+            message = f"{f.path}: invalid TOML: {e}" if isinstance(e, tomllib.TOMLDecodeError) else str(e)
+            raise ApiError(422, "invalid_config", message, [{"field": f"files[{i}]", "message": message}]) from None
+    if req.select is not None:  # as on the command line: select replaces the config's select and ignore
+        select, ignore = tuple(req.select), tuple(req.ignore)
+    else:
+        select, ignore = cfg.select, cfg.ignore + tuple(req.ignore)
+    if cfg.assume_compiled is None and req.assume_compiled is None:
+        assume = None
+    else:
+        assume = tuple(cfg.assume_compiled or ()) + tuple(p.strip() for p in req.assume_compiled or () if p.strip())
+    return RequestConfig(select, ignore, cfg.extend_select + tuple(req.extend_select), cfg.per_file_ignores,
+                         cfg.root, cfg.jit_decorators, assume, req.target or cfg.target, cfg.exclude)
+
+
+def _excluded(path: str, rc: RequestConfig) -> bool:
+    """The config's `exclude` globs, as the CLI applies them to the files it finds (relative to its root)."""
+    if not rc.exclude:
+        return False
+    import fnmatch
+
+    rel = config_mod.relative_posix(path, os.path.abspath(rc.config_root))
+    parts = rel.split("/")
+    return any(fnmatch.fnmatchcase(rel, g) or any(fnmatch.fnmatchcase(p, g) for p in parts) for g in rc.exclude)
+
+
+def _outcome_of_config(f: SubmittedFile) -> FileOutcome:
+    import hashlib
+
+    data = f.data if f.data is not None else f.text.encode("utf-8")
+    return FileOutcome(f.path, hashlib.sha256(data).hexdigest())
+
+
+async def lint_request(pool, files: list[SubmittedFile], rc: RequestConfig, *, fix, with_fixes: bool,
+                       timeout: float, wait_timeout: float) -> tuple[JobResult, str]:
+    """(the result in request order, diagnostics as JSON; why the library default applied, or "")."""
+    sources = [i for i, f in enumerate(files) if not is_config(f) and not _excluded(f.path, rc)]
+    linted = [files[i] for i in sources]
+    modules = tuple(module_names_of_labels([f.path for f in linted])) if fix is None else None
+    job = Job(tuple(linted), rc.select, rc.ignore, rc.extend_select, fix, "json", with_fixes=with_fixes,
+              per_file_ignores=rc.per_file_ignores, config_root=rc.config_root, jit_decorators=rc.jit_decorators,
+              assume_compiled=rc.assume_compiled, target=rc.target, modules=modules)
+    result = await run_request(pool, job, timeout=timeout, wait_timeout=wait_timeout)
+    library_default = result.library_default if len(linted) == 1 else ""
+    if modules is not None and len(linted) > 1:
+        result, library_default = await _second_pass(pool, job, result, timeout=timeout, wait_timeout=wait_timeout)
+    outcomes: list[FileOutcome] = []
+    by_source = dict(zip(sources, result.files))
+    for i, f in enumerate(files):
+        outcomes.append(by_source[i] if i in by_source else _outcome_of_config(f))
+    return JobResult(outcomes, result.diagnostics), library_default
+
+
+async def _second_pass(pool, job: Job, first: JobResult, *, timeout: float, wait_timeout: float):
+    have = [i for i, s in enumerate(first.summaries) if s is not None]
+    if not have:
+        return first, ""
+    index = IndexJob(tuple(first.summaries[i] for i in have), tuple(job.files[i] for i in have),
+                     job.assume_compiled, job.target)
+    facts_by_path, library_default = await pool.run(index, timeout=timeout, wait_timeout=wait_timeout)
+    todo = [i for i in have if normalize_facts(facts_by_path.get(job.files[i].path)) != first.used_facts[i]]
+    if not todo:
+        return first, library_default
+    again = replace(job, files=tuple(job.files[i] for i in todo), modules=tuple(job.modules[i] for i in todo),
+                    facts=tuple(facts_by_path[job.files[i].path] for i in todo))
+    redone = await run_request(pool, again, timeout=timeout, wait_timeout=wait_timeout)
+    paths = {job.files[i].path for i in todo}
+    files = list(first.files)
+    for i, outcome in zip(todo, redone.files):
+        files[i] = outcome
+    diagnostics = [d for d in first.diagnostics if d["path"] not in paths] + redone.diagnostics
+    diagnostics.sort(key=lambda d: (d["path"], d["line"], d["column"], d["code"]))
+    return JobResult(files, diagnostics), library_default

@@ -1,0 +1,61 @@
+"""A finding's first line states the hazard and the fix in at most HEADLINE_CHARS characters (issue 24); what
+each compiler does goes to the lines after it (notes), and the rule's docs.
+
+Every rule's reported examples are linted as they are, under each `target`, and as a library whose module
+nothing compiles (the library default), whose first line names the class.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzer.project_index import ProjectFile
+from analyzer.static import lint_source
+from rules import RULES
+from rules._compilers import HEADLINE_CHARS
+
+
+def _examples():
+    for code, info in RULES.items():
+        for i, src in enumerate(info.invalid):
+            yield pytest.param(code, src, id=f"{code}-{i}")
+
+
+@pytest.mark.parametrize("code,src", list(_examples()))
+@pytest.mark.parametrize("target", ["any", "thunder", "torch.compile"])
+def test_first_lines_are_short_and_say_what_to_do(code, src, target):
+    project = ProjectFile("/proj/m.py", "m", None, None, target)
+    found = [d for d in lint_source(src, "/proj/m.py", project=project) if d.code == code]
+    assert found, code
+    for d in found:
+        first, *notes = d.message.split("\n")
+        assert len(first) <= HEADLINE_CHARS, first
+        assert ": " in first, first  # "<what was found>: <what to do>"
+        assert all(n.strip() for n in notes), d.message
+
+
+LIBRARY = """\
+import torch
+from torch import nn
+
+state = {"calls": 0}
+
+
+class AttentionWithAVeryLongDescriptiveClassNameIndeed(nn.Module):
+    def forward(self, hidden_states_with_a_long_name):
+        if hidden_states_with_a_long_name.abs().max().item() > state["calls"]:
+            print("overflow")
+        return hidden_states_with_a_long_name
+"""
+
+
+def test_library_default_first_lines_name_the_class_and_stay_short():
+    project = ProjectFile("/proj/lib.py", "lib", None, None, "any")
+    found = lint_source(LIBRARY, "/proj/lib.py", project=project)
+    assert {d.code for d in found} == {"TL201", "TL204", "TL302"}, [d.message for d in found]
+    for d in found:
+        first, *notes = d.message.split("\n")
+        assert first.startswith("if `AttentionWithAVeryLo") and " is compiled, " in first, first
+        assert len(first) <= HEADLINE_CHARS, first
+        assert any(n.startswith("under thunder, ") for n in notes) and any(n.startswith("torch.compile ") for n in notes)
+    assert project.library_default == "no compile call found"

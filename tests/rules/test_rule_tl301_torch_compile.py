@@ -1,0 +1,62 @@
+"""TL301's claims, each run under real torch.compile(dynamic=True) on CPU (issue 24).
+
+The static check reports the forms below as "torch.compile guards on this condition: inputs that take the other
+path recompile"; each is compiled here with a counting backend and called with inputs that take both paths. A
+form torch.compile handles symbolically (`min(top_k, x.size(-1))`: no recompile) is one the rule must not
+report, and the same test checks that it does not.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from analyzer.static import lint_source
+
+
+class CountingBackend:
+    def __init__(self):
+        self.graphs = 0
+
+    def __call__(self, gm, example_inputs):
+        self.graphs += 1
+        return gm.forward
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+# (source defining f, the arguments of the calls, whether torch.compile(dynamic=True) recompiles)
+FORMS = {
+    "if on a size": ("def f(x):\n    if x.shape[0] > 4:\n        return x + 1\n    return x - 1\n",
+                     [(torch.ones(2, 3),), (torch.ones(3, 3),), (torch.ones(8, 3),)], True),
+    "while on a size": ("def f(x):\n    n = x.shape[0]\n    while n > 4:\n        x = x[:-1]\n        n = x.shape[0]\n"
+                        "    return x * 2\n", [(torch.ones(2),), (torch.ones(3),), (torch.ones(6),)], True),
+    "conditional expression on a size": ("def f(x):\n    return x + 1 if x.size(0) > 4 else x - 1\n",
+                                         [(torch.ones(2),), (torch.ones(3),), (torch.ones(9),)], True),
+    "loop bound from a number": ("def f(x, n: int):\n    for i in range(n):\n        x = x + i\n    return x\n",
+                                 [(torch.ones(2), 2), (torch.ones(2), 3), (torch.ones(2), 5)], True),
+    "min of a number and a size": ("def f(logits, top_k: int):\n    k = min(top_k, logits.size(-1))\n"
+                                   "    return torch.topk(logits, k)[0]\n",
+                                   [(torch.randn(2, 3), 10), (torch.randn(2, 8), 10), (torch.randn(2, 20), 10),
+                                    (torch.randn(2, 50), 10)], False),
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_torch_compile_recompiles_exactly_where_tl301_reports(form):
+    source, calls, recompiles = FORMS[form]
+    ns = {"torch": torch}
+    exec(compile(source, "<tl301>", "exec"), ns)
+    backend = CountingBackend()
+    jf = torch.compile(ns["f"], backend=backend, dynamic=True)
+    for args in calls:
+        assert torch.equal(jf(*args), ns["f"](*args))
+    assert (backend.graphs > 1) is recompiles, (form, backend.graphs)
+    jitted = "import torch\n@torch.compile(dynamic=True)\n" + source
+    reported = [d for d in lint_source(jitted, "m.py") if d.code == "TL301"]
+    assert bool(reported) is recompiles, (form, [d.message for d in reported])

@@ -20,7 +20,7 @@ from . import (
     tl301_symbolic_control_flow,
     tl302_data_dependent_control_flow,
 )
-from ._compilers import render_behaviour
+from .compilers import render_behaviour
 from .base import DOC_HEADINGS, Finding, FixRequest, RuleInfo
 
 _MODULES = (

@@ -6,7 +6,7 @@ import ast
 
 from ._torch_api import VIEW_ATTRIBUTES, VIEW_METHODS, is_basic_index, start, written_tensor
 from ._values import Values, not_a_tensor_annotation
-from ._compilers import compiled_message
+from .compilers import compiled_message
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(

@@ -6,7 +6,7 @@ import ast
 
 from ._torch_api import end, start, written_tensor
 from ._values import Values
-from ._compilers import compiled_message
+from .compilers import compiled_message
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._jit_scopes import free_reads, jitted_scopes
-from ._compilers import compiled_message
+from .compilers import compiled_message
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(

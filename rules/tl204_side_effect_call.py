@@ -6,7 +6,7 @@ import ast
 
 from ._jit_scopes import jitted_scopes
 from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
-from ._compilers import compiled_message
+from .compilers import compiled_message
 from .base import Finding, RuleInfo
 
 _BUILTINS = frozenset({"print", "open", "input", "breakpoint", "globals", "locals", "vars"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ._values import Values
-from ._compilers import compiled_message
+from .compilers import compiled_message
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(

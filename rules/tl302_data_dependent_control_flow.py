@@ -6,7 +6,7 @@ import ast
 
 from ._torch_api import compiled_operands, eager_only_spans, in_spans, mentions_compiling_checks
 from ._values import Values
-from ._compilers import compiled_message
+from .compilers import compiled_message
 from .base import Finding, RuleInfo
 
 _CONVERSIONS = frozenset({"bool", "int", "float"})

@@ -30,7 +30,7 @@ import types
 import torch
 
 from rules import RULES
-from rules._compilers import BEHAVIOUR
+from rules.compilers import BEHAVIOUR
 
 from ..diagnostics import Diagnostic, Severity
 
@@ -159,7 +159,7 @@ def check_compiler_event(event, path: str, span) -> Diagnostic | None:
 
 def _type_of(value) -> str:
     """The user's name for a value's type: a traced tensor is a Tensor, a traced number an int or float."""
-    from compiler.proxies import FloatProxy, IntegerProxy, Proxy, TensorProxy
+    from compiler.core.proxies import FloatProxy, IntegerProxy, Proxy, TensorProxy
 
     if isinstance(value, TensorProxy):
         return "Tensor"
@@ -192,7 +192,7 @@ def _always_met(constraint: str) -> bool:
 
 
 def _symbolic_constraint(event, path: str, span) -> Diagnostic | None:
-    from compiler.symbolic import check_only, negate
+    from compiler.symbolic.values import check_only, negate
 
     d = event.details
     if d["kind"] == "check" or check_only(d.get("decided_at")):

@@ -11,7 +11,7 @@ from analyzer.diagnostics import Severity
 from analyzer.dynamic import SharpEdgeError, SharpEdgeWarning, check, jit
 from compiler.core import events as ev
 from compiler.passes.functionalize import functionalize
-from rules._compilers import BEHAVIOUR
+from rules.compilers import BEHAVIOUR
 from source_markers import marker_line
 
 HERE = __file__

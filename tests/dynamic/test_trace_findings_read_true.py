@@ -16,7 +16,7 @@ import torch
 
 import analyzer
 import compiler
-from rules._compilers import HEADLINE_CHARS
+from rules.compilers import HEADLINE_CHARS
 
 
 def test_plain_slicing_under_symbolic_values_names_no_condition_every_size_meets():

@@ -1,6 +1,6 @@
 """Each rule's "Under each compiler" docs, checked against the compilers themselves.
 
-The pattern of every rule (rules/_compilers.py BEHAVIOUR, the same table the docs page renders) runs
+The pattern of every rule (rules/compilers.py BEHAVIOUR, the same table the docs page renders) runs
 under eager PyTorch, under real torch.compile on CPU (the eager backend, with a backend that counts the
 graphs it is given), and under compiler.jit; every claim the docs make is asserted here.
 """
@@ -15,7 +15,7 @@ import torch
 
 import compiler
 from rules import RULES, render_docs
-from rules._compilers import BEHAVIOUR
+from rules.compilers import BEHAVIOUR
 
 
 def _program(b):

@@ -12,7 +12,7 @@ import pytest
 from analyzer.project_index import ProjectFile
 from analyzer.static import lint_source
 from rules import RULES
-from rules._compilers import HEADLINE_CHARS
+from rules.compilers import HEADLINE_CHARS
 
 
 def _examples():

@@ -6,6 +6,7 @@
     thunder-lint rule TL101      the rule's documentation
     thunder-lint rules           the table of rules
     thunder-lint serve ...       the HTTP service
+    thunder-lint lsp             the Language Server, over stdio (analyzer/lsp; docs/editors.md)
     thunder-lint run [OPTIONS] script.py [ARGS...] | -m module [ARGS...]
                                  run a program with its jit calls checked (analyzer/run)
 
@@ -38,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="thunder-lint",
         description="Find the places where compiled PyTorch code can silently differ from eager PyTorch.",
         epilog="Subcommands: `thunder-lint rule CODE` (a rule's docs), `thunder-lint rules` (all rules), "
-        "`thunder-lint serve` (HTTP service). Exit status: 0 clean, 1 findings, 2 usage or internal error.",
+        "`thunder-lint serve` (HTTP service), `thunder-lint lsp` (Language Server). Exit status: 0 clean, 1 findings, 2 usage or internal error.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to lint (default: .); `-` reads stdin")
     sel = p.add_argument_group("rule selection (codes, prefixes such as TL1, or ALL; comma-separated)")
@@ -406,6 +407,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_rules(argv[1:])
         if argv and argv[0] == "serve":
             return cmd_serve(argv[1:])
+        if argv and argv[0] == "lsp":
+            from .lsp import main as lsp_main  # imported here only: it needs the `lsp` extra (pygls)
+
+            return lsp_main(argv[1:])
         if argv and argv[0] == "run":
             if not _torch_installed():
                 print("thunder-lint: error: `thunder-lint run` needs PyTorch, which is not installed here: "

@@ -267,6 +267,7 @@ class Compiled:
     compiler: str  # thunder | torch.compile | ours | unknown
     symbolic: bool
     how: str  # "compiled by `torch.compile(Net())` at train.py:7"
+    site: tuple[str, int] | None = None  # (path, line) of that entry point; None for `assume-compiled`
 
 
 class ProjectIndex:
@@ -364,7 +365,7 @@ class ProjectIndex:
                     continue
                 if self.target != "any":
                     compiler = self.target
-                how = Compiled(compiler, symbolic, f"compiled by `{label}` at {self._rel(s['path'])}:{line}")
+                how = Compiled(compiler, symbolic, f"compiled by `{label}` at {self._rel(s['path'])}:{line}", (s["path"], line))
                 if where[1] in self.modules[where[0]]["classes"]:  # a module class: its forward is compiled
                     fwd = self._method(where[0], where[1], "forward")
                     if fwd is None:
@@ -385,7 +386,7 @@ class ProjectIndex:
             old = self.compiled.get(where)
             if old is not None:
                 if old.compiler != how.compiler and old.compiler != "unknown":
-                    self.compiled[where] = Compiled("unknown", old.symbolic or how.symbolic, old.how)
+                    self.compiled[where] = Compiled("unknown", old.symbolic or how.symbolic, old.how, old.site)
                 continue
             self.compiled[where] = how
             if depth >= REACH_DEPTH:

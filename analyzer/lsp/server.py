@@ -203,7 +203,7 @@ class ThunderLintServer(LanguageServer):
         except Exception as e:
             self._log(f"thunder-lint: workspace/configuration failed: {e}", types.MessageType.Warning)
             return
-        raw = got[0] if isinstance(got, list) and got else None
+        raw = got[0] if isinstance(got, (list, tuple)) and got else None
         if raw:
             self._apply_settings(raw, "workspace/configuration")
 

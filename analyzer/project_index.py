@@ -15,6 +15,7 @@ import ast
 import fnmatch
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # The static engine's helpers are imported where a file is summarized: a run answered wholly from the
@@ -477,11 +478,16 @@ class ProjectFile:
     want_summary: bool = True
     summary: dict | None = None
     used: tuple | None = None  # the facts the file was linted with
+    # A live index (the language server's): takes the fresh summary, returns the facts to lint with (or
+    # None), so that a file is linted once, with facts that already know its new text.
+    facts_from: Callable[[dict], tuple | None] | None = None
 
     def attach(self, ctx) -> None:
-        if self.want_summary or self.facts is None:
+        if self.want_summary or self.facts is None or self.facts_from is not None:
             self.summary = summarize(ctx.source.text, ctx.tree, ctx.index, self.path, self.module, ctx.jit_decorators)
         facts = self.facts
+        if self.facts_from is not None:
+            facts = self.facts_from(self.summary)
         if facts is None:
             one = ProjectIndex([self.summary], root=os.path.dirname(self.path), assume_compiled=self.assume_compiled,
                                target=self.target, texts={self.path: ctx.source.text})

@@ -37,9 +37,10 @@ def lint_document(doc: TextDocument, path: str | None, project: Project) -> Lint
         return Linted([unreadable_diagnostic(label, Unreadable(too_large(size, MAX_FILE_BYTES)))], None, None)
     if path is None:
         return Linted(file_pass.lint_text(doc.text, label, project.settings), None, None)
-    facts = project.facts_for(path)
-    pf = ProjectFile(path, project.module(path), facts, project.settings.assume_compiled, project.settings.target,
-                     want_summary=True)
+    project.buffers[path] = doc.text  # the index reads this file's functions from the buffer, not the disk
+    pf = ProjectFile(path, project.module(path), None, project.settings.assume_compiled,
+                     project.settings.target, want_summary=True,
+                     facts_from=lambda summary: project.facts_with(path, summary))
     findings = file_pass.lint_text(doc.text, path, project.settings, pf)
     return Linted(findings, pf.used, pf.summary)
 

@@ -50,6 +50,7 @@ class Project:
     buffers: dict[str, str] = field(default_factory=dict)  # abspath -> text of an open document
     index: ProjectIndex | None = None
     scanned: bool = False
+    generation: int = 0  # how many times the index was rebuilt
 
     def module(self, path: str) -> str:
         return module_name(path, self.settings.root)
@@ -117,6 +118,14 @@ class Project:
     def rebuild(self) -> None:
         self.index = ProjectIndex(list(self.summaries.values()), self.settings.root, self.settings.assume_compiled,
                                   self.settings.target, texts=self.buffers)
+        self.generation += 1
+
+    def facts_with(self, path: str, summary: dict) -> tuple | None:
+        """Take an open document's fresh summary into the index (rebuilt if it changed), and return what the
+        index then says about the document: it is linted once, with facts that know its new text."""
+        if self.set_summary(path, summary) or self.index is None:
+            self.rebuild()
+        return self.facts_for(path)
 
     def facts_for(self, path: str) -> tuple | None:
         """What other files (and `assume-compiled`) say about ``path``; None before the index exists."""

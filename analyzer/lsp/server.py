@@ -345,8 +345,6 @@ class ThunderLintServer(LanguageServer):
         self.published[uri] = job.linted
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, diagnostics=job.linted.diagnostics, version=snapshot.version))
-        if uri in job.relint:  # the index learned something about this very file: once more with it
-            self.schedule(uri, 0)
         return job.linted
 
     async def current(self, uri: str) -> Linted | None:
@@ -393,19 +391,18 @@ class ThunderLintServer(LanguageServer):
                 out.problems = list(project.problems)
                 if project.indexed:
                     out.scan = project
+            generation = project.generation
+            # The lint takes the document's fresh summary into the index itself (analysis.lint_document). An
+            # unparsable buffer keeps its last summary: half-typed code must not make the rest of the
+            # project forget what this file compiles.
             linted = lint_document(doc, path, project)
             self._linted_facts[doc.uri] = linted.facts
             if path is not None:
                 self._open_paths[doc.uri] = path
-                project.buffers[path] = doc.text
-                # An unparsable buffer keeps its last summary: half-typed code must not make the
-                # rest of the project forget what this file compiles.
-                if (linted.summary is not None and project.set_summary(path, linted.summary)) or project.index is None:
+                if project.index is None:
                     project.rebuild()
+                if project.generation != generation:
                     out.relint = self._facts_changed(project)
-                now = project.facts_for(path)
-                if now is not None and now != linted.facts and doc.uri not in out.relint:
-                    out.relint.append(doc.uri)
             site_cache: dict = {}
             diagnostics = [
                 lsp_diagnostic(f, doc, encoding, docs_url=editor.rule_docs_url, open_docs=others, site_cache=site_cache,

@@ -18,7 +18,7 @@ from ..file_pass import Settings
 
 SECTION = "thunder-lint"  # the section pulled with workspace/configuration, and nested keys accepted
 _NESTED = ("thunder-lint", "thunderlint", "thunder_lint")
-DEFAULT_DEBOUNCE_MS = 100
+DEFAULT_DEBOUNCE_MS = 50  # long enough to coalesce a burst of keystrokes, short enough for the 300 ms budget
 _MAX_DEBOUNCE_MS = 10_000
 
 

@@ -42,7 +42,8 @@ def _site_range(path: str, line: int, open_docs: dict[str, TextDocument], encodi
         text = doc.line_text(line - 1) if doc is not None else _disk_line(path, line)
         indent = len(text) - len(text.lstrip())
         one_line = TextDocument(uri, text)  # positions within the line; the line number is added below
-        (_, start), (_, end) = one_line.lsp_position(1, indent + 1, encoding), one_line.lsp_position(1, len(text.rstrip()) + 1, encoding)
+        start = one_line.lsp_position(1, indent + 1, encoding)[1]
+        end = one_line.lsp_position(1, len(text.rstrip()) + 1, encoding)[1]
         cache[key] = uri, types.Range(types.Position(line - 1, start), types.Position(line - 1, end))
     return cache[key]
 

@@ -32,7 +32,8 @@ def _docs_dir() -> Path:
 
 
 def _write(code: str, text: str) -> str | None:
-    for folder in (_docs_dir(), Path(tempfile.gettempdir()) / f"thunder-lint-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / f"rules-{__version__}"):
+    user = os.getuid() if hasattr(os, "getuid") else "user"
+    for folder in (_docs_dir(), Path(tempfile.gettempdir()) / f"thunder-lint-{user}" / f"rules-{__version__}"):
         target = folder / f"{code}.md"
         try:
             if not (target.is_file() and target.read_text(encoding="utf-8") == text):

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO, TIMEOUT, server_env
+from lsp_helpers import REPO, TIMEOUT, server_env
 
 
 def _raw_server(tmp_path: Path) -> subprocess.Popen:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import change_doc, codes, diagnostics, indexed, open_doc, session
+from lsp_helpers import change_doc, codes, diagnostics, indexed, open_doc, session
 from lsprotocol import types
 
 pytestmark = pytest.mark.asyncio

@@ -7,7 +7,9 @@ import asyncio
 import json
 
 import pytest
-from conftest import apply_text_edits, change_doc, code_actions, codes, diagnostics, edits_of, open_doc, session
+from lsp_helpers import (
+    apply_text_edits, change_doc, code_actions, codes, diagnostics, edits_of, open_doc, session,
+)
 from lsprotocol import types
 from pytest_lsp import client_capabilities
 

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from conftest import (
+from lsp_helpers import (
     TIMEOUT, apply_text_edits, change_doc, code_actions, codes, diagnostics, edits_of, open_doc, session,
 )
 from lsprotocol import types

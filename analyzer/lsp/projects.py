@@ -94,8 +94,21 @@ class Project:
             self.summaries[path] = summary
         return old != summary
 
-    def file_changed_on_disk(self, path: str) -> bool:
-        """The editor says a file changed, appeared or went away; an open document's buffer wins."""
+    def path_changed_on_disk(self, path: str) -> bool:
+        """The editor says a file or folder changed, appeared or went away (an open document's buffer wins);
+        whether the index must be rebuilt."""
+        if os.path.isdir(path):  # a folder appeared (moved in, checked out): its files
+            from ..discovery import discover
+
+            found = discover([path], exclude=self.config.exclude, root=self.config.root).files
+            return any([self.path_changed_on_disk(os.path.abspath(f)) for f in found])
+        if not path.endswith((".py", ".pyi")):
+            if os.path.exists(path):
+                return False
+            gone = [p for p in self.summaries if p.startswith(path + os.sep) and p not in self.buffers]
+            for p in gone:  # a folder went away with its files
+                del self.summaries[p]
+            return bool(gone)
         if path in self.buffers:
             return False
         old = self.summaries.get(path)

@@ -439,9 +439,10 @@ class ThunderLintServer(LanguageServer):
     def _files_changed_job(self, paths: list[str]) -> list[str]:
         relint: list[str] = []
         for project in self.projects.all():
-            if not (project.indexed and project.scanned):
+            if not project.indexed:
                 continue
-            if any([project.file_changed_on_disk(p) for p in paths if p.endswith((".py", ".pyi")) and project.contains(p)]):
+            changed = [project.path_changed_on_disk(p) for p in paths if project.contains(p)]
+            if any(changed) and project.scanned:  # (a scan still running rebuilds at its end)
                 project.rebuild()
                 relint.extend(u for u in self._facts_changed(project) if u not in relint)
         return relint

@@ -90,6 +90,16 @@ async def test_a_file_changed_on_disk_updates_the_index(workspace, tmp_path):
         watched(client, workspace / "main.py", types.FileChangeType.Deleted)
         await diagnostics(client, models, 1, until=lambda ds: ds == [])
 
+        # a folder that appears (moved in) and goes away, reported as the folder alone
+        (workspace / "apps").mkdir()
+        (workspace / "apps" / "run.py").write_text("import torch\nfrom models import Net\nm = torch.compile(Net())\n")
+        watched(client, workspace / "apps", types.FileChangeType.Created)
+        await diagnostics(client, models, 1, until=lambda ds: codes(ds) == ["TL201"])
+        (workspace / "apps" / "run.py").unlink()
+        (workspace / "apps").rmdir()
+        watched(client, workspace / "apps", types.FileChangeType.Deleted)
+        await diagnostics(client, models, 1, until=lambda ds: ds == [])
+
 
 async def test_config_is_found_as_the_cli_finds_it_and_reloaded_when_it_changes(workspace, tmp_path):
     (workspace / "pyproject.toml").write_text('[tool.thunder-lint]\nignore = ["TL201"]\n')

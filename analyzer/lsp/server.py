@@ -166,7 +166,7 @@ class ThunderLintServer(LanguageServer):
     def _folders(self) -> list[str]:
         from pygls.uris import to_fs_path
 
-        paths = [to_fs_path(uri) for uri in self.workspace.folders]
+        paths = [to_fs_path(folder.uri) for folder in self.workspace.folders.values()]
         if not paths and self.workspace.root_path:
             paths = [self.workspace.root_path]
         return [p for p in paths if p]

@@ -12,7 +12,7 @@ import tokenize
 
 from lsprotocol import types
 
-from ..diagnostics import Applicability, Diagnostic
+from ..diagnostics import Applicability, Diagnostic, Fix
 from ..static.noqa import find_noqa
 from .convert import lsp_range, text_edit
 from .text import TextDocument
@@ -41,11 +41,18 @@ def workspace_edit(uri: str, version: int | None, edits: list[types.TextEdit], d
     return types.WorkspaceEdit(changes={uri: edits})
 
 
-def quick_fixes(doc: TextDocument, finding: Diagnostic, lsp_diag: types.Diagnostic, *, unsafe: bool,
-                encoding: str, document_changes: bool) -> list[types.CodeAction]:
+def rule_has_fixes(code: str) -> bool:
+    from rules import RULES
+
+    info = RULES.get(code)
+    return bool(info and info.fixable)
+
+
+def quick_fixes(doc: TextDocument, finding: Diagnostic, fixes: tuple[Fix, ...], lsp_diag: types.Diagnostic, *,
+                unsafe: bool, encoding: str, document_changes: bool) -> list[types.CodeAction]:
     actions = []
     preferred_given = False
-    for fix in finding.fixes:
+    for fix in fixes:
         if fix.applicability is Applicability.DISPLAY or not fix.edits:
             continue
         if fix.applicability is Applicability.UNSAFE and not unsafe:
@@ -130,9 +137,3 @@ def fix_all_action(doc: TextDocument, fixed_text: str, *, unsafe: bool, encoding
     title = "thunder-lint: fix all" + (" (safe and unsafe fixes)" if unsafe else " (safe fixes)")
     return types.CodeAction(title=title, kind=FIX_ALL_KIND,
                             edit=workspace_edit(doc.uri, doc.version, [edit], document_changes))
-
-
-def has_applicable_fix(findings: list[Diagnostic], unsafe: bool) -> bool:
-    return any(f.applicability is Applicability.SAFE or (unsafe and f.applicability is Applicability.UNSAFE)
-               for d in findings for f in d.fixes)
-

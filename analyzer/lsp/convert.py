@@ -79,7 +79,7 @@ def lsp_diagnostic(finding: Diagnostic, doc: TextDocument, encoding: str, *, doc
         code_description=types.CodeDescription(href=href) if href else None,
         source=SOURCE,
         related_information=related,
-        data={"name": finding.name, "fixable": bool(finding.fixes)},
+        data={"name": finding.name},
     )
 
 

@@ -28,7 +28,7 @@ from pygls.protocol.language_server import lsp_method
 from ..diagnostics import Diagnostic
 from ..version import __version__
 from . import actions
-from .analysis import fix_document, lint_document
+from .analysis import fix_document, lint_document, with_fixes
 from .convert import lsp_diagnostic, path_of
 from .projects import Project, Projects
 from .rule_docs import hover_markdown
@@ -40,6 +40,11 @@ log = logging.getLogger("thunder-lint.lsp")
 SCAN_STEP_FILES = 25  # files summarized per analysis job while a project is scanned: lints queue between them
 _DONE = object()
 _NO_RELATED = frozenset({"TL001", "TL002"})  # a file that did not parse has no compiled functions to point at
+
+
+def _key(finding: Diagnostic) -> tuple:
+    """A finding's identity within one lint (the engine reports one finding per code and span)."""
+    return finding.code, finding.line, finding.column, finding.end_line, finding.end_column
 
 
 class _Protocol(LanguageServerProtocol):
@@ -65,7 +70,7 @@ class _Protocol(LanguageServerProtocol):
 
 
 @dataclass
-class Linted:
+class Published:
     """A document's findings for one version, as published."""
 
     doc: TextDocument  # the text that was linted
@@ -73,11 +78,13 @@ class Linted:
     diagnostics: list[types.Diagnostic]  # the same, in LSP's terms (same order)
     facts: tuple | None
     fixed: tuple | None = None  # ((unsafe, facts), the text with every fix applied), once asked for
+    fixes: dict | None = None  # finding key -> its fixes, once a code action asked for them
+    commentable: frozenset | None = None  # lines a `# noqa` can go on, once a code action asked
 
 
 @dataclass
 class _JobResult:
-    linted: Linted | None = None
+    published: Published | None = None
     error: str | None = None
     relint: list[str] = field(default_factory=list)  # other documents whose project facts changed
     scan: Project | None = None  # a new project to scan
@@ -90,7 +97,7 @@ class ThunderLintServer(LanguageServer):
                          protocol_cls=_Protocol)
         # event loop side
         self.documents: dict[str, TextDocument] = {}
-        self.published: dict[str, Linted] = {}
+        self.published: dict[str, Published] = {}
         self.pending: dict[str, asyncio.Future] = {}
         self.editor = EditorSettings()
         self.encoding = UTF16
@@ -315,7 +322,7 @@ class ThunderLintServer(LanguageServer):
             del self.pending[uri]  # from here on it runs to the end
         await self.lint_now(uri)
 
-    async def lint_now(self, uri: str) -> Linted | None:
+    async def lint_now(self, uri: str) -> Published | None:
         """Lint the document's current text and publish the result, unless it changed meanwhile."""
         doc = self.documents.get(uri)
         if doc is None or self.shutdown_received:
@@ -342,19 +349,19 @@ class ThunderLintServer(LanguageServer):
         current = self.documents.get(uri)
         if current is None or current.version != snapshot.version or current.text != snapshot.text:
             return None  # changed meanwhile: the lint of the newer text is scheduled already
-        self.published[uri] = job.linted
+        self.published[uri] = job.published
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, diagnostics=job.linted.diagnostics, version=snapshot.version))
-        return job.linted
+            uri=uri, diagnostics=job.published.diagnostics, version=snapshot.version))
+        return job.published
 
-    async def current(self, uri: str) -> Linted | None:
+    async def current(self, uri: str) -> Published | None:
         """The findings for the document's current version (linted now if what was published is older)."""
         doc = self.documents.get(uri)
         if doc is None:
             return None
-        linted = self.published.get(uri)
-        if linted is not None and linted.doc.version == doc.version and linted.doc.text == doc.text:
-            return linted
+        pub = self.published.get(uri)
+        if pub is not None and pub.doc.version == doc.version and pub.doc.text == doc.text:
+            return pub
         task = self.pending.pop(uri, None)
         if task is not None:
             task.cancel()
@@ -409,7 +416,7 @@ class ThunderLintServer(LanguageServer):
                                compiled=project.compiled_at(path, f.line) if path and f.code not in _NO_RELATED else None)
                 for f in linted.findings
             ]
-            out.linted = Linted(doc, linted.findings, diagnostics, linted.facts)
+            out.published = Published(doc, linted.findings, diagnostics, linted.facts)
         except Exception:
             out.error = traceback.format_exc()
         return out
@@ -461,55 +468,63 @@ class ThunderLintServer(LanguageServer):
         project.rebuild()
         return self._facts_changed(project)
 
-    def _actions_job(self, linted: Linted, params: types.CodeActionParams, editor: EditorSettings,
+    def _actions_job(self, pub: Published, params: types.CodeActionParams, editor: EditorSettings,
                      encoding: str) -> list[types.CodeAction]:
-        doc = linted.doc
+        doc = pub.doc
         only = params.context.only
         out: list[types.CodeAction] = []
         if actions.kind_wanted(types.CodeActionKind.QuickFix, only):
-            commentable = None
-            for finding, diag in zip(linted.findings, linted.diagnostics):
-                if not actions.overlaps(diag.range, params.range):
-                    continue
-                out.extend(actions.quick_fixes(doc, finding, diag, unsafe=editor.unsafe_fixes, encoding=encoding,
+            hits = [(f, d) for f, d in zip(pub.findings, pub.diagnostics) if actions.overlaps(d.range, params.range)]
+            if hits and pub.commentable is None:
+                pub.commentable = actions.comment_lines(doc.text) or frozenset()
+            for finding, diag in hits:
+                fixes = self._fixes_of(pub).get(_key(finding), ()) if actions.rule_has_fixes(finding.code) else ()
+                out.extend(actions.quick_fixes(doc, finding, fixes, diag, unsafe=editor.unsafe_fixes, encoding=encoding,
                                                document_changes=self.document_changes))
-                if commentable is None:
-                    commentable = actions.comment_lines(doc.text) or frozenset()
-                noqa = actions.noqa_action(doc, finding, diag, commentable, encoding=encoding,
+                noqa = actions.noqa_action(doc, finding, diag, pub.commentable, encoding=encoding,
                                            document_changes=self.document_changes)
                 if noqa is not None and all(a.title != noqa.title for a in out):
                     out.append(noqa)
         # Fix-all costs a few lints of the file: computed when asked for by kind (e.g. on save), or next
         # to quick fixes, and kept for the document's version (clients ask again on every cursor move).
         asked = bool(only) and actions.kind_wanted(actions.FIX_ALL_KIND, only)
-        if (asked or (not only and out)) and actions.has_applicable_fix(linted.findings, editor.unsafe_fixes):
-            key = (editor.unsafe_fixes, linted.facts)
-            if linted.fixed is None or linted.fixed[0] != key:
+        if (asked or (not only and out)) and any(actions.rule_has_fixes(f.code) for f in pub.findings):
+            key = (editor.unsafe_fixes, pub.facts)
+            if pub.fixed is None or pub.fixed[0] != key:
                 path = path_of(doc.uri)
                 project, _ = self.projects.for_path(path)
-                linted.fixed = (key, fix_document(doc, path, project, linted.facts, editor.unsafe_fixes))
-            action = actions.fix_all_action(doc, linted.fixed[1], unsafe=editor.unsafe_fixes, encoding=encoding,
+                pub.fixed = (key, fix_document(doc, path, project, pub.facts, editor.unsafe_fixes))
+            action = actions.fix_all_action(doc, pub.fixed[1], unsafe=editor.unsafe_fixes, encoding=encoding,
                                             document_changes=self.document_changes)
             if action is not None:
                 out.append(action)
         return out
 
+    def _fixes_of(self, pub: Published) -> dict:
+        """The fixes of the published findings, built the first time a code action asks (the published lint
+        leaves them out: they cost a sixth of a lint and most findings are never acted on)."""
+        if pub.fixes is None:
+            path = path_of(pub.doc.uri)
+            project, _ = self.projects.for_path(path)
+            pub.fixes = {_key(f): f.fixes for f in with_fixes(pub.doc, path, project, pub.facts)}
+        return pub.fixes
+
     # --- requests -------------------------------------------------------------------------------
     async def on_code_action(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
-        linted = await self.current(params.text_document.uri)
-        if linted is None:
+        pub = await self.current(params.text_document.uri)
+        if pub is None:
             return None
         try:
-            return await self._in_analysis(self._actions_job, linted, params, self.editor, self.encoding) or None
+            return await self._in_analysis(self._actions_job, pub, params, self.editor, self.encoding) or None
         except RuntimeError:
             return None
 
     async def on_hover(self, params: types.HoverParams) -> types.Hover | None:
-        linted = await self.current(params.text_document.uri)
-        if linted is None:
+        pub = await self.current(params.text_document.uri)
+        if pub is None:
             return None
         pos = (params.position.line, params.position.character)
-        hits = [(f, d) for f, d in zip(linted.findings, linted.diagnostics)
+        hits = [(f, d) for f, d in zip(pub.findings, pub.diagnostics)
                 if (d.range.start.line, d.range.start.character) <= pos <= (d.range.end.line, d.range.end.character)]
         if not hits:
             return None

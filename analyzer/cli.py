@@ -6,6 +6,7 @@
     thunder-lint rule TL101      the rule's documentation
     thunder-lint rules           the table of rules
     thunder-lint serve ...       the HTTP service
+    thunder-lint lsp             the Language Server, over stdio (analyzer/lsp; docs/editors.md)
     thunder-lint run [OPTIONS] script.py [ARGS...] | -m module [ARGS...]
                                  run a program with its jit calls checked (analyzer/run)
 
@@ -42,6 +43,7 @@ SUBCOMMANDS = (
     ("run [OPTIONS] (script.py | -m module) [ARGS...]",
      "run a program with its jit calls checked, then report the trace and static findings"),
     ("serve", "the HTTP service"),
+    ("lsp", "the Language Server (stdio), for editors"),
 )
 
 
@@ -432,6 +434,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_rules(argv[1:])
         if argv and argv[0] == "serve":
             return cmd_serve(argv[1:])
+        if argv and argv[0] == "lsp":
+            from .lsp import main as lsp_main  # imported here only: it needs the `lsp` extra (pygls)
+
+            return lsp_main(argv[1:])
         if argv and argv[0] == "run":
             if not _torch_installed():
                 print("thunder-lint: error: `thunder-lint run` needs PyTorch, which is not installed here: "

@@ -15,6 +15,7 @@ import ast
 import fnmatch
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .compile_sites import is_module_class, returned_classes, through_wrappers
@@ -271,6 +272,7 @@ class Compiled:
     symbolic: bool
     how: str  # "compiled by `torch.compile(Net())` at train.py:7", or "if `Net` is compiled" (library default)
     assumed: bool = False  # the library default: no compile call was found, every module's forward is linted
+    site: tuple[str, int] | None = None  # (path, line) of that entry point; None for `assume-compiled`
 
 
 class ProjectIndex:
@@ -372,7 +374,8 @@ class ProjectIndex:
             for target, compiler, symbolic, label, line, _decorator in s["entries"]:
                 if self.target != "any":
                     compiler = self.target
-                how = Compiled(compiler, symbolic, f"compiled by `{label}` at {self.rel(s['path'])}:{line}")
+                how = Compiled(compiler, symbolic, f"compiled by `{label}` at {self.rel(s['path'])}:{line}",
+                                site=(s["path"], line))
                 if target[0] == "wrapper":
                     wrappers.append((mod, target[1], target[2], target[3], how))
                     continue
@@ -428,7 +431,7 @@ class ProjectIndex:
                             stack.append((nxt, depth + 1))
         for where, (_, how) in best.items():
             if len(compilers.get(where, ())) > 1:  # compiled by two compilers: both behaviours apply
-                how = Compiled("unknown", how.symbolic, how.how, how.assumed)
+                how = Compiled("unknown", how.symbolic, how.how, how.assumed, how.site)
             self.compiled[where] = how
 
     def _reached_once(self, module: str, qual: str) -> list[tuple[str, str]]:
@@ -555,11 +558,16 @@ class ProjectFile:
     # linted again with the index's facts, and the first pass already compiled this very text (same content
     # hash): its compile-time errors were checked there
     compile_checked: bool = False
+    # A live index (the language server's): takes the fresh summary, returns the facts to lint with (or
+    # None), so that a file is linted once, with facts that already know its new text.
+    facts_from: Callable[[dict], tuple | None] | None = None
 
     def attach(self, ctx) -> None:
-        if self.want_summary or self.facts is None:
+        if self.want_summary or self.facts is None or self.facts_from is not None:
             self.summary = summarize(ctx.source.text, ctx.tree, ctx.index, self.path, self.module, ctx.jit_decorators)
         facts = self.facts
+        if self.facts_from is not None:
+            facts = self.facts_from(self.summary)
         if facts is None:
             root = os.path.dirname(self.path) if self.root is None else self.root
             one = ProjectIndex([self.summary], root=root, assume_compiled=self.assume_compiled,

@@ -3,7 +3,7 @@
     lint_source(text, path="<string>", *, select=None, ignore=None, extend_select=None,
                 jit_decorators=(), with_fixes=True) -> list[Diagnostic]
     fix_source(text, path="<string>", *, select=None, ignore=None, extend_select=None,
-               jit_decorators=(), unsafe=False) -> FixOutcome
+               jit_decorators=(), unsafe=False, project=None) -> FixOutcome
 """
 
 from __future__ import annotations
@@ -50,20 +50,24 @@ def fix_source(
     extend_select: Iterable[str] | None = None,
     jit_decorators: Iterable[str] = (),
     unsafe: bool = False,
+    project=None,
 ) -> FixOutcome:
-    """Apply every applicable fix (unsafe ones only with ``unsafe=True``), re-lint, and report both."""
+    """Apply every applicable fix (unsafe ones only with ``unsafe=True``), re-lint, and report both.
+
+    ``project`` (a ProjectFile with its facts) says which functions other files compile, as in lint_source."""
     enabled = enabled_codes(select, ignore, extend_select)
     decorators = _names(jit_decorators)
     current = text
     applied: list[Diagnostic] = []
     for _ in range(_MAX_FIX_ROUNDS):
-        diagnostics = lint(current, path, enabled=enabled, jit_decorators=decorators, with_fixes=True, capped=False)
+        diagnostics = lint(current, path, enabled=enabled, jit_decorators=decorators, with_fixes=True, capped=False,
+                           project=project)
         new, fixed = apply_fixes(current, diagnostics, unsafe)
         if not fixed or new == current:
             break
         applied.extend(fixed)
         current = new
-    remaining = lint(current, path, enabled=enabled, jit_decorators=decorators, with_fixes=True)
+    remaining = lint(current, path, enabled=enabled, jit_decorators=decorators, with_fixes=True, project=project)
     return FixOutcome(current, applied, remaining)
 
 

@@ -33,6 +33,11 @@ def noqa_lines(text: str) -> dict[int, frozenset[str] | None]:
     return result
 
 
+def find_noqa(line: str) -> re.Match | None:
+    """The ``# noqa`` comment of one line (its ``codes`` group is None for a bare ``# noqa``)."""
+    return _NOQA.search(line) if "#" in line else None
+
+
 def is_suppressed(code: str, line: int, table: dict[int, frozenset[str] | None]) -> bool:
     if line not in table:
         return False

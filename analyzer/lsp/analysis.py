@@ -48,7 +48,7 @@ def lint_document(doc: TextDocument, path: str | None, project: Project) -> Lint
     if path is None:
         return Linted(_lint(doc.text, label, project.settings, None, False), None, None)
     project.buffers[path] = doc.text  # the index reads this file's functions from the buffer, not the disk
-    pf = ProjectFile(path, project.module(path), None, project.settings.assume_compiled,
+    pf = ProjectFile(path, project.module(path), None, project.assume_compiled,
                      project.settings.target, want_summary=True,
                      facts_from=lambda summary: project.facts_with(path, summary))
     findings = _lint(doc.text, path, project.settings, pf, False)
@@ -62,7 +62,7 @@ def with_fixes(doc: TextDocument, path: str | None, project: Project, facts: tup
         return [unreadable_diagnostic(label, Unreadable(too_large(_utf8_size(doc.text), MAX_FILE_BYTES)))]
     pf = None
     if path is not None:
-        pf = ProjectFile(path, project.module(path), facts, project.settings.assume_compiled, project.settings.target,
+        pf = ProjectFile(path, project.module(path), facts, project.assume_compiled, project.settings.target,
                          want_summary=False)
     return _lint(doc.text, label, project.settings, pf, True)
 
@@ -77,7 +77,7 @@ def fix_document(doc: TextDocument, path: str | None, project: Project, facts: t
         return doc.text
     pf = None
     if path is not None:
-        pf = ProjectFile(path, project.module(path), facts, settings.assume_compiled, settings.target, want_summary=False)
+        pf = ProjectFile(path, project.module(path), facts, project.assume_compiled, settings.target, want_summary=False)
     outcome = static.fix_source(doc.text, label, select=settings.select, ignore=settings.ignore_for(label),
                                 extend_select=settings.extend_select, jit_decorators=settings.jit_decorators,
                                 unsafe=unsafe, project=pf)

@@ -128,8 +128,17 @@ class Project:
             self.summaries.pop(path, None)
         return self.summaries.get(path) != old
 
+    @property
+    def assume_compiled(self) -> tuple[str, ...] | None:
+        """`assume-compiled` as the index applies it. While a workspace is still being scanned, the library
+        default (every module's forward linted as compiled when no compile call is found) waits: the compile
+        call may be in a file not read yet. The scan's end rebuilds the index and re-lints what changed."""
+        if self.indexed and not self.scanned and self.settings.assume_compiled is None:
+            return ()
+        return self.settings.assume_compiled
+
     def rebuild(self) -> None:
-        self.index = ProjectIndex(list(self.summaries.values()), self.settings.root, self.settings.assume_compiled,
+        self.index = ProjectIndex(list(self.summaries.values()), self.settings.root, self.assume_compiled,
                                   self.settings.target, texts=self.buffers)
         self.generation += 1
 

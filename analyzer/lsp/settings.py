@@ -27,7 +27,7 @@ class EditorSettings:
     select: tuple[str, ...] | None = None  # None: the config's
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
-    assume_compiled: tuple[str, ...] = ()
+    assume_compiled: tuple[str, ...] | None = None  # None: not set here; () sets it to nothing (library default off)
     target: str | None = None  # None: the config's
     unsafe_fixes: bool = True  # offer unsafe fixes as quick fixes (marked) and apply them in "fix all"
     debounce_ms: int = DEFAULT_DEBOUNCE_MS  # quiet time after a change before the document is linted
@@ -79,7 +79,7 @@ def parse_settings(raw, base: EditorSettings | None = None) -> tuple[EditorSetti
         if key in ("select", "ignore", "extendselect", "assumecompiled"):
             if value is None:
                 changes[{"extendselect": "extend_select", "assumecompiled": "assume_compiled"}.get(key, key)] = (
-                    None if key == "select" else ())
+                    None if key in ("select", "assumecompiled") else ())
                 continue
             codes = _codes(value, name, problems)
             if codes is None:
@@ -112,6 +112,14 @@ def parse_settings(raw, base: EditorSettings | None = None) -> tuple[EditorSetti
     return replace(settings, **changes), problems
 
 
+def combined_assume_compiled(configured, editor) -> tuple[str, ...] | None:
+    """The config's patterns plus the editor's, as the CLI adds its option's; None when neither sets any (the
+    library default may apply), () when one sets it to nothing (the library default is off)."""
+    if configured is None and editor is None:
+        return None
+    return tuple(configured or ()) + tuple(editor or ())
+
+
 def effective_settings(config: Config, editor: EditorSettings) -> Settings:
     """The lint settings of one project: its config with the editor's settings on top (as the CLI's
     command line goes on top of the config)."""
@@ -126,6 +134,6 @@ def effective_settings(config: Config, editor: EditorSettings) -> Settings:
         per_file_ignores=config.per_file_ignores,
         jit_decorators=config.jit_decorators,
         root=config.root,
-        assume_compiled=config.assume_compiled + editor.assume_compiled,
+        assume_compiled=combined_assume_compiled(config.assume_compiled, editor.assume_compiled),
         target=editor.target or config.target,
     )

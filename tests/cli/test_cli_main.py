@@ -198,7 +198,7 @@ def test_help_lists_every_subcommand(cli):
     from analyzer import cli as cli_module
 
     dispatched = set(re.findall(r'argv\[0\] == "(\w+)"', inspect.getsource(cli_module.main)))
-    assert dispatched == {"rule", "rules", "serve", "run", "check"}
+    assert dispatched == {"rule", "rules", "serve", "run", "check", "lsp"}
     r = cli("--help")
     assert r.code == 0
     for name in dispatched:

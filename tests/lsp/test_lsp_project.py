@@ -42,6 +42,9 @@ def workspace(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "models.py").write_text(MODELS, encoding="utf-8")
     (root / "train.py").write_text(TRAIN, encoding="utf-8")
+    # the library default off (a project with no compile call would lint every forward as compiled): here only
+    # compile calls make code compiled, so the index's updates show
+    (root / "pyproject.toml").write_text("[tool.thunder-lint]\nassume-compiled = []\n", encoding="utf-8")
     return root
 
 
@@ -140,3 +143,17 @@ async def test_settings_pulled_with_workspace_configuration(workspace, tmp_path)
         client.set_configuration({"ignore": []}, section="thunder-lint")
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
         await diagnostics(client, models, until=lambda ds: codes(ds) == ["TL201"])
+
+
+async def test_the_library_default_comes_once_the_workspace_is_scanned(tmp_path):
+    """No compile call anywhere in the workspace (a model library): once the scan has read every file, each
+    nn.Module forward is linted as compiled, as the CLI does; with a compile call in a file the scan reads
+    later, the first diagnostics never claim the library default."""
+    root = tmp_path / "lib"
+    root.mkdir()
+    (root / "models.py").write_text(MODELS, encoding="utf-8")
+    async with session(root, tmp_path) as client:
+        models = open_doc(client, root / "models.py")
+        diags = await diagnostics(client, models, 1, until=lambda ds: codes(ds) == ["TL201"])
+        assert diags[0].message.startswith("if `Net` is compiled")
+        assert not diags[0].related_information  # no compile site to point at

@@ -76,3 +76,12 @@ def test_comment_lines_exclude_strings_and_continuations():
     text = 'x = 1\ns = """a\nb"""\ny = 1 + \\\n    2\nz = (1,\n     2)\n'
     assert comment_lines(text) == frozenset({1, 3, 5, 6, 7})
     assert comment_lines('s = """never closed\n') is None
+
+
+def test_assume_compiled_unset_everywhere_leaves_the_library_default_on():
+    """None in both the config and the editor: not configured, so the project index may apply the library
+    default; an empty list in either turns it off, as `assume-compiled = []` does for the CLI."""
+    assert effective_settings(Config(), EditorSettings()).assume_compiled is None
+    assert effective_settings(Config(assume_compiled=()), EditorSettings()).assume_compiled == ()
+    assert effective_settings(Config(), EditorSettings(assume_compiled=())).assume_compiled == ()
+    assert effective_settings(Config(), EditorSettings(assume_compiled=("m.*",))).assume_compiled == ("m.*",)

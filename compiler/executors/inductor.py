@@ -22,7 +22,7 @@ import torch
 
 from ..features import autocast
 from ..passes.fusion import MATMUL
-from ..passes.vjp import NoVJP, backward_trace, differentiable_reach
+from ..passes.vjp import NoVJP, RegionGradients, backward_trace
 from ..core.symbols import BoundSymbol
 from ..core.trace import Trace
 
@@ -108,19 +108,12 @@ class _Region:
         return self.plain(*inputs)
 
 
-class _VJP:
-    """A region's backward trace and what autograd needs around it: which outputs are differentiable and
-    which inputs each output's gradient reaches (an input reached by no output that got a gradient gets
-    None, as in eager, not zeros)."""
+class _VJP(RegionGradients):
+    """A region's backward trace, compiled by the region's backend on first use."""
 
     def __init__(self, region, trace: Trace):
-        self.trace = trace
-        reach = differentiable_reach(region)
-        self.diff = [o.name in reach for o in region.outputs]
-        self.reach = [reach.get(o.name, frozenset()) for o in region.outputs]
-        self.grad_meta = [(tuple(o.meta.shape), o.meta.dtype, o.device) for o in region.outputs if o.name in reach]
+        super().__init__(region, trace)
         self.compiled = None
-        self.written_later = {i for i, p in enumerate(region.inputs) if p.name in region.written_later}
 
 
 class _RegionFunction(torch.autograd.Function):
@@ -141,10 +134,7 @@ class _RegionFunction(torch.autograd.Function):
     def backward(ctx, *grads):
         region, vjp = ctx.region, ctx.region.vjp
         inputs = ctx.saved_tensors
-        got = frozenset().union(*[r for g, r in zip(grads, vjp.reach) if g is not None])
-        diff_grads = [g for g, d in zip(grads, vjp.diff) if d]
-        gargs = [g.contiguous() if g is not None else torch.zeros(shape, dtype=dtype, device=device)
-                 for g, (shape, dtype, device) in zip(diff_grads, vjp.grad_meta)]
+        got, gargs = vjp.gradient_args(grads)
         if torch.is_grad_enabled():  # create_graph=True: the VJP trace's torch ops, which autograd records
             result = vjp.trace.python_callable()(*inputs, *gargs)
         else:

@@ -32,7 +32,7 @@ from ..core.errors import ExecutorError
 from ..core.proxies import TensorProxy
 from ..core.symbols import BoundSymbol
 from ..core.trace import Trace
-from ..passes.vjp import NoVJP, backward_trace, differentiable_reach
+from ..passes.vjp import NoVJP, RegionGradients, backward_trace
 
 
 class Refused(Exception):
@@ -370,18 +370,12 @@ class _NvRegion:
         return tuple(_as_traced(outs, inputs, self.layouts, self.fresh))
 
 
-class _NvBackward:
-    """A region's backward on nvFuser: the VJP trace's definition, which outputs are differentiable, which
-    inputs each output's gradient reaches (an input no gradient reaches gets None, as in eager), and the
-    VJP trace itself (run as torch ops for create_graph=True, or if nvFuser fails to execute it)."""
+class _NvBackward(RegionGradients):
+    """A region's backward on nvFuser: the VJP trace's definition (the VJP trace itself runs as torch ops for
+    create_graph=True, or if nvFuser fails to execute it)."""
 
     def __init__(self, region, trace: Trace):
-        self.trace = trace
-        reach = differentiable_reach(region)
-        self.diff = [o.name in reach for o in region.outputs]
-        self.reach = [reach.get(o.name, frozenset()) for o in region.outputs]
-        self.grad_meta = [(tuple(o.meta.shape), o.meta.dtype, o.device) for o in region.outputs if o.name in reach]
-        self.written_later = {i for i, p in enumerate(region.inputs) if p.name in getattr(region, "written_later", ())}
+        super().__init__(region, trace)
         self.results = [i for i, o in enumerate(trace.output) if o is not None]  # inputs that get a gradient
         outputs = [trace.output[i] for i in self.results]
         self.fd = _build(types.SimpleNamespace(inputs=list(trace.args), bsyms=list(trace.bsyms), outputs=outputs))[0]
@@ -427,10 +421,7 @@ class _NvRegionFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         bw = ctx.backward_of
-        got = frozenset().union(*[r for g, r in zip(grads, bw.reach) if g is not None])
-        diff_grads = [g for g, d in zip(grads, bw.diff) if d]
-        gargs = [g.contiguous() if g is not None else torch.zeros(shape, dtype=dtype, device=device)
-                 for g, (shape, dtype, device) in zip(diff_grads, bw.grad_meta)]
+        got, gargs = bw.gradient_args(grads)
         result = bw(ctx.saved_tensors, gargs)
         return (None, *(r if i in got and ctx.needs_input_grad[i + 1] else None for i, r in enumerate(result)))
 

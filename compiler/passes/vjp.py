@@ -299,6 +299,30 @@ def differentiable_reach(region) -> dict[str, frozenset]:
     return reach
 
 
+class RegionGradients:
+    """What autograd needs around a region's VJP trace, whichever executor runs it: which outputs are
+    differentiable, which inputs each output's gradient reaches (an input reached by no output that got a
+    gradient gets None, as in eager, not zeros), and which inputs the trace writes back later (the forward
+    saves their old value: the VJP reads that)."""
+
+    def __init__(self, region, trace: Trace):
+        self.trace = trace
+        reach = differentiable_reach(region)
+        self.diff = [o.name in reach for o in region.outputs]
+        self.reach = [reach.get(o.name, frozenset()) for o in region.outputs]
+        self.grad_meta = [(tuple(o.meta.shape), o.meta.dtype, o.device) for o in region.outputs if o.name in reach]
+        self.written_later = {i for i, p in enumerate(region.inputs) if p.name in getattr(region, "written_later", ())}
+
+    def gradient_args(self, grads) -> tuple[frozenset, list]:
+        """For autograd's output gradients: the inputs they reach, and the VJP trace's gradient arguments
+        (contiguous; zeros for a differentiable output that got none)."""
+        got = frozenset().union(*[r for g, r in zip(grads, self.reach) if g is not None])
+        diff_grads = [g for g, d in zip(grads, self.diff) if d]
+        args = [g.contiguous() if g is not None else torch.zeros(shape, dtype=dtype, device=device)
+                for g, (shape, dtype, device) in zip(diff_grads, self.grad_meta)]
+        return got, args
+
+
 def backward_trace(region, name: str = "backward") -> Trace:
     """backward(*saved inputs, *grads of the differentiable outputs) -> (grad of each input or None,). The
     trace's `saved` lists the indices of the region inputs it reads (the forward saves only those)."""

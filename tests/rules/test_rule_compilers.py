@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import compiler
+from counting_backend import CountingBackend
 from rules import RULES, render_docs
 from rules.compilers import BEHAVIOUR
 
@@ -44,22 +45,6 @@ def _observe(b, make_callable):
             result = fn(*args)
         seen.append((result.tolist(), [a.tolist() for a in args], out.getvalue(), ns.get("calls")))
     return seen
-
-
-class CountingBackend:
-    def __init__(self):
-        self.graphs = []
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(gm)
-        return gm.forward
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 @pytest.mark.parametrize("code", sorted(BEHAVIOUR))

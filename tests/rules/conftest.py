@@ -1,0 +1,12 @@
+"""The tests that run torch.compile on a rule's patterns start and end with dynamo's caches emptied."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()

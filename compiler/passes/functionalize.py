@@ -102,6 +102,21 @@ def _replace_flat(bsym, pos: int, new):
     return _map_args(bsym, lambda i, x: new if i == pos else x)
 
 
+def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage()._cdata == b.untyped_storage()._cdata
+
+
+def overlaps_itself(m: torch.Tensor) -> bool:
+    """Whether two elements of `m` may share memory (expanded: a stride 0; or strides that interleave). Sizes
+    sorted by stride, each stride must step over everything the smaller ones reach."""
+    reach = 0
+    for size, stride in sorted(((n, st) for n, st in zip(m.shape, m.stride()) if n > 1), key=lambda d: d[1]):
+        if stride <= reach:
+            return True
+        reach += (size - 1) * stride
+    return False
+
+
 def flatten_to_prims(bsyms) -> list[BoundSymbol]:
     out = []
     for b in bsyms:
@@ -146,6 +161,11 @@ class _Functionalizer:
         self.write_mode: dict[str, bool] = {}
         self.written_order: list[str] = []
         self.input_alias: set[str] = set()  # values that are (views of) the caller's tensors
+        self.made_in_mode: dict[str, bool] = {}  # view name -> grad mode it was made in (a returned view's autograd role)
+        self.made_at: dict[str, int] = {}  # view name -> writes into its root before it was made
+        # roots that require grad, written under no_grad: eager keeps their autograd identity (a later read with
+        # grad enabled differentiates through them); their new value, made under no_grad, has none
+        self.off_graph: set[str] = set()
         for a in trace.args:
             if isinstance(a, TensorProxy):
                 self._know(a)
@@ -156,17 +176,22 @@ class _Functionalizer:
             return
         self.proxy[p.name] = p
         self.value[p.name] = p
+        self.made_in_mode[p.name] = self.grad_mode
         base = p.meta._base
-        view_tag = bsym is not None and bsym.symbol.tags & Tag.RETURNS_VIEW
+        flat = bsym.flat_args() if bsym is not None else []
+        # a view op's result that is no autograd view (detach) still shares its argument's memory; one that
+        # copied (x[mask], advanced indexing) does not
+        same_memory = [i for i, a in enumerate(flat) if isinstance(a, TensorProxy) and _same_storage(a.meta, p.meta)]
+        view_tag = bsym is not None and bsym.symbol.tags & Tag.RETURNS_VIEW and same_memory
         if bsym is None or (base is None and not view_tag):
             self.meta_owner.setdefault(id(p.meta), p)
             self.root[p.name] = p.name
             return
-        flat = bsym.flat_args()
         pos = next((i for i, a in enumerate(flat) if isinstance(a, TensorProxy)
                     and base is not None and (a.meta is base or a.meta._base is base)), None)
         if pos is None:
-            pos = next((i for i, a in enumerate(flat) if isinstance(a, TensorProxy)), None)
+            pos = same_memory[0] if same_memory else \
+                next((i for i, a in enumerate(flat) if isinstance(a, TensorProxy)), None)
             if pos is None or base is not None:  # a view of memory we cannot name
                 self.meta_owner.setdefault(id(p.meta), p)
                 self.root[p.name] = p.name
@@ -175,6 +200,7 @@ class _Functionalizer:
         parent = flat[pos]
         self.parent[p.name] = (bsym, pos, idx)
         self.root[p.name] = self.root.get(parent.name, parent.name)
+        self.made_at[p.name] = self.version.get(self.root[p.name], 0)
         if parent.name in self.opaque:
             self.opaque.add(p.name)
         self.value_version[p.name] = self.version.get(self.root[p.name], 0)
@@ -192,6 +218,9 @@ class _Functionalizer:
         if p.name not in self.proxy:
             self._know(p)
         root = self.root[p.name]
+        if root in self.off_graph and self.grad_mode and not self.analysis:
+            raise NotFunctional(f"{root} requires grad and was written under no_grad, then is read with grad "
+                                "enabled (eager differentiates through the tensor itself)")
         if p.name == root or self.value_version.get(p.name) == self.version.get(root, 0):
             return self.value[p.name]
         return self._replay(p.name, self.read(self.proxy[root]), version=self.version.get(root, 0))
@@ -210,6 +239,22 @@ class _Functionalizer:
             self.value_version[name] = version
         return cur
 
+    def _replay_as_made(self, name: str, root_value: TensorProxy) -> TensorProxy:
+        """A returned view taken again at the end, in the grad mode it was made in (its autograd role)."""
+        mode, end = self.made_in_mode.get(name, self.grad_mode), self.grad_mode
+        root = self.root[name]
+        if not mode and self.proxy[root].requires_grad and self.version.get(root, 0) > self.made_at.get(name, 0):
+            # eager's autograd marks a view made under no_grad of a tensor that requires grad, once its memory is
+            # written in place: using it with grad raises. A view taken again would not be marked
+            raise NotFunctional(f"returned view {name}, made under no_grad of a tensor that requires grad, is written "
+                                "in place afterwards")
+        if mode != end:
+            self._set_grad(mode)
+        view = self._replay(name, root_value)
+        if mode != end:
+            self._set_grad(end)
+        return view
+
     def _fresh(self, like: TensorProxy) -> TensorProxy:
         if self.analysis:  # names of a trace nobody runs: leave the real trace's name counter alone
             self._names += 1
@@ -227,6 +272,10 @@ class _Functionalizer:
             # autograd records eager's in-place ops with version checks and in-place gradient formulas
             # (errors included); out-of-place values would differ in what backward saves and raises
             raise NotFunctional(f"in-place write to {target.name} while autograd records it")
+        if not self.analysis and (overlaps_itself(target.meta) or overlaps_itself(self.proxy[self.root[target.name]].meta)):
+            # (an expanded tensor: eager writes each memory location once per element that refers to it, in its
+            # kernel's order; a value laid out like it cannot even be written back)
+            raise NotFunctional(f"in-place write to {target.name}, whose elements share memory")
         root = self.root[target.name]
         if root in self.external:
             self.facts.append(("write", root, self.top, location, target.name != root and self.chain(target.name)))
@@ -254,6 +303,8 @@ class _Functionalizer:
             self.value[target.name] = new_value
             self.value_version[target.name] = self.version[root]
         self.write_mode[root] = self.grad_mode
+        if not self.grad_mode and self.proxy[root].requires_grad:
+            self.off_graph.add(root)
         if root not in self.written_order:
             self.written_order.append(root)
 
@@ -261,7 +312,13 @@ class _Functionalizer:
     def walk(self) -> None:
         for top in self.trace.bsyms:
             self.top = top
+            if getattr(top, "changes_metadata", False):  # (recording.py: out= that eager resizes, resize_, t_...)
+                raise NotFunctional(f"{top.symbol.name} changes a tensor's shape or strides in place")
+            if top.symbol.tags & Tag.INPLACE and _inplace_target(top) is not None:
+                self._check_reads_of_written_memory(top, _inplace_target(top))  # (before its prims read it)
             for bsym in flatten_to_prims([top]):
+                if getattr(bsym, "changes_metadata", False):
+                    raise NotFunctional(f"{bsym.symbol.name} changes a tensor's shape or strides in place")
                 self.step(bsym)
 
     def run(self) -> Trace:
@@ -286,9 +343,18 @@ class _Functionalizer:
         for r in writebacks:
             self.value[r] = self.proxy[r]
             self.version[r] = self.version.get(r, 0) + 1
+            self.off_graph.discard(r)  # (written back: the caller's tensor, autograd identity and all)
 
         written = set(writebacks)
         results: dict[str, TensorProxy] = {}
+        members: dict[str, set] = {}  # root -> names of the returned tensors whose memory it is
+        for p in pytree.tree_leaves(self.trace.output):
+            if isinstance(p, TensorProxy):
+                members.setdefault(self.root.get(p.name, p.name), set()).add(p.name)
+        # intermediates whose memory several returned tensors share (`c` and `e = c.view(-1)`, e written into):
+        # eager returns views of one tensor, so each is taken again from the final value of their base
+        shared = {r for r, names in members.items() if r not in self.external and len(names) > 1}
+        bases: dict[str, TensorProxy] = {}
 
         def result(p):
             if not isinstance(p, TensorProxy):
@@ -297,10 +363,25 @@ class _Functionalizer:
                 results[p.name] = _result(p)
             return results[p.name]
 
+        def base_value(root):
+            if root not in bases:
+                value = self.read(self.proxy[root])
+                if self._aliases_input(value):  # (t = empty(); t.copy_(x)): memory of its own, as in eager
+                    fresh = self._fresh(value)
+                    self.out.append(BoundSymbol(prims.clone, (value,), {}, fresh))
+                    value = fresh
+                bases[root] = value
+            return bases[root]
+
         def _result(p):
             root = self.root.get(p.name, p.name)
+            if root in shared:
+                if members[root] & self.opaque:
+                    raise NotFunctional(f"returned tensors {sorted(members[root])} share memory the trace cannot "
+                                        "rebuild")
+                return base_value(root) if p.name == root else self._replay_as_made(p.name, base_value(root))
             if root in written and p.name != root and p.name not in self.opaque:
-                return self._replay(p.name, self.proxy[root])  # a view of the written input, as in eager
+                return self._replay_as_made(p.name, self.proxy[root])  # a view of the written input, as in eager
             value = self.read(p)
             if root not in self.external and self._aliases_input(value):
                 # eager returns a tensor of its own here (t = empty(); t.copy_(x); return t), not the input
@@ -365,6 +446,7 @@ class _Functionalizer:
             raise NotFunctional("the trace switches autocast")
         if sym is prims.copy_:
             target, src = bsym.args
+            self._check_reads_of_written_memory(bsym, target)
             self.write(target, self.read(src), bsym.location)
             return
         if sym.tags & Tag.INPLACE:
@@ -383,6 +465,24 @@ class _Functionalizer:
             if isinstance(o, TensorProxy) and o.name not in arg_names:
                 self._know(o, bsym, i)
 
+    def _check_reads_of_written_memory(self, bsym: BoundSymbol, target: TensorProxy) -> None:
+        """An op that writes `target` and reads another view of the same memory (`z.index_copy_(0, i, z.t()...)`,
+        `x[1:] = x[:-1]`) gives what eager's kernel does element by element; the functional value reads all of
+        the old memory first. Such writes run in eager order."""
+        if self.analysis:
+            return
+        if target.name not in self.proxy:
+            self._know(target)
+        root = self.root[target.name]
+        for a in bsym.tensor_args():
+            if a is target or a.name == target.name:
+                continue
+            if a.name not in self.proxy:
+                self._know(a)
+            if self.root[a.name] == root:
+                raise NotFunctional(f"{bsym.symbol.name} writes {target.name} and reads {a.name}, another view of "
+                                    "the same memory")
+
     def _generic_inplace(self, bsym: BoundSymbol) -> None:
         sym = bsym.symbol
         if sym.name in METADATA_INPLACE:
@@ -390,6 +490,7 @@ class _Functionalizer:
         target = _inplace_target(bsym)
         if target is None:
             raise NotFunctional(f"{sym.name}: in-place op without a tensor target")
+        self._check_reads_of_written_memory(bsym, target)
         current = self.read(target)
         fresh = self._fresh(current)
         self.out.append(BoundSymbol(prims.clone, (current,), {}, fresh, location=bsym.location))

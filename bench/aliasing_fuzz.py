@@ -44,10 +44,10 @@ def main() -> int:
     for seed in range(opts.start, opts.start + opts.count):
         program = ap.random_program(seed)
         outcome = ap.check_program(program, executors, cache=opts.cache)
-        if outcome.kind in ("crash", "refused") and executors is not None:
-            # the default path's answer: a refusal both paths give is not the functional path's
+        if outcome.kind in ("crash", "refused", "wrong") and executors is not None:
+            # the default path's answer: what both paths get wrong or refuse is not the functional path's
             default = ap.check_program(program, None, cache=opts.cache)
-            if default.kind in ("crash", "refused"):
+            if default.kind == outcome.kind or outcome.kind != "wrong" and default.kind in ("crash", "refused"):
                 outcome.kind += " (default path too)"
         counts[outcome.kind] += 1
         if outcome.fallback:
@@ -66,7 +66,7 @@ def main() -> int:
         print("ran in eager order (functional path fallbacks), by reason:")
         for reason, n in fallbacks.most_common():
             print(f"  {n:5d} {reason}")
-    return 1 if counts["wrong"] or counts["crash"] else 0
+    return 1 if counts["wrong"] or counts["crash"] or counts["wrong (default path too)"] else 0
 
 
 if __name__ == "__main__":

@@ -50,6 +50,28 @@ def _signature(inputs) -> tuple:
                  for p in inputs)
 
 
+_IMPORTED: set = set()
+
+
+def _import_off_the_stack(backend: str) -> None:
+    """torch._dynamo and the backend's modules, imported in a thread of their own the first time. Importing them
+    leaves reference cycles through the importing frames (torch's import, ~40 frames), which would hold the
+    jitted call's frames, and its inputs and intermediates with them, until the garbage collector runs; a
+    thread's frames reach nothing of the caller's."""
+    if backend in _IMPORTED:
+        return
+
+    def load():
+        import torch._dynamo
+
+        torch._dynamo.lookup_backend(backend)
+
+    worker = threading.Thread(target=load, name="thunder-lint import of torch._dynamo")
+    worker.start()
+    worker.join()
+    _IMPORTED.add(backend)
+
+
 def region_function(bsym: BoundSymbol, name: str = "region"):
     """The region as plain Python over torch (uncompiled), and its printed source."""
     region = bsym.symbol.region
@@ -176,6 +198,7 @@ class InductorExecutor:
         return getattr(bsym.symbol, "executor", None) is self
 
     def callee(self, bsym: BoundSymbol, trace: Trace) -> str:
+        _import_off_the_stack(self.backend)
         sub = region_function(bsym)
         generic = getattr(_LOCAL, "generic", False)
         numbers = _numbers_as_inputs(sub) if generic else []

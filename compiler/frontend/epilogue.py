@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from ..core import tree as pytree
-from ..core.context import MISSING as _MISSING, contents
+from ..core.context import MISSING as _MISSING, contents, current_state
 from .hidden_inputs import write_slot
 from ..core.proxies import OpaqueProxy, TensorProxy
 from ..core.symbols import BoundSymbol, Symbol, Tag
@@ -51,6 +51,12 @@ class Slot:
         return self.holder.get(self.key, _MISSING)
 
     def store(self, value) -> None:
+        state = current_state()
+        if state is not None and holds_proxy(value):
+            # a trace of an execution trace (cache="symbolic values" with a fusing executor plans each call's
+            # sizes by tracing the symbolic trace's computation): the store is an op of that trace too
+            state.scopes[-1].append(BoundSymbol(STORE, (self, value), {}, None, location=state.current_location))
+            return
         if self.kind == "cell":
             write_slot(self.holder, self.key, value, _MISSING)
         elif self.kind == "contents":

@@ -102,6 +102,13 @@ def _replace_flat(bsym, pos: int, new):
     return _map_args(bsym, lambda i, x: new if i == pos else x)
 
 
+# prims whose every output element is computed from the elements at its own position (after broadcasting)
+ELEMENTWISE = {getattr(prims, n) for n in (
+    "abs neg exp log log1p tanh erf sqrt rsqrt sin cos reciprocal sigmoid floor ceil sign logical_not add sub mul div "
+    "pow remainder maximum minimum eq ne lt le gt ge logical_and logical_or where convert_element_type full clone "
+    "broadcast_to copy_").split()}
+
+
 def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.untyped_storage()._cdata == b.untyped_storage()._cdata
 
@@ -166,6 +173,7 @@ class _Functionalizer:
         # roots that require grad, written under no_grad: eager keeps their autograd identity (a later read with
         # grad enabled differentiates through them); their new value, made under no_grad, has none
         self.off_graph: set[str] = set()
+        self.read_with_grad: set[str] = set()  # roots that require grad, read with grad enabled (autograd may save them)
         for a in trace.args:
             if isinstance(a, TensorProxy):
                 self._know(a)
@@ -198,6 +206,11 @@ class _Functionalizer:
                 self.opaque.add(p.name)
                 return
         parent = flat[pos]
+        if "as_strided" in bsym.symbol.name:  # may reach memory of the root outside the parent's elements
+            if self.version.get(self.root.get(parent.name, parent.name), 0) and not self.analysis:
+                # (a written root's value holds only its elements: the rest of a copy laid out like it is unset)
+                raise NotFunctional(f"{bsym.symbol.name} of {parent.name}, whose memory was written before")
+            self.opaque.add(p.name)
         self.parent[p.name] = (bsym, pos, idx)
         self.root[p.name] = self.root.get(parent.name, parent.name)
         self.made_at[p.name] = self.version.get(self.root[p.name], 0)
@@ -221,6 +234,8 @@ class _Functionalizer:
         if root in self.off_graph and self.grad_mode and not self.analysis:
             raise NotFunctional(f"{root} requires grad and was written under no_grad, then is read with grad "
                                 "enabled (eager differentiates through the tensor itself)")
+        if self.grad_mode and self.proxy[root].requires_grad:
+            self.read_with_grad.add(root)
         if p.name == root or self.value_version.get(p.name) == self.version.get(root, 0):
             return self.value[p.name]
         return self._replay(p.name, self.read(self.proxy[root]), version=self.version.get(root, 0))
@@ -243,11 +258,15 @@ class _Functionalizer:
         """A returned view taken again at the end, in the grad mode it was made in (its autograd role)."""
         mode, end = self.made_in_mode.get(name, self.grad_mode), self.grad_mode
         root = self.root[name]
-        if not mode and self.proxy[root].requires_grad and self.version.get(root, 0) > self.made_at.get(name, 0):
-            # eager's autograd marks a view made under no_grad of a tensor that requires grad, once its memory is
-            # written in place: using it with grad raises. A view taken again would not be marked
-            raise NotFunctional(f"returned view {name}, made under no_grad of a tensor that requires grad, is written "
-                                "in place afterwards")
+        multi = any(not isinstance(b.output, TensorProxy) for b, _, _ in self.chain(name))  # (split, unbind...)
+        if (not mode or multi) and self.proxy[root].requires_grad and \
+                self.version.get(root, 0) > self.made_at.get(name, 0):
+            # eager's autograd marks a view made under no_grad, or by an op returning several views, of a tensor
+            # that requires grad, once its memory is written in place: using it with grad raises. A view taken
+            # again would not be marked
+            raise NotFunctional(f"returned view {name} of a tensor that requires grad, made "
+                                f"{'by an op returning several views' if mode else 'under no_grad'}, is written in "
+                                "place afterwards")
         if mode != end:
             self._set_grad(mode)
         view = self._replay(name, root_value)
@@ -264,14 +283,22 @@ class _Functionalizer:
     def write(self, target: TensorProxy, new_value: TensorProxy, location=None) -> None:
         if target.name not in self.proxy:
             self._know(target)
+        if self.opaque and not self.analysis:
+            # a view whose elements the meta tensors do not bound (as_strided) sees writes to its root, and writes
+            # through it reach the root's memory, beyond what a value of the root holds
+            raise NotFunctional(f"in-place write while {sorted(self.opaque)[0]} views memory the compiler cannot "
+                                "attribute (as_strided)")
         if target.name in self.opaque:
-            if self.analysis:
-                return
-            raise NotFunctional(f"in-place write to {target.name}, whose memory the compiler cannot attribute")
+            return
         if not self.analysis and self.grad_mode and (target.requires_grad or new_value.requires_grad):
             # autograd records eager's in-place ops with version checks and in-place gradient formulas
             # (errors included); out-of-place values would differ in what backward saves and raises
             raise NotFunctional(f"in-place write to {target.name} while autograd records it")
+        if not self.analysis and not self.grad_mode and self.root[target.name] in self.read_with_grad:
+            # eager's backward checks that what autograd saved was not written since (version counters) and
+            # raises; the functional trace would differentiate the old value
+            raise NotFunctional(f"in-place write under no_grad to {target.name}, which requires grad and was read "
+                                "with grad enabled before")
         if not self.analysis and (overlaps_itself(target.meta) or overlaps_itself(self.proxy[self.root[target.name]].meta)):
             # (an expanded tensor: eager writes each memory location once per element that refers to it, in its
             # kernel's order; a value laid out like it cannot even be written back)
@@ -314,9 +341,11 @@ class _Functionalizer:
             self.top = top
             if getattr(top, "changes_metadata", False):  # (recording.py: out= that eager resizes, resize_, t_...)
                 raise NotFunctional(f"{top.symbol.name} changes a tensor's shape or strides in place")
-            if top.symbol.tags & Tag.INPLACE and _inplace_target(top) is not None:
-                self._check_reads_of_written_memory(top, _inplace_target(top))  # (before its prims read it)
-            for bsym in flatten_to_prims([top]):
+            prims_of_top = flatten_to_prims([top])
+            if top.symbol.tags & Tag.INPLACE and _inplace_target(top) is not None:  # (before its prims read it)
+                positional = bool(top.subsymbols) and all(b.symbol in ELEMENTWISE for b in prims_of_top)
+                self._check_reads_of_written_memory(top, _inplace_target(top), positional)
+            for bsym in prims_of_top:
                 if getattr(bsym, "changes_metadata", False):
                     raise NotFunctional(f"{bsym.symbol.name} changes a tensor's shape or strides in place")
                 self.step(bsym)
@@ -465,17 +494,22 @@ class _Functionalizer:
             if isinstance(o, TensorProxy) and o.name not in arg_names:
                 self._know(o, bsym, i)
 
-    def _check_reads_of_written_memory(self, bsym: BoundSymbol, target: TensorProxy) -> None:
+    def _check_reads_of_written_memory(self, bsym: BoundSymbol, target: TensorProxy, positional=False) -> None:
         """An op that writes `target` and reads another view of the same memory (`z.index_copy_(0, i, z.t()...)`,
-        `x[1:] = x[:-1]`) gives what eager's kernel does element by element; the functional value reads all of
-        the old memory first. Such writes run in eager order."""
+        `x[1:] = x[:-1]`), or the target itself other than element by element (`x.masked_scatter_(m, x)`),
+        gives what eager's kernel does in its order; the functional value reads all of the old memory first.
+        Such writes run in eager order. positional: each element written reads only that element (`x.mul_(x)`)."""
         if self.analysis:
             return
         if target.name not in self.proxy:
             self._know(target)
         root = self.root[target.name]
-        for a in bsym.tensor_args():
-            if a is target or a.name == target.name:
+        args = bsym.tensor_args()
+        itself = sum(1 for a in args if a.name == target.name) > 1  # (once as the written argument)
+        if itself and not positional and bsym.symbol is not prims.copy_:
+            raise NotFunctional(f"{bsym.symbol.name} writes {target.name} and reads it, not element by element")
+        for a in args:
+            if a.name == target.name:
                 continue
             if a.name not in self.proxy:
                 self._know(a)

@@ -116,7 +116,7 @@ INPLACE = ["{a}.add_(1)", "{a}.mul_({b})", "{a}.add_({b}, alpha=0.5)", "{a}.copy
            "{a}[..., 0] = 1", "{a}[0] += 1", "{a} += {b}", "{a} *= 2", "{a}.sub_({b}.t())", "{a}.sin_()", "{a}.exp_()",
            "{a}.div_(2)", "{a}.copy_({a})", "{a}.copy_({a}.flip(0))", "{a}.index_copy_(0, torch.tensor([0]), {b}[:1])",
            "{a}.index_fill_(0, torch.tensor([0]), 2)", "{a}.index_add_(0, torch.tensor([0, 0]), {b}[:2])",
-           "{a}[torch.tensor([0, 0])] = {b}[:2]", "{a}.index_put_((torch.tensor([1, 0]),), {b}[:2], accumulate=True)",
+           "{a}.index_put_((torch.tensor([1, 0]),), {b}[:2], accumulate=True)",
            "{a}.copy_({a}.t())", "{a}.add_({a}.t())", "{a}.mul_({a})", "{a}.copy_({b}.t())", "{a}.neg_()",
            "{a}.masked_scatter_({b} > 0, {c})", "{a}.index_copy_(0, torch.tensor([1, 0]), {a}.t().narrow(0, 0, 2))",
            "{a}.add_({a}[0])", "{a}[1:] = {a}[:-1]", "{a}.copy_({a}[0])", "{a}.abs_()",
@@ -126,10 +126,17 @@ OUT = ["torch.mul({b}, -2, out={a})", "torch.add({b}, {c}, out={a})", "torch.exp
        "torch.matmul({b}, {c}.mT, out={a})", "torch.cat([{b}, {c}], out={a})", "torch.where({b} > 0, {b}, {c}, out={a})"]
 METADATA = ["{a}.t_()", "{a}.unsqueeze_(0)", "{a}.squeeze_()", "{a}.transpose_(0, -1)", "{a}.resize_({a}.numel() // 2)",
             "{a}.detach_()", "{a}.requires_grad_()", "{a}.as_strided_((2,), (1,))"]
+RESULT_OF_INPLACE = ["{v} = {a}.add_(1)", "{v} = {a}.mul_(2).t()", "{v} = {a}.add_(1).mul_(2)", "{v} = {a}.clamp_(0)[0]",
+                     "{v} = F.relu({a}, inplace=True)", "{v} = {a}.copy_({b})", "{v} = {a}.zero_().view(-1)",
+                     "{v} = {a}.type_as({a})", "{v} = {a}.expand_as({a})", "{v} = {a}.requires_grad_(False)",
+                     "{v} = {a}.copy_({b}.double())", "{v} = {a}.sigmoid_().unsqueeze(0)"]
+DATA_DEPENDENT = ["if {a}.sum() > 0:\n    {a}.mul_(2)", "{v} = {a}[{a} > 0]", "{v} = {a} * {a}.max().item()",
+                  "for _ in range(2):\n    {a}.add_(1)", "if bool(({a} > 0).any()):\n    {v} = {a}.view(-1)\nelse:\n    {v} = {a}.clone()"]
 NO_GRAD = ["with torch.no_grad():\n    {a}.mul_(2)", "with torch.no_grad():\n    {a}.copy_({b})",
            "with torch.no_grad():\n    {v} = {a}.view(-1)\n    {v}.add_(1)", "with torch.no_grad():\n    {a}[0] = 0"]
 KINDS = {"view": (VIEWS, 5), "compute": (COMPUTE, 4), "inplace": (INPLACE, 6), "out": (OUT, 2),
-         "metadata": (METADATA, 1), "no_grad": (NO_GRAD, 1)}
+         "metadata": (METADATA, 1), "no_grad": (NO_GRAD, 1), "result_of_inplace": (RESULT_OF_INPLACE, 2),
+         "data_dependent": (DATA_DEPENDENT, 1)}
 
 
 @dataclass
@@ -196,7 +203,7 @@ def random_program(seed: int) -> Program:
         if _runs(_source(len(specs), [], "None"), specs, 1000 + seed):
             break
     lines: list[str] = []
-    steps = rng.randint(2, 7)
+    steps = rng.randint(2, 9)
     for step in range(steps):
         for _ in range(25):
             table, _ = KINDS[rng.choices(list(KINDS), [w for _, w in KINDS.values()])[0]]

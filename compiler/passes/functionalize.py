@@ -102,6 +102,8 @@ def _replace_flat(bsym, pos: int, new):
     return _map_args(bsym, lambda i, x: new if i == pos else x)
 
 
+_VIEW_PRIMS = {prims.reshape, prims.permute, prims.broadcast_to, prims.unsqueeze, prims.squeeze, prims.slice_in_dim}
+
 # prims whose every output element is computed from the elements at its own position (after broadcasting)
 ELEMENTWISE = {getattr(prims, n) for n in (
     "abs neg exp log log1p tanh erf sqrt rsqrt sin cos reciprocal sigmoid floor ceil sign logical_not add sub mul div "
@@ -234,8 +236,6 @@ class _Functionalizer:
         if root in self.off_graph and self.grad_mode and not self.analysis:
             raise NotFunctional(f"{root} requires grad and was written under no_grad, then is read with grad "
                                 "enabled (eager differentiates through the tensor itself)")
-        if self.grad_mode and self.proxy[root].requires_grad:
-            self.read_with_grad.add(root)
         if p.name == root or self.value_version.get(p.name) == self.version.get(root, 0):
             return self.value[p.name]
         return self._replay(p.name, self.read(self.proxy[root]), version=self.version.get(root, 0))
@@ -294,11 +294,11 @@ class _Functionalizer:
             # autograd records eager's in-place ops with version checks and in-place gradient formulas
             # (errors included); out-of-place values would differ in what backward saves and raises
             raise NotFunctional(f"in-place write to {target.name} while autograd records it")
-        if not self.analysis and not self.grad_mode and self.root[target.name] in self.read_with_grad:
-            # eager's backward checks that what autograd saved was not written since (version counters) and
-            # raises; the functional trace would differentiate the old value
-            raise NotFunctional(f"in-place write under no_grad to {target.name}, which requires grad and was read "
-                                "with grad enabled before")
+        if not self.analysis and self.root[target.name] in self.read_with_grad:
+            # (under no_grad, or through a detached view) eager's backward checks that what autograd saved was not
+            # written since (version counters) and raises; the functional trace would differentiate the old value
+            raise NotFunctional(f"in-place write to {target.name}, whose memory requires grad and was read with "
+                                "grad enabled before")
         if not self.analysis and (overlaps_itself(target.meta) or overlaps_itself(self.proxy[self.root[target.name]].meta)):
             # (an expanded tensor: eager writes each memory location once per element that refers to it, in its
             # kernel's order; a value laid out like it cannot even be written back)
@@ -330,7 +330,7 @@ class _Functionalizer:
             self.value[target.name] = new_value
             self.value_version[target.name] = self.version[root]
         self.write_mode[root] = self.grad_mode
-        if not self.grad_mode and self.proxy[root].requires_grad:
+        if self.proxy[root].requires_grad:  # (written under no_grad or through a detached view: autograd-free)
             self.off_graph.add(root)
         if root not in self.written_order:
             self.written_order.append(root)
@@ -363,7 +363,8 @@ class _Functionalizer:
                 src = fresh
             sources[r] = src
         for r in writebacks:
-            mode = self.write_mode[r]
+            # (a write autograd would record was refused: one into a tensor that requires grad was autograd-free)
+            mode = self.write_mode[r] and not self.proxy[r].requires_grad
             if mode != self.grad_mode:
                 self._set_grad(mode)
             self.out.append(BoundSymbol(prims.copy_to_out_, (sources[r],), {"out": self.proxy[r]}, self.proxy[r]))
@@ -483,6 +484,11 @@ class _Functionalizer:
             return
         args, kwargs = _map_args(bsym, lambda i, a: self.read(a) if isinstance(a, TensorProxy) else a)
         arg_names = {a.name for a in bsym.tensor_args()}
+        if self.grad_mode and not sym.tags & (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW) and sym not in _VIEW_PRIMS \
+                and any(o.requires_grad for o in bsym.tensor_outputs()):
+            for a in bsym.tensor_args():  # (an op autograd records: it may save what it reads)
+                if self.proxy[self.root[a.name]].requires_grad:
+                    self.read_with_grad.add(self.root[a.name])
         outs = bsym.tensor_outputs()
         # an op returning one of its own arguments (contiguous() of a contiguous tensor): the same value
         new_out = bsym.output

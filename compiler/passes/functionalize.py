@@ -19,6 +19,8 @@ checks and in-place gradient formulas decide what backward saves, returns and ra
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from ..torchlang import prims
@@ -109,6 +111,19 @@ ELEMENTWISE = {getattr(prims, n) for n in (
     "abs neg exp log log1p tanh erf sqrt rsqrt sin cos reciprocal sigmoid floor ceil sign logical_not add sub mul div "
     "pow remainder maximum minimum eq ne lt le gt ge logical_and logical_or where convert_element_type full clone "
     "broadcast_to copy_").split()}
+
+
+@functools.lru_cache(maxsize=None)
+def pointwise(name: str) -> bool:
+    """Whether the torch op printed as `name` ("torch.add", "Tensor.lerp_") is elementwise: its ATen operator
+    carries torch's `pointwise` tag (on some overload; `out=` variants share the family's semantics)."""
+    base = name.rsplit(".", 1)[-1]
+    base = base[:-1] if base.endswith("_") and not base.startswith("_") else base
+    try:
+        packet = getattr(torch.ops.aten, base)
+        return any(torch.Tag.pointwise in getattr(packet, o).tags for o in packet.overloads())
+    except Exception:  # noqa: BLE001 - not an ATen operator (Tensor.__setitem__, a Python function): not known
+        return False
 
 
 def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -343,7 +358,8 @@ class _Functionalizer:
                 raise NotFunctional(f"{top.symbol.name} changes a tensor's shape or strides in place")
             prims_of_top = flatten_to_prims([top])
             if top.symbol.tags & Tag.INPLACE and _inplace_target(top) is not None:  # (before its prims read it)
-                positional = bool(top.subsymbols) and all(b.symbol in ELEMENTWISE for b in prims_of_top)
+                positional = pointwise(top.symbol.name) or \
+                    bool(top.subsymbols) and all(b.symbol in ELEMENTWISE for b in prims_of_top)
                 self._check_reads_of_written_memory(top, _inplace_target(top), positional)
             for bsym in prims_of_top:
                 if getattr(bsym, "changes_metadata", False):

@@ -2,20 +2,35 @@
 
 Ops with a decomposition are replaced by their prims; every in-place write becomes a new value:
 `prims.copy_(a, v)` makes `v` the value of `a`, any other in-place op runs on a fresh `prims.clone`.
-Aliases are tracked from the meta tensors (`_base`: which outputs view which tensor): a write through a
-view makes a new value of its base (`prims.scatter_view`, replaying the view's ops on a copy laid out like
-the traced base), and a later read of a view of a written base replays the view's ops on the new value.
-Writes the caller can observe (inputs: arguments, parameters, buffers, captured tensors) are written back
-once at the end with `prims.copy_to_out_(value, out=input)`, in the grad mode of the last write; returned
-views of inputs are taken again from the written input, so they share its memory as in eager.
+Aliases are tracked from the meta tensors (`_base`, and shared storage for view ops that are no autograd
+views, `detach`): a write through a view makes a new value of its base (`prims.scatter_view`, replaying the
+view's ops on a copy laid out like the traced base), and a later read of a view of a written base replays the
+view's ops on the new value. Writes the caller can observe (inputs: arguments, parameters, buffers, captured
+tensors) are written back once at the end with `prims.copy_to_out_(value, out=input)`, in the grad mode of
+the last write (under no_grad for a tensor that requires grad: such a write was autograd-free in eager).
+Returned tensors that share memory in eager share it in the result: views of a written input are taken again
+from the input, and returned views of one intermediate (`c`, `e = c.view(-1)` written into) are taken again
+from the intermediate's final value (as AOTAutograd regenerates output aliases), in the grad mode each was
+made in.
 
 What the trace cannot show is the caller's storage: two inputs may share memory. The execution plan
-(executors/plan.py) checks that at run time and runs the eager-order trace instead when they do.
-Ops that change a tensor's metadata in place (`t_`, `squeeze_`, `resize_`...), and in-place writes that
-autograd records (grad enabled and the written tensor or its new value requires grad: eager's version
-checks and in-place gradient formulas decide what backward saves, returns and raises) raise
-`NotFunctional`, and the plan keeps the eager-order trace for that function. Writes under no_grad
-(optimizer steps, caches, running statistics) and to tensors outside autograd are functionalized.
+(executors/plan.py) checks that at run time and runs the eager-order trace instead when they do. Everything
+else this pass cannot express exactly raises `NotFunctional` with the reason, and the plan keeps the
+eager-order trace for that function (the reason is in its header):
+- ops that change a tensor's metadata in place (`t_`, `squeeze_`, `resize_`, an `out=` that eager resizes);
+- in-place writes that autograd records (grad enabled and the written tensor or its new value requires grad:
+  eager's version checks and in-place gradient formulas decide what backward saves, returns and raises), and
+  autograd-free writes into a tensor that requires grad when autograd may have saved it (read by an op it
+  recorded) or when it is read again with grad enabled, or when a returned view of it is one eager marks
+  (made under no_grad, or by an op returning several views);
+- writes into memory whose elements overlap (an expanded tensor: eager writes each location once per element
+  that refers to it), and in-place ops that read the memory they write through another view, or read their
+  target other than element by element (`x.masked_scatter_(m, x)`; ATen's pointwise ops are element by
+  element);
+- writes while an `as_strided` view exists (its elements are not bounded by the meta tensors), autocast
+  switches, state stores before later ops and module backward hooks.
+Writes under no_grad (optimizer steps, caches, running statistics) and to tensors outside autograd are
+functionalized.
 """
 from __future__ import annotations
 
@@ -546,7 +561,7 @@ class _Functionalizer:
         target = _inplace_target(bsym)
         if target is None:
             raise NotFunctional(f"{sym.name}: in-place op without a tensor target")
-        self._check_reads_of_written_memory(bsym, target)
+        self._check_reads_of_written_memory(bsym, target, positional=pointwise(sym.name))
         current = self.read(target)
         fresh = self._fresh(current)
         self.out.append(BoundSymbol(prims.clone, (current,), {}, fresh, location=bsym.location))

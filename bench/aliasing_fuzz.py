@@ -33,10 +33,16 @@ def main() -> int:
     parser.add_argument("--cache", default="constant values")
     parser.add_argument("--default-path", action="store_true", help="the default executors instead (a baseline)")
     parser.add_argument("--show", action="store_true", help="print the source of each program that differs")
+    parser.add_argument("--nvfuser-definitions", action="store_true",
+                        help="instead: build each program's fusion regions as nvFuser definitions (needs nvfuser_direct; "
+                             "no GPU: definitions build on CPU, nothing executes)")
     opts = parser.parse_args()
     warnings.simplefilter("ignore")
     import aliasing_programs as ap
     from compiler.executors.inductor import InductorExecutor
+
+    if opts.nvfuser_definitions:
+        return nvfuser_definitions(ap, opts)
 
     executors = None if opts.default_path else (InductorExecutor(backend=opts.backend), "torch")
     counts, fallbacks = collections.Counter(), collections.Counter()
@@ -67,6 +73,46 @@ def main() -> int:
         for reason, n in fallbacks.most_common():
             print(f"  {n:5d} {reason}")
     return 1 if counts["wrong"] or counts["crash"] or counts["wrong (default path too)"] else 0
+
+
+def nvfuser_definitions(ap, opts) -> int:
+    """Each program's functional trace fused for nvFuser; every region built as a FusionDefinition (each prim
+    through its translator) or refused with a reason. A crash is a translator or plan bug."""
+    import compiler
+    from compiler.executors.nvfuser import NvFuserExecutor, Refused, build_definition
+    from compiler.passes.dce import dce
+    from compiler.passes.functionalize import NotFunctional, functionalize
+    from compiler.passes.fusion import fuse
+
+    counts, reasons = collections.Counter(), collections.Counter()
+    for seed in range(opts.start, opts.start + opts.count):
+        program = ap.random_program(seed)
+        jfn = compiler.jit(program.fn, cache=opts.cache)
+        try:
+            jfn(*program.make()[0])
+            trace = compiler.last_traces(jfn)[-1]
+            fused = fuse(dce(functionalize(trace)), NvFuserExecutor())
+        except NotFunctional:
+            counts["programs in eager order"] += 1
+            continue
+        except Exception:  # noqa: BLE001 - eager raised, a refusal, a segmented trace: nothing to build
+            counts["programs not traced"] += 1
+            continue
+        counts["programs"] += 1
+        for region in (b for b in fused.bsyms if getattr(b.symbol, "region", None) is not None):
+            try:
+                build_definition(region)
+                counts["regions built"] += 1
+            except Refused as e:
+                counts["regions refused"] += 1
+                reasons[str(e)[:90]] += 1
+            except Exception as e:  # noqa: BLE001
+                counts["regions crashed"] += 1
+                print(f"CRASH seed {seed}: {type(e).__name__}: {e}", flush=True)
+    print(f"{opts.count} programs through nvFuser's translator:", dict(counts))
+    for reason, n in reasons.most_common(10):
+        print(f"  {n:5d} refused: {reason}")
+    return 1 if counts["regions crashed"] else 0
 
 
 if __name__ == "__main__":

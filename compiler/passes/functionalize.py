@@ -200,12 +200,12 @@ class _Functionalizer:
         self.write_mode: dict[str, bool] = {}
         self.written_order: list[str] = []
         self.input_alias: set[str] = set()  # values that are (views of) the caller's tensors
-        self.made_in_mode: dict[str, bool] = {}  # view name -> grad mode it was made in (a returned view's autograd role)
+        self.made_in_mode: dict[str, bool] = {}  # name -> grad mode it was made in (a returned view's autograd role)
         self.made_at: dict[str, int] = {}  # view name -> writes into its root before it was made
         # roots that require grad, written under no_grad: eager keeps their autograd identity (a later read with
         # grad enabled differentiates through them); their new value, made under no_grad, has none
         self.off_graph: set[str] = set()
-        self.read_with_grad: set[str] = set()  # roots that require grad, read with grad enabled (autograd may save them)
+        self.read_with_grad: set[str] = set()  # roots requiring grad, read by an op autograd records (it may save them)
         for a in trace.args:
             if isinstance(a, TensorProxy):
                 self._know(a)
@@ -329,7 +329,8 @@ class _Functionalizer:
             # written since (version counters) and raises; the functional trace would differentiate the old value
             raise NotFunctional(f"in-place write to {target.name}, whose memory requires grad and was read with "
                                 "grad enabled before")
-        if not self.analysis and (overlaps_itself(target.meta) or overlaps_itself(self.proxy[self.root[target.name]].meta)):
+        if not self.analysis and (overlaps_itself(target.meta) or
+                                  overlaps_itself(self.proxy[self.root[target.name]].meta)):
             # (an expanded tensor: eager writes each memory location once per element that refers to it, in its
             # kernel's order; a value laid out like it cannot even be written back)
             raise NotFunctional(f"in-place write to {target.name}, whose elements share memory")

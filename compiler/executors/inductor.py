@@ -14,6 +14,7 @@ AOTAutograd; `compiler.last_backward_traces` shows which is which.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from contextlib import contextmanager
@@ -82,6 +83,19 @@ def region_function(bsym: BoundSymbol, name: str = "region"):
     return sub
 
 
+# Inductor elides the rounding between fused low-precision ops (bf16/fp16 computed in fp32 across a whole
+# region); eager rounds after each op. Regions compile with the rounding kept, so they give eager's values.
+EAGER_NUMERICS = {"emulate_precision_casts": True}
+
+
+def _eager_numerics(backend: str):
+    if backend != "inductor":
+        return contextlib.nullcontext()
+    import torch._inductor.config
+
+    return torch._inductor.config.patch(EAGER_NUMERICS)
+
+
 class _Region:
     """A region's compiled function. The region's FX graph (symbolic_trace of its straight-line torch code)
     goes to torch.compile's backend directly, once per grad mode and autocast state: the prologue of every
@@ -104,7 +118,8 @@ class _Region:
             return None  # options patch inductor's config inside torch.compile
         try:
             gm = torch.fx.symbolic_trace(fn or self.plain)
-            compiled = torch._dynamo.lookup_backend(self.backend)(gm, list(inputs))
+            with _eager_numerics(self.backend):
+                compiled = torch._dynamo.lookup_backend(self.backend)(gm, list(inputs))
         except Exception:  # noqa: BLE001 - any failure: torch.compile of the function instead
             return None
         return lambda *args: tuple(compiled(*args))
@@ -121,8 +136,9 @@ class _Region:
             if fn is not None:
                 return fn(*inputs)
             if self.compiled is None:
+                options = dict(self.options or {}, **EAGER_NUMERICS) if self.backend == "inductor" else self.options
                 self.compiled = torch.compile(self.plain, backend=self.backend, fullgraph=True,
-                                              dynamic=self.dynamic, options=self.options)
+                                              dynamic=self.dynamic, options=options)
             try:
                 return self.compiled(*inputs)
             except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.BackendCompilerFailed) as e:

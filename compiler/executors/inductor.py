@@ -83,9 +83,11 @@ def region_function(bsym: BoundSymbol, name: str = "region"):
     return sub
 
 
-# Inductor elides the rounding between fused low-precision ops (bf16/fp16 computed in fp32 across a whole
-# region); eager rounds after each op. Regions compile with the rounding kept, so they give eager's values.
-EAGER_NUMERICS = {"emulate_precision_casts": True}
+# Where inductor's defaults give other values than eager, regions compile with eager's: inductor elides the
+# rounding between fused low-precision ops (bf16/fp16 computed in fp32 across a region; eager rounds after
+# each op), and its joint-graph constant folding takes `x * 0` for 0 (eager: nan for inf and nan, -0.0 for
+# negative x; a region's VJP multiplies by zero wherever a forward op did).
+EAGER_NUMERICS = {"emulate_precision_casts": True, "joint_graph_constant_folding": False}
 
 
 def _eager_numerics(backend: str):

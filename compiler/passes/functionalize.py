@@ -145,6 +145,22 @@ def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.untyped_storage()._cdata == b.untyped_storage()._cdata
 
 
+def may_overlap(a: torch.Tensor, b: torch.Tensor, limit: int = 1 << 16) -> bool:
+    """Whether two views of one storage may share an element (`x[0] = x[1]` does not: it reads what it does not
+    write). Compared element by element up to `limit` elements; beyond that, or across dtypes, assume so."""
+    if a.dtype != b.dtype or a.numel() + b.numel() > limit:
+        return True
+    return bool(torch.isin(_offsets(a), _offsets(b)).any())
+
+
+def _offsets(m: torch.Tensor) -> torch.Tensor:
+    """The storage offset of every element of the (meta) tensor `m`, as a flat CPU tensor."""
+    at = torch.tensor([m.storage_offset()])
+    for size, stride in zip(m.shape, m.stride()):
+        at = (at[:, None] + torch.arange(size) * stride).reshape(-1)
+    return at
+
+
 def overlaps_itself(m: torch.Tensor) -> bool:
     """Whether two elements of `m` may share memory (expanded: a stride 0; or strides that interleave). Sizes
     sorted by stride, each stride must step over everything the smaller ones reach."""
@@ -551,7 +567,7 @@ class _Functionalizer:
                 continue
             if a.name not in self.proxy:
                 self._know(a)
-            if self.root[a.name] == root:
+            if self.root[a.name] == root and may_overlap(a.meta, target.meta):
                 raise NotFunctional(f"{bsym.symbol.name} writes {target.name} and reads {a.name}, another view of "
                                     "the same memory")
 

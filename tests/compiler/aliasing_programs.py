@@ -16,6 +16,7 @@ Distinct from bench/fuzz.py (the default path's differential fuzzer): this gener
 """
 from __future__ import annotations
 
+import contextlib
 import linecache
 import random
 import warnings
@@ -121,9 +122,12 @@ INPLACE = ["{a}.add_(1)", "{a}.mul_({b})", "{a}.add_({b}, alpha=0.5)", "{a}.copy
            "{a}.masked_scatter_({b} > 0, {c})", "{a}.index_copy_(0, torch.tensor([1, 0]), {a}.t().narrow(0, 0, 2))",
            "{a}.add_({a}[0])", "{a}[1:] = {a}[:-1]", "{a}.copy_({a}[0])", "{a}.abs_()",
            "{a}.clamp_(min={b})", "torch.add({a}, {b}, out={a})"]
+# (out= of a reduction, a matmul or a cat reads its inputs while it writes: eager's result is undefined where out
+# shares their memory, so those read copies)
 OUT = ["torch.mul({b}, -2, out={a})", "torch.add({b}, {c}, out={a})", "torch.exp({b}, out={a})",
-       "torch.sum({b}, 0, out={a})", "torch.neg({b}, out={a})", "torch.mul({a}, 2, out={b})",
-       "torch.matmul({b}, {c}.mT, out={a})", "torch.cat([{b}, {c}], out={a})", "torch.where({b} > 0, {b}, {c}, out={a})"]
+       "torch.sum({b}.clone(), 0, out={a})", "torch.neg({b}, out={a})", "torch.mul({a}, 2, out={b})",
+       "torch.matmul({b}.clone(), {c}.mT.clone(), out={a})", "torch.cat([{b}.clone(), {c}.clone()], out={a})",
+       "torch.where({b} > 0, {b}, {c}, out={a})"]
 METADATA = ["{a}.t_()", "{a}.unsqueeze_(0)", "{a}.squeeze_()", "{a}.transpose_(0, -1)", "{a}.resize_({a}.numel() // 2)",
             "{a}.detach_()", "{a}.requires_grad_()", "{a}.as_strided_((2,), (1,))"]
 RESULT_OF_INPLACE = ["{v} = {a}.add_(1)", "{v} = {a}.mul_(2).t()", "{v} = {a}.add_(1).mul_(2)", "{v} = {a}.clamp_(0)[0]",
@@ -175,9 +179,9 @@ def _runs(source: str, specs, seed: int) -> bool:
     results = []
     try:
         exec(compile(source, "<candidate>", "exec"), namespace)  # noqa: S102 - generated here
-        for _ in range(2):
+        for fill in (False, True):
             args, _ = build_inputs(specs, seed)
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), _uninitialized_memory_filled(fill):
                 warnings.simplefilter("ignore")
                 out = namespace["program"](*args)
             outs = list(out) if isinstance(out, tuple) else [out]
@@ -188,6 +192,19 @@ def _runs(source: str, specs, seed: int) -> bool:
         return False
     return all(a.shape == b.shape and (torch.allclose(a, b, rtol=0, atol=0, equal_nan=True) if a.is_floating_point()
                                        else torch.equal(a, b)) for a, b in zip(*results))
+
+
+@contextlib.contextmanager
+def _uninitialized_memory_filled(on: bool):
+    """Memory torch allocates without writing (resize_, a resized out=) filled with NaN (deterministic
+    algorithms mode): a program that reads it gives another result than with whatever malloc returned."""
+    before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    if on:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
 
 
 def _source(n_inputs: int, lines: list, returns: str) -> str:

@@ -11,6 +11,9 @@ backward is the region's vector-Jacobian product (passes/vjp.py, built from per-
 by the same backend, so the backward is fused too. A region with a prim that has no VJP rule, a
 shape-generic region (its VJP trace would bake in sizes) and a call under autocast keep torch.compile's own
 AOTAutograd; `compiler.last_backward_traces` shows which is which.
+Numerics: regions compile with eager's where inductor's defaults differ (EAGER_NUMERICS). torch._dynamo and
+the backend are imported in a thread of their own, so their import leaves no reference cycle through the
+jitted call's frames (which would keep its tensors until the garbage collector runs).
 """
 from __future__ import annotations
 

@@ -47,23 +47,33 @@ def main(argv=None):
     ap.add_argument("--every", type=int, default=1, help="run every Nth op only")
     ap.add_argument("--offset", type=int, default=0, help="with --every: start at this op")
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--executor", default=None, choices=("inductor", "aot_eager"),
+                    help="jit with executors=(EXECUTOR, 'torch'): the functional, fused path (aot_eager: torch.compile's "
+                         "graph capture without code generation)")
+    ap.add_argument("--inplace-only", action="store_true", help="only the ops' in-place variants")
     a = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     names = set(a.ops.split(",")) if a.ops else None
     db.CACHE = a.cache
-    print(f"cache={a.cache!r}")
+    if a.executor is not None:
+        from compiler.executors.inductor import InductorExecutor
+
+        db.EXECUTORS = (InductorExecutor(backend=a.executor), "torch")
+    print(f"cache={a.cache!r}" + (f", executors=({a.executor!r}, 'torch')" if a.executor else ""))
     report = {}
     for dname in a.dtypes.split(","):
         dtype = getattr(torch, dname)
         tally = db.Tally()
         t0 = time.perf_counter()
         ops = db.ops_for(dtype, names)[a.offset::a.every]
+        if a.inplace_only:
+            ops = [op for op in ops if op.inplace_variant is not None]
         if a.every > 1:
             print(f"{dname}: every {a.every}th op from op {a.offset}: {len(ops)} ops")
         for k, op in enumerate(ops):
             t_op = time.perf_counter()
             db.run_op(op, dtype, tally, per_op=a.per_op, inplace=not a.no_inplace,
-                      grad=a.grad and dtype.is_floating_point, chain=not a.no_chain)
+                      grad=a.grad and dtype.is_floating_point, chain=not a.no_chain, forward=not a.inplace_only)
             if a.progress:
                 print(f"  [{k + 1}/{len(ops)}] {db.op_id(op)} {time.perf_counter() - t_op:.1f} s "
                       f"(total {time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)

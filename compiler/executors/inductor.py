@@ -11,9 +11,13 @@ backward is the region's vector-Jacobian product (passes/vjp.py, built from per-
 by the same backend, so the backward is fused too. A region with a prim that has no VJP rule, a
 shape-generic region (its VJP trace would bake in sizes) and a call under autocast keep torch.compile's own
 AOTAutograd; `compiler.last_backward_traces` shows which is which.
+Numerics: regions compile with eager's where inductor's defaults differ (EAGER_NUMERICS). torch._dynamo and
+the backend are imported in a thread of their own, so their import leaves no reference cycle through the
+jitted call's frames (which would keep its tensors until the garbage collector runs).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 from contextlib import contextmanager
@@ -50,6 +54,28 @@ def _signature(inputs) -> tuple:
                  for p in inputs)
 
 
+_IMPORTED: set = set()
+
+
+def _import_off_the_stack(backend: str) -> None:
+    """torch._dynamo and the backend's modules, imported in a thread of their own the first time. Importing them
+    leaves reference cycles through the importing frames (torch's import, ~40 frames), which would hold the
+    jitted call's frames, and its inputs and intermediates with them, until the garbage collector runs; a
+    thread's frames reach nothing of the caller's."""
+    if backend in _IMPORTED:
+        return
+
+    def load():
+        import torch._dynamo
+
+        torch._dynamo.lookup_backend(backend)
+
+    worker = threading.Thread(target=load, name="thunder-lint import of torch._dynamo")
+    worker.start()
+    worker.join()
+    _IMPORTED.add(backend)
+
+
 def region_function(bsym: BoundSymbol, name: str = "region"):
     """The region as plain Python over torch (uncompiled), and its printed source."""
     region = bsym.symbol.region
@@ -58,6 +84,21 @@ def region_function(bsym: BoundSymbol, name: str = "region"):
     sub.bsyms = list(region.bsyms)
     sub.output = tuple(region.outputs)
     return sub
+
+
+# Where inductor's defaults give other values than eager, regions compile with eager's: inductor elides the
+# rounding between fused low-precision ops (bf16/fp16 computed in fp32 across a region; eager rounds after
+# each op), and its joint-graph constant folding takes `x * 0` for 0 (eager: nan for inf and nan, -0.0 for
+# negative x; a region's VJP multiplies by zero wherever a forward op did).
+EAGER_NUMERICS = {"emulate_precision_casts": True, "joint_graph_constant_folding": False}
+
+
+def _eager_numerics(backend: str):
+    if backend != "inductor":
+        return contextlib.nullcontext()
+    import torch._inductor.config
+
+    return torch._inductor.config.patch(EAGER_NUMERICS)
 
 
 class _Region:
@@ -82,7 +123,8 @@ class _Region:
             return None  # options patch inductor's config inside torch.compile
         try:
             gm = torch.fx.symbolic_trace(fn or self.plain)
-            compiled = torch._dynamo.lookup_backend(self.backend)(gm, list(inputs))
+            with _eager_numerics(self.backend):
+                compiled = torch._dynamo.lookup_backend(self.backend)(gm, list(inputs))
         except Exception:  # noqa: BLE001 - any failure: torch.compile of the function instead
             return None
         return lambda *args: tuple(compiled(*args))
@@ -99,8 +141,9 @@ class _Region:
             if fn is not None:
                 return fn(*inputs)
             if self.compiled is None:
+                options = dict(self.options or {}, **EAGER_NUMERICS) if self.backend == "inductor" else self.options
                 self.compiled = torch.compile(self.plain, backend=self.backend, fullgraph=True,
-                                              dynamic=self.dynamic, options=self.options)
+                                              dynamic=self.dynamic, options=options)
             try:
                 return self.compiled(*inputs)
             except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.BackendCompilerFailed) as e:
@@ -166,6 +209,7 @@ class InductorExecutor:
         return getattr(bsym.symbol, "executor", None) is self
 
     def callee(self, bsym: BoundSymbol, trace: Trace) -> str:
+        _import_off_the_stack(self.backend)
         sub = region_function(bsym)
         generic = getattr(_LOCAL, "generic", False)
         numbers = _numbers_as_inputs(sub) if generic else []

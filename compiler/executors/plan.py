@@ -37,7 +37,11 @@ def plan_execution(trace, executors) -> tuple[list, object]:
     written = [i for i, a in enumerate(trace.args) if any(a is w for w in functional.writebacks)]
     if written:
         computation = _unless_inputs_share_memory(computation, written, trace)
+        execution.header += f" ({SHARED_INPUTS})"
     return [functional, cleaned, fused, execution], computation
+
+
+SHARED_INPUTS = "a call whose written inputs share memory with other inputs runs the eager-order trace"
 
 
 def _unless_inputs_share_memory(computation, written: list[int], trace):
@@ -56,9 +60,12 @@ def _unless_inputs_share_memory(computation, written: list[int], trace):
                 break
         else:
             if len(written_storages) == sum(1 for i in written if inputs[i].numel()):
+                run.last_eager_order_reason = None
                 return computation(*inputs)
         if not eager_order:  # built on first need: written inputs alias other inputs in this call
             eager_order.append(assign_executors(trace, (torch_executor, python_executor)).python_callable())
+        run.last_eager_order_reason = "written inputs share memory with other inputs in this call"
         return eager_order[0](*inputs)
 
+    run.last_eager_order_reason = None
     return run

@@ -16,10 +16,13 @@ eager's stores so far.
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
 import torch
 
 from ..core import tree as pytree
-from ..core.context import MISSING as _MISSING, contents
+from ..core.context import MISSING as _MISSING, contents, current_state
 from .hidden_inputs import write_slot
 from ..core.proxies import OpaqueProxy, TensorProxy
 from ..core.symbols import BoundSymbol, Symbol, Tag
@@ -51,6 +54,11 @@ class Slot:
         return self.holder.get(self.key, _MISSING)
 
     def store(self, value) -> None:
+        state = current_state()
+        if state is not None and getattr(_RETRACING, "on", False) and holds_proxy(value):
+            # the store is an op of the trace being made (see stores_recorded)
+            state.scopes[-1].append(BoundSymbol(STORE, (self, value), {}, None, location=state.current_location))
+            return
         if self.kind == "cell":
             write_slot(self.holder, self.key, value, _MISSING)
         elif self.kind == "contents":
@@ -63,6 +71,22 @@ class Slot:
             self.holder.pop(self.key, None)  # (deleted in the call)
         else:
             self.holder[self.key] = value
+
+
+_RETRACING = threading.local()
+
+
+@contextmanager
+def stores_recorded():
+    """While an execution trace's own computation is traced again (cache="symbolic values" with a fusing
+    executor plans each call's sizes that way): the stores it makes with traced values are recorded as store
+    ops of the new trace, not made (they would leave proxies in the user's state)."""
+    before = getattr(_RETRACING, "on", False)
+    _RETRACING.on = True
+    try:
+        yield
+    finally:
+        _RETRACING.on = before
 
 
 def _print_store(bsym, trace):

@@ -72,6 +72,8 @@ class CallEffects:
             self._read_slots.add((id(holder), event.name))
             if isinstance(event.value, types.ModuleType):
                 return  # the module binding; its attributes are guarded where read statically
+            if holds_proxy(event.value):
+                return  # a value this call stored there (`nonlocal box; box = x.cos()`, then read): no hidden input
             label = f"{where.function}.__globals__[{event.name!r}]" if kind == ev.GLOBAL_READ else \
                 f"{where.function} closure cell {event.name!r}"
             self.reads += expand(HiddenValue("global" if kind == ev.GLOBAL_READ else "cell", holder, event.name,
@@ -145,6 +147,9 @@ class InterpretedCall:
         finally:
             if self.on_interpreter is not None:
                 self.on_interpreter(None)
+            # the native frame that called in (this one) holds `interp`: a cycle through every frame below,
+            # the jitted call's inputs and outputs included, until the garbage collector runs. Eager frees them
+            interp.native_caller = None
         return value
 
 

@@ -140,6 +140,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
 
         for event in aliasing_events(trace, lambda p: state.name_input(p.origin) if p.origin else p.name):
             state.emit(event)
+    state.real_inputs.clear()  # (the state lives on in cycles: it must not keep the call's tensors)
     return FrontendResult(trace, prologue, state.events, rerun=single_use, segments=path)
 
 

@@ -543,7 +543,11 @@ def _continue(jf, entry, comp: SegmentedComputation, env: dict, nodes: list[Node
     """No continuation for this outcome: trace again, reusing the values of the segments already run."""
     jf.hits -= 1  # counted as a hit when its guards passed: this call traces, so it is a miss
     jf.misses += 1
-    new = jf.compile(args, kwargs, replay=Replay(env, nodes, entry.symbolic))
+    replay = Replay(env, nodes, entry.symbolic)
+    try:
+        new = jf.compile(args, kwargs, replay=replay)
+    finally:  # (the tracing state keeps its options in reference cycles: they must not keep this call's tensors)
+        replay.env = {}
     path: Path | None = getattr(new.computation, "first", None)
     if not isinstance(new.computation, SegmentedComputation) or path is None or \
             len(path.records) < len(nodes):

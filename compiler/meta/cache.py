@@ -102,7 +102,7 @@ def _keepable(out, tensors: list, before):
     try:
         if [_tensor_key(t) for t in tensors] != before:  # the call changed an input's metadata
             return None
-    except _NoKey:
+    except (_NoKey, RuntimeError):  # (RuntimeError: a multi-output view whose base the call wrote: no grad_fn)
         return None
     in_ids = {id(t) for t in tensors}
     in_storages = {t.untyped_storage()._cdata for t in tensors}
@@ -127,7 +127,7 @@ def call(fn, margs, mkwargs):
     try:
         key = (fn, _state(), _key(margs, tensors), _key(mkwargs, tensors))
         hash(key)
-    except (_NoKey, TypeError):
+    except (_NoKey, TypeError, RuntimeError):  # (RuntimeError: is_leaf of a view autograd invalidated)
         return fn(*margs, **mkwargs)
     kept = _table.get(key)
     if kept is not None:

@@ -23,14 +23,28 @@ CROSS_DEVICE_OK = {"Tensor.copy_", "Tensor.__setitem__", "Tensor.__getitem__", "
                    "torch.index_put", "Tensor.index_put"}
 
 
+class _NonLeaf(torch.autograd.Function):
+    """A fresh meta tensor of any strides as the output of an autograd node: a non-leaf that is not a view.
+    (A clone keeps strides only of dense tensors: an expanded or sliced input would become contiguous, and
+    `contiguous()`/`reshape` on it would be traced as returning it instead of a copy.)"""
+
+    @staticmethod
+    def forward(ctx, anchor, shape, stride):
+        return torch.empty_strided(shape, stride, dtype=anchor.dtype, device="meta")
+
+    @staticmethod
+    def backward(ctx, grad):  # pragma: no cover - meta tensors are never differentiated
+        return None, None, None
+
+
 def meta_like(t: torch.Tensor) -> torch.Tensor:
     """A meta tensor with `t`'s layout and autograd role (leaf or not) - never itself a view."""
-    m = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="meta")
-    if t.requires_grad:
-        m.requires_grad_(True)
-        if not t.is_leaf:
-            m = m.clone(memory_format=torch.preserve_format)  # non-leaf: in-place ops allowed, like eager
-    return m
+    shape, stride = tuple(t.shape), tuple(t.stride())
+    if t.requires_grad and not t.is_leaf:  # non-leaf: in-place ops allowed, like eager
+        anchor = torch.empty((), dtype=t.dtype, device="meta", requires_grad=True)
+        return _NonLeaf.apply(anchor, shape, stride)
+    m = torch.empty_strided(shape, stride, dtype=t.dtype, device="meta")
+    return m.requires_grad_(True) if t.requires_grad else m
 
 
 def default_device() -> torch.device:

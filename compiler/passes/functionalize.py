@@ -2,22 +2,39 @@
 
 Ops with a decomposition are replaced by their prims; every in-place write becomes a new value:
 `prims.copy_(a, v)` makes `v` the value of `a`, any other in-place op runs on a fresh `prims.clone`.
-Aliases are tracked from the meta tensors (`_base`: which outputs view which tensor): a write through a
-view makes a new value of its base (`prims.scatter_view`, replaying the view's ops on a copy laid out like
-the traced base), and a later read of a view of a written base replays the view's ops on the new value.
-Writes the caller can observe (inputs: arguments, parameters, buffers, captured tensors) are written back
-once at the end with `prims.copy_to_out_(value, out=input)`, in the grad mode of the last write; returned
-views of inputs are taken again from the written input, so they share its memory as in eager.
+Aliases are tracked from the meta tensors (`_base`, and shared storage for view ops that are no autograd
+views, `detach`): a write through a view makes a new value of its base (`prims.scatter_view`, replaying the
+view's ops on a copy laid out like the traced base), and a later read of a view of a written base replays the
+view's ops on the new value. Writes the caller can observe (inputs: arguments, parameters, buffers, captured
+tensors) are written back once at the end with `prims.copy_to_out_(value, out=input)`, in the grad mode of
+the last write (under no_grad for a tensor that requires grad: such a write was autograd-free in eager).
+Returned tensors that share memory in eager share it in the result: views of a written input are taken again
+from the input, and returned views of one intermediate (`c`, `e = c.view(-1)` written into) are taken again
+from the intermediate's final value (as AOTAutograd regenerates output aliases), in the grad mode each was
+made in.
 
 What the trace cannot show is the caller's storage: two inputs may share memory. The execution plan
-(executors/plan.py) checks that at run time and runs the eager-order trace instead when they do.
-Ops that change a tensor's metadata in place (`t_`, `squeeze_`, `resize_`...), and in-place writes that
-autograd records (grad enabled and the written tensor or its new value requires grad: eager's version
-checks and in-place gradient formulas decide what backward saves, returns and raises) raise
-`NotFunctional`, and the plan keeps the eager-order trace for that function. Writes under no_grad
-(optimizer steps, caches, running statistics) and to tensors outside autograd are functionalized.
+(executors/plan.py) checks that at run time and runs the eager-order trace instead when they do. Everything
+else this pass cannot express exactly raises `NotFunctional` with the reason, and the plan keeps the
+eager-order trace for that function (the reason is in its header):
+- ops that change a tensor's metadata in place (`t_`, `squeeze_`, `resize_`, an `out=` that eager resizes);
+- in-place writes that autograd records (grad enabled and the written tensor or its new value requires grad:
+  eager's version checks and in-place gradient formulas decide what backward saves, returns and raises), and
+  autograd-free writes into a tensor that requires grad when autograd may have saved it (read by an op it
+  recorded) or when it is read again with grad enabled, or when a returned view of it is one eager marks
+  (made under no_grad, or by an op returning several views);
+- writes into memory whose elements overlap (an expanded tensor: eager writes each location once per element
+  that refers to it), and in-place ops that read the memory they write through another view, or read their
+  target other than element by element (`x.masked_scatter_(m, x)`; ATen's pointwise ops are element by
+  element);
+- writes while an `as_strided` view exists (its elements are not bounded by the meta tensors), autocast
+  switches, state stores before later ops and module backward hooks.
+Writes under no_grad (optimizer steps, caches, running statistics) and to tensors outside autograd are
+functionalized.
 """
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -102,6 +119,59 @@ def _replace_flat(bsym, pos: int, new):
     return _map_args(bsym, lambda i, x: new if i == pos else x)
 
 
+_VIEW_PRIMS = {prims.reshape, prims.permute, prims.broadcast_to, prims.unsqueeze, prims.squeeze, prims.slice_in_dim}
+
+# prims whose every output element is computed from the elements at its own position (after broadcasting)
+ELEMENTWISE = {getattr(prims, n) for n in (
+    "abs neg exp log log1p tanh erf sqrt rsqrt sin cos reciprocal sigmoid floor ceil sign logical_not add sub mul div "
+    "pow remainder maximum minimum eq ne lt le gt ge logical_and logical_or where convert_element_type full clone "
+    "broadcast_to copy_").split()}
+
+
+@functools.lru_cache(maxsize=None)
+def pointwise(name: str) -> bool:
+    """Whether the torch op printed as `name` ("torch.add", "Tensor.lerp_") is elementwise: its ATen operator
+    carries torch's `pointwise` tag (on some overload; `out=` variants share the family's semantics)."""
+    base = name.rsplit(".", 1)[-1]
+    base = base[:-1] if base.endswith("_") and not base.startswith("_") else base
+    try:
+        packet = getattr(torch.ops.aten, base)
+        return any(torch.Tag.pointwise in getattr(packet, o).tags for o in packet.overloads())
+    except Exception:  # noqa: BLE001 - not an ATen operator (Tensor.__setitem__, a Python function): not known
+        return False
+
+
+def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage()._cdata == b.untyped_storage()._cdata
+
+
+def may_overlap(a: torch.Tensor, b: torch.Tensor, limit: int = 1 << 16) -> bool:
+    """Whether two views of one storage may share an element (`x[0] = x[1]` does not: it reads what it does not
+    write). Compared element by element up to `limit` elements; beyond that, or across dtypes, assume so."""
+    if a.dtype != b.dtype or a.numel() + b.numel() > limit:
+        return True
+    return bool(torch.isin(_offsets(a), _offsets(b)).any())
+
+
+def _offsets(m: torch.Tensor) -> torch.Tensor:
+    """The storage offset of every element of the (meta) tensor `m`, as a flat CPU tensor."""
+    at = torch.tensor([m.storage_offset()])
+    for size, stride in zip(m.shape, m.stride()):
+        at = (at[:, None] + torch.arange(size) * stride).reshape(-1)
+    return at
+
+
+def overlaps_itself(m: torch.Tensor) -> bool:
+    """Whether two elements of `m` may share memory (expanded: a stride 0; or strides that interleave). Sizes
+    sorted by stride, each stride must step over everything the smaller ones reach."""
+    reach = 0
+    for size, stride in sorted(((n, st) for n, st in zip(m.shape, m.stride()) if n > 1), key=lambda d: d[1]):
+        if stride <= reach:
+            return True
+        reach += (size - 1) * stride
+    return False
+
+
 def flatten_to_prims(bsyms) -> list[BoundSymbol]:
     out = []
     for b in bsyms:
@@ -146,6 +216,12 @@ class _Functionalizer:
         self.write_mode: dict[str, bool] = {}
         self.written_order: list[str] = []
         self.input_alias: set[str] = set()  # values that are (views of) the caller's tensors
+        self.made_in_mode: dict[str, bool] = {}  # name -> grad mode it was made in (a returned view's autograd role)
+        self.made_at: dict[str, int] = {}  # view name -> writes into its root before it was made
+        # roots that require grad, written under no_grad: eager keeps their autograd identity (a later read with
+        # grad enabled differentiates through them); their new value, made under no_grad, has none
+        self.off_graph: set[str] = set()
+        self.read_with_grad: set[str] = set()  # roots requiring grad, read by an op autograd records (it may save them)
         for a in trace.args:
             if isinstance(a, TensorProxy):
                 self._know(a)
@@ -156,25 +232,36 @@ class _Functionalizer:
             return
         self.proxy[p.name] = p
         self.value[p.name] = p
+        self.made_in_mode[p.name] = self.grad_mode
         base = p.meta._base
-        view_tag = bsym is not None and bsym.symbol.tags & Tag.RETURNS_VIEW
+        flat = bsym.flat_args() if bsym is not None else []
+        # a view op's result that is no autograd view (detach) still shares its argument's memory; one that
+        # copied (x[mask], advanced indexing) does not
+        same_memory = [i for i, a in enumerate(flat) if isinstance(a, TensorProxy) and _same_storage(a.meta, p.meta)]
+        view_tag = bsym is not None and bsym.symbol.tags & Tag.RETURNS_VIEW and same_memory
         if bsym is None or (base is None and not view_tag):
             self.meta_owner.setdefault(id(p.meta), p)
             self.root[p.name] = p.name
             return
-        flat = bsym.flat_args()
         pos = next((i for i, a in enumerate(flat) if isinstance(a, TensorProxy)
                     and base is not None and (a.meta is base or a.meta._base is base)), None)
         if pos is None:
-            pos = next((i for i, a in enumerate(flat) if isinstance(a, TensorProxy)), None)
+            pos = same_memory[0] if same_memory else \
+                next((i for i, a in enumerate(flat) if isinstance(a, TensorProxy)), None)
             if pos is None or base is not None:  # a view of memory we cannot name
                 self.meta_owner.setdefault(id(p.meta), p)
                 self.root[p.name] = p.name
                 self.opaque.add(p.name)
                 return
         parent = flat[pos]
+        if "as_strided" in bsym.symbol.name:  # may reach memory of the root outside the parent's elements
+            if self.version.get(self.root.get(parent.name, parent.name), 0) and not self.analysis:
+                # (a written root's value holds only its elements: the rest of a copy laid out like it is unset)
+                raise NotFunctional(f"{bsym.symbol.name} of {parent.name}, whose memory was written before")
+            self.opaque.add(p.name)
         self.parent[p.name] = (bsym, pos, idx)
         self.root[p.name] = self.root.get(parent.name, parent.name)
+        self.made_at[p.name] = self.version.get(self.root[p.name], 0)
         if parent.name in self.opaque:
             self.opaque.add(p.name)
         self.value_version[p.name] = self.version.get(self.root[p.name], 0)
@@ -192,6 +279,9 @@ class _Functionalizer:
         if p.name not in self.proxy:
             self._know(p)
         root = self.root[p.name]
+        if root in self.off_graph and self.grad_mode and not self.analysis:
+            raise NotFunctional(f"{root} requires grad and was written under no_grad, then is read with grad "
+                                "enabled (eager differentiates through the tensor itself)")
         if p.name == root or self.value_version.get(p.name) == self.version.get(root, 0):
             return self.value[p.name]
         return self._replay(p.name, self.read(self.proxy[root]), version=self.version.get(root, 0))
@@ -210,6 +300,26 @@ class _Functionalizer:
             self.value_version[name] = version
         return cur
 
+    def _replay_as_made(self, name: str, root_value: TensorProxy) -> TensorProxy:
+        """A returned view taken again at the end, in the grad mode it was made in (its autograd role)."""
+        mode, end = self.made_in_mode.get(name, self.grad_mode), self.grad_mode
+        root = self.root[name]
+        multi = any(not isinstance(b.output, TensorProxy) for b, _, _ in self.chain(name))  # (split, unbind...)
+        if (not mode or multi) and self.proxy[root].requires_grad and \
+                self.version.get(root, 0) > self.made_at.get(name, 0):
+            # eager's autograd marks a view made under no_grad, or by an op returning several views, of a tensor
+            # that requires grad, once its memory is written in place: using it with grad raises. A view taken
+            # again would not be marked
+            raise NotFunctional(f"returned view {name} of a tensor that requires grad, made "
+                                f"{'by an op returning several views' if mode else 'under no_grad'}, is written in "
+                                "place afterwards")
+        if mode != end:
+            self._set_grad(mode)
+        view = self._replay(name, root_value)
+        if mode != end:
+            self._set_grad(end)
+        return view
+
     def _fresh(self, like: TensorProxy) -> TensorProxy:
         if self.analysis:  # names of a trace nobody runs: leave the real trace's name counter alone
             self._names += 1
@@ -219,14 +329,27 @@ class _Functionalizer:
     def write(self, target: TensorProxy, new_value: TensorProxy, location=None) -> None:
         if target.name not in self.proxy:
             self._know(target)
+        if self.opaque and not self.analysis:
+            # a view whose elements the meta tensors do not bound (as_strided) sees writes to its root, and writes
+            # through it reach the root's memory, beyond what a value of the root holds
+            raise NotFunctional(f"in-place write while {sorted(self.opaque)[0]} views memory the compiler cannot "
+                                "attribute (as_strided)")
         if target.name in self.opaque:
-            if self.analysis:
-                return
-            raise NotFunctional(f"in-place write to {target.name}, whose memory the compiler cannot attribute")
+            return
         if not self.analysis and self.grad_mode and (target.requires_grad or new_value.requires_grad):
             # autograd records eager's in-place ops with version checks and in-place gradient formulas
             # (errors included); out-of-place values would differ in what backward saves and raises
             raise NotFunctional(f"in-place write to {target.name} while autograd records it")
+        if not self.analysis and self.root[target.name] in self.read_with_grad:
+            # (under no_grad, or through a detached view) eager's backward checks that what autograd saved was not
+            # written since (version counters) and raises; the functional trace would differentiate the old value
+            raise NotFunctional(f"in-place write to {target.name}, whose memory requires grad and was read with "
+                                "grad enabled before")
+        if not self.analysis and (overlaps_itself(target.meta) or
+                                  overlaps_itself(self.proxy[self.root[target.name]].meta)):
+            # (an expanded tensor: eager writes each memory location once per element that refers to it, in its
+            # kernel's order; a value laid out like it cannot even be written back)
+            raise NotFunctional(f"in-place write to {target.name}, whose elements share memory")
         root = self.root[target.name]
         if root in self.external:
             self.facts.append(("write", root, self.top, location, target.name != root and self.chain(target.name)))
@@ -254,6 +377,8 @@ class _Functionalizer:
             self.value[target.name] = new_value
             self.value_version[target.name] = self.version[root]
         self.write_mode[root] = self.grad_mode
+        if self.proxy[root].requires_grad:  # (written under no_grad or through a detached view: autograd-free)
+            self.off_graph.add(root)
         if root not in self.written_order:
             self.written_order.append(root)
 
@@ -261,7 +386,16 @@ class _Functionalizer:
     def walk(self) -> None:
         for top in self.trace.bsyms:
             self.top = top
-            for bsym in flatten_to_prims([top]):
+            if getattr(top, "changes_metadata", False):  # (recording.py: out= that eager resizes, resize_, t_...)
+                raise NotFunctional(f"{top.symbol.name} changes a tensor's shape or strides in place")
+            prims_of_top = flatten_to_prims([top])
+            if top.symbol.tags & Tag.INPLACE and _inplace_target(top) is not None:  # (before its prims read it)
+                positional = pointwise(top.symbol.name) or \
+                    bool(top.subsymbols) and all(b.symbol in ELEMENTWISE for b in prims_of_top)
+                self._check_reads_of_written_memory(top, _inplace_target(top), positional)
+            for bsym in prims_of_top:
+                if getattr(bsym, "changes_metadata", False):
+                    raise NotFunctional(f"{bsym.symbol.name} changes a tensor's shape or strides in place")
                 self.step(bsym)
 
     def run(self) -> Trace:
@@ -277,7 +411,8 @@ class _Functionalizer:
                 src = fresh
             sources[r] = src
         for r in writebacks:
-            mode = self.write_mode[r]
+            # (a write autograd would record was refused: one into a tensor that requires grad was autograd-free)
+            mode = self.write_mode[r] and not self.proxy[r].requires_grad
             if mode != self.grad_mode:
                 self._set_grad(mode)
             self.out.append(BoundSymbol(prims.copy_to_out_, (sources[r],), {"out": self.proxy[r]}, self.proxy[r]))
@@ -286,9 +421,18 @@ class _Functionalizer:
         for r in writebacks:
             self.value[r] = self.proxy[r]
             self.version[r] = self.version.get(r, 0) + 1
+            self.off_graph.discard(r)  # (written back: the caller's tensor, autograd identity and all)
 
         written = set(writebacks)
         results: dict[str, TensorProxy] = {}
+        members: dict[str, set] = {}  # root -> names of the returned tensors whose memory it is
+        for p in pytree.tree_leaves(self.trace.output):
+            if isinstance(p, TensorProxy):
+                members.setdefault(self.root.get(p.name, p.name), set()).add(p.name)
+        # intermediates whose memory several returned tensors share (`c` and `e = c.view(-1)`, e written into):
+        # eager returns views of one tensor, so each is taken again from the final value of their base
+        shared = {r for r, names in members.items() if r not in self.external and len(names) > 1}
+        bases: dict[str, TensorProxy] = {}
 
         def result(p):
             if not isinstance(p, TensorProxy):
@@ -297,10 +441,25 @@ class _Functionalizer:
                 results[p.name] = _result(p)
             return results[p.name]
 
+        def base_value(root):
+            if root not in bases:
+                value = self.read(self.proxy[root])
+                if self._aliases_input(value):  # (t = empty(); t.copy_(x)): memory of its own, as in eager
+                    fresh = self._fresh(value)
+                    self.out.append(BoundSymbol(prims.clone, (value,), {}, fresh))
+                    value = fresh
+                bases[root] = value
+            return bases[root]
+
         def _result(p):
             root = self.root.get(p.name, p.name)
+            if root in shared:
+                if members[root] & self.opaque:
+                    raise NotFunctional(f"returned tensors {sorted(members[root])} share memory the trace cannot "
+                                        "rebuild")
+                return base_value(root) if p.name == root else self._replay_as_made(p.name, base_value(root))
             if root in written and p.name != root and p.name not in self.opaque:
-                return self._replay(p.name, self.proxy[root])  # a view of the written input, as in eager
+                return self._replay_as_made(p.name, self.proxy[root])  # a view of the written input, as in eager
             value = self.read(p)
             if root not in self.external and self._aliases_input(value):
                 # eager returns a tensor of its own here (t = empty(); t.copy_(x); return t), not the input
@@ -365,6 +524,7 @@ class _Functionalizer:
             raise NotFunctional("the trace switches autocast")
         if sym is prims.copy_:
             target, src = bsym.args
+            self._check_reads_of_written_memory(bsym, target)
             self.write(target, self.read(src), bsym.location)
             return
         if sym.tags & Tag.INPLACE:
@@ -372,6 +532,11 @@ class _Functionalizer:
             return
         args, kwargs = _map_args(bsym, lambda i, a: self.read(a) if isinstance(a, TensorProxy) else a)
         arg_names = {a.name for a in bsym.tensor_args()}
+        if self.grad_mode and not sym.tags & (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW) and sym not in _VIEW_PRIMS \
+                and any(o.requires_grad for o in bsym.tensor_outputs()):
+            for a in bsym.tensor_args():  # (an op autograd records: it may save what it reads)
+                if self.proxy[self.root[a.name]].requires_grad:
+                    self.read_with_grad.add(self.root[a.name])
         outs = bsym.tensor_outputs()
         # an op returning one of its own arguments (contiguous() of a contiguous tensor): the same value
         new_out = bsym.output
@@ -383,6 +548,29 @@ class _Functionalizer:
             if isinstance(o, TensorProxy) and o.name not in arg_names:
                 self._know(o, bsym, i)
 
+    def _check_reads_of_written_memory(self, bsym: BoundSymbol, target: TensorProxy, positional=False) -> None:
+        """An op that writes `target` and reads another view of the same memory (`z.index_copy_(0, i, z.t()...)`,
+        `x[1:] = x[:-1]`), or the target itself other than element by element (`x.masked_scatter_(m, x)`),
+        gives what eager's kernel does in its order; the functional value reads all of the old memory first.
+        Such writes run in eager order. positional: each element written reads only that element (`x.mul_(x)`)."""
+        if self.analysis:
+            return
+        if target.name not in self.proxy:
+            self._know(target)
+        root = self.root[target.name]
+        args = bsym.tensor_args()
+        itself = sum(1 for a in args if a.name == target.name) > 1  # (once as the written argument)
+        if itself and not positional and bsym.symbol is not prims.copy_:
+            raise NotFunctional(f"{bsym.symbol.name} writes {target.name} and reads it, not element by element")
+        for a in args:
+            if a.name == target.name:
+                continue
+            if a.name not in self.proxy:
+                self._know(a)
+            if self.root[a.name] == root and may_overlap(a.meta, target.meta):
+                raise NotFunctional(f"{bsym.symbol.name} writes {target.name} and reads {a.name}, another view of "
+                                    "the same memory")
+
     def _generic_inplace(self, bsym: BoundSymbol) -> None:
         sym = bsym.symbol
         if sym.name in METADATA_INPLACE:
@@ -390,6 +578,7 @@ class _Functionalizer:
         target = _inplace_target(bsym)
         if target is None:
             raise NotFunctional(f"{sym.name}: in-place op without a tensor target")
+        self._check_reads_of_written_memory(bsym, target, positional=pointwise(sym.name))
         current = self.read(target)
         fresh = self._fresh(current)
         self.out.append(BoundSymbol(prims.clone, (current,), {}, fresh, location=bsym.location))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..features import autocast
-from ..frontend import segments
+from ..frontend import epilogue, segments
 from ..symbolic import values as symbolic
 from ..executors import DEFAULT_EXECUTORS, default_executors, resolve_executors
 from ..executors.inductor import shape_generic
@@ -238,7 +238,8 @@ class _FusedPerCall:
     def __call__(self, *inputs):
         if self.failure is None:
             try:
-                return self.plans(*inputs)
+                with epilogue.stores_recorded():  # (its stores: ops of the per-call trace, made when it runs)
+                    return self.plans(*inputs)
             except CompilerError as e:
                 if not getattr(e, "during_trace", True):
                     raise

@@ -164,11 +164,17 @@ def _record_call(symbol, args, kwargs):
     if state.symbolic:  # symbolic numbers: kept where the op's metadata cannot depend on them, else specialized
         args, kwargs = for_op(symbol, args, kwargs)
         margs, mkwargs = concrete((args, kwargs))
+    writes = symbol.tags & Tag.INPLACE
+    layouts = _layouts(args, kwargs) if writes else None
     try:
         out = symbol.meta(symbol, margs, mkwargs)
     except Exception as e:  # eager would fail here too (shape/dtype/leaf errors): say where
         _rethrow(symbol, loc, e, (args, kwargs))
     bsym = BoundSymbol(symbol, tuple(args), dict(kwargs), out, location=loc)
+    if writes and _layouts(args, kwargs) != layouts:
+        # the op resized or restrided a tensor (out= of another shape, resize_, t_): the meta tensors hold the
+        # new layout from here on, so the functional trace must know the call changed it
+        bsym.changes_metadata = True
     input_names = {p.name for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)}
     for o in bsym.tensor_outputs():
         if o.producer is None and o.origin is None and o.name not in input_names:
@@ -183,6 +189,10 @@ def _record_call(symbol, args, kwargs):
     if top:
         _events_for(state, bsym)
     return out
+
+
+def _layouts(args, kwargs) -> list:
+    return [(p.meta.shape, p.meta.stride(), p.meta.storage_offset()) for p in _flat_proxies((args, kwargs))]
 
 
 def _decompose(state: TracingState, bsym: BoundSymbol, args, kwargs) -> None:

@@ -204,6 +204,8 @@ def _call(op, *args, **kwargs):
 
 # The cache option every sample is jitted with ("symbolic values": numbers in the samples stay symbolic).
 CACHE = "constant values"
+# The executors every sample is jitted with (None: the default; ("inductor", "torch"): the functional path).
+EXECUTORS = None
 
 
 # Ops whose result values are undefined (uninitialized memory): only metadata is compared.
@@ -227,7 +229,7 @@ def check_sample(fn, sample, *, random: bool, inplace: bool = False, calls: int 
     def wrapper(x, *a, **k):
         return fn(x, *a, **k)
 
-    jfn = compiler.jit(wrapper, cache=CACHE)
+    jfn = compiler.jit(wrapper, cache=CACHE, executors=EXECUTORS)
     for _ in range(calls):
         cinp, cargs, ckwargs = fresh(sample)
         try:
@@ -255,7 +257,7 @@ def check_chain(fn, samples_, *, random: bool, values: bool = True):
     def wrapper(x, *a, **k):
         return fn(x, *a, **k)
 
-    jfn = compiler.jit(wrapper, cache=CACHE)
+    jfn = compiler.jit(wrapper, cache=CACHE, executors=EXECUTORS)
     compared = 0
     for i, sample in enumerate(samples_):
         try:
@@ -308,7 +310,7 @@ def check_grad(fn, sample):
     def wrapper(x, *a, **k):
         return fn(x, *a, **k)
 
-    jfn = compiler.jit(wrapper, cache=CACHE)
+    jfn = compiler.jit(wrapper, cache=CACHE, executors=EXECUTORS)
     try:
         actual = run(jfn)
     except (compiler.CompilerError, InterpreterError) as e:
@@ -332,12 +334,12 @@ def samples(op, dtype, per_op, requires_grad=False):
 
 
 def run_op(op, dtype, tally: Tally, *, per_op: int = 8, inplace: bool = True, grad: bool = False,
-           chain: bool = True):
+           chain: bool = True, forward: bool = True):
     name = op_id(op)
     random = _is_random(op)
     undefined = op.name in UNDEFINED_VALUES
     for i, s in enumerate(samples(op, dtype, per_op)):
-        r = check_sample(op.op, s, random=random, values=not undefined)
+        r = check_sample(op.op, s, random=random, values=not undefined) if forward else None
         if r is not None:
             tally.add(Result(name, i, "op", *r))
         if inplace and op.inplace_variant is not None:

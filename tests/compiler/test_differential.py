@@ -128,11 +128,22 @@ def _same_objects(outputs, args) -> list[tuple[tuple[int, ...], tuple[int, ...]]
             for out in outs]
 
 
+def _aliased_outputs(outputs) -> list[tuple[int, ...]]:
+    """For each output tensor, the indices of the other outputs whose memory it shares."""
+    outs = _tensors(outputs)
+    return [tuple(j for j, o in enumerate(outs) if j != i and o.numel() and out.numel()
+                  and out.untyped_storage().data_ptr() == o.untyped_storage().data_ptr())
+            for i, out in enumerate(outs)]
+
+
 def assert_aliasing_like_eager(actual, args, expected, eager_args, *, where: str) -> None:
     """A view of an input stays a view, a copy stays a copy, and an input returned as is (x.add_()
-    returns x) is returned as is: the caller can observe each difference."""
+    returns x) is returned as is; outputs that share memory in eager share it (a view returned with its
+    base): the caller can observe each difference."""
     got, want = _aliased_inputs(actual, args), _aliased_inputs(expected, eager_args)
     assert got == want, f"{where}: outputs share memory with inputs {got}, eager's with {want}"
+    got, want = _aliased_outputs(actual), _aliased_outputs(expected)
+    assert got == want, f"{where}: outputs share memory with outputs {got}, eager's with {want}"
     got, want = _same_objects(actual, args), _same_objects(expected, eager_args)
     assert got == want, f"{where}: output objects (is input, is output) {got}, eager's {want}"
 
@@ -843,6 +854,9 @@ def test_harness_catches_wrong_values_dtypes_shapes_and_inputs():
     y = x.clone()
     with pytest.raises(AssertionError, match="output objects"):
         assert_aliasing_like_eager(y.view_as(y), (y,), y, (y,), where="call")
+    c = x.exp()
+    with pytest.raises(AssertionError, match="outputs share memory with outputs"):
+        assert_aliasing_like_eager((c.clone(), c.clone().view(-1)), (x,), (c, c.view(-1)), (x,), where="call")
 
 
 def test_reshape_inplace_samples_cover_both_view_and_copy():

@@ -257,3 +257,22 @@ def test_autocast_switch_runs_in_eager_order():
     x, w = torch.randn(4, 8), torch.randn(8, 8)
     td.assert_same(jfn(x, w), f(x, w), where="output")
     assert "not functionalized: the trace switches autocast" in compiler.last_traces(jfn)[-1].header
+
+
+def test_inductor_regions_compute_eager_values():
+    """Where inductor's defaults differ from eager, regions use eager's: bf16 rounded after each fused op (not
+    once at the end of the region), and `x * 0` nan for inf and nan (not folded to 0), also in the VJP."""
+    def f(x, y):
+        a = (x + 1) * 3 + 1  # bf16: three roundings in eager
+        b = y.detach() * 0 + 2  # inf * 0 is nan
+        c = y * 0 / 0 + 2  # its VJP: (grad / 0) * 0, nan
+        return a, b, c
+
+    x = torch.randn(64, dtype=torch.bfloat16) * 100
+    y = torch.tensor([float("inf"), float("nan"), -1.0, 2.0], requires_grad=True)
+    jfn = compiler.jit(f, executors=(INDUCTOR, "torch"))
+    got, want = jfn(x, y), f(x, y)
+    assert torch.equal(got[0], want[0]), "bf16 rounding differs from eager"
+    torch.testing.assert_close(got[1:], want[1:], equal_nan=True)
+    g = torch.autograd.grad(got[2].sum(), y)[0]
+    torch.testing.assert_close(g, torch.autograd.grad(want[2].sum(), y)[0], equal_nan=True)

@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "every nn.Module forward linted as compiled; `--assume-compiled ''` turns that off")
     run.add_argument("--target", choices=config_mod.TARGETS, default=None,
                      help="the compiler messages speak of (default: the config's, else each function's own)")
-    run.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="worker processes (default: all cores)")
+    run.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="worker processes (default: one for a project of up to 8 MB of sources, else all cores)")
     p.add_argument("--version", action="version", version=f"thunder-lint {__version__}")
     return p
 

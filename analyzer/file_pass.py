@@ -68,6 +68,7 @@ class FileResult:
     error: str | None = None  # an internal error while linting this file
     summary: dict | None = None  # the file's part of the project index (None: a cache hit, or unparsable)
     facts: tuple | None = None  # what the project index said about the file when it was linted
+    held: tuple | None = None  # (context, ProjectFile) of a file parsed but not yet linted (process_file's hold)
 
 
 def engine():
@@ -91,10 +92,11 @@ def lint_text(text: str, path: str, settings: Settings, project=None) -> list[Di
 
 
 def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: tuple | None = None,
-                 first_digest: bytes | None = None) -> FileResult:
+                 first_digest: bytes | None = None, hold: bool = False) -> FileResult:
     """Read, hash and lint one file; never raises. ``facts``: what the project index knows about it
     (None on the first pass, before the index exists); ``first_digest``: the content hash the first pass
-    linted (the same content was compile-checked there)."""
+    linted (the same content was compile-checked there). ``hold``: only parse, compile-check and summarize it,
+    keeping the parsed file in ``result.held`` for ``lint_held`` once the index's facts are known."""
     result = FileResult(path)
     try:
         data, st = read_with_stat(path, settings.max_file_bytes)
@@ -112,6 +114,13 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
 
             project = project_file(path, settings, facts)
             project.compile_checked = facts is not None and first_digest == result.digest
+            if hold:
+                ctx = engine().prepare_source(text, path, jit_decorators=settings.jit_decorators, project=project)
+                if isinstance(ctx, list):  # does not parse or compile: that is its finding
+                    result.diagnostics, result.facts = ctx, ()
+                else:
+                    result.held, result.summary = (ctx, project), project.summary
+                return result
             result.diagnostics = lint_text(text, path, settings, project)
             result.summary, result.facts = project.summary, project.used
             if result.facts is None:  # unparsable: linted, with nothing for the index
@@ -131,13 +140,36 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
             if outcome.text != text:
                 result.original, result.fixed = text, outcome.text
     except BaseException as e:  # the engine promises not to raise; if it does, this file is reported, the run goes on
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        result.diagnostics = []
-        result.error = f"{path}: internal error while linting: {type(e).__name__}: {e}".rstrip()
-        if os.environ.get("THUNDER_LINT_DEBUG"):
-            result.error += "\n" + traceback.format_exc()
+        _internal_error(result, e)
     return result
+
+
+def lint_held(result: FileResult, settings: Settings, facts: tuple) -> None:
+    """Lint a file ``process_file`` held, with the project index's ``facts``; never raises."""
+    ctx, project = result.held
+    result.held = None
+    project.facts = facts
+    try:
+        result.diagnostics = engine().check_prepared(
+            ctx,
+            select=settings.select,
+            ignore=settings.ignore_for(result.path),
+            extend_select=settings.extend_select,
+            with_fixes=True,
+            project=project,
+        )
+        result.facts = project.used
+    except BaseException as e:
+        _internal_error(result, e)
+
+
+def _internal_error(result: FileResult, e: BaseException) -> None:
+    if isinstance(e, KeyboardInterrupt):
+        raise e
+    result.diagnostics = []
+    result.error = f"{result.path}: internal error while linting: {type(e).__name__}: {e}".rstrip()
+    if os.environ.get("THUNDER_LINT_DEBUG"):
+        result.error += "\n" + traceback.format_exc()
 
 
 # --- worker side -------------------------------------------------------------------------------------

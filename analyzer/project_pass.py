@@ -1,5 +1,6 @@
-"""The runner's second pass: join the files' summaries into the project index, re-lint the files whose
-compiled functions it changes, and keep summaries beside the results cache.
+"""The runner's second pass: join the files' summaries into the project index, lint the files held parsed
+for it (a small project in one process) and re-lint the files whose compiled functions it changes, and keep
+summaries beside the results cache.
 
 The first pass lints every file knowing only what the file itself compiles (and its `assume-compiled`
 matches); almost every file's findings stand as they are. Only files that another file compiles (or
@@ -133,7 +134,9 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
     todo = []
     for r in with_summary:
         now = index.facts_for(r.summary["module"], r.summary["path"])
-        if now != r.facts:
+        if r.held is not None:  # parsed, waiting for these facts: linted now, once
+            file_pass.lint_held(r, settings, now)
+        elif now != r.facts:
             todo.append((r, now))
     for (r, _facts), new in zip(todo, _relint(todo, settings, jobs)):
         r.diagnostics, r.error, r.facts = new.diagnostics, new.error, new.facts

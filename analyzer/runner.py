@@ -1,9 +1,11 @@
 """Linting many files: in-process for small runs, a process pool for large ones, with the results cache.
 
-Workers get a chunk of paths, read, hash, lint and return compact results, so the parent never reads a
-file it does not have to. The cache's known hashes go to the workers once, at start-up: a file whose
-hash matches is answered "hit" without being decoded or parsed. Forked workers start in milliseconds
-and inherit the imported engine; where forking is unsafe (other threads alive) the pool spawns.
+In-process, a project that fits in memory is parsed first and each file linted once, after the project
+index (file_pass's ``hold``). In the pool, workers get a chunk of paths, read, hash, lint and return
+compact results, so the parent never reads a file it does not have to. The cache's known hashes go to the
+workers once, at start-up: a file whose hash matches is answered "hit" without being decoded or parsed.
+Forked workers start in milliseconds and inherit the imported engine; where forking is unsafe (other
+threads alive) the pool spawns.
 """
 
 from __future__ import annotations
@@ -13,15 +15,20 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 from .cache import ResultCache, entry_to_diag
 from .diagnostics import Diagnostic
+from .parsing import gc_paused
 from .file_pass import SERIAL_BELOW, FileResult, Settings, engine, init_worker, lint_text, pool_context, process_file, run_chunk
 
 __all__ = ["Settings", "FileResult", "RunResult", "run", "lint_text", "process_file", "default_jobs"]
 
 CHUNKS_PER_JOB = 32  # small chunks keep the tail short (a file with fixes can take seconds); IPC stays cheap
+# A serial run holds every file parsed until the project index is built when its files total at most this
+# many bytes: a parsed file takes about 30 times its size (torchao's 5 MB of sources: 160 MB).
+HOLD_BYTES = 8_000_000
 
 
 @dataclass
@@ -42,14 +49,20 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _size(path: str) -> int:
+    try:
+        return max(os.stat(path).st_size, 1)
+    except OSError:
+        return 1
+
+
+def _total_bytes(paths: list[str]) -> int:
+    return sum(map(_size, paths))
+
+
 def _chunks(paths: list[str], n_chunks: int) -> list[list[str]]:
     """Split by size so that every chunk holds about the same number of bytes, big files first."""
-    sizes = {}
-    for p in paths:
-        try:
-            sizes[p] = max(os.stat(p).st_size, 1)
-        except OSError:
-            sizes[p] = 1
+    sizes = {p: _size(p) for p in paths}
     chunks: list[list[str]] = [[] for _ in range(max(1, min(n_chunks, len(paths))))]
     loads = [0] * len(chunks)
     for p in sorted(paths, key=sizes.__getitem__, reverse=True):
@@ -100,8 +113,12 @@ def run(
     progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
     """Lint ``paths`` (files, already discovered); results sorted by path, line, column, code."""
+    with ExitStack() as gc_pause:  # entered by a serial run that holds its files parsed (see below)
+        return _run(paths, settings, jobs, cache, progress, gc_pause)
+
+
+def _run(paths, settings, jobs, cache, progress, gc_pause: ExitStack) -> RunResult:
     start = time.perf_counter()
-    jobs = default_jobs() if jobs is None or jobs <= 0 else jobs
     use_cache = cache is not None and settings.fix is None
     known = cache.known_hashes() if use_cache else {}
     results: list[FileResult] = []
@@ -126,9 +143,18 @@ def run(
         hits = 0
     paths = todo
 
+    # A project small enough to hold parsed in memory is linted in this process, once per file, after the project
+    # index (its facts are then final). A bigger one goes to a pool of all cores, each file linted as it is read,
+    # and files whose facts the index changes linted again. (Measured on 2 cores, torchvision's 185 files: the
+    # pool took more CPU and, under load, more wall time than one process: 1.92 vs 1.53 s CPU, 2.7 vs 2.2 s wall.)
+    hold = settings.fix is None and _total_bytes(paths) <= HOLD_BYTES
+    if jobs is None or jobs <= 0:
+        jobs = 1 if hold else default_jobs()
     if jobs == 1 or len(paths) < SERIAL_BELOW:
+        if hold:
+            gc_pause.enter_context(gc_paused())  # the held trees would be rescanned by every full collection
         for i, p in enumerate(paths, hits + 1):
-            results.append(process_file(p, settings, known))
+            results.append(process_file(p, settings, known, hold=hold))
             if progress:
                 progress(i, total)
     else:
@@ -170,7 +196,7 @@ def run(
 
     fresh_results = set()
     for r in results:
-        if r.diagnostics is None:  # a worker found the content hash in the cache
+        if r.diagnostics is None and r.held is None:  # a worker found the content hash in the cache
             entry = cache.get(os.path.abspath(r.path), r.digest) if cache is not None and r.digest is not None else None
             if entry is None:  # the cache changed under us: lint it now
                 fresh = process_file(r.path, settings, {})
@@ -191,6 +217,7 @@ def run(
         fresh_results.update(relinted)
     else:
         library_default = ""
+    gc_pause.close()  # every held file is linted: the collector may run again
 
     for r in results:
         if id(r) in fresh_results and use_cache and r.digest is not None and r.error is None:

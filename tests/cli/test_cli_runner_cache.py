@@ -9,7 +9,7 @@ import os
 import pytest
 
 import analyzer
-from analyzer import file_pass
+from analyzer import file_pass, runner
 from analyzer import static
 from analyzer.cache import ResultCache, settings_key
 from analyzer.progress import ProgressBar
@@ -41,15 +41,38 @@ def test_pool_and_serial_give_identical_results(tmp_path, monkeypatch):
 
 
 def counting_engine(monkeypatch):
+    """The paths the engine starts linting: whole (lint_source) or in two halves (prepare_source, a held file)."""
     calls = []
-    real = static.lint_source
+    for name in ("lint_source", "prepare_source"):
+        def counted(text, path="<string>", real=getattr(static, name), **kw):
+            calls.append(path)
+            return real(text, path, **kw)
 
-    def counted(text, path="<string>", **kw):
-        calls.append(path)
-        return real(text, path, **kw)
-
-    monkeypatch.setattr(static, "lint_source", counted)
+        monkeypatch.setattr(static, name, counted)
     return calls
+
+
+@pytest.mark.parametrize("hold_bytes", [runner.HOLD_BYTES, 0], ids=["held", "linted-as-read"])
+def test_one_process_lints_each_file_once_held_or_as_read(tmp_path, monkeypatch, hold_bytes):
+    """Held until the project index is built, or linted as read and again where the index changes the facts:
+    the same findings, and a held file is never linted twice."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "ops.py", "def scale(x):\n    return x * x.sum().item()\n")
+    write(tmp_path / "pkg" / "net.py", "import torch\nfrom .ops import scale\n\nclass Net(torch.nn.Module):\n"
+          "    def forward(self, x):\n        return scale(x)\n")
+    write(tmp_path / "train.py", "import torch\nfrom pkg.net import Net\nmodel = torch.compile(Net())\n")
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=6)] + ["pkg/__init__.py", "pkg/ops.py", "pkg/net.py", "train.py"]
+    monkeypatch.setattr(runner, "HOLD_BYTES", hold_bytes)
+    calls = counting_engine(monkeypatch)
+    result = run(paths, Settings(), jobs=1)
+    assert not result.errors
+    # ops.scale is compiled only through net.py's forward (reached from train.py): a fact of the project index
+    assert [(d.path, d.code) for d in result.diagnostics if d.path.startswith("pkg/")] == [("pkg/ops.py", "TL302")]
+    # linted as read, both pkg files are linted again: net.py's forward is compiled by train.py, not assumed
+    assert sorted(calls) == sorted(paths + (["pkg/net.py", "pkg/ops.py"] if hold_bytes == 0 else []))
+    monkeypatch.setattr(runner, "HOLD_BYTES", runner.HOLD_BYTES if hold_bytes == 0 else 0)
+    assert as_json(run(paths, Settings(), jobs=1).diagnostics) == as_json(result.diagnostics)
 
 
 def test_cache_answers_unchanged_files_and_relints_changed_ones(tmp_path, monkeypatch):
@@ -136,17 +159,21 @@ def test_a_dying_worker_does_not_lose_files(tmp_path, monkeypatch):
     assert as_json(result.diagnostics) == as_json([d for d in expected.diagnostics if d.path != culprit])
 
 
-def test_engine_exception_is_reported_per_file_and_the_run_goes_on(cli, tmp_path, monkeypatch):
+@pytest.mark.parametrize("where", ["lint_source", "prepare_source", "check_prepared"])
+def test_engine_exception_is_reported_per_file_and_the_run_goes_on(cli, tmp_path, monkeypatch, where):
     write(tmp_path / "a.py", TL101_SRC)
     write(tmp_path / "b.py", TL101_SRC)
-    real = static.lint_source
+    real = getattr(static, where)
 
-    def flaky(text, path="<string>", **kw):
+    def flaky(first, *args, **kw):
+        path = first.source.path if where == "check_prepared" else args[0]
         if path.endswith("a.py"):
             raise RuntimeError("boom")
-        return real(text, path, **kw)
+        return real(first, *args, **kw)
 
-    monkeypatch.setattr(static, "lint_source", flaky)
+    monkeypatch.setattr(static, where, flaky)
+    if where == "lint_source":  # the engine whole: files are linted as read, not held
+        monkeypatch.setattr(runner, "HOLD_BYTES", 0)
     r = cli(".", "--format", "json", "-j", "1", "--no-cache")
     assert r.code == 2
     assert "a.py: internal error while linting: RuntimeError: boom" in r.err
@@ -350,3 +377,5 @@ def _processes_in_group(pgid: int) -> list[int]:
             if int(fields[2]) == pgid and fields[0] != "Z":
                 found.append(int(entry))
     return found
+
+

@@ -124,6 +124,7 @@ def _run(paths, settings, jobs, cache, progress, gc_pause: ExitStack) -> RunResu
     results: list[FileResult] = []
     errors: list[str] = []
     total = len(paths)
+    given = paths
 
     # Files whose stat signature is unchanged are answered here without being opened; only the rest
     # go to the workers (who still answer a hit when the content hash matches).
@@ -210,8 +211,13 @@ def _run(paths, settings, jobs, cache, progress, gc_pause: ExitStack) -> RunResu
             fresh_results.add(id(r))
 
     if settings.fix is None:
-        # Second pass: what the whole project compiles, and the files whose findings depend on it.
+        # Second pass: what the whole project compiles, and the files whose findings depend on it. The index
+        # sees the files in the order given (a pool returns them as they finish): where two entry points reach
+        # a function, the one a finding names must not depend on which worker was faster.
         from .project_pass import apply_project_index
+
+        position = {p: i for i, p in enumerate(given)}
+        results.sort(key=lambda r: position.get(r.path, -1))
 
         relinted, library_default = apply_project_index(results, settings, cache, jobs, fresh_results)
         fresh_results.update(relinted)

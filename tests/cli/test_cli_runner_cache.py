@@ -379,3 +379,19 @@ def _processes_in_group(pgid: int) -> list[int]:
     return found
 
 
+
+def test_a_pool_names_the_same_entry_point_as_one_process(tmp_path, monkeypatch):
+    """A helper that two modules' forwards reach is named after one of them (the first in the project's file
+    order), whatever order a pool's workers return the files in: it hands out the biggest files first."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "ops.py", "def scale(x):\n    return x * x.sum().item()\n")
+    for name, padding in (("a", 0), ("b", 2000)):  # b.py, the biggest file, goes to a worker first
+        write(tmp_path / "pkg" / f"{name}.py", "import torch\nfrom .ops import scale\n" + "# padding\n" * padding +
+              f"\nclass {name.upper()}(torch.nn.Module):\n    def forward(self, x):\n        return scale(x)\n")
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=26)] + ["pkg/__init__.py", "pkg/a.py", "pkg/b.py", "pkg/ops.py"]
+    paths.sort()
+    for jobs in (1, 2):
+        result = run(paths, Settings(), jobs=jobs)
+        messages = [d.message.splitlines()[0] for d in result.diagnostics if d.path == "pkg/ops.py"]
+        assert messages and all(m.startswith("if `A` is compiled") for m in messages), (jobs, messages)

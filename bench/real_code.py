@@ -15,8 +15,7 @@ PATH (a pyenv shim runs ``pyenv exec`` first: about 0.06 s CPU and 0.1 s wall a 
 whole run on the smallest tree), and thunder-lint's modules load from cached bytecode, as pip compiles them
 at install (kept under bench/.corpus/pycache even where PYTHONDONTWRITEBYTECODE is set). One untimed run
 of each warms those caches. ``--baseline DIR`` also times the thunder-lint sources in DIR (an older commit:
-``git archive COMMIT | tar -x -C DIR``) in the same alternation, and says whether its JSON output is
-identical on every tree.
+``git archive COMMIT | tar -x -C DIR``) in the same alternation; bench/same_findings.py compares the findings.
 """
 
 from __future__ import annotations
@@ -104,17 +103,18 @@ def measure(tree: Path, repeat: int, baseline: Path | None = None) -> dict:
     commands = [(name, OURS_CMD, env) for name, env in engines.items()] + [("ruff", ruff_command(), None)]
     wall: dict[str, list[float]] = {name: [] for name, _, _ in commands}
     cpu: dict[str, list[float]] = {name: [] for name, _, _ in commands}
-    outputs = {}
+    output = ""
     for i in range(repeat + 1):  # the first round warms the bytecode and page caches, untimed
         for name, cmd, env in commands:
             t, c, proc = _timed(cmd, tree, env)
             if proc.returncode != 0:
                 raise SystemExit(f"{name} failed on {tree}: {proc.stderr[-500:]}")
-            outputs[name] = proc.stdout
+            if name == "thunder_lint":
+                output = proc.stdout
             if i:
                 wall[name].append(t)
                 cpu[name].append(c)
-    found = json.loads(outputs["thunder_lint"])
+    found = json.loads(output)
     note = subprocess.run([sys.executable, "-m", "analyzer.cli", ".", "--no-cache", "--exit-zero", "--statistics"],
                           cwd=tree, capture_output=True, text=True, env=engines["thunder_lint"]).stdout
     files = sum(1 for _ in tree.rglob("*.py"))
@@ -126,8 +126,6 @@ def measure(tree: Path, repeat: int, baseline: Path | None = None) -> dict:
         row[f"{name}_cpu_ratio"] = min(cpu[name]) / min(cpu["ruff"])
     row["ruff_s"], row["ruff_cpu_s"] = min(wall["ruff"]), min(cpu["ruff"])
     row["ratio"], row["cpu_ratio"] = row["thunder_lint_ratio"], row["thunder_lint_cpu_ratio"]
-    if baseline is not None:
-        row["same_as_baseline"] = outputs["baseline"] == outputs["thunder_lint"]
     return row
 
 
@@ -162,17 +160,13 @@ def main() -> int:
         if args.baseline:
             print(f"  baseline: wall {row['baseline_s']:.2f} s = {row['baseline_ratio']:.2f}x ruff, CPU {row['baseline_cpu_s']:.2f} s "
                   f"= {row['baseline_cpu_ratio']:.2f}x; now/baseline wall {row['thunder_lint_s'] / row['baseline_s']:.2f}, CPU "
-                  f"{row['thunder_lint_cpu_s'] / row['baseline_cpu_s']:.2f}; JSON output identical: "
-                  f"{'yes' if row['same_as_baseline'] else 'NO'}")
+                  f"{row['thunder_lint_cpu_s'] / row['baseline_cpu_s']:.2f}")
         if args.show:
             show(tree, row["findings"])
     worst = max(r["ratio"] for r in rows)
     total = sum(r["thunder_lint_s"] for r in rows) / sum(r["ruff_s"] for r in rows)
     print(f"worst wall ratio to ruff: {worst:.2f}x, all projects together {total:.2f}x (target <= {RUFF_TARGET}x: "
           f"{'met' if worst <= RUFF_TARGET else 'NOT met'}); worst CPU ratio {max(r['cpu_ratio'] for r in rows):.2f}x")
-    if args.baseline:
-        same = all(r["same_as_baseline"] for r in rows)
-        print(f"baseline {args.baseline}: JSON output identical on every tree: {'yes' if same else 'NO'}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -4,11 +4,8 @@ after the project index) both hand files to it; it knows neither of them."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
 import sys
-import threading
 import traceback
 from dataclasses import dataclass, field
 
@@ -178,6 +175,8 @@ _worker_known: dict[str, bytes] = {}
 
 
 def init_worker(settings: Settings, known: dict[str, bytes]) -> None:
+    import signal
+
     global _worker_settings, _worker_known
     _worker_settings, _worker_known = settings, known
     # Ctrl-C reaches the whole process group: the parent alone handles it (and stops the workers).
@@ -197,7 +196,10 @@ def run_chunk(paths: list[str]) -> list[FileResult]:
 def pool_context():
     # fork: workers start in milliseconds with the engine already imported. Only on Linux (macOS system
     # libraries are not fork-safe) and only while this process has a single thread (a fork copies
-    # locks held by other threads).
+    # locks held by other threads). Imported here: a run in one process never loads multiprocessing.
+    import multiprocessing
+    import threading
+
     if sys.platform.startswith("linux") and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")

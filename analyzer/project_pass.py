@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from . import file_pass
@@ -93,6 +92,8 @@ def _relint(todo: list[tuple[object, tuple]], settings, jobs: int) -> list:
     items = [(r.path, facts, r.digest) for r, facts in todo]
     if jobs <= 1 or len(items) < SERIAL_BELOW:
         return [process_file(p, settings, {}, facts, digest) for p, facts, digest in items]
+    from concurrent.futures import ProcessPoolExecutor
+
     n = min(jobs * 8, len(items))
     chunks = [items[i::n] for i in range(n)]
     with ProcessPoolExecutor(min(jobs, n), mp_context=pool_context(), initializer=init_worker,

@@ -13,8 +13,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from dataclasses import dataclass
 
@@ -72,7 +70,7 @@ def _chunks(paths: list[str], n_chunks: int) -> list[list[str]]:
     return [c for c in chunks if c]
 
 
-def _stop(pool: ProcessPoolExecutor) -> None:
+def _stop(pool) -> None:
     """Stop busy workers now (there is no public way), then let the pool's threads wind down."""
     for proc in list(getattr(pool, "_processes", {}).values()):
         try:
@@ -85,6 +83,9 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 
 def _one_at_a_time(paths: list[str], settings: Settings, known: dict[str, bytes], errors: list[str]) -> list[FileResult]:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     results: list[FileResult] = []
     pool = None
     try:
@@ -159,6 +160,10 @@ def _run(paths, settings, jobs, cache, progress, gc_pause: ExitStack) -> RunResu
             if progress:
                 progress(i, total)
     else:
+        # (imported here: a run in one process never loads concurrent.futures and multiprocessing, ~10 ms)
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures.process import BrokenProcessPool
+
         engine()  # loaded once here, so that forked workers inherit it instead of each importing it
         chunks = _chunks(paths, jobs * CHUNKS_PER_JOB)
         done_files = hits

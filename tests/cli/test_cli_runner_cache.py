@@ -296,6 +296,25 @@ def test_a_fully_cached_run_does_not_load_the_engine(tmp_path):
     assert runs[1].stdout.split() == ["1", "False", "False"], runs[1].stderr
 
 
+
+def test_a_run_in_one_process_does_not_load_the_pool(tmp_path):
+    """concurrent.futures and multiprocessing cost ~10 ms of start-up: only a run that starts a pool loads them."""
+    import subprocess
+    import sys
+
+    from cli_helpers import REPO
+
+    make_tree(tmp_path, n=6)
+    probe = ("import sys, analyzer.cli; rc = analyzer.cli.main(['.', '--no-cache', '-o', 'out.json', '-j', '{}']); "
+             "print(rc, 'concurrent.futures' in sys.modules, 'multiprocessing' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    runs = [subprocess.run([sys.executable, "-c", probe.format(jobs)], cwd=tmp_path, capture_output=True, text=True,
+                           env=env) for jobs in (0, 1)]
+    assert [r.stdout.split() for r in runs] == [["1", "False", "False"]] * 2, [r.stderr for r in runs]
+    make_tree(tmp_path, n=30)  # enough files for a pool of two
+    pooled = subprocess.run([sys.executable, "-c", probe.format(2)], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert pooled.stdout.split() == ["1", "True", "True"], pooled.stderr
+
 def test_pool_spawns_when_other_threads_are_alive(tmp_path, monkeypatch):
     import threading
 

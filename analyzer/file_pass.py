@@ -65,7 +65,9 @@ class FileResult:
     error: str | None = None  # an internal error while linting this file
     summary: dict | None = None  # the file's part of the project index (None: a cache hit, or unparsable)
     facts: tuple | None = None  # what the project index said about the file when it was linted
-    held: tuple | None = None  # (context, ProjectFile) of a file parsed but not yet linted (process_file's hold)
+    # a file parsed but not yet linted (process_file's hold): (context, ProjectFile) here, or the forked helper
+    # process that holds it (helper_processes.Helper)
+    held: object = None
 
 
 def engine():
@@ -188,9 +190,10 @@ def worker_settings() -> Settings | None:
     return _worker_settings
 
 
-def run_chunk(paths: list[str]) -> list[FileResult]:
+def run_chunk(paths: list[str], facts: dict[str, tuple] | None = None) -> list[FileResult]:
+    """Lint ``paths`` in a pool's worker (with the project index's ``facts`` per path, when given)."""
     assert _worker_settings is not None
-    return [process_file(p, _worker_settings, _worker_known) for p in paths]
+    return [process_file(p, _worker_settings, _worker_known, None if facts is None else facts[p]) for p in paths]
 
 
 def pool_context():

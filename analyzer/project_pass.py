@@ -108,9 +108,11 @@ def _fingerprint(results: list) -> str:
     return hashlib.blake2b(material.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
-def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[int] = frozenset()) -> tuple[set[int], str]:
-    """Fill in summaries, build the index, re-lint files whose facts changed: (ids of re-linted results,
-    why the library default applied ("no compile call found": every nn.Module forward linted as compiled), or "")."""
+def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[int] = frozenset(),
+                        finish=None) -> tuple[set[int], str]:
+    """Fill in summaries, build the index, lint the held files (``finish([(result, facts)])``, by default here)
+    and re-lint files whose facts changed: (ids of re-linted results, why the library default applied ("no compile
+    call found": every nn.Module forward linted as compiled), or "")."""
     sidecar = IndexCache(cache.directory, cache.key).load() if cache is not None else None
     relinted: set[int] = set()
     for r in results:
@@ -132,13 +134,18 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
         return relinted, sidecar.library_default
     with_summary = [r for r in results if r.summary is not None]
     index = ProjectIndex([r.summary for r in with_summary], settings.root, settings.assume_compiled, settings.target)
-    todo = []
+    todo, held = [], []
     for r in with_summary:
         now = index.facts_for(r.summary["module"], r.summary["path"])
         if r.held is not None:  # parsed, waiting for these facts: linted now, once
-            file_pass.lint_held(r, settings, now)
+            held.append((r, now))
         elif now != r.facts:
             todo.append((r, now))
+    if finish is None:
+        for r, facts in held:
+            file_pass.lint_held(r, settings, facts)
+    else:
+        finish(held)
     for (r, _facts), new in zip(todo, _relint(todo, settings, jobs)):
         r.diagnostics, r.error, r.facts = new.diagnostics, new.error, new.facts
         relinted.add(id(r))

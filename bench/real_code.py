@@ -10,10 +10,11 @@ runs each. It prints the findings per rule, whether the library default applied,
 ruff (target: at most 2x). ``--show`` prints every finding's first line and its source line, for reading;
 bench/precision_real_code.md records what reading them found.
 
-Both tools run as installed: ruff is the binary beside this Python (pip puts it there), not a shell shim on
-PATH (a pyenv shim runs ``pyenv exec`` first: about 0.06 s CPU and 0.1 s wall a call, as much as ruff's
-whole run on the smallest tree), and thunder-lint's modules load from cached bytecode, as pip compiles them
-at install (kept under bench/.corpus/pycache even where PYTHONDONTWRITEBYTECODE is set). One untimed run
+Both tools run as installed: ruff is the binary beside this Python (pip puts it there), whatever PATH holds (a
+pyenv shim first on PATH runs ``pyenv exec``: 0.06 s CPU a call, as much as ruff's whole run on the smallest
+tree; started through the shim, this script finds the real binary first on PATH anyway), and thunder-lint's
+modules load from cached bytecode, as pip compiles them at install (kept under bench/.corpus/pycache even where
+PYTHONDONTWRITEBYTECODE is set: compiling them costs about 0.07 s CPU a run). One untimed run
 of each warms those caches. ``--baseline DIR`` also times the thunder-lint sources in DIR (an older commit:
 ``git archive COMMIT | tar -x -C DIR``) in the same alternation; bench/same_findings.py compares the findings.
 """

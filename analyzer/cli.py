@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import difflib
 import os
 import sys
-import tokenize
 from collections.abc import Sequence
-from io import BytesIO
 
 from . import config as config_mod
 from .cli_common import UsageError, effective_config, plural, sources_for, summary_lines, validate_selection  # noqa: F401
@@ -87,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "every nn.Module forward linted as compiled; `--assume-compiled ''` turns that off")
     run.add_argument("--target", choices=config_mod.TARGETS, default=None,
                      help="the compiler messages speak of (default: the config's, else each function's own)")
-    run.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="worker processes (default: all cores)")
+    run.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="worker processes (default: one for a project of up to 8 MB of sources, else all cores)")
     p.add_argument("--version", action="version", version=f"thunder-lint {__version__}")
     return p
 
@@ -113,6 +110,9 @@ def _size(value: str) -> int:
 
 # --- the pieces of a lint run --------------------------------------------------------------------------
 def _encoding_of(data: bytes) -> str:
+    import tokenize
+    from io import BytesIO
+
     try:
         return tokenize.detect_encoding(BytesIO(data).readline)[0]
     except SyntaxError:
@@ -120,6 +120,8 @@ def _encoding_of(data: bytes) -> str:
 
 
 def _unified_diff(path: str, before: str, after: str) -> str:
+    import difflib
+
     return "".join(
         difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}")
     )

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,6 +104,8 @@ def parse_table(table: dict, *, root: str, source: str | None) -> Config:
 
 def load_file(pyproject: str | os.PathLike) -> Config:
     """Read ``[tool.thunder-lint]`` from one pyproject.toml (a missing table gives the defaults)."""
+    import tomllib  # here: most runs find no pyproject.toml to read
+
     pyproject = os.path.abspath(pyproject)
     try:
         with open(pyproject, "rb") as f:
@@ -125,6 +126,8 @@ def find_pyproject(start: str | os.PathLike) -> str | None:
     for folder in (here, *here.parents):
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
+            import tomllib
+
             try:
                 with open(candidate, "rb") as f:
                     data = tomllib.load(f)

@@ -4,11 +4,8 @@ after the project index) both hand files to it; it knows neither of them."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import signal
 import sys
-import threading
 import traceback
 from dataclasses import dataclass, field
 
@@ -68,6 +65,9 @@ class FileResult:
     error: str | None = None  # an internal error while linting this file
     summary: dict | None = None  # the file's part of the project index (None: a cache hit, or unparsable)
     facts: tuple | None = None  # what the project index said about the file when it was linted
+    # a file parsed but not yet linted (process_file's hold): (context, ProjectFile) here, or the forked helper
+    # process that holds it (helper_processes.Helper)
+    held: object = None
 
 
 def engine():
@@ -91,10 +91,11 @@ def lint_text(text: str, path: str, settings: Settings, project=None) -> list[Di
 
 
 def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: tuple | None = None,
-                 first_digest: bytes | None = None) -> FileResult:
+                 first_digest: bytes | None = None, hold: bool = False) -> FileResult:
     """Read, hash and lint one file; never raises. ``facts``: what the project index knows about it
     (None on the first pass, before the index exists); ``first_digest``: the content hash the first pass
-    linted (the same content was compile-checked there)."""
+    linted (the same content was compile-checked there). ``hold``: only parse, compile-check and summarize it,
+    keeping the parsed file in ``result.held`` for ``lint_held`` once the index's facts are known."""
     result = FileResult(path)
     try:
         data, st = read_with_stat(path, settings.max_file_bytes)
@@ -112,6 +113,13 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
 
             project = project_file(path, settings, facts)
             project.compile_checked = facts is not None and first_digest == result.digest
+            if hold:
+                ctx = engine().prepare_source(text, path, jit_decorators=settings.jit_decorators, project=project)
+                if isinstance(ctx, list):  # does not parse or compile: that is its finding
+                    result.diagnostics, result.facts = ctx, ()
+                else:
+                    result.held, result.summary = (ctx, project), project.summary
+                return result
             result.diagnostics = lint_text(text, path, settings, project)
             result.summary, result.facts = project.summary, project.used
             if result.facts is None:  # unparsable: linted, with nothing for the index
@@ -131,13 +139,36 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
             if outcome.text != text:
                 result.original, result.fixed = text, outcome.text
     except BaseException as e:  # the engine promises not to raise; if it does, this file is reported, the run goes on
-        if isinstance(e, KeyboardInterrupt):
-            raise
-        result.diagnostics = []
-        result.error = f"{path}: internal error while linting: {type(e).__name__}: {e}".rstrip()
-        if os.environ.get("THUNDER_LINT_DEBUG"):
-            result.error += "\n" + traceback.format_exc()
+        _internal_error(result, e)
     return result
+
+
+def lint_held(result: FileResult, settings: Settings, facts: tuple) -> None:
+    """Lint a file ``process_file`` held, with the project index's ``facts``; never raises."""
+    ctx, project = result.held
+    result.held = None
+    project.facts = facts
+    try:
+        result.diagnostics = engine().check_prepared(
+            ctx,
+            select=settings.select,
+            ignore=settings.ignore_for(result.path),
+            extend_select=settings.extend_select,
+            with_fixes=True,
+            project=project,
+        )
+        result.facts = project.used
+    except BaseException as e:
+        _internal_error(result, e)
+
+
+def _internal_error(result: FileResult, e: BaseException) -> None:
+    if isinstance(e, KeyboardInterrupt):
+        raise e
+    result.diagnostics = []
+    result.error = f"{result.path}: internal error while linting: {type(e).__name__}: {e}".rstrip()
+    if os.environ.get("THUNDER_LINT_DEBUG"):
+        result.error += "\n" + traceback.format_exc()
 
 
 # --- worker side -------------------------------------------------------------------------------------
@@ -146,6 +177,8 @@ _worker_known: dict[str, bytes] = {}
 
 
 def init_worker(settings: Settings, known: dict[str, bytes]) -> None:
+    import signal
+
     global _worker_settings, _worker_known
     _worker_settings, _worker_known = settings, known
     # Ctrl-C reaches the whole process group: the parent alone handles it (and stops the workers).
@@ -157,15 +190,19 @@ def worker_settings() -> Settings | None:
     return _worker_settings
 
 
-def run_chunk(paths: list[str]) -> list[FileResult]:
+def run_chunk(paths: list[str], facts: dict[str, tuple] | None = None) -> list[FileResult]:
+    """Lint ``paths`` in a pool's worker (with the project index's ``facts`` per path, when given)."""
     assert _worker_settings is not None
-    return [process_file(p, _worker_settings, _worker_known) for p in paths]
+    return [process_file(p, _worker_settings, _worker_known, None if facts is None else facts[p]) for p in paths]
 
 
 def pool_context():
     # fork: workers start in milliseconds with the engine already imported. Only on Linux (macOS system
     # libraries are not fork-safe) and only while this process has a single thread (a fork copies
-    # locks held by other threads).
+    # locks held by other threads). Imported here: a run in one process never loads multiprocessing.
+    import multiprocessing
+    import threading
+
     if sys.platform.startswith("linux") and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")

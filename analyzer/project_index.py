@@ -562,9 +562,13 @@ class ProjectFile:
     # None), so that a file is linted once, with facts that already know its new text.
     facts_from: Callable[[dict], tuple | None] | None = None
 
-    def attach(self, ctx) -> None:
+    def summarize(self, ctx) -> None:
+        """Take the file's summary from its parse (the engine calls this, then ``apply_facts`` before the rules)."""
         if self.want_summary or self.facts is None or self.facts_from is not None:
             self.summary = summarize(ctx.source.text, ctx.tree, ctx.index, self.path, self.module, ctx.jit_decorators)
+
+    def apply_facts(self, ctx) -> None:
+        """Give the file's context the facts to lint with: ``facts``, the live index's, or a one-file index's."""
         facts = self.facts
         if self.facts_from is not None:
             facts = self.facts_from(self.summary)

@@ -1,5 +1,6 @@
-"""The runner's second pass: join the files' summaries into the project index, re-lint the files whose
-compiled functions it changes, and keep summaries beside the results cache.
+"""The runner's second pass: join the files' summaries into the project index, lint the files held parsed
+for it (a small project in one process) and re-lint the files whose compiled functions it changes, and keep
+summaries beside the results cache.
 
 The first pass lints every file knowing only what the file itself compiles (and its `assume-compiled`
 matches); almost every file's findings stand as they are. Only files that another file compiles (or
@@ -13,7 +14,6 @@ import hashlib
 import json
 import os
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from . import file_pass
@@ -92,6 +92,8 @@ def _relint(todo: list[tuple[object, tuple]], settings, jobs: int) -> list:
     items = [(r.path, facts, r.digest) for r, facts in todo]
     if jobs <= 1 or len(items) < SERIAL_BELOW:
         return [process_file(p, settings, {}, facts, digest) for p, facts, digest in items]
+    from concurrent.futures import ProcessPoolExecutor
+
     n = min(jobs * 8, len(items))
     chunks = [items[i::n] for i in range(n)]
     with ProcessPoolExecutor(min(jobs, n), mp_context=pool_context(), initializer=init_worker,
@@ -106,9 +108,11 @@ def _fingerprint(results: list) -> str:
     return hashlib.blake2b(material.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
-def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[int] = frozenset()) -> tuple[set[int], str]:
-    """Fill in summaries, build the index, re-lint files whose facts changed: (ids of re-linted results,
-    why the library default applied ("no compile call found": every nn.Module forward linted as compiled), or "")."""
+def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[int] = frozenset(),
+                        finish=None) -> tuple[set[int], str]:
+    """Fill in summaries, build the index, lint the held files (``finish([(result, facts)])``, by default here)
+    and re-lint files whose facts changed: (ids of re-linted results, why the library default applied ("no compile
+    call found": every nn.Module forward linted as compiled), or "")."""
     sidecar = IndexCache(cache.directory, cache.key).load() if cache is not None else None
     relinted: set[int] = set()
     for r in results:
@@ -130,11 +134,18 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
         return relinted, sidecar.library_default
     with_summary = [r for r in results if r.summary is not None]
     index = ProjectIndex([r.summary for r in with_summary], settings.root, settings.assume_compiled, settings.target)
-    todo = []
+    todo, held = [], []
     for r in with_summary:
         now = index.facts_for(r.summary["module"], r.summary["path"])
-        if now != r.facts:
+        if r.held is not None:  # parsed, waiting for these facts: linted now, once
+            held.append((r, now))
+        elif now != r.facts:
             todo.append((r, now))
+    if finish is None:
+        for r, facts in held:
+            file_pass.lint_held(r, settings, facts)
+    else:
+        finish(held)
     for (r, _facts), new in zip(todo, _relint(todo, settings, jobs)):
         r.diagnostics, r.error, r.facts = new.diagnostics, new.error, new.facts
         relinted.add(id(r))

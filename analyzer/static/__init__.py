@@ -4,6 +4,9 @@
                 jit_decorators=(), with_fixes=True) -> list[Diagnostic]
     fix_source(text, path="<string>", *, select=None, ignore=None, extend_select=None,
                jit_decorators=(), unsafe=False, project=None) -> FixOutcome
+    prepare_source(text, path, *, jit_decorators=(), project=None) -> FileContext | list[Diagnostic]
+    check_prepared(ctx, *, select=None, ignore=None, extend_select=None, with_fixes=True, project=None)
+        -> list[Diagnostic]: lint_source in two halves, for linting a project's files once its index is built
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from collections.abc import Iterable
 
 from ..diagnostics import Diagnostic
 from ..fixes import FixOutcome, apply_fixes
-from .engine import enabled_codes, lint
+from .context import FileContext
+from .engine import check, enabled_codes, lint, prepare
 
 # Fixing is repeated until nothing changes; a fix that produces a new fixable finding gets a few rounds.
 _MAX_FIX_ROUNDS = 8
@@ -39,6 +43,28 @@ def lint_source(
     """
     enabled = enabled_codes(select, ignore, extend_select)
     return lint(text, path, enabled=enabled, jit_decorators=_names(jit_decorators), with_fixes=with_fixes, project=project)
+
+
+def prepare_source(text: str, path: str = "<string>", *, jit_decorators: Iterable[str] = (), project=None
+                   ) -> FileContext | list[Diagnostic]:
+    """The first half of ``lint_source``: parse, compile-check and summarize (into ``project``). Returns the file's
+    context for ``check_prepared``, or its findings when it does not parse or compile. The caller keeps the cyclic
+    garbage collector paused while prepared files are alive (``analyzer.parsing.gc_paused``)."""
+    return prepare(text, path, jit_decorators=_names(jit_decorators), project=project)
+
+
+def check_prepared(
+    ctx: FileContext,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    extend_select: Iterable[str] | None = None,
+    with_fixes: bool = True,
+    project=None,
+) -> list[Diagnostic]:
+    """The second half of ``lint_source``: the rules on a prepared file, with the facts ``project`` holds then.
+    ``prepare_source`` and ``check_prepared`` together give exactly ``lint_source``'s findings."""
+    return check(ctx, enabled=enabled_codes(select, ignore, extend_select), with_fixes=with_fixes, project=project)
 
 
 def fix_source(
@@ -76,4 +102,4 @@ def _names(names: Iterable[str] | str) -> tuple[str, ...]:
     return (names,) if isinstance(names, str) else tuple(names)
 
 
-__all__ = ["lint_source", "fix_source", "FixOutcome", "Diagnostic"]
+__all__ = ["lint_source", "fix_source", "prepare_source", "check_prepared", "FixOutcome", "Diagnostic"]

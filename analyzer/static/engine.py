@@ -156,10 +156,18 @@ def lint(
     # rescan the whole tree again and again while the rules allocate (measured: about a quarter of the
     # time on a 1 MB file, more on bigger ones; peak memory unchanged).
     with gc_paused():
-        return _lint(text, path, enabled, tuple(jit_decorators), with_fixes, project, capped)
+        ctx = prepare(text, path, jit_decorators=jit_decorators, project=project)
+        if not isinstance(ctx, FileContext):
+            return ctx
+        return check(ctx, enabled=enabled, with_fixes=with_fixes, project=project, capped=capped)
 
 
-def _lint(text, path, enabled, jit_decorators, with_fixes, project, capped) -> list[Diagnostic]:
+def prepare(text: str, path: str = "<string>", *, jit_decorators: Iterable[str] = (), project=None) -> FileContext | list[Diagnostic]:
+    """The first half of ``lint``: parse, the compile-time error check, and the file's summary for the project
+    index (into ``project``). A file that does not parse or compile gets its one TL001 finding instead.
+
+    The runner parses every file of a small project first and checks each once the index is built (its facts
+    are then final); keep the collector paused (``gc_paused``) while many prepared files are alive."""
     source = SourceFile(text, path)
     try:
         tree = parse(text)  # under a pseudo file name: the path is a label, never opened
@@ -170,15 +178,23 @@ def _lint(text, path, enabled, jit_decorators, with_fixes, project, capped) -> l
     late = None if getattr(project, "compile_checked", False) else compile_error(tree, text)
     if late is not None:
         return [syntax_error_diagnostic(source, late)]
-
-    ctx = FileContext(source, tree, jit_decorators)
+    ctx = FileContext(source, tree, tuple(jit_decorators))
     if project is not None:
-        project.attach(ctx)
+        project.summarize(ctx)
+    return ctx
+
+
+def check(ctx: FileContext, *, enabled: frozenset[str], with_fixes: bool = True, project=None, capped: bool = True) -> list[Diagnostic]:
+    """The second half of ``lint``: the rules on a prepared file, with the facts ``project`` holds (or, with
+    none, those of a one-file index), then ``# noqa``, the cap and the fixes."""
+    source, tree, text, path = ctx.source, ctx.tree, ctx.source.text, ctx.source.path
+    if project is not None:
+        project.apply_facts(ctx)
     found = []  # (code, Finding)
     too_deep = []  # rules that ran out of recursion depth on this file
     try:
         has_jit = None
-        for code, check in rule_table.STATIC_CHECKS.items():
+        for code, rule_check in rule_table.STATIC_CHECKS.items():
             if code not in enabled:
                 continue
             if code in rule_table.JIT_ONLY:
@@ -188,7 +204,7 @@ def _lint(text, path, enabled, jit_decorators, with_fixes, project, capped) -> l
                     continue
             rule_found = []
             try:
-                rule_found.extend((code, f) for f in check(ctx))
+                rule_found.extend((code, f) for f in rule_check(ctx))
             except RecursionError:
                 too_deep.append(code)  # parsable but too deep for this rule: the others still report
                 continue

@@ -12,6 +12,8 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+from .children import child_fields
+
 # `add_`, `masked_fill_`, `copy_`: PyTorch's in-place method convention (not dunders, not `_private`).
 _INPLACE = re.compile(r"^[a-z][a-z0-9_]*[a-z0-9]_$")
 # Trailing-underscore methods that change flags or storage bookkeeping, not the tensor's values.
@@ -404,7 +406,7 @@ def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.
             for c in reversed(children):
                 work.append((c, stmt, loop, nested_now))
             continue
-        for name in node._fields:
+        for name in child_fields(t):
             value = getattr(node, name, None)
             if isinstance(value, list):
                 if not nested and value and isinstance(value[0], ast.stmt):

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 _FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Compound statements whose nested statement lists we descend into.
 _BODIES = ("body", "orelse", "finalbody")
+# Statements that hold no statements (most of them): nothing to descend into.
+_NO_BODY = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass, ast.Break,
+                      ast.Continue, ast.Delete, ast.Assert, ast.Nonlocal})
 
 
 @dataclass
@@ -305,6 +308,8 @@ def build_module_index(tree: ast.Module) -> ModuleIndex:
                 for t in stmt.targets:
                     for n in _target_names(t):
                         _bind(index, n, "del")
+        if type(stmt) in _NO_BODY:
+            continue
         # Descend into compound statements, keeping the same scope. Arms (for exclusivity): an if's body (0)
         # and else (1); a try's body and else (0: both run on the same path) and each handler (2, 3, ...);
         # a match's cases. A finally, a loop or a with is no arm.

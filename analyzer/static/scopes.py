@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from .children import child_fields
+
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 # Node types the scope builder only descends through (a fast path: no isinstance chain for them).
 _PLAIN = frozenset({ast.Attribute, ast.Constant, ast.BinOp, ast.Subscript, ast.keyword, ast.Tuple, ast.List, ast.Expr,
@@ -109,8 +111,7 @@ def build_scopes(root: ast.AST, parent: Scope | None = None) -> Scope:
                 scope.writes.append((node.id, node))
             continue
         if t in _PLAIN:  # most nodes: nothing to record, only children to visit
-            for child_node in ast.iter_child_nodes(node):
-                work.append((child_node, scope))
+            _push_children(node, t, scope, work)
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             if not isinstance(node, ast.Lambda):
@@ -188,6 +189,17 @@ def build_scopes(root: ast.AST, parent: Scope | None = None) -> Scope:
             scope.loads.append(node.target)
         elif isinstance(node, ast.Call):
             scope.calls.append(node)
-        for child_node in ast.iter_child_nodes(node):
-            work.append((child_node, scope))
+        _push_children(node, t, scope, work)
     return top
+
+
+def _push_children(node: ast.AST, t: type, scope: Scope, work: list) -> None:
+    """``work.append((child, scope))`` for each child node, in ``ast.iter_child_nodes`` order."""
+    for name in child_fields(t):
+        value = getattr(node, name, None)
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.AST):
+                    work.append((item, scope))
+        elif isinstance(value, ast.AST):
+            work.append((value, scope))

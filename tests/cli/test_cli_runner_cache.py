@@ -9,7 +9,7 @@ import os
 import pytest
 
 import analyzer
-from analyzer import file_pass
+from analyzer import file_pass, runner
 from analyzer import static
 from analyzer.cache import ResultCache, settings_key
 from analyzer.progress import ProgressBar
@@ -29,10 +29,21 @@ def as_json(diagnostics):
     return [d.to_json() for d in diagnostics]
 
 
-def test_pool_and_serial_give_identical_results(tmp_path, monkeypatch):
+def several_processes(monkeypatch, how: str) -> None:
+    """Make a run with jobs > 1 use forked helpers that hold their files ("helpers", however small the project)
+    or a pool that lints files as read ("pool")."""
+    if how == "helpers":
+        monkeypatch.setattr(runner, "SPLIT_BYTES", 0)
+    else:
+        monkeypatch.setattr(runner, "HOLD_BYTES", 0)
+
+
+@pytest.mark.parametrize("how", ["helpers", "pool"])
+def test_several_processes_and_one_give_identical_results(tmp_path, monkeypatch, how):
     monkeypatch.chdir(tmp_path)
     paths = [os.path.relpath(p) for p in make_tree(tmp_path)]
     serial = run(paths, Settings(), jobs=1)
+    several_processes(monkeypatch, how)
     pooled = run(paths, Settings(), jobs=2)
     assert not serial.errors and not pooled.errors
     assert as_json(pooled.diagnostics) == as_json(serial.diagnostics)
@@ -41,15 +52,38 @@ def test_pool_and_serial_give_identical_results(tmp_path, monkeypatch):
 
 
 def counting_engine(monkeypatch):
+    """The paths the engine starts linting: whole (lint_source) or in two halves (prepare_source, a held file)."""
     calls = []
-    real = static.lint_source
+    for name in ("lint_source", "prepare_source"):
+        def counted(text, path="<string>", real=getattr(static, name), **kw):
+            calls.append(path)
+            return real(text, path, **kw)
 
-    def counted(text, path="<string>", **kw):
-        calls.append(path)
-        return real(text, path, **kw)
-
-    monkeypatch.setattr(static, "lint_source", counted)
+        monkeypatch.setattr(static, name, counted)
     return calls
+
+
+@pytest.mark.parametrize("hold_bytes", [runner.HOLD_BYTES, 0], ids=["held", "linted-as-read"])
+def test_one_process_lints_each_file_once_held_or_as_read(tmp_path, monkeypatch, hold_bytes):
+    """Held until the project index is built, or linted as read and again where the index changes the facts:
+    the same findings, and a held file is never linted twice."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "ops.py", "def scale(x):\n    return x * x.sum().item()\n")
+    write(tmp_path / "pkg" / "net.py", "import torch\nfrom .ops import scale\n\nclass Net(torch.nn.Module):\n"
+          "    def forward(self, x):\n        return scale(x)\n")
+    write(tmp_path / "train.py", "import torch\nfrom pkg.net import Net\nmodel = torch.compile(Net())\n")
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=6)] + ["pkg/__init__.py", "pkg/ops.py", "pkg/net.py", "train.py"]
+    monkeypatch.setattr(runner, "HOLD_BYTES", hold_bytes)
+    calls = counting_engine(monkeypatch)
+    result = run(paths, Settings(), jobs=1)
+    assert not result.errors
+    # ops.scale is compiled only through net.py's forward (reached from train.py): a fact of the project index
+    assert [(d.path, d.code) for d in result.diagnostics if d.path.startswith("pkg/")] == [("pkg/ops.py", "TL302")]
+    # linted as read, both pkg files are linted again: net.py's forward is compiled by train.py, not assumed
+    assert sorted(calls) == sorted(paths + (["pkg/net.py", "pkg/ops.py"] if hold_bytes == 0 else []))
+    monkeypatch.setattr(runner, "HOLD_BYTES", runner.HOLD_BYTES if hold_bytes == 0 else 0)
+    assert as_json(run(paths, Settings(), jobs=1).diagnostics) == as_json(result.diagnostics)
 
 
 def test_cache_answers_unchanged_files_and_relints_changed_ones(tmp_path, monkeypatch):
@@ -116,13 +150,14 @@ def test_cli_warm_run_uses_the_cache_and_no_cache_writes_nothing(cli, tmp_path, 
 def test_a_dying_worker_does_not_lose_files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=30)]
+    several_processes(monkeypatch, "pool")
     parent = os.getpid()
     real = file_pass.process_file
 
-    def fragile(path, settings, known):
+    def fragile(path, *args, **kw):
         if os.getpid() != parent and path.endswith("m007.py"):
             os._exit(3)  # a crash in a worker (as if killed or out of memory)
-        return real(path, settings, known)
+        return real(path, *args, **kw)
 
     monkeypatch.setattr(file_pass, "process_file", fragile)
     result = run(paths, Settings(), jobs=2)
@@ -136,17 +171,47 @@ def test_a_dying_worker_does_not_lose_files(tmp_path, monkeypatch):
     assert as_json(result.diagnostics) == as_json([d for d in expected.diagnostics if d.path != culprit])
 
 
-def test_engine_exception_is_reported_per_file_and_the_run_goes_on(cli, tmp_path, monkeypatch):
+@pytest.mark.parametrize("when", ["reading", "linting"])
+def test_a_dying_helper_loses_no_file(tmp_path, monkeypatch, when):
+    """A helper killed while it reads its share, or while it lints it with the index's facts: its files are linted
+    one at a time in workers of their own, with the same findings."""
+    monkeypatch.chdir(tmp_path)
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=30)]
+    expected = run(paths, Settings(), jobs=1)
+    several_processes(monkeypatch, "helpers")
+    culprit = runner._chunks(paths, 2)[1][0]  # the first file of the helper's share
+    parent = os.getpid()
+    name = "process_file" if when == "reading" else "lint_held"
+    real = getattr(file_pass, name)
+
+    def fragile(*args, **kw):
+        path = args[0] if name == "process_file" else args[0].path
+        if os.getpid() != parent and path == culprit and (name == "lint_held" or kw.get("hold")):
+            os._exit(3)  # as if killed or out of memory
+        return real(*args, **kw)
+
+    monkeypatch.setattr(file_pass, name, fragile)
+    result = run(paths, Settings(), jobs=2)
+    assert [e for e in result.errors if "helper process died" in e], result.errors
+    assert sorted(r.path for r in result.files) == sorted(paths)
+    assert as_json(result.diagnostics) == as_json(expected.diagnostics)
+
+
+@pytest.mark.parametrize("where", ["lint_source", "prepare_source", "check_prepared"])
+def test_engine_exception_is_reported_per_file_and_the_run_goes_on(cli, tmp_path, monkeypatch, where):
     write(tmp_path / "a.py", TL101_SRC)
     write(tmp_path / "b.py", TL101_SRC)
-    real = static.lint_source
+    real = getattr(static, where)
 
-    def flaky(text, path="<string>", **kw):
+    def flaky(first, *args, **kw):
+        path = first.source.path if where == "check_prepared" else args[0]
         if path.endswith("a.py"):
             raise RuntimeError("boom")
-        return real(text, path, **kw)
+        return real(first, *args, **kw)
 
-    monkeypatch.setattr(static, "lint_source", flaky)
+    monkeypatch.setattr(static, where, flaky)
+    if where == "lint_source":  # the engine whole: files are linted as read, not held
+        monkeypatch.setattr(runner, "HOLD_BYTES", 0)
     r = cli(".", "--format", "json", "-j", "1", "--no-cache")
     assert r.code == 2
     assert "a.py: internal error while linting: RuntimeError: boom" in r.err
@@ -269,22 +334,26 @@ def test_a_fully_cached_run_does_not_load_the_engine(tmp_path):
     assert runs[1].stdout.split() == ["1", "False", "False"], runs[1].stderr
 
 
-def test_pool_spawns_when_other_threads_are_alive(tmp_path, monkeypatch):
-    import threading
 
-    monkeypatch.chdir(tmp_path)
-    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=30)]
-    stop = threading.Event()
-    t = threading.Thread(target=stop.wait)
-    t.start()
-    try:
-        assert file_pass.pool_context().get_start_method() == "spawn"
-        spawned = run(paths, Settings(), jobs=2)
-    finally:
-        stop.set()
-        t.join()
-    assert not spawned.errors
-    assert as_json(spawned.diagnostics) == as_json(run(paths, Settings(), jobs=1).diagnostics)
+def test_a_run_in_one_process_does_not_load_the_pool(tmp_path):
+    """concurrent.futures and multiprocessing cost ~10 ms of start-up: only a run that starts a pool loads them
+    (one process and forked helpers do not)."""
+    import subprocess
+    import sys
+
+    from cli_helpers import REPO
+
+    make_tree(tmp_path, n=30)
+    probe = ("import sys, analyzer.cli, analyzer.runner as r; {}; "
+             "rc = analyzer.cli.main(['.', '--no-cache', '-o', 'out.json', '-j', '{}']); "
+             "print(rc, 'concurrent.futures' in sys.modules, 'multiprocessing' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    loaded = {}
+    for how, setup, jobs in (("one", "pass", 1), ("helpers", "r.SPLIT_BYTES = 0", 2), ("pool", "r.HOLD_BYTES = 0", 2)):
+        r = subprocess.run([sys.executable, "-c", probe.format(setup, jobs)], cwd=tmp_path, capture_output=True,
+                           text=True, env=env)
+        loaded[how] = r.stdout.split() or r.stderr
+    assert loaded == {"one": ["1", "False", "False"], "helpers": ["1", "False", "False"], "pool": ["1", "True", "True"]}
 
 
 def test_cache_file_cannot_smuggle_code(tmp_path):
@@ -302,7 +371,8 @@ def test_cache_file_cannot_smuggle_code(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process groups from /proc")
-def test_ctrl_c_stops_the_workers_at_once(tmp_path):
+@pytest.mark.parametrize("how", ["helpers", "pool"])
+def test_ctrl_c_stops_the_workers_at_once(tmp_path, how):
     import signal
     import subprocess
     import sys
@@ -318,9 +388,11 @@ def test_ctrl_c_stops_the_workers_at_once(tmp_path):
         # a shell starts background jobs (a CI runner, `cmd &`) with SIGINT ignored, and Python keeps it ignored:
         # give the run a terminal's disposition, or Ctrl-C would be tested against a process that cannot see it
         "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-        "import time, analyzer.static as s\n"
-        "real = s.lint_source\n"
-        "s.lint_source = lambda *a, **k: (time.sleep(0.5), real(*a, **k))[1]\n"
+        "import time, analyzer.static as s, analyzer.runner as r\n"
+        f"r.{'SPLIT_BYTES' if how == 'helpers' else 'HOLD_BYTES'} = 0\n"
+        "for name in ('lint_source', 'prepare_source'):\n"
+        "    real = getattr(s, name)\n"
+        "    setattr(s, name, lambda *a, real=real, **k: (time.sleep(0.5), real(*a, **k))[1])\n"
         "from analyzer.cli import main\n"
         "raise SystemExit(main(['.', '--no-cache', '-j', '2', '-q']))\n"
     )
@@ -350,3 +422,23 @@ def _processes_in_group(pgid: int) -> list[int]:
             if int(fields[2]) == pgid and fields[0] != "Z":
                 found.append(int(entry))
     return found
+
+
+
+@pytest.mark.parametrize("how", ["helpers", "pool"])
+def test_several_processes_name_the_same_entry_point_as_one(tmp_path, monkeypatch, how):
+    """A function that two modules' forwards reach is named after one of them (the first in the project's file
+    order), whatever order the processes return the files in (a pool hands out the biggest files first)."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "ops.py", "def scale(x):\n    return x * x.sum().item()\n")
+    for name, padding in (("a", 0), ("b", 2000)):  # b.py, the biggest file, goes to a worker first
+        write(tmp_path / "pkg" / f"{name}.py", "import torch\nfrom .ops import scale\n" + "# padding\n" * padding +
+              f"\nclass {name.upper()}(torch.nn.Module):\n    def forward(self, x):\n        return scale(x)\n")
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=26)] + ["pkg/__init__.py", "pkg/a.py", "pkg/b.py", "pkg/ops.py"]
+    paths.sort()
+    several_processes(monkeypatch, how)
+    for jobs in (1, 2):
+        result = run(paths, Settings(), jobs=jobs)
+        messages = [d.message.splitlines()[0] for d in result.diagnostics if d.path == "pkg/ops.py"]
+        assert messages and all(m.startswith("if `A` is compiled") for m in messages), (jobs, messages)

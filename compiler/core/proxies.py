@@ -153,6 +153,11 @@ class TensorProxy(Proxy):
         return SYMBOLIC_SIZES.product(shape)
 
     nelement = numel
+    ndimension = dim
+
+    def untyped_storage(self):
+        """What a traced tensor's storage can tell without memory: its size in bytes and device."""
+        return StorageFacts(self)
 
     def element_size(self):
         return self.meta.element_size()
@@ -243,8 +248,8 @@ class TensorProxy(Proxy):
     def tolist(self):
         return self._needs_data("tensor.tolist()", "tolist")
 
-    def numpy(self, *a, **k):
-        self._needs_data("tensor.numpy()", "numpy")
+    def numpy(self, *, force=False):
+        return self._needs_data("tensor.numpy()", "numpy_force" if force else "numpy")
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -312,6 +317,43 @@ def _setitem(self, key, value):
 
 
 TensorProxy.__setitem__ = _setitem
+
+
+class StorageFacts:
+    """`x.untyped_storage()` of a traced tensor: its size (what the meta tensor's view spans; a tensor the
+    function made owns exactly that) and device. Its address and contents are values: reading them raises."""
+
+    def __init__(self, proxy):
+        self._proxy = proxy
+
+    def nbytes(self):
+        p = self._proxy
+        base = p.meta._base if p.meta._base is not None else p.meta
+        state = current_state()
+        held = [q.meta for q in getattr(state, "inputs", ()) if isinstance(q, TensorProxy)] + \
+            [q.meta for _, q in getattr(state, "captured", ())]
+        if any(m is base or m._base is base for m in held):  # (an argument's storage may be larger than its view)
+            loc = user_location(2)
+            raise UnsupportedOpError("untyped_storage() of an argument or captured tensor (or a view of one) is not "
+                                     f"supported: its storage is not guarded{f' at {loc.describe()}' if loc else ''}")
+        if p.sym_shape is not None:
+            p._fixed_layout("the storage size is read")
+        with torch._C.DisableTorchFunction():
+            return p.meta.untyped_storage().nbytes()
+
+    size = nbytes
+
+    @property
+    def device(self):
+        return self._proxy.device
+
+    def element_size(self):
+        return 1
+
+    def __getattr__(self, name):
+        loc = user_location(2)
+        raise UnsupportedOpError(f"untyped_storage().{name} of a traced tensor is not supported (its memory exists "
+                                 f"only when the trace runs){f' at {loc.describe()}' if loc else ''}")
 
 
 class OpaqueProxy(Proxy):

@@ -36,11 +36,17 @@ MAX_OUTCOMES = 16  # continuations kept per read; e.g. a loss value read with .i
 READERS = {
     "bool": bool, "int": int, "float": float, "complex": complex, "index": operator.index,
     "item": lambda t: t.item(), "tolist": lambda t: t.tolist(), "shape": lambda t: t.shape,
+    "numpy": lambda t: t.numpy(), "numpy_force": lambda t: t.numpy(force=True),
 }
+# reads whose value shares memory with the tensor (an array): a continuation traced with one call's array would
+# hold that array, so a trace reading one serves its own call only
+SINGLE_USE_READS = ("numpy", "numpy_force")
 
 
 def outcome_key(value) -> tuple:
     # repr tells -0.0 from 0.0, 1 from True, and makes NaN equal to itself
+    if type(value).__module__ == "numpy" and hasattr(value, "tobytes"):  # (an array's repr elides the middle)
+        return type(value).__name__, str(value.dtype), value.shape, value.tobytes()
     return type(value).__name__, repr(value)
 
 
@@ -102,9 +108,13 @@ class Runner:
         return None
 
 
+ALL_DEFINED = object()  # segment_trace's output: every tensor the segment defines (a segment before a read)
+
+
 def segment_trace(bsyms, output, header: str) -> Trace:
     """A trace of `bsyms` whose parameters are the proxies it uses but does not define (inputs of the
-    function or results of earlier segments); `output` None: every tensor it defines."""
+    function or results of earlier segments); `output` ALL_DEFINED: every tensor it defines (any other value,
+    None included, is the final segment's result)."""
     from ..symbolic.values import SYM_TYPES
 
     t = Trace("segment")
@@ -126,7 +136,7 @@ def segment_trace(bsyms, output, header: str) -> Trace:
         if isinstance(b.output, SYM_TYPES) and b.output.name not in seen:  # a scalar op of symbolic
             seen.add(b.output.name)  # numbers (compiler.symbolic): later segments may use it too
             defined.append(b.output)
-    if output is None:
+    if output is ALL_DEFINED:
         output = tuple(defined)
     for leaf in pytree.tree_leaves(output):
         use(leaf)
@@ -225,12 +235,12 @@ class Segmenter:
         st.sync_grad_mode(loc)
         bsyms = st.trace.bsyms[self.cut:]
         i = len(self.records)
-        seg = segment_trace(bsyms, None, f"segment {i + 1}: ends where {what} reads {proxy.name}"
+        seg = segment_trace(bsyms, ALL_DEFINED, f"segment {i + 1}: ends where {what} reads {proxy.name}"
                             f"{f' at {loc}' if loc else ''}")
         source = seg.python_source(with_comments=False)
         with_stores, stored = self._segment_stores(bsyms)
         if stored:  # (the text without stores is what a replay compares)
-            seg = segment_trace(with_stores, None, seg.header)
+            seg = segment_trace(with_stores, ALL_DEFINED, seg.header)
         st.emit(Event(DATA_DEPENDENT_READ, f"{what} needs the value of {proxy.name}", loc,
                       details={"proxy": proxy.name, "kind": kind, "what": what}))
         replayed = self.replay is not None and i < len(self.replay.nodes)
@@ -257,10 +267,13 @@ class Segmenter:
                 slot.store(value)
             with torch._C.DisableTorchFunction():  # the segment's draws and seeds happened for real, as in eager
                 self.rng_after_run = torch.random.get_rng_state()
-                self.gens_after_run = tuple(p.value.get_state() for p in st.inputs if isinstance(p, OpaqueProxy))
+                self.gens_after_run = tuple(p.value.get_state() for p in st.inputs
+                                            if isinstance(p, OpaqueProxy) and isinstance(p.value, torch.Generator))
         real = self.env[proxy.name]
         with _native(torch.is_grad_enabled()):
             value = READERS[kind](real)
+        if kind in SINGLE_USE_READS:
+            st.single_use.append(f"{what} at {loc} shares the tensor's memory: the trace reading it serves one call")
         if kind == "shape":  # the size is known from here on: later ops and reads see it
             from ..meta.functions import meta_like
 
@@ -320,7 +333,7 @@ class Segmenter:
         """The user's code raised: run for real what eager ran before the exception (the ops since the last
         read, then the stores made so far), so its effects on inputs and state stay, as in eager."""
         self._fill_inputs()
-        seg = segment_trace(self.state.trace.bsyms[self.cut:], None, "ops before the exception")
+        seg = segment_trace(self.state.trace.bsyms[self.cut:], ALL_DEFINED, "ops before the exception")
         with _native(self.grad_at_cut, self.autocast_at_cut):
             Runner(seg, self.options, final=False).run(self.env)
             for slot, value in writes:
@@ -474,13 +487,18 @@ class SegmentedComputation:
         self.input_names = path.input_names
         self.first = path  # the tracing call still has to run its final segment
         self.lock = threading.Lock()
+        self.escapes = None  # compiler/frontend/escapes.Escapes: the final segment returns (result, escaped values)
 
     def __call__(self, *inputs):
         """The first call (the one that traced): its segments ran while tracing; run the final one."""
         path, self.first = self.first, None
         if path is None:
             raise CompilerError("internal error: a segmented entry's first run was already used")
-        return _run_final(path.final_runner, path.env, path.final_grad)
+        out = _run_final(path.final_runner, path.env, path.final_grad)
+        if self.escapes is not None:
+            out, escaped = out
+            self.escapes.patch(escaped)
+        return out
 
 
 def _run_final(runner: Runner, env: dict, start: tuple):
@@ -502,6 +520,7 @@ def run_cached(jf, entry, inputs, args, kwargs):
     """A cache hit on a segmented entry: run the path its reads choose; trace what is new."""
     comp: SegmentedComputation = entry.computation
     env = dict(zip(comp.input_names, inputs))
+    layouts = _layouts((args, kwargs))  # (segments may change the arguments' sizes in place: x.t_())
     grad, cast = torch.is_grad_enabled(), autocast.current()
     node, nodes, overwritten = comp.root, [], []
     try:
@@ -529,10 +548,38 @@ def run_cached(jf, entry, inputs, args, kwargs):
             autocast.set_state(cast)
             for slot, value in reversed(overwritten):  # ... and sees the module as the call found it (the
                 slot.store(value)                      # new path's final segment stores the writes again)
+            args, kwargs = _as_found(args, kwargs, layouts)
             return _continue(jf, entry, comp, env, nodes, args, kwargs)
     finally:
         torch._C._set_grad_enabled(grad)
         autocast.set_state(cast)
+
+
+def _layouts(args) -> list:
+    """(tensor, sizes, strides, offset) of the call's argument tensors, as the call found them."""
+    return [(t, tuple(t.shape), t.stride(), t.storage_offset()) for t in pytree.tree_leaves(args)
+            if type(t) is torch.Tensor]
+
+
+def _as_found(args, kwargs, layouts):
+    """The arguments for re-tracing a new outcome: where a segment already run changed an argument's sizes or
+    strides in place (x.t_(), x.unsqueeze_(0)), a stand-in with the layout the call found (same dtype, device,
+    autograd role), so the re-traced segments are the ones that ran; their values come from the run."""
+    twins = {}
+    for t, shape, stride, offset in layouts:
+        if (tuple(t.shape), t.stride(), t.storage_offset()) != (shape, stride, offset) and id(t) not in twins:
+            with torch._C.DisableTorchFunction(), torch.enable_grad():
+                twin = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device)
+                if t.requires_grad:
+                    leaf = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device, requires_grad=True)
+                    if t.is_leaf:
+                        twin = leaf
+                    else:
+                        twin.copy_(leaf)  # (a non-leaf with the same strides)
+            twins[id(t)] = twin
+    if not twins:
+        return args, kwargs
+    return pytree.tree_map(lambda v: twins.get(id(v), v) if type(v) is torch.Tensor else v, (args, kwargs))
 
 
 def _outcomes(node: Node) -> int:

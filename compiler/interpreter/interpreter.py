@@ -367,12 +367,20 @@ class Interpreter:
         current = self.current_exc
         if current is None or current is exc or exc.__context__ is not None:
             return
-        probe = current
-        while probe is not None:
+        # Walk the chain for exc (a new cycle is cut there); a chain that already has a cycle ends the walk
+        # when it comes round (Floyd's tortoise and hare, as CPython's _PyErr_SetObject: `e.__context__ = e`
+        # must not hang).
+        probe, slow, toggle = current, current, False
+        while probe.__context__ is not None:
             if probe.__context__ is exc:
                 probe.__context__ = None
                 break
             probe = probe.__context__
+            if probe is slow:
+                break
+            if toggle:
+                slow = slow.__context__
+            toggle = not toggle
         exc.__context__ = current
 
     def _check_stack_effect(self, frame, instr, depth, jumped):

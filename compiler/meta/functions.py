@@ -27,9 +27,12 @@ def meta_like(t: torch.Tensor) -> torch.Tensor:
     """A meta tensor with `t`'s layout and autograd role (leaf or not) - never itself a view."""
     m = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="meta")
     if t.requires_grad:
-        m.requires_grad_(True)
-        if not t.is_leaf:
-            m = m.clone(memory_format=torch.preserve_format)  # non-leaf: in-place ops allowed, like eager
+        if t.is_leaf:
+            m.requires_grad_(True)
+        else:  # non-leaf (in-place ops allowed, like eager): copied into, so that it keeps t's strides (a clone
+            with torch._C.DisableTorchFunction(), torch.enable_grad():  # of an expanded tensor is contiguous)
+                m.copy_(torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="meta",
+                                            requires_grad=True))
     return m
 
 
@@ -96,8 +99,10 @@ def run_on_meta(fn, args, kwargs, device):
             by_id[id(x.meta)] = x
             dynamic = dynamic or x.dynamic
             return x.meta
-        if isinstance(x, (torch.Generator, OpaqueProxy)):
+        if isinstance(x, torch.Generator) or isinstance(x, OpaqueProxy) and isinstance(x.value, torch.Generator):
             return None  # meta ops draw no random numbers
+        if isinstance(x, OpaqueProxy):  # (a numpy array argument: its metadata is guarded)
+            return x.value
         return x
 
     margs, mkwargs = pytree.tree_map(to_meta, (args, kwargs))
@@ -170,6 +175,28 @@ def _parse_to(args, kwargs, self_proxy):
     return (torch.device(device) if device is not None else self_proxy.device), dtype
 
 
+def type_meta(symbol, args, kwargs):
+    """Tensor.type(dst): dst a dtype, a tensor type (torch.HalfTensor, torch.cuda.FloatTensor) or its name;
+    like `to` (the same tensor when nothing changes). Without dst: the type's name, a Python value."""
+    self = args[0]
+    dst = args[1] if len(args) > 1 else kwargs.get("dtype")
+    if dst is None:
+        return generic_meta(symbol, args, kwargs)
+    if isinstance(dst, str):
+        owner = torch.cuda if dst.startswith("torch.cuda.") else torch
+        dst = getattr(owner, dst.rsplit(".", 1)[-1], None)
+        if dst is None:
+            return generic_meta(symbol, args, kwargs)  # (eager's error)
+    if isinstance(dst, torch.dtype):
+        device, dtype = self.device, dst
+    else:
+        device, dtype = torch.device("cuda" if dst.is_cuda else "cpu"), dst.dtype
+    device = normalize_device(device)
+    with torch._C.DisableTorchFunction():
+        m = self.meta.to(dtype=dtype, copy=device != self.device)
+    return self if m is self.meta else new_proxy(m, device)
+
+
 def to_meta(symbol, args, kwargs):
     """Tensor.to / cuda / cpu: the device changes beside the meta tensor; a device change always copies."""
     self = args[0]
@@ -196,6 +223,40 @@ def _is_int_scalar_index(x) -> bool:
 
 def _is_bool_mask(x) -> bool:
     return isinstance(x, TensorProxy) and x.dtype is torch.bool and x.ndim > 0
+
+
+def _is_bool_scalar(x) -> bool:
+    return isinstance(x, TensorProxy) and x.dtype is torch.bool and x.ndim == 0
+
+
+def _masked_index_meta(symbol, self, parts, rest, kwargs):
+    """x[..., mask], x[mask, 0], x[mask] = v: a bool mask of k dims indexes like k integer index tensors whose
+    (common) length is the number of True values: run the meta with such tensors of the placeholder length;
+    a result is value-dependent in size (TensorProxy.dynamic)."""
+    if symbol.name == "Tensor.__setitem__":  # (a 0-d mask selects all or nothing: the shapes are those of x[None])
+        parts = tuple(None if _is_bool_scalar(p) else p for p in parts)
+    if any(_is_bool_scalar(p) for p in parts):
+        raise DataDependentError("indexing with a 0-d bool tensor among other indices: the result's shape "
+                                 "depends on its value")
+    device = infer_device(symbol, (self, parts, *rest), kwargs)
+    with torch._C.DisableTorchFunction():
+        swapped = []
+        for p in parts:
+            if _is_bool_mask(p):
+                swapped += [torch.zeros(DYNAMIC_SIZE, dtype=torch.int64, device="meta")] * p.ndim
+            else:
+                swapped.append(p.meta if isinstance(p, TensorProxy) else p)
+        margs = [self.meta, tuple(swapped)] + [r.meta if isinstance(r, TensorProxy) else r for r in rest]
+        try:
+            out = symbol.fn(*margs)
+        except (RuntimeError, IndexError) as e:
+            if symbol.name == "Tensor.__setitem__":  # the value's size must match the count of True values
+                raise DataDependentError(f"{symbol.name} with a bool mask: whether the value fits depends on how "
+                                         f"many elements the mask selects ({str(e).splitlines()[0][:100]})") from e
+            raise
+    if symbol.name == "Tensor.__setitem__":
+        return None
+    return new_proxy(out, device, dynamic=True)
 
 
 def _dynamic_result(shape, dtype, device) -> TensorProxy:
@@ -233,9 +294,11 @@ def indexing_meta(symbol, args, kwargs):
     which the meta tensor cannot read: any in-range int gives the same metadata, so use 0 - unless other
     tensor indices make it advanced indexing, where it stays a tensor."""
     self, index, *rest = args
-    if symbol.name == "Tensor.__getitem__" and _is_bool_mask(index):
+    if symbol.name == "Tensor.__getitem__" and (_is_bool_mask(index) or _is_bool_scalar(index)):
         return masked_select_meta(symbol, args, kwargs)
     parts = index if type(index) is tuple else (index,)
+    if any(_is_bool_mask(p) or _is_bool_scalar(p) for p in parts):
+        return _masked_index_meta(symbol, self, parts, rest, kwargs)
     tensors = [p for p in parts if isinstance(p, TensorProxy)]
     if tensors and all(_is_int_scalar_index(p) for p in tensors):
         sub = tuple(0 if _is_int_scalar_index(p) else p for p in parts)
@@ -246,6 +309,15 @@ def indexing_meta(symbol, args, kwargs):
     return generic_meta(symbol, args, kwargs)
 
 
+def from_numpy_meta(symbol, args, kwargs):
+    """torch.from_numpy(a): a CPU tensor sharing the array's memory: its shape, strides and dtype."""
+    a = args[0].value if isinstance(args[0], OpaqueProxy) else args[0]
+    with torch._C.DisableTorchFunction():
+        real = torch.from_numpy(a)  # (a view of the array: no copy)
+        m = torch.empty_strided(tuple(real.shape), tuple(real.stride()), dtype=real.dtype, device="meta")
+    return new_proxy(m, torch.device("cpu"))
+
+
 def tensor_from_data_meta(symbol, args, kwargs):
     """torch.tensor / as_tensor of Python data holding traced 0-d tensors (torch.tensor([a, b])): eager copies
     their values, so the result's metadata follows from the nesting and the elements' dtypes."""
@@ -253,7 +325,7 @@ def tensor_from_data_meta(symbol, args, kwargs):
     proxies = [p for p in pytree.tree_leaves(data) if isinstance(p, TensorProxy)]
     if not proxies or isinstance(data, TensorProxy):
         return generic_meta(symbol, args, kwargs)
-    if any(p.ndim != 0 for p in proxies):
+    if any(p.dynamic or p.meta.numel() != 1 for p in proxies):  # (eager reads any one-element tensor: [t, t])
         raise ValueError("only one element tensors can be converted to Python scalars")
 
     def shape_of(x):

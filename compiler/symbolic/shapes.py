@@ -81,6 +81,8 @@ def _rule(name, args, kwargs, outs):
                 constrain(s, holds, holds, "check", "a size given to view/reshape")
         if sum(1 for s in sizes if type(s) is int and s == -1):
             known = _prod(s for s in sizes if not (type(s) is int and s == -1))
+            if known == 0:  # (a decision) -1 next to a 0 is ambiguous: eager raises, and so does the meta
+                raise _Unknown
             sizes = [total // known if type(s) is int and s == -1 else s for s in sizes]
         return [tuple(sizes)]
     if name == "split" and isinstance(args[0], TensorProxy):
@@ -153,6 +155,21 @@ def _rule(name, args, kwargs, outs):
     return shape_rules.rule(name, args, kwargs, outs)
 
 
+def _reshaped_in_place(name: str, args, kwargs, target) -> None:
+    rule = _RESHAPING_INPLACE[name]
+    try:
+        if rule is None:
+            raise _Unknown
+        (shape,) = _rule(rule, args, kwargs, [target])
+        shape = tuple(shape)
+        if len(shape) != target.meta.ndim or any(_val(d) != m for d, m in zip(shape, target.meta.shape)):
+            raise _Unknown
+    except (_Unknown, IndexError, KeyError, TypeError, ValueError, AttributeError):
+        target.sym_shape = UNKNOWN
+        return
+    target.sym_shape = shape if any(isinstance(d, SymInt) for d in shape) else None
+
+
 _REDUCTIONS = frozenset("sum mean amax amin max min prod std var logsumexp all any argmax argmin".split())
 
 
@@ -202,12 +219,24 @@ def _keeps_numbers() -> frozenset:
     return _KEEPS[0]
 
 
+# In-place ops that change the sizes of the tensor they are called on: its sizes follow their out-of-place
+# rule (or become unknown, so that reading them specializes).
+_RESHAPING_INPLACE = {"t_": "t", "transpose_": "transpose", "swapdims_": "swapdims", "swapaxes_": "swapaxes",
+                      "unsqueeze_": "unsqueeze", "squeeze_": "squeeze", "resize_": None, "resize_as_": None,
+                      "as_strided_": None, "set_": None, "resize": None}
+
+
 def set_output_shapes(symbol, args, kwargs, out) -> None:
-    """After an op is recorded: the symbolic sizes of its new tensor outputs."""
+    """After an op is recorded: the symbolic sizes of its new tensor outputs (and of a tensor an in-place op
+    reshaped: `x.t_()`, `x.unsqueeze_(0)`)."""
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, TensorProxy)]
     involved = any(t.sym_shape is not None for t in tensors) or has_symbolic((args, kwargs))
     outs = [o for o in pytree.tree_leaves(out) if isinstance(o, TensorProxy)]
     fresh = [o for o in outs if all(o is not t for t in tensors)]
+    raw = symbol.name.rsplit(".", 1)[-1]
+    if raw in _RESHAPING_INPLACE and tensors and involved:
+        _reshaped_in_place(raw, args, kwargs, tensors[0])
+        return
     if not involved or not fresh:
         return
     try:

@@ -2,7 +2,8 @@
 their tags, and (where one exists) a decomposition into prims."""
 from __future__ import annotations
 
-from ..meta.functions import indexing_meta, masked_select_meta, nonzero_meta, tensor_from_data_meta, to_meta, unique_meta
+from ..meta.functions import (from_numpy_meta, indexing_meta, masked_select_meta, nonzero_meta, tensor_from_data_meta, to_meta, type_meta,
+                              unique_meta)
 from ..core.symbols import Tag
 from . import decompositions as D
 from .table import register, register_property
@@ -121,7 +122,7 @@ register("torch.Tensor.reshape_as", MV, decomposition=D.VIEWS.get("reshape_as"))
 register("torch.Tensor.contiguous", MV)
 for n in ("to", "type", "float", "double", "half", "bfloat16", "int", "long", "short", "char", "byte",
           "bool", "cfloat", "type_as", "cuda", "cpu"):
-    meta = to_meta if n in ("to", "cuda", "cpu") else None
+    meta = to_meta if n in ("to", "cuda", "cpu") else type_meta if n == "type" else None
     register(f"torch.Tensor.{n}", MV, meta=meta,
              decomposition=D.conversion(n) if n not in ("to", "cuda", "cpu", "type") else None)
 
@@ -155,6 +156,7 @@ register("torch.meshgrid")
 register("torch.cdist")
 register("torch.bincount")
 register("torch.trace")
+register("torch.from_numpy", C, meta=from_numpy_meta)
 
 # ---- in-place writes that are not NAME_ of an out-of-place op ----
 for n in ("copy_", "zero_", "fill_", "normal_", "uniform_", "bernoulli_", "exponential_", "random_",
@@ -172,7 +174,7 @@ for n in "rand randn randint randperm rand_like randn_like randint_like normal b
     register(f"torch.{n}", C | R)
 for n in "bernoulli multinomial".split():
     register(f"torch.Tensor.{n}", R)
-for n in "new_zeros new_ones new_full new_empty".split():
+for n in "new new_zeros new_ones new_full new_empty".split():
     register(f"torch.Tensor.{n}", C)
 for n in "tril_indices triu_indices".split():
     register(f"torch.{n}", C)

@@ -15,7 +15,7 @@ from ..core.proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
 from ..core.source import user_location
 from ..core.symbols import BoundSymbol, Symbol, Tag
 from ..core.trace import Trace
-from ..features import autocast
+from ..features import autocast, torch_flags
 from ..features.rng import UnknownSeed, raise_seed_use
 from ..meta.functions import meta_like
 from ..symbolic.shapes import for_op, set_output_shapes
@@ -51,12 +51,15 @@ class TracingState:
         self.initial_grad_enabled = self.grad_enabled
         self.autocast = autocast.current()  # the autocast state ops are being traced in
         self.initial_autocast = self.autocast
+        self.torch_flags = torch_flags.current()  # default dtype, deterministic, sdpa backends... ops are traced under
+        self.initial_torch_flags = self.torch_flags
         self.real_inputs: dict = {}  # proxy name -> the argument tensor, while tracing (segments run on them)
         self.segmenter = None  # compiler.frontend.segments.Segmenter when reads of tensor values split the trace
         self.builder = None  # the PrologueBuilder: inputs found while tracing (an input's .grad)
         self.symbolic = False  # cache="symbolic values": numbers stay symbolic (compiler.symbolic)
         self.constraints: list = []  # compiler.symbolic.values.Constraint: what the prologue checks of them
         self.sizes_fixed = False  # symbolic sizes specialized (a size no shape rule follows was read)
+        self.single_use: list = []  # why the trace can serve only the call that traced it (a read of .numpy())
         self.read_syms: dict = {}  # name of a number read from a tensor, kept symbolic -> its read's index
         self.read_sym_values: list = []  # those numbers (SymInt/SymFloat)
         self.name_input = lambda origin: origin  # "args[0]" -> "x" (the front end knows the signature)
@@ -159,6 +162,7 @@ def _record_call(symbol, args, kwargs):
         state.current_location = loc
         state.sync_grad_mode(loc)
         autocast.sync(state, loc)
+        torch_flags.sync(state, loc)
     args, kwargs = state.normalize((args, kwargs))
     margs, mkwargs = args, kwargs
     if state.symbolic:  # symbolic numbers: kept where the op's metadata cannot depend on them, else specialized
@@ -167,7 +171,12 @@ def _record_call(symbol, args, kwargs):
     try:
         out = symbol.meta(symbol, margs, mkwargs)
     except Exception as e:  # eager would fail here too (shape/dtype/leaf errors): say where
-        _rethrow(symbol, loc, e, (args, kwargs))
+        if not _read_placeholder_sizes(state, (args, kwargs)):
+            _rethrow(symbol, loc, e, (args, kwargs))
+        try:  # (the sizes of value-dependent inputs are known now: `x[m] + y[m]`)
+            out = symbol.meta(symbol, margs, mkwargs)
+        except Exception as e2:
+            _rethrow(symbol, loc, e2, (args, kwargs))
     bsym = BoundSymbol(symbol, tuple(args), dict(kwargs), out, location=loc)
     input_names = {p.name for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)}
     for o in bsym.tensor_outputs():
@@ -183,6 +192,18 @@ def _record_call(symbol, args, kwargs):
     if top:
         _events_for(state, bsym)
     return out
+
+
+def _read_placeholder_sizes(state, args) -> bool:
+    """An op's meta failed on inputs whose size depends on values (traced with a placeholder size): where the
+    trace can be split, read their real sizes, as Python reading them would (compiler/frontend/segments.py).
+    Whether any was read (then the meta is worth trying again)."""
+    dynamic = [p for p in pytree.tree_leaves(args) if isinstance(p, TensorProxy) and p.dynamic]
+    if not dynamic or state.segmenter is None or state.depth != 0:
+        return False
+    for p in dynamic:
+        p.shape  # noqa: B018 - a read of its size: the segment before it runs, the size is real from here on
+    return not any(p.dynamic for p in dynamic)
 
 
 def _decompose(state: TracingState, bsym: BoundSymbol, args, kwargs) -> None:

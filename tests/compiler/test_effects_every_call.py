@@ -1,0 +1,106 @@
+"""Effects happen on every call, in eager's order: attribute writes on objects the function did not create
+(a module in a global list), an exception eager raises from an op whose result nothing uses (passes must not
+drop it), and in-place metadata changes made before the program raises."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import compiler
+from eager_parity import CACHES, check_calls
+
+MODELS = [torch.nn.Linear(2, 2)]
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_attribute_writes_on_a_global_module_list_happen_on_every_call(cache):
+    def fn(x):
+        MODELS[0].training = False
+        MODELS[0].abc = True
+        return MODELS[0](x)
+
+    jfn = compiler.jit(fn, cache=cache)
+    try:
+        with torch.no_grad():
+            for _ in range(3):
+                MODELS[0].training = True
+                if hasattr(MODELS[0], "abc"):
+                    del MODELS[0].abc
+                jfn(torch.ones(2))
+                assert MODELS[0].training is False and MODELS[0].abc is True
+    finally:
+        MODELS[0].train()
+        vars(MODELS[0]).pop("abc", None)
+
+
+def test_an_attribute_written_on_a_module_reached_only_at_run_time():
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.inner = [[torch.nn.Linear(2, 2)]]  # deeper than the static guards go
+
+    def fn(x):
+        holder.inner[0][0].calls = getattr(holder.inner[0][0], "calls", 0) + 1
+        return x * 2
+
+    jfn = compiler.jit(fn)
+    for call in range(1, 4):
+        jfn(torch.ones(2))
+        assert holder.inner[0][0].calls == call
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_an_unused_op_that_raises_is_not_dropped(cache):
+    def fn(t, n):
+        t.select(0, n)  # unused: its only effect is the IndexError eager raises for an index out of range
+        return None
+
+    calls = [lambda: (torch.ones(3, 2), 1), lambda: (torch.ones(2, 2), 1), lambda: (torch.ones(2, 2), 2),
+             lambda: (torch.empty(0, 3), -1), lambda: (torch.ones(4, 2), 3)]
+    check_calls(fn, calls, cache=cache)
+
+
+def test_an_unused_index_select_with_indices_out_of_range_raises():
+    def fn(x, i):
+        torch.index_select(x, 0, i)
+        return x + 1
+
+    check_calls(fn, [lambda: (torch.ones(3), torch.tensor([0])), lambda: (torch.ones(3), torch.tensor([5]))])
+
+
+def test_an_unused_integer_division_by_zero_raises():
+    def fn(x, y):
+        x // y
+        return x
+
+    check_calls(fn, [lambda: (torch.ones(3, dtype=torch.int64), torch.ones(3, dtype=torch.int64)),
+                     lambda: (torch.ones(3, dtype=torch.int64), torch.zeros(3, dtype=torch.int64))])
+
+
+def test_unused_elementwise_ops_are_still_dropped():
+    def fn(x):
+        unused = torch.exp(x) * 3  # noqa: F841 - cannot raise for the guarded metadata
+        return x + 1
+
+    jfn = compiler.jit(fn)
+    jfn(torch.ones(2))
+    assert "torch.exp" not in str(compiler.last_traces(jfn)[-1])
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_in_place_metadata_changes_before_a_raise_stay(cache):
+    def fn(x, n):
+        x.t_()
+        x.unsqueeze_(0)
+        if n > 1:
+            raise ValueError("raised by the program")
+        if x.sum() > 100:
+            raise IndexError("raised after a data-dependent read")
+        return x.sum()
+
+    def randn(seed):
+        return torch.randn(2, 3, generator=torch.Generator().manual_seed(seed))
+
+    calls = [lambda: (randn(0), 1), lambda: (randn(1), 2), lambda: (randn(2) + 100, 1), lambda: (randn(3), 1)]
+    check_calls(fn, calls, cache=cache)

@@ -1,0 +1,115 @@
+"""Values as eager: None returned after a data-dependent read; under symbolic values, sizes that follow
+in-place shape changes, eager's error where a size read from a tensor is 0, split whose chunk count changes;
+tensors whose size depends on values combined with others; arguments' strides as eager reports them."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import compiler
+from eager_parity import CACHES, check_calls
+
+
+def _randn(seed, *shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_none_returned_after_a_data_dependent_read(cache):
+    def fn(x):
+        if x.sum() > 0:
+            x.mul_(2)
+        return None
+
+    def bare_return(x):
+        x.add_(x.max().item())
+
+    calls = [lambda: (torch.ones(3),), lambda: (-torch.ones(3),), lambda: (torch.ones(3),)]
+    jfn = check_calls(fn, calls, cache=cache)
+    assert jfn(torch.ones(3)) is None
+    check_calls(bare_return, calls, cache=cache)
+
+
+@pytest.mark.parametrize("op", ["t_", "transpose_", "unsqueeze_", "squeeze_", "swapdims_", "resize_"])
+def test_sizes_follow_in_place_shape_changes_under_symbolic_values(op):
+    def fn(x, n):
+        if op == "t_":
+            x.t_()
+        elif op == "transpose_":
+            x.transpose_(0, 1)
+        elif op == "unsqueeze_":
+            x.unsqueeze_(0)
+        elif op == "squeeze_":
+            x.squeeze_()
+        elif op == "swapdims_":
+            x.swapdims_(0, -1)
+        else:
+            x.resize_(n, 2)
+        return x.shape[0], x.shape, x.reshape(x.shape[0], -1).sum(1)
+
+    def make(rows, cols, n):
+        return lambda: (torch.arange(float(rows * cols)).reshape(rows, cols), n)
+
+    cols = 1 if op == "squeeze_" else 3
+    check_calls(fn, [make(2, cols, 2), make(4, cols, 3), make(5, cols, 4), make(2, cols, 2)],
+                cache="symbolic values")
+
+
+def test_a_size_read_from_a_tensor_that_becomes_zero_raises_eagers_error():
+    def fn(x, t):
+        return x.reshape(int(t), -1)
+
+    calls = [lambda: (torch.ones(4), torch.tensor(2)), lambda: (torch.ones(4), torch.tensor(0)),
+             lambda: (torch.ones(6), torch.tensor(3))]
+    check_calls(fn, calls, cache="symbolic values")
+
+    def arange_view(x, n):
+        v = torch.arange(n) * 1.0
+        return v.view(v.shape[-1], -1)
+
+    check_calls(arange_view, [lambda: (torch.ones(2), 3), lambda: (torch.ones(2), 0)], cache="symbolic values")
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_split_whose_chunk_count_changes(cache):
+    def fn(x):
+        pieces = x.split(2)
+        a, b = x.split(x.shape[0] // 2)
+        return len(pieces), a * b, [p.sum() for p in pieces]
+
+    calls = [lambda: (torch.arange(4.0),), lambda: (torch.arange(6.0),), lambda: (torch.arange(5.0),),
+             lambda: (torch.arange(8.0),), lambda: (torch.arange(4.0),)]
+    check_calls(fn, calls, cache=cache)
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_value_dependent_sizes_combine_as_in_eager(cache):
+    def fn(x, y):
+        t = x[x > -10]  # every element: the same size as x
+        m = x > 0
+        return t + x, x[m] * y[m], torch.stack([x[m], y[m]]), torch.nonzero(x).float() + 1
+
+    calls = [lambda i=i: (_randn(i, 6), _randn(i + 10, 6)) for i in range(3)]
+    check_calls(fn, calls, cache=cache)
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_bool_masks_inside_index_tuples(cache):
+    def fn(x):
+        first = x[x[:, 0] > 0, 1:]
+        last = x[..., x[0] > 0]
+        x[x[:, 1] > 0, 0] = 5.0
+        return first, last, x
+
+    check_calls(fn, [lambda i=i: (_randn(i, 4, 3),) for i in range(3)], cache=cache)
+
+
+def test_strides_of_an_expanded_argument_that_requires_grad():
+    def fn(x):
+        return x.shape, x.stride(), x * 2
+
+    def make():
+        leaf = torch.ones(1, 3, requires_grad=True)
+        return (leaf.clone().expand(4, 3),)
+
+    check_calls(fn, [make, make])

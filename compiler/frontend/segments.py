@@ -345,7 +345,7 @@ class Segmenter:
             if p.name not in self.env:
                 self.env[p.name] = p.value if isinstance(p, OpaqueProxy) else st.real_inputs[p.name]
         for real, p in st.captured:
-            self.env.setdefault(p.name, real)
+            self.env[p.name] = real  # (this trace's own: a continuation may name another capture alike)
 
     def finish(self, trace: Trace) -> "Path":
         """After tracing: the final segment (up to the trace's output); the whole path."""
@@ -401,12 +401,22 @@ class Node:
         self.read_sym = None  # str, or a tuple of names for a size read
         self.sym_children: dict = {}  # outcome key -> [Node]
         self.prologue = prologue  # guards of the trace that made this continuation (checked on entering it)
+        self.input_names = ()  # ... and the names its prologue's results have in that trace
         self.checks = None  # constraints on numbers read so far (env -> bool), checked on entering it
         self.extra = 0  # outcomes seen beyond MAX_OUTCOMES
 
     def enters(self, args, kwargs, env) -> bool:
-        return (self.prologue is None or self.prologue(args, kwargs) is not None) and \
-            (self.checks is None or self.checks(env))
+        """Whether this call may take this continuation; if so, `env` gets the inputs of the trace that made
+        it (a tensor it captured has its own name there: names after the cut are that trace's)."""
+        if self.prologue is not None:
+            inputs = self.prologue(args, kwargs)
+            if inputs is None:
+                return False
+            if self.checks is not None and not self.checks({**env, **dict(zip(self.input_names, inputs))}):
+                return False
+            env.update(zip(self.input_names, inputs))
+            return True
+        return self.checks is None or self.checks(env)
 
 
 def checker(constraints):
@@ -600,7 +610,7 @@ def _continue(jf, entry, comp: SegmentedComputation, env: dict, nodes: list[Node
     cacheable = not new.rerun
     fresh = new.computation.first_nodes[k + 1:]
     for n in fresh:
-        n.prologue = new.prologue
+        n.prologue, n.input_names = new.prologue, path.input_names
     # entering the new continuation checks every constraint on numbers read up to here
     set_checks(fresh[0], [c for c in path.read_constraints if c.after_read <= k])
     parent = nodes[-1]

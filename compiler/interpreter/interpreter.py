@@ -64,6 +64,31 @@ def _internal_lookaside(*targets):
 # id(callable) -> (callable, handler(interp, frame, args, kwargs, provs, kwprovs) -> (value, prov))
 INTERNAL_LOOKASIDES: dict = {}
 
+_CATCHES: dict = {}  # (id(code), offset) -> whether an except clause guards that instruction
+
+
+def _catches(info, offset: int) -> bool:
+    key = (id(info.code), offset)
+    hit = _CATCHES.get(key)
+    if hit is None:
+        hit = False
+        entry = info.handler_for(offset)
+        if entry is not None:
+            start = info.index_of.get(entry.target)
+            following = info.instructions[start + 1:start + 24] if start is not None else []
+            if following and following[0].opname == "POP_TOP":  # a bare `except:`
+                hit = True
+            for ins in following:
+                if ins.opname in ("RERAISE", "WITH_EXCEPT_START"):  # finally, a with-block's exit
+                    break
+                if ins.opname == "CHECK_EXC_MATCH":
+                    hit = True
+                    break
+        if len(_CATCHES) > 100000:
+            _CATCHES.clear()
+        _CATCHES[key] = hit
+    return hit
+
 
 class Interpreter:
     def __init__(self, observers=(), lookasides=None, *, check_stack: bool = False, native_paths=()):
@@ -361,6 +386,15 @@ class Interpreter:
         frame.push(exc, pv.Computed("exception"))
         frame.ip = frame.info.index_of[entry.target]
         return True
+
+    def inside_except_block(self) -> bool:
+        """Whether an interpreted frame is now executing code that an `except` clause (or a bare `except:`)
+        guards: an exception raised here may be caught and the program go on (with-blocks and finally do not
+        count)."""
+        for frame in self.active:
+            if frame.instr is not None and _catches(frame.info, frame.instr.offset):
+                return True
+        return False
 
     def _set_context(self, exc):
         # Natively, an exception raised while another is handled gets it as __context__ (avoiding cycles).

@@ -309,6 +309,44 @@ def indexing_meta(symbol, args, kwargs):
     return generic_meta(symbol, args, kwargs)
 
 
+_EAGER_CHECK_LIMIT = 1 << 16  # elements: the largest tensors rebuilt on the CPU to ask the real kernel
+
+
+def eager_exception(symbol, args, kwargs, meta_error: Exception) -> Exception:
+    """An op's meta raised: the exception eager raises for the same metadata. Meta kernels check what the
+    real ones check, but not always with the same exception type (argmax of an empty tensor: IndexError in
+    the CPU kernel, RuntimeError in the meta one): the op runs on zero-filled CPU tensors of the same
+    metadata, and its exception, if it raises one, is eager's. Not for random or effectful ops, tensors on
+    other devices or larger tensors (then the meta's)."""
+    from ..core.symbols import Tag
+
+    if symbol.fn is None or symbol.tags & (Tag.RANDOM | Tag.EFFECT):
+        return meta_error
+    proxies = [p for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)]
+    if any(p.device.type != "cpu" or p.dynamic or p.meta.numel() > _EAGER_CHECK_LIMIT for p in proxies):
+        return meta_error
+
+    def real(x):
+        if not isinstance(x, TensorProxy):
+            return None if isinstance(x, (torch.Generator, OpaqueProxy)) else x
+        m = x.meta
+        t = torch.zeros(m.untyped_storage().nbytes() // max(m.element_size(), 1) or 1, dtype=m.dtype)
+        t = t.as_strided(tuple(m.shape), tuple(m.stride()), m.storage_offset())
+        if m.requires_grad:
+            t.requires_grad_(True)
+            if not m.is_leaf:
+                t = t.clone(memory_format=torch.preserve_format)
+        return t
+
+    try:
+        with torch._C.DisableTorchFunction():
+            rargs, rkwargs = pytree.tree_map(real, (args, kwargs))
+            symbol.fn(*rargs, **rkwargs)
+    except Exception as e:  # noqa: BLE001 - the real kernel's own exception is what eager raises
+        return e
+    return meta_error
+
+
 def from_numpy_meta(symbol, args, kwargs):
     """torch.from_numpy(a): a CPU tensor sharing the array's memory: its shape, strides and dtype."""
     a = args[0].value if isinstance(args[0], OpaqueProxy) else args[0]

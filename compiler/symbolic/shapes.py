@@ -83,7 +83,10 @@ def _rule(name, args, kwargs, outs):
             known = _prod(s for s in sizes if not (type(s) is int and s == -1))
             if known == 0:  # (a decision) -1 next to a 0 is ambiguous: eager raises, and so does the meta
                 raise _Unknown
+            _eq_size(total % known, 0)  # eager raises where the sizes do not divide (a check)
             sizes = [total // known if type(s) is int and s == -1 else s for s in sizes]
+        else:
+            _eq_size(total, _prod(sizes))  # the same number of elements, or eager raises (a check)
         return [tuple(sizes)]
     if name == "split" and isinstance(args[0], TensorProxy):
         t, split = args[0], args[1] if len(args) > 1 else kwargs["split_size_or_sections"]

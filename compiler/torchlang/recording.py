@@ -12,13 +12,15 @@ from ..core import tree as pytree
 from ..core.context import current_state
 from ..core.errors import CompilerError, UnsupportedInputError
 from ..core.proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
-from ..core.source import user_location
+from ..core.source import INTERPRETERS, user_location
 from ..core.symbols import BoundSymbol, Symbol, Tag
 from ..core.trace import Trace
 from ..features import autocast, torch_flags
 from ..features.rng import UnknownSeed, raise_seed_use
 from ..meta.functions import meta_like
+from ..meta.functions import eager_exception
 from ..symbolic.shapes import for_op, set_output_shapes
+from ..symbolic.sizes import fix_sizes
 from ..symbolic.values import SYM_TYPES, concrete
 from .decompositions import Skip
 
@@ -160,6 +162,10 @@ def _record_call(symbol, args, kwargs):
     loc = user_location(4) if top else state.current_location
     if top:
         state.current_location = loc
+        if state.symbolic and not state.sizes_fixed and INTERPRETERS and INTERPRETERS[-1].inside_except_block():
+            # whether the op raises depends on the sizes, and the code may catch it and go on: the sizes a
+            # trace serves are those it was made for
+            fix_sizes(state, f"{symbol.name} runs inside a try/except")
         state.sync_grad_mode(loc)
         autocast.sync(state, loc)
         torch_flags.sync(state, loc)
@@ -172,7 +178,9 @@ def _record_call(symbol, args, kwargs):
         out = symbol.meta(symbol, margs, mkwargs)
     except Exception as e:  # eager would fail here too (shape/dtype/leaf errors): say where
         if not _read_placeholder_sizes(state, (args, kwargs)):
-            _rethrow(symbol, loc, e, (args, kwargs))
+            if state.symbolic and not state.sizes_fixed:  # whether it raises depends on the sizes: the code
+                fix_sizes(state, f"{symbol.name} raised for these sizes")  # may catch it, so they are guarded
+            _rethrow(symbol, loc, eager_exception(symbol, margs, mkwargs, e), (args, kwargs))
         try:  # (the sizes of value-dependent inputs are known now: `x[m] + y[m]`)
             out = symbol.meta(symbol, margs, mkwargs)
         except Exception as e2:

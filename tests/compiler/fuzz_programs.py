@@ -102,10 +102,41 @@ def build_args(args: list[Arg], sizes: dict, data_seed: int, layouts: bool = Tru
 # ---------------------------------------------------------------------------------------------------
 
 def fresh_state() -> dict:
-    return {"LOG": [], "STATE": {}, "COUNTER": [0], "G": torch.arange(4.0) - 1.5, "THRESHOLD": 0.25}
+    return {"LOG": [], "STATE": {}, "COUNTER": [0], "G": torch.arange(4.0) - 1.5, "THRESHOLD": 0.25,
+            "SEEN": {1, 2}}
 
 
-STATE_NAMES = ("LOG", "STATE", "COUNTER", "G", "THRESHOLD")
+STATE_NAMES = ("LOG", "STATE", "COUNTER", "G", "THRESHOLD", "SEEN", "NET")
+
+# Module-level code every program's namespace runs first: a module the programs call and change, and a
+# helper function with a default.
+PRELUDE = """
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = 2.0
+        self.register_buffer("offset", torch.tensor(0.5))
+        self.register_parameter("w", torch.nn.Parameter(torch.tensor(1.5), requires_grad=False))
+        self.calls = 0
+
+    def forward(self, x):
+        return x * self.scale * self.w + self.offset
+
+
+NET = Net()
+
+
+def helper(t, k=1.5):
+    return t * k + len(SEEN)
+"""
+
+# Changes of the module state between two calls (run in eager's and the compiled side's namespace alike):
+# every one must be seen by the next compiled call (a guard) or not matter.
+MUTATIONS = ["THRESHOLD = THRESHOLD + 0.5", "SEEN.add(len(SEEN) + 10)", "helper.__defaults__ = (helper.__defaults__[0] + 1,)",
+             "NET.scale = NET.scale + 1", "G.add_(1)", "G = G * 2", "LOG.clear()", "NET.train(not NET.training)",
+             "NET.offset.fill_(-1.0)", "STATE.clear()", "NET.calls = 0", "COUNTER[0] = 7",
+             "NET._parameters['w'] = torch.nn.Parameter(torch.tensor(-2.0), requires_grad=False)",
+             "NET.forward = (lambda x: x - 1)", "vars(NET).pop('forward', None)", "helper.flag = True"]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -140,7 +171,7 @@ INPLACE = ["{a}.add_({b})", "{a}.mul_({s})", "{a}.zero_()", "{a}.fill_({s})", "{
            "{a}.transpose_(0, -1)", "{a}.unsqueeze_(0)", "{a}.squeeze_()", "{a}.relu_()", "{a}.sin_()",
            "{a}.abs_()", "{a}.neg_()", "{a}.masked_fill_({a} < 0, {s})", "{a}.div_(2)",
            "{a}.sub_({b}, alpha=2)", "{a}.addcmul_({b}, {b})", "{a}.swapdims_(0, -1)", "{a}[..., 0] += 1",
-           "{a}.resize_({a}.numel())", "{a}.resize_(2, 1)", "{a}.index_fill_(0, torch.tensor([0]), {s})",
+           "{a}.resize_({a}.numel()).fill_(1)", "{a}.resize_(2, 1).fill_(0.5)", "{a}.index_fill_(0, torch.tensor([0]), {s})",
            "{a}.reshape(-1).add_(1)", "{a}.view(-1)[0] = 5", "{a}.flatten().mul_(2)", "{a}.detach().zero_()",
            "{a}.t().add_(1)", "{a}[1:].mul_(-1)", "{a}.unsqueeze(0).add_({s})", "{a}.set_({b})"]
 READ_NUMBER = ["{k} = {a}.sum().item()", "{k} = int({a}.argmax())", "{k} = {a}.numel()", "{k} = {a}.shape[{d}]",
@@ -158,6 +189,16 @@ STATE = ["LOG.append({a})", "LOG.append({a}.sum().item())", "STATE['k'] = {a}", 
          "{v} = {a} * G.sum()", "G.add_(1)", "{v} = {a} + len(LOG)", "LOG.append({a}.sin())",
          "STATE['n'] = STATE.get('n', 0) + 1", "{v} = {a} * THRESHOLD", "LOG.extend([{a}, {b}])",
          "{v} = {a} + (LOG[-1] if LOG and torch.is_tensor(LOG[-1]) and LOG[-1].shape == {a}.shape else 0)"]
+MODULE = ["{v} = NET({a})", "NET.calls += 1", "{v} = NET({a}) if NET.training else {a}", "{v} = helper({a})",
+          "{v} = helper({a}, 2.0)", "{v} = {a} * (2 if getattr(helper, 'flag', False) else 1)",
+          "{v} = {a} + (1 if 3 in SEEN else 0) + len(SEEN)", "NET.last = {a}", "NET.seen = {a}.sum().item()",
+          "{v} = {a} * NET.w", "{v} = list(NET.parameters())[0] * {a}", "NET.offset.add_(1)",
+          "{v} = {a} + NET.offset", "SEEN.add({a}.shape[0])"]
+RANDOM = ["{v} = F.dropout({a}, 0.5, training=True)", "{v} = torch.randn_like({a}) + {a}", "{v} = torch.rand({n}, 2)",
+          "{v} = {a} * torch.bernoulli(torch.full_like({a}, 0.5))"]
+# blocks that catch an error eager raises for some sizes
+TRY = [("{v} = {a}.view(-1, 3)", "{v} = {a} * 1"), ("{v} = {a}[4]", "{v} = {a}.sum()"),
+       ("{v} = {a} @ {b}", "{v} = {a} + 1"), ("{v} = {a}.reshape(2, -1)", "{v} = {a}.flatten()")]
 # reassignments and in-place ops that keep a variable's shape: safe in a branch or loop body
 BODY = ["{a} = {a} * 2 + 1", "{a} = {a}.sin()", "{a}.mul_({s})", "{a}.add_(1)", "{a} = {a} + {i}",
         "{a} = torch.where({a} > 0, {a}, -{a})", "{a}.clamp_(max=1)", "{a} = {a} - {a}.mean()", "{a}.neg_()",
@@ -179,6 +220,7 @@ class Program:
     lines: list  # (indent, text)
     grad: bool = False
     first_sizes: dict = dataclasses.field(default_factory=dict)
+    mutations: tuple = ()  # (call index, code): run in both namespaces before that call
 
     @property
     def source(self) -> str:
@@ -192,6 +234,7 @@ class Program:
         source = self.source
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         namespace = {"torch": torch, "F": F, **state}
+        exec(compile(PRELUDE, "<fuzz-prelude>", "exec"), namespace)
         exec(compile(source, filename, "exec"), namespace)
         return namespace["program"], namespace
 
@@ -296,7 +339,8 @@ def random_program(seed: int) -> Program:
     for _ in range(rng.randint(2, 9)):
         for _attempt in range(25):
             kind = rng.choices(["unary", "binary", "reduce", "view", "inplace", "read", "use", "sized", "unpack",
-                                "state", "if", "loop", "raise"], [3, 4, 2, 4, 4, 2, 2, 1, 1, 2, 2, 1, 1])[0]
+                                "state", "if", "loop", "raise", "module", "random", "try"],
+                               [3, 4, 2, 4, 4, 2, 2, 1, 1, 2, 2, 1, 1, 2, 1, 1])[0]
             if kind in ("unary", "binary", "reduce", "view", "sized"):
                 table = {"unary": UNARY, "binary": BINARY, "reduce": REDUCE, "view": VIEW, "sized": VALUE_SIZED}[kind]
                 extra = [(0, f"{fresh()} = " + fill(rng.choice(table), values))]
@@ -310,6 +354,15 @@ def random_program(seed: int) -> Program:
                 extra = [(0, fill(rng.choice(UNPACK), values, v=fresh(), w=fresh()))]
             elif kind == "state":
                 extra = [(0, fill(rng.choice(STATE), values, v=fresh()))]
+            elif kind == "module":
+                extra = [(0, fill(rng.choice(MODULE), values, v=fresh()))]
+            elif kind == "random":
+                extra = [(0, fill(rng.choice(RANDOM), values, v=fresh()))]
+            elif kind == "try":
+                first, fallback = rng.choice(TRY)
+                v = fresh()
+                extra = [(0, "try:"), (1, fill(first, values, v=v)), (0, "except (RuntimeError, IndexError):"),
+                         (1, fill(fallback, values, v=v))]
             elif kind == "if":
                 body = [(1, fill(rng.choice(BODY), values, i="1")) for _ in range(rng.randint(1, 2))]
                 extra = [(0, "if " + fill(rng.choice(CONDITIONS), values) + ":")] + body
@@ -336,6 +389,7 @@ def random_program(seed: int) -> Program:
             program.lines += extra
             values = new
             break
+    program.mutations = tuple((i, rng.choice(MUTATIONS)) for i in range(1, len(CALLS)) if rng.random() < 0.4)
     vs = [k for k in tensors(values) if not k.startswith("a")] or tensors(values) or ["n"]
     for _attempt in range(20):
         ret = rng.choice(RETURNS).format(v=rng.choice(vs), w=rng.choice(vs), k=rng.choice(numbers(values) or ["n"]),
@@ -393,11 +447,12 @@ def _alarm(seconds):
     return previous
 
 
-def _run(fn, args, leaves):
-    """(output, gradients, exception)."""
+def _run(fn, args, leaves, seed: int = 0):
+    """(output, gradients, exception); random ops draw from `seed`."""
     grad_mode = torch.is_grad_enabled()
     try:
         with _quiet():
+            torch.manual_seed(seed)
             out = fn(*args)
             grads = None
             if leaves:
@@ -449,12 +504,16 @@ def check(program: Program, mode: str, executors=None, calls=None, timeout: int 
     index = -1
     try:
         for index in calls if calls is not None else range(len(CALLS)):
+            for at, code in program.mutations:
+                if at == index:
+                    exec(code, eager_ns)
+                    exec(code, ns)
             eager_args, eager_leaves = call_inputs(program, index)
             args, leaves = call_inputs(program, index)
             pristine, _ = call_inputs(program, index)
-            expected, eager_grads, eager_error = _run(eager_fn, eager_args, eager_leaves)
+            expected, eager_grads, eager_error = _run(eager_fn, eager_args, eager_leaves, program.seed + index)
             try:
-                actual, grads, error = _run(jfn, args, leaves)
+                actual, grads, error = _run(jfn, args, leaves, program.seed + index)
             except _Timeout:
                 return Verdict("crash", "hang: the compiled call did not finish", index, mode)
             where = f"call {index} ({CALLS[index][0]})"
@@ -483,7 +542,7 @@ def check(program: Program, mode: str, executors=None, calls=None, timeout: int 
                                             rtol=1e-4 if e.dtype == torch.float32 else None)
                 _assert_args_like_eager(args, eager_args, pristine, where)
                 for name in STATE_NAMES:
-                    assert_same(ns[name], eager_ns[name], where=f"{where}: module state {name}")
+                    assert_same(_comparable(ns[name]), _comparable(eager_ns[name]), where=f"{where}: module state {name}")
                 _assert_no_proxies(ns, actual, where)
             except AssertionError as e:
                 return Verdict("wrong", str(e)[:800], index, mode)
@@ -494,6 +553,19 @@ def check(program: Program, mode: str, executors=None, calls=None, timeout: int 
         if previous is not None:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, previous)
+
+
+def _comparable(value):
+    """Module state as assert_same compares it: a set as a sorted list, the module as its attributes, buffers
+    and parameters."""
+    if isinstance(value, set):
+        return sorted(value)
+    if isinstance(value, torch.nn.Module):
+        state = {k: v for k, v in vars(value).items() if not k.startswith("_") and not callable(v)}
+        state.update(("buffer " + k, v) for k, v in value._buffers.items())
+        state.update(("parameter " + k, v) for k, v in value._parameters.items())
+        return dict(sorted(state.items()))
+    return value
 
 
 def _short(value) -> str:
@@ -548,34 +620,43 @@ def _assert_no_proxies(ns, actual, where):
 # ---------------------------------------------------------------------------------------------------
 
 def minimize(program: Program, verdict: Verdict, executors=None, budget: int = 200) -> Program:
-    """Drop statements (a block with its body) and arguments' layouts while `check` fails the same way
-    (same status; for "wrong"/"crash" the same first words of the detail)."""
+    """Drop statements (a block with its body, and its else/except part), changes between calls, arguments'
+    layouts and gradients while `check` fails the same way (same status; for "wrong"/"crash" the same first
+    words of the detail)."""
     mode = verdict.mode
 
     def same(p):
-        v = check(p, mode, executors)
+        try:
+            v = check(p, mode, executors)
+        except Exception:  # noqa: BLE001 - a candidate the harness cannot run is not the same failure
+            return False
         return v.status == verdict.status and _kind(v.detail) == _kind(verdict.detail)
 
-    current, tries = program, 0
-    changed = True
+    def block_end(lines, i):
+        end = i + 1
+        while end < len(lines) and lines[end][0] > lines[i][0]:
+            end += 1
+        if end < len(lines) and lines[end][0] == lines[i][0] and lines[end][1].startswith(("else:", "except")):
+            return block_end(lines, end)  # (the else/except part goes with its block)
+        return end
+
+    current, tries, changed = program, 0, True
     while changed and tries < budget:
         changed = False
         i = 0
         while i < len(current.lines) and tries < budget:
-            end = i + 1
-            while end < len(current.lines) and current.lines[end][0] > current.lines[i][0]:
-                end += 1
-            if current.lines[i][1] == "else:" or (i + 1 < len(current.lines) and current.lines[end:end + 1]
-                                                  and current.lines[end][1] == "else:" and current.lines[i][0] == 0
-                                                  and False):
-                i = end
-                continue
+            end = block_end(current.lines, i)
             candidate = dataclasses.replace(current, lines=current.lines[:i] + current.lines[end:])
             tries += 1
             if same(candidate):
                 current, changed = candidate, True
             else:
                 i = end
+        for m in list(current.mutations):
+            candidate = dataclasses.replace(current, mutations=tuple(x for x in current.mutations if x != m))
+            tries += 1
+            if same(candidate):
+                current, changed = candidate, True
         for j, a in enumerate(current.args):  # simpler layouts
             if a.of is None and a.layout != "contiguous":
                 candidate = dataclasses.replace(current, args=[dataclasses.replace(x, layout="contiguous")
@@ -596,12 +677,13 @@ def _kind(detail: str) -> str:
     return " ".join(re.sub(r"[\d\[\]()]", " ", detail).split()[:4])
 
 
-def describe(program: Program) -> str:
+def describe(program: Program) -> str:  # noqa: D103
     args = []
     for i, a in enumerate(program.args):
         if a.of is None:
             args.append(f"a{i}: {a.layout} {str(a.dtype).replace('torch.', '')}[{','.join(map(str, a.shape))}]")
         else:
             args.append(f"a{i}: {a.alias} {a.view.format(x=f'a{a.of}') if a.alias == 'view' else f'a{a.of}'}")
+    changes = "".join(f"\n# before call {i}: {code}" for i, code in program.mutations)
     return f"# seed {program.seed}; sizes {program.first_sizes}; grad {program.grad}\n# " + "; ".join(args) + \
-        "\n" + program.source
+        changes + "\n" + program.source

@@ -113,3 +113,81 @@ def test_strides_of_an_expanded_argument_that_requires_grad():
         return (leaf.clone().expand(4, 3),)
 
     check_calls(fn, [make, make])
+
+
+class _Offset(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("offset", torch.tensor(0.5))
+        self.register_buffer("scale", torch.tensor(3.0))
+
+    def forward(self, x):
+        return x * self.scale + self.offset
+
+
+_NET = _Offset()
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_continuations_traced_later_use_their_own_captured_tensors(cache):
+    """A new outcome of a data-dependent read is traced later: the tensors it captures after the read are named
+    by its own trace (they may clash with names another continuation gave other tensors)."""
+    def fn(a, b):
+        if a.sum() > 0:
+            b = b * 2 + 1
+            extra = _NET.scale * 2
+        else:
+            extra = _NET.offset
+        return _NET(a) + extra, b
+
+    signs = [1.0, -1.0, 1.0, -1.0, -1.0]
+    calls = [lambda s=s: (torch.full((4, 3), s) + torch.arange(12.0).reshape(4, 3) * 0.01, torch.ones(3))
+             for s in signs]
+    check_calls(fn, calls, cache=cache)
+
+
+def test_an_op_caught_by_the_program_under_symbolic_values():
+    """Whether an op raises depends on the sizes, and the program catches it: a trace made for sizes where
+    it did not raise must not serve sizes where it does (and the other way round)."""
+    def fn(x, y):
+        try:
+            v = x.reshape(2, -1)
+        except RuntimeError:
+            v = x.flatten()
+        try:
+            w = y[4]
+        except IndexError:
+            w = y.sum()
+        return v, w
+
+    sizes = [(4, 5), (3, 3), (6, 4), (5, 6), (4, 5)]
+    calls = [lambda a=a, b=b: (torch.arange(float(a)), torch.arange(float(b))) for a, b in sizes]
+    check_calls(fn, calls, cache="symbolic values")
+
+
+def test_view_sizes_that_do_not_divide_under_symbolic_values():
+    def fn(x):
+        return x.view(2, -1).sum(0), x.reshape(x.shape[0] // 2, 2)
+
+    calls = [lambda n=n: (torch.arange(float(n)),) for n in (4, 6, 5, 8)]
+    check_calls(fn, calls, cache="symbolic values")
+
+
+def test_eagers_exception_type_where_the_meta_kernel_raises_another():
+    def fn(x):
+        return int(x.argmax())  # an empty tensor: IndexError in eager (the meta kernel raises RuntimeError)
+
+    check_calls(fn, [lambda: (torch.ones(3),), lambda: (torch.ones(0),), lambda: (torch.ones(2, 0),)])
+
+
+def test_multi_output_views_whose_base_was_written():
+    def fn(x, s):
+        rows = x.unbind(0)
+        x.neg_()
+        return (rows[-1] > 0).any(), rows[0] * s
+
+    def make():
+        leaf = torch.ones(4, 2, requires_grad=True)
+        return (leaf.clone(), 2.0)
+
+    check_calls(fn, [make, make])

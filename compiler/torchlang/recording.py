@@ -170,6 +170,8 @@ def _record_call(symbol, args, kwargs):
         autocast.sync(state, loc)
         torch_flags.sync(state, loc)
     args, kwargs = state.normalize((args, kwargs))
+    if symbol.name.rsplit(".", 1)[-1] in _SIZED_OUTPUT_COUNT:  # how many results depends on the sizes: a
+        _read_placeholder_sizes(state, (args, kwargs))       # value-dependent one is read first (x[m].split(2))
     margs, mkwargs = args, kwargs
     if state.symbolic:  # symbolic numbers: kept where the op's metadata cannot depend on them, else specialized
         args, kwargs = for_op(symbol, args, kwargs)
@@ -200,6 +202,10 @@ def _record_call(symbol, args, kwargs):
     if top:
         _events_for(state, bsym)
     return out
+
+
+_SIZED_OUTPUT_COUNT = frozenset("split chunk unbind split_with_sizes tensor_split hsplit vsplit dsplit unsafe_split "
+                                "unsafe_chunk __iter__".split())
 
 
 def _read_placeholder_sizes(state, args) -> bool:

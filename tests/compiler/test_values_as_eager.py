@@ -191,3 +191,14 @@ def test_multi_output_views_whose_base_was_written():
         return (leaf.clone(), 2.0)
 
     check_calls(fn, [make, make])
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_splitting_a_tensor_whose_size_depends_on_values(cache):
+    def fn(x, n):
+        picked = x[x > 0]
+        rows = torch.nonzero(x > -1).unbind(0)
+        return [p * 2 for p in picked.split(n)], len(rows), picked.chunk(2)
+
+    calls = [lambda i=i: (_randn(i, 6), 2) for i in range(4)]
+    check_calls(fn, calls, cache=cache)

@@ -53,7 +53,8 @@ class Proxy:
 class TensorProxy(Proxy):
     """A tensor seen at trace time. `meta` is a meta-device tensor with the same shape/strides/dtype."""
 
-    __slots__ = ("name", "meta", "device", "producer", "origin", "dynamic", "is_parameter", "sym_shape", "__weakref__")
+    __slots__ = ("name", "meta", "device", "producer", "origin", "dynamic", "is_parameter", "sym_shape", "attrs",
+                 "__weakref__")
 
     def __init__(self, name: str, meta: torch.Tensor, device: torch.device, producer=None, origin=None,
                  dynamic: bool = False):
@@ -69,6 +70,26 @@ class TensorProxy(Proxy):
         # cache="symbolic values": sizes as symbolic expressions (compiler.symbolic), UNKNOWN, or None (the
         # meta tensor's sizes are exact)
         self.sym_shape = None
+        self.attrs = None  # attributes the traced code set on it (`y.foo = 42`): read back while tracing
+
+    def __setattr__(self, name, value):
+        if name in _OWN_SLOTS:
+            object.__setattr__(self, name, value)
+        elif name in ("real", "imag"):  # x.real = v writes into the real part, as eager's setter does
+            part = getattr(self, name)
+            _dispatch(torch.Tensor.copy_ if isinstance(value, TensorProxy) or isinstance(value, torch.Tensor)
+                      else torch.Tensor.fill_, (part, value))
+        elif name in ("data", "grad", "requires_grad", "names", "retains_grad"):  # autograd state: not an attribute
+            loc = user_location(2)
+            raise UnsupportedOpError(f"setting Tensor.{name} of a traced tensor is not supported"
+                                     f"{f' at {loc.describe()}' if loc else ''}")
+        else:  # a Python attribute (`y.foo = 42`): set on the real tensor by the trace, on every call
+            if current_state() is None:
+                raise AttributeError(f"cannot set {name!r} on {self.name} outside of tracing")
+            _dispatch(set_tensor_attribute, (self, name, value))  # (an effect op: compiler/torchlang/ops.py)
+            if self.attrs is None:
+                object.__setattr__(self, "attrs", {})
+            self.attrs[name] = value
 
     # Not a torch.Tensor subclass: isinstance(x, torch.Tensor) is False while tracing. Faking __class__
     # would fix isinstance but torch's C++ argument parser then takes the proxy for a real tensor and
@@ -263,6 +284,9 @@ class TensorProxy(Proxy):
         return _dispatch(torch.Tensor.type, (self, dtype, non_blocking), kwargs)
 
     def __getattr__(self, name):
+        attrs = object.__getattribute__(self, "attrs") if name != "attrs" else None
+        if attrs and name in attrs:
+            return attrs[name]
         # Any other tensor method: route the real torch.Tensor method through the symbol table, so the
         # table decides (unsupported -> UnsupportedOpError naming the op and the user's line).
         method = getattr(torch.Tensor, name, None)
@@ -317,6 +341,14 @@ def _setitem(self, key, value):
 
 
 TensorProxy.__setitem__ = _setitem
+
+
+_OWN_SLOTS = frozenset(TensorProxy.__slots__)
+
+
+def set_tensor_attribute(t, name, value):
+    """`t.name = value` for a Python attribute of a tensor (the op the trace records for it)."""
+    setattr(t, name, value)
 
 
 class StorageFacts:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..core.proxies import NumberProxy, Proxy, Symbolic
+
 _SIMPLE = (bool, int, float, complex, str, type(None), torch.dtype, torch.device)
 
 
@@ -44,6 +46,8 @@ def _plain_object(value) -> bool:
     """A user object whose attributes are data (a config or settings object), not code or torch state."""
     t = type(value)
     mod = getattr(t, "__module__", "") or ""
+    if isinstance(value, (Proxy, NumberProxy, Symbolic)):
+        return False
     return (hasattr(value, "__dict__") and not isinstance(value, (type, types.FunctionType, types.MethodType,
                                                                    types.ModuleType, torch.nn.Module, torch.Tensor))
             and not mod.startswith(("torch", "builtins", "compiler")) and len(vars(value)) <= _MAX_ITEMS)
@@ -60,6 +64,8 @@ def expand(h: HiddenValue, depth: int = 0) -> list:
     from dataclasses import replace
 
     v = h.value
+    if isinstance(v, (Proxy, NumberProxy, Symbolic)):
+        return []  # a value the call itself made and stored there (a nonlocal written before it is read)
     if by_value(v):
         return [replace(h, check="value")]
     if type(v) in (set, frozenset) and len(v) <= _MAX_ITEMS:  # (a set that grows re-traces)
@@ -78,7 +84,9 @@ def expand(h: HiddenValue, depth: int = 0) -> list:
     if depth < _MAX_DEPTH and isinstance(v, torch.nn.Module):
         return _expand_module(h, depth)
     if depth < _MAX_DEPTH and _plain_object(v):
-        out = [replace(h, check="identity")]
+        # its identity, the names of its attributes (getattr(cfg, "flag", False) of one set later re-traces)
+        out = [replace(h, check="identity"), replace(_attr(h, "__dict__", vars(v)), check="dict",
+                                                     shape=(dict, tuple(vars(v))))]
         for name, item in vars(v).items():
             if not name.startswith("_"):
                 out += expand(replace(h, value=item, path=h.path + (("attr", name),), where=f"{h.where}.{name}"),

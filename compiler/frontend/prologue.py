@@ -47,6 +47,9 @@ def _print_structure(bsym, trace):
         return _fail_if(f"len({name}) != {n}") + _fail_if(f"kwargs.keys() != {set(kwkeys) if kwkeys else 'set()'}" if kwkeys else "kwargs")
     if kind in ("tuple", "list"):
         return _fail_if(f"type({name}) is not {kind} or len({name}) != {keys}")
+    if kind == "namedtuple":
+        cls, n = keys
+        return _fail_if(f"type({name}) is not {trace.const_expr(cls)} or len({name}) != {n}")
     return _fail_if(f"type({name}) is not dict or tuple({name}) != {tuple(keys)!r}")
 
 
@@ -426,6 +429,12 @@ class PrologueBuilder:
             if t is list:
                 self.containers.append((built, list(built), origin))
             return built
+        if isinstance(x, tuple) and (hasattr(t, "_fields") or t.__module__ == "torch.return_types"):
+            var = self._var()  # a namedtuple (or torch.return_types): a tuple of its own type
+            self._emit(UNPACK, var, source)
+            self._emit(CHECK_STRUCTURE, var, "namedtuple", (t, len(x)))
+            items = [self.value(f"{var}[{i}]", v, f"{origin}[{i}]") for i, v in enumerate(x)]
+            return t(*items) if hasattr(t, "_fields") else t(items)
         if t is dict and all(type(k) is str for k in x):
             var = self._var()
             self._emit(UNPACK, var, source)

@@ -244,10 +244,17 @@ class Interpreter:
             return value, pv.Computed("call", tuple(provs) + tuple(kwprovs.values()))
         name = pv.describe_callee(fn)
         side_effect = is_side_effect(fn)
-        if frame is not None:  # call from a Python frame with the user's globals: see _trampoline
-            value = self._trampoline(frame.globals)(fn, args, kwargs)
-        else:
-            value = fn(*args, **kwargs)
+        try:
+            if frame is not None:  # call from a Python frame with the user's globals: see _trampoline
+                value = self._trampoline(frame.globals)(fn, args, kwargs)
+            else:
+                value = fn(*args, **kwargs)
+        except Exception:
+            # observers hear of the call even so: that it raised can be the state it read (a missing
+            # os.environ key) or its effect
+            self.emit(ev.SIDE_EFFECT_CALL if side_effect else ev.OPAQUE_CALL, name, frame, None,
+                      pv.OpaqueResult(name, ()), callee=fn, raised=True)
+            raise
         if isinstance(owner, CONTAINER_TYPES) and getattr(fn, "__name__", None) in _CONTAINER_MUTATORS:
             self.container_changed(frame, fn.__name__, owner)  # (a deque, an OrderedDict...)
         self.note_if_unshared(value, 1)

@@ -7,6 +7,8 @@ the input itself. Devices are tracked beside the meta tensor (it cannot be both 
 """
 from __future__ import annotations
 
+import warnings
+
 import torch
 from ..core import tree as pytree
 from ..core.context import current_state
@@ -281,6 +283,13 @@ def masked_select_meta(symbol, args, kwargs):
     return _dynamic_result((DYNAMIC_SIZE,), self.dtype, device)
 
 
+def where_meta(symbol, args, kwargs):
+    """torch.where(condition) alone is nonzero(condition, as_tuple=True): value-dependent lengths."""
+    if len(args) == 1 and not kwargs:
+        return nonzero_meta(symbol, args, {"as_tuple": True})
+    return generic_meta(symbol, args, kwargs)
+
+
 def nonzero_meta(symbol, args, kwargs):
     self = args[0]
     device = infer_device(symbol, args, kwargs)
@@ -315,16 +324,22 @@ _EAGER_CHECK_LIMIT = 1 << 16  # elements: the largest tensors rebuilt on the CPU
 def eager_exception(symbol, args, kwargs, meta_error: Exception) -> Exception:
     """An op's meta raised: the exception eager raises for the same metadata. Meta kernels check what the
     real ones check, but not always with the same exception type (argmax of an empty tensor: IndexError in
-    the CPU kernel, RuntimeError in the meta one): the op runs on zero-filled CPU tensors of the same
-    metadata, and its exception, if it raises one, is eager's. Not for random or effectful ops, tensors on
-    other devices or larger tensors (then the meta's)."""
+    the CPU kernel, RuntimeError in the meta one): `real_kernel_error`'s, if it gives one, else the meta's."""
+    return real_kernel_error(symbol, args, kwargs) or meta_error
+
+
+def real_kernel_error(symbol, args, kwargs) -> Exception | None:
+    """The exception the real kernel raises for these arguments' metadata, or None: the op runs on zero-filled
+    CPU tensors of the same sizes, strides and dtypes. Meta kernels are sometimes more lenient (an in-place op
+    on a tensor whose elements overlap, float32 @ float64). Nothing for random or effectful ops, tensors on
+    other devices, value-dependent sizes or large tensors (None: not known)."""
     from ..core.symbols import Tag
 
     if symbol.fn is None or symbol.tags & (Tag.RANDOM | Tag.EFFECT):
-        return meta_error
+        return None
     proxies = [p for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)]
     if any(p.device.type != "cpu" or p.dynamic or p.meta.numel() > _EAGER_CHECK_LIMIT for p in proxies):
-        return meta_error
+        return None
 
     def real(x):
         if not isinstance(x, TensorProxy):
@@ -339,12 +354,13 @@ def eager_exception(symbol, args, kwargs, meta_error: Exception) -> Exception:
         return t
 
     try:
-        with torch._C.DisableTorchFunction():
+        with torch._C.DisableTorchFunction(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             rargs, rkwargs = pytree.tree_map(real, (args, kwargs))
             symbol.fn(*rargs, **rkwargs)
     except Exception as e:  # noqa: BLE001 - the real kernel's own exception is what eager raises
         return e
-    return meta_error
+    return None
 
 
 def from_numpy_meta(symbol, args, kwargs):

@@ -2,11 +2,12 @@
 their tags, and (where one exists) a decomposition into prims."""
 from __future__ import annotations
 
-from ..meta.functions import (from_numpy_meta, indexing_meta, masked_select_meta, nonzero_meta, tensor_from_data_meta, to_meta, type_meta,
+from ..meta.functions import (from_numpy_meta, indexing_meta, where_meta, masked_select_meta, nonzero_meta, tensor_from_data_meta, to_meta, type_meta,
                               unique_meta)
-from ..core.symbols import Tag
+from ..core import proxies
+from ..core.symbols import Symbol, Tag
 from . import decompositions as D
-from .table import register, register_property
+from .table import TORCH_SYMBOLS, register, register_property
 
 I, V, MV, R, C = Tag.INPLACE, Tag.RETURNS_VIEW, Tag.MAY_RETURN_VIEW, Tag.RANDOM, Tag.CREATION
 
@@ -40,7 +41,7 @@ for n in ("add sub subtract mul multiply div divide true_divide floor_divide rem
           "heaviside").split():
     fn_and_methods(n, decomposition=D.BINARY.get(n))
 register("torch.rsub")
-register("torch.where", decomposition=D.where)
+register("torch.where", decomposition=D.where, meta=where_meta)
 register("torch.Tensor.where", decomposition=D.where_method)
 for dunder, base in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("floordiv", None),
                      ("mod", None), ("pow", "pow"), ("and", None), ("or", None), ("xor", None),
@@ -114,6 +115,11 @@ register("torch.Tensor.__getitem__", V, meta=indexing_meta)  # basic indexing vi
 # ---- tensor properties that are ops (x.T, x.mT, ...): printed as attribute reads ----
 for _n in ("T", "mT", "H", "mH", "real", "imag"):
     register_property(_n, V)
+
+# `t.foo = 42` on a traced tensor: an effect op that sets the attribute on the real tensor on every call
+_SET_ATTRIBUTE = Symbol("compiler.set_tensor_attribute", proxies.set_tensor_attribute, Tag.EFFECT,
+                        meta=lambda sym, args, kwargs: None)
+TORCH_SYMBOLS[proxies.set_tensor_attribute] = _SET_ATTRIBUTE
 
 # ---- views: a view or a copy depending on the layout (TL101) ----
 for n in "reshape flatten ravel".split():

@@ -5,6 +5,8 @@ decomposes it into prims, keeps symbolic sizes, and emits the events the analysi
 """
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from ..core import events as ev
@@ -18,7 +20,7 @@ from ..core.trace import Trace
 from ..features import autocast, torch_flags
 from ..features.rng import UnknownSeed, raise_seed_use
 from ..meta.functions import meta_like
-from ..meta.functions import eager_exception
+from ..meta.functions import eager_exception, real_kernel_error
 from ..symbolic.shapes import for_op, set_output_shapes
 from ..symbolic.sizes import fix_sizes
 from ..symbolic.values import SYM_TYPES, concrete
@@ -109,6 +111,10 @@ class TracingState:
                 return v.value
             if type(v) is not TensorProxy and isinstance(v, torch.Tensor):  # (proxies pass as Tensors)
                 return self.capture(v)
+            if type(v) is slice and any(isinstance(b, TensorProxy) for b in (v.start, v.stop, v.step)):
+                # x[t:], x[(3, slice(t, None))]: the bound is a tensor's value, read as eager's __index__ does
+                return slice(*(operator.index(b) if isinstance(b, TensorProxy) else b
+                               for b in (v.start, v.stop, v.step)))
             if isinstance(v, UnknownSeed):
                 raise_seed_use()
             if v is torch.default_generator:
@@ -160,17 +166,19 @@ def _record_call(symbol, args, kwargs):
         raise CompilerError(f"{symbol.name} called outside of tracing")
     top = state.depth == 0
     loc = user_location(4) if top else state.current_location
+    catching = False
     if top:
         state.current_location = loc
-        if state.symbolic and not state.sizes_fixed and INTERPRETERS and INTERPRETERS[-1].inside_except_block():
-            # whether the op raises depends on the sizes, and the code may catch it and go on: the sizes a
-            # trace serves are those it was made for
+        # An op the program may catch an exception of (inside try/except): whether it raises must be known
+        # as eager knows it, and the trace serves only the sizes it was made for
+        catching = bool(INTERPRETERS) and INTERPRETERS[-1].inside_except_block()
+        if catching and state.symbolic and not state.sizes_fixed:
             fix_sizes(state, f"{symbol.name} runs inside a try/except")
         state.sync_grad_mode(loc)
         autocast.sync(state, loc)
         torch_flags.sync(state, loc)
     args, kwargs = state.normalize((args, kwargs))
-    if symbol.name.rsplit(".", 1)[-1] in _SIZED_OUTPUT_COUNT:  # how many results depends on the sizes: a
+    if catching or symbol.name.rsplit(".", 1)[-1] in _SIZED_OUTPUT_COUNT:  # how many results depends on the sizes: a
         _read_placeholder_sizes(state, (args, kwargs))       # value-dependent one is read first (x[m].split(2))
     margs, mkwargs = args, kwargs
     if state.symbolic:  # symbolic numbers: kept where the op's metadata cannot depend on them, else specialized
@@ -187,6 +195,10 @@ def _record_call(symbol, args, kwargs):
             out = symbol.meta(symbol, margs, mkwargs)
         except Exception as e2:
             _rethrow(symbol, loc, e2, (args, kwargs))
+    if catching or (symbol.tags & Tag.INPLACE and _overlapping_target(args, kwargs)):
+        error = real_kernel_error(symbol, margs, mkwargs)  # (the meta kernel may accept what eager refuses)
+        if error is not None:
+            _rethrow(symbol, loc, error, (args, kwargs))
     bsym = BoundSymbol(symbol, tuple(args), dict(kwargs), out, location=loc)
     input_names = {p.name for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)}
     for o in bsym.tensor_outputs():
@@ -206,6 +218,14 @@ def _record_call(symbol, args, kwargs):
 
 _SIZED_OUTPUT_COUNT = frozenset("split chunk unbind split_with_sizes tensor_split hsplit vsplit dsplit unsafe_split "
                                 "unsafe_chunk __iter__".split())
+
+
+def _overlapping_target(args, kwargs) -> bool:
+    """The tensor an in-place op writes has elements sharing memory (an expanded tensor): eager refuses most
+    writes there, meta kernels do not check."""
+    target = kwargs.get("out", args[0] if args else None)
+    return isinstance(target, TensorProxy) and not target.dynamic and \
+        torch._debug_has_internal_overlap(target.meta) == 1
 
 
 def _read_placeholder_sizes(state, args) -> bool:

@@ -94,7 +94,8 @@ def test_shape_errors_carry_the_users_line_and_eagers_message():
     def fn(a, b):
         return a + b
 
-    with pytest.raises(RuntimeError, match=r"Tensor.__add__ at .*test_bad_inputs.py.*broadcast"):
+    # (eager's own message: the real kernel's, which the meta kernel words differently)
+    with pytest.raises(RuntimeError, match=r"Tensor.__add__ at .*test_bad_inputs.py.*must match the size of tensor b"):
         compiler.jit(fn)(torch.ones(2), torch.ones(3))
 
 

@@ -104,3 +104,70 @@ def test_in_place_metadata_changes_before_a_raise_stay(cache):
 
     calls = [lambda: (randn(0), 1), lambda: (randn(1), 2), lambda: (randn(2) + 100, 1), lambda: (randn(3), 1)]
     check_calls(fn, calls, cache=cache)
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_an_environment_variable_missing_then_set(cache):
+    import os
+
+    key = "THUNDER_LINT_TEST_EFFECTS_ENV"
+
+    def fn(x):
+        return x + 1 if os.environ.get(key) == "1" else x - 1
+
+    jfn = compiler.jit(fn, cache=cache)
+    os.environ.pop(key, None)
+    try:
+        for value in (None, "1", "0", "1"):
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+            check_calls(fn, [lambda: (torch.ones(2),)], jfn=jfn)
+    finally:
+        os.environ.pop(key, None)
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_python_attributes_set_on_tensors(cache):
+    def fn(x, flag):
+        x.offloading = flag
+        y = x + 10
+        y.foo = 42
+        return y, y.foo * 2, x.offloading
+
+    jfn = check_calls(fn, [lambda: (torch.ones(3), True), lambda: (torch.ones(3), False)], cache=cache)
+    x = torch.ones(3)
+    y, _, _ = jfn(x, True)
+    assert x.offloading is True and y.foo == 42
+
+
+def test_writing_the_real_part_of_a_complex_tensor():
+    def fn(x):
+        x.real = torch.full((5,), 10.0)
+        x.imag = 3.0
+        return x + 1
+
+    check_calls(fn, [lambda: (torch.ones(5, dtype=torch.cfloat),)] * 2)
+
+
+class _LogsExpanded:
+    def __init__(self):
+        self.log = []
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_an_in_place_op_on_an_expanded_argument_raises_before_later_effects(cache):
+    holder = _LogsExpanded()
+
+    def fn(a, n):
+        a.clamp_(max=1)  # eager refuses: the elements share memory
+        for _ in range(n):
+            holder.log.append(a.sum())
+        return a
+
+    jfn = compiler.jit(fn, cache=cache)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="more than one element"):
+            jfn(torch.ones(1, 3).expand(4, 3), 2)
+    assert holder.log == []

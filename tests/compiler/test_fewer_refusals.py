@@ -130,3 +130,14 @@ def test_untyped_storage_of_an_argument_is_refused_not_guessed():
 
     with pytest.raises(compiler.UnsupportedOpError, match="untyped_storage"):
         compiler.jit(fn)(torch.ones(4, 3)[1:])
+
+
+def test_namedtuples_and_return_types_as_arguments():
+    Pair = collections.namedtuple("Pair", ["a", "b"])
+
+    def fn(p):
+        first, second = p
+        return first + second * 2, type(p).__name__
+
+    check_calls(fn, [lambda: (Pair(torch.ones(2), torch.ones(2)),), lambda: (torch.max(torch.ones(3, 2), 0),),
+                     lambda: (Pair(torch.zeros(2), torch.ones(2)),)])

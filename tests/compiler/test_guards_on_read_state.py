@@ -267,3 +267,38 @@ def test_set_default_dtype_is_recorded_under_the_native_front_end_too():
     for _ in range(2):
         assert jfn(torch.ones(2)).dtype is torch.float64
     assert torch.get_default_dtype() is torch.float32 and compiler.cache_hits(jfn) == 1
+
+
+def test_an_attribute_a_config_object_did_not_have_yet():
+    class Cfg:
+        def __init__(self):
+            self.count = 3
+
+    cfg = Cfg()
+
+    def fn(x):
+        if getattr(cfg, "just_add_7", False):
+            return x + 7
+        return x * cfg.count
+
+    _same_after_change(fn, lambda: setattr(cfg, "just_add_7", True), torch.zeros(1))
+
+
+def test_a_nonlocal_written_then_read_is_not_guarded_as_a_traced_value():
+    out = []
+
+    def build():
+        result = None
+
+        def fn(a):
+            nonlocal result
+            result = a * 10
+            out.append(result + 1)
+            return result
+
+        return fn
+
+    jfn = compiler.jit(build())
+    for _ in range(2):
+        assert_same(jfn(torch.ones(2)), torch.full((2,), 10.0), where="result")
+    assert len(out) == 2 and all(type(t) is torch.Tensor for t in out)

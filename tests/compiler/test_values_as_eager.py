@@ -202,3 +202,55 @@ def test_splitting_a_tensor_whose_size_depends_on_values(cache):
 
     calls = [lambda i=i: (_randn(i, 6), 2) for i in range(4)]
     check_calls(fn, calls, cache=cache)
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_ops_the_program_catches_errors_of(cache):
+    """Inside try/except, whether an op raises is eager's: indices into value-dependent sizes, dtype mixes the
+    meta kernel accepts."""
+    def fn(x, y):
+        picked = torch.nonzero(x > 0)
+        try:
+            row = picked[4]
+        except IndexError:
+            row = picked.sum(0)
+        try:
+            prod = y.float() @ y.double()
+        except RuntimeError:
+            prod = y.sum()
+        return row, prod
+
+    calls = [lambda i=i: (_randn(i, 6), _randn(i, 3, 3)) for i in range(3)]
+    check_calls(fn, calls, cache=cache)
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_slices_bounded_by_tensor_values(cache):
+    def fn(lengths, x):
+        start = lengths[0]
+        out = (torch.ones(8)[start:] + 3) * 5
+        x[(1, slice(lengths[1], None, None))] = 0
+        return out, x
+
+    calls = [lambda: (torch.tensor([1, 2]), _randn(0, 3, 5)), lambda: (torch.tensor([4, 0]), _randn(1, 3, 5))]
+    check_calls(fn, calls, cache=cache)
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_torch_where_with_a_condition_only(cache):
+    def fn(x):
+        rows, cols = torch.where(x > 0)
+        return rows, cols, x[rows, cols].sum()
+
+    check_calls(fn, [lambda i=i: (_randn(i, 3, 4),) for i in range(3)], cache=cache)
+
+
+def test_symbolic_bools_and_empty_chunks_under_symbolic_values():
+    def fn(x, n, s):
+        flag = x.max().item() > s
+        full = torch.full((n,), flag)
+        pieces = torch.full((n,), n).chunk(2)
+        return full, len(pieces)
+
+    calls = [lambda: (_randn(0, 3, 3), 2, 0.5), lambda: (_randn(1, 3, 3), 0, 5.0), lambda: (_randn(2, 3, 3), 3, -5.0)]
+    check_calls(fn, calls, cache="symbolic values")

@@ -122,7 +122,10 @@ def segment_trace(bsyms, output, header: str) -> Trace:
     defined, seen, args = [], set(), []
 
     def use(leaf):
-        if isinstance(leaf, (TensorProxy, OpaqueProxy, *SYM_TYPES)) and leaf.name not in seen:
+        if type(leaf) is slice:  # (a slice bounded by a symbolic number: x[:n])
+            for bound in (leaf.start, leaf.stop, leaf.step):
+                use(bound)
+        elif isinstance(leaf, (TensorProxy, OpaqueProxy, *SYM_TYPES)) and leaf.name not in seen:
             seen.add(leaf.name)
             args.append(leaf)
 

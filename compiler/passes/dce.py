@@ -20,8 +20,8 @@ _DROPPABLE = frozenset((
     "trunc floor ceil round frac softmax log_softmax clone contiguous detach float double half bfloat16 long "
     "int bool logical_not logical_and logical_or bitwise_not add sub mul rsub true_divide truediv clamp clip "
     "clamp_min clamp_max where lerp eq ne lt le gt ge maximum minimum addcmul hardtanh hardswish hardsigmoid "
-    "leaky_relu nan_to_num positive isnan isinf isfinite sum mean amax amin prod std var logsumexp all any "
-    "norm zeros ones full empty zeros_like ones_like full_like empty_like rand_like arange linspace "
+    "leaky_relu nan_to_num positive isnan isinf isfinite sum mean prod std var logsumexp all any "
+    "norm zeros ones full empty zeros_like ones_like full_like empty_like arange linspace "
     "neg_ to type_as").split())
 # may raise on integer values (division by zero, negative powers): dropped only for floating point arguments
 _INTEGER_RAISES = frozenset("div floor_divide floordiv remainder fmod mod pow".split())

@@ -171,3 +171,15 @@ def test_an_in_place_op_on_an_expanded_argument_raises_before_later_effects(cach
         with pytest.raises(RuntimeError, match="more than one element"):
             jfn(torch.ones(1, 3).expand(4, 3), 2)
     assert holder.log == []
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_an_unused_reduction_over_an_empty_dim_raises(cache):
+    def fn(x, n):
+        v = torch.arange(n) * 1.0
+        v.amax(0)  # unused: eager raises IndexError where n == 0
+        x.max()
+        return None
+
+    check_calls(fn, [lambda: (torch.ones(2), 2), lambda: (torch.ones(2), 0), lambda: (torch.ones(0), 3)],
+                cache=cache)

@@ -254,3 +254,14 @@ def test_symbolic_bools_and_empty_chunks_under_symbolic_values():
 
     calls = [lambda: (_randn(0, 3, 3), 2, 0.5), lambda: (_randn(1, 3, 3), 0, 5.0), lambda: (_randn(2, 3, 3), 3, -5.0)]
     check_calls(fn, calls, cache="symbolic values")
+
+
+def test_a_slice_bounded_by_a_symbolic_number_after_a_data_dependent_read():
+    def fn(x, n):
+        made = torch.arange(float(n + 4))
+        if x.sum() > 0:
+            made = made * 2
+        return made[:n], made[n:]
+
+    calls = [lambda: (torch.ones(2), 2), lambda: (-torch.ones(2), 3), lambda: (torch.ones(2), 1)]
+    check_calls(fn, calls, cache="symbolic values")

@@ -15,10 +15,12 @@ import collections
 import os
 import sys
 import time
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "tests", "compiler")))
 sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..")))
+warnings.filterwarnings("ignore")  # (the op-sample tables warn while they are built)
 
 import fuzz_programs as fp  # noqa: E402
 

@@ -455,6 +455,35 @@ class SymBool(Symbolic):
     def __float__(self):
         return float(bool(self))
 
+    # arithmetic on a comparison's result (sum(s == -1 for s in x.size())): as bool's, once it is decided
+    def __add__(self, other):
+        return int(self) + other
+
+    def __radd__(self, other):
+        return other + int(self)
+
+    def __sub__(self, other):
+        return int(self) - other
+
+    def __rsub__(self, other):
+        return other - int(self)
+
+    def __mul__(self, other):
+        return int(self) * other
+
+    def __rmul__(self, other):
+        return other * int(self)
+
+    def __and__(self, other):
+        return bool(self) & other
+
+    __rand__ = __and__
+
+    def __or__(self, other):
+        return bool(self) | other
+
+    __ror__ = __or__
+
 
 SYM_TYPES = (SymInt, SymFloat, SymBool)
 

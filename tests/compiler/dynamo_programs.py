@@ -95,7 +95,7 @@ def _run(fn, args, seed):
 
 
 def refusal_key(e: Exception) -> str:
-    text = re.sub(r" at [^ ]+:\d+ \(in [^)]*\)", "", str(e).split("\n")[0])
+    text = re.sub(r" at \S+:\d+ \(in [^:]*(: `.*?`)?\)", "", str(e).split("\n")[0])
     text = re.sub(r"`[^`]*`", "`...`", text)
     return f"{type(e).__name__}: {re.sub(r'[0-9]+', 'N', text)[:150]}"
 
@@ -2063,3 +2063,986 @@ def setattr_getattr_delattr_on_a_local_object():
         delattr(b, "t")
         return v, hasattr(b, "t")
     return fn
+
+
+# ---------------------------------------------------------------------------------------------------
+# test_functions: small functions of tensor arguments (the suite's make_test), each called twice with
+# (10, 10) tensors and once more with other sizes
+# ---------------------------------------------------------------------------------------------------
+
+def simple(nargs: int, *, shape=(10, 10), other=(10, 4)):
+    """A program of `nargs` tensor arguments: called with `shape`d tensors twice, then `other`-shaped."""
+    def make(shp, base):
+        return lambda: tuple(T(*shp, seed=base + i) for i in range(nargs))
+
+    def register(fn):
+        CASES.append(Case(fn.__name__, lambda: fn, [make(shape, 0), make(shape, 10), make(other, 20)]))
+        return fn
+    return register
+
+
+def _sub(a, b):
+    return a - b
+
+
+def _constant3(a, b):
+    return a - b + (1.0 + 2)
+
+
+def _func_with_default(a, b, some_default_arg=True):
+    return a - b if some_default_arg else a + b
+
+
+class _MyCls:
+    a = 1
+
+
+_FLAG = True
+
+
+@simple(2)
+def fn_add_sub(a, b):
+    return a + b, a - b, torch.sub(a, b), a.sub(b)
+
+
+@simple(1)
+def cls_hasattr(x):
+    if hasattr(_MyCls, "a"):
+        x = x + 1
+    if hasattr(_MyCls, "b"):
+        x = x + 2
+    return x
+
+
+@simple(2)
+def finfo_iinfo(a, b):
+    if torch.iinfo(torch.int32).bits == 32:
+        return torch.finfo(a.dtype).min * b, torch.finfo(a.dtype).eps
+
+
+@simple(2)
+def global_function_and_bound_methods(a, b):
+    t = a.sub
+    args, kwargs = (b,), {}
+    return _sub(a, b), t(b), t(*args), t(*args, **kwargs)
+
+
+@simple(3)
+def method_calls_with_keywords(a, b, c):
+    return _constant3(a, b) * c, _constant3(a=b, b=a) + 1, _constant3(a, b=1.0) + b
+
+
+def _number_method_program(method, num):
+    def fn(t):
+        return 2 * t if getattr(num, method)() else t
+    fn.__name__ = f"number_method_{method}_{type(num).__name__}_{str(num).replace('.', '_')}"
+    return fn
+
+
+for _method, _num in [("as_integer_ratio", 2), ("bit_length", 0), ("conjugate", 1), ("as_integer_ratio", 2.5),
+                      ("hex", 1.5), ("is_integer", 1.0), ("is_integer", 1.5)]:
+    simple(1)(_number_method_program(_method, _num))
+
+
+@simple(1)
+def device_constant(a):
+    return a + torch.ones(1, device=torch.device("cpu"))
+
+
+@simple(2)
+def star_args_from_tuple_and_list(a, b):
+    return _sub(*(a, b)), _sub(*[a, b])
+
+
+@simple(2)
+def onnx_and_fx_tracing_checks(x, y):
+    first = x - 1 if torch.onnx.is_in_onnx_export() else y + 1
+    second = x - 1 if torch.fx._symbolic_trace.is_fx_tracing() else y + 1
+    return first, second
+
+
+@simple(2)
+def cat_argument_forms(a, b):
+    kwargs = {"tensors": (a, b), "dim": 0}
+    return (torch.cat([a, b]), torch.cat((a, b), dim=0), torch.cat(**kwargs), torch.cat(tensors=[a, b], dim=0),
+            torch.cat(*[(a, b)], **{"dim": 0}))
+
+
+@program(lambda: (T(4),), lambda: (T(4, seed=1),))
+def list_slice_on_an_object_attribute():
+    class Mock:
+        def __init__(self):
+            self.ets = []
+
+        def run(self, x):
+            self.ets = self.ets[-3:]
+            self.ets.append(x)
+            return torch.sin(x)
+
+    mock = Mock()
+    return World(mock.run, observe=lambda: list(mock.ets))
+
+
+@simple(2)
+def deque_operations(a, b):
+    d = collections.deque([a, b])
+    d.append(a + 1)
+    d.extend([a, b])
+    d.insert(0, "foo")
+    tmp = d.pop()
+    another = collections.deque([tmp])
+    d.extendleft(another)
+    another.clear()
+    d.extend(another)
+    d[2] = "setitem"
+    d = d.copy()
+    d.append(d.popleft())
+    return list(d)
+
+
+@simple(1)
+def slices(a):
+    return a[5], a[:5], a[5:], a[2:5], a[::2], torch.unsqueeze(a, 0)[:, 2:]
+
+
+@simple(2)
+def range_over_a_size(x, y):
+    r = x + y
+    for _ in range(x.size(0) + 2):
+        r = r / y
+    return r, torch.tensor(range(x.size(0)))
+
+
+@simple(1)
+def unpack_slices(a):
+    first, second = a[:5], a[5:]
+    packed = [a[:5], a[5:]]
+    c, d = packed
+    e, f = (a[:5], a[5:])
+    return first - second, c - d, e - f
+
+
+@simple(2)
+def function_with_self_set(a, b):
+    return F.avg_pool2d(torch.unsqueeze(a, 0) * torch.unsqueeze(b, 1), kernel_size=2, padding=1)
+
+
+@simple(2)
+def return_tuple_with_arguments(a, b):
+    return (a - b, b - a, a, b)
+
+
+@simple(3)
+def inline_with_default(a, b, c):
+    return _func_with_default(a, b) * c, _func_with_default(a, b, False)
+
+
+@simple(1, shape=(4, 10), other=(2, 10))
+def transpose_for_scores(x):
+    new_shape = x.size()[:-1] + (2, 5)
+    return x.view(*new_shape).permute(0, 2, 1)
+
+
+@simple(1)
+def load_global_bool_and_len(x):
+    z = len(x) + len([1, 2, 3]) + len({"foo": "bar"}) + len((1, 2, 3)) + len("test str")
+    if _FLAG:
+        return torch.add(x, z)
+    return x
+
+
+@simple(1)
+def dict_builtins(x):
+    d = {3: x}
+    keys = d.keys()
+    d[4] = x + 1
+    values = d.values()
+    d2 = {3: 2, 4: "aa"}
+    return 3 in keys, 5 in keys, d2.keys() == keys, len(values), dict({"foo": x + 1})
+
+
+@simple(1)
+def dict_setdefault_and_update(x):
+    d = {"a": 1, "b": 2}
+    d.setdefault("a", 10)
+    d.setdefault("c", 10)
+    d.setdefault("e")
+    d.update(b=4)
+    out = x + 1 if d["a"] == 1 and d["c"] == 10 and d["e"] is None else x - 1
+    return out * d["b"]
+
+
+@simple(1)
+def defaultdict_fromkeys_setdefault(x):
+    d = collections.defaultdict.fromkeys("a", "b")
+    d["a"] = 1
+    d["b"] = 2
+    d.setdefault("c", 10)
+    return x + 1 if d["a"] == 1 and d["c"] == 10 else x - 1
+
+
+@program(lambda: (T(4),))
+def ordered_dict_global_iterated():
+    d1 = collections.OrderedDict({"a": 2})
+    d2 = d1
+
+    def fn(x):
+        for k in d1:
+            x = x * d1[k] * d2[k]
+        return x
+    return fn
+
+
+@simple(1)
+def callable_checks(x):
+    class CallableClass:
+        def __call__(self):
+            pass
+
+    return (x + 1 if callable(lambda y: True) else x - 1, callable(torch.abs), callable(sum),
+            callable(CallableClass()), callable(x), callable([1]))
+
+
+@simple(1)
+def dict_constructors(x):
+    z = dict(text_embed=x + 1, other=x + 2)
+    o = collections.OrderedDict(sample=torch.ones(10))
+    y = float(1.2) + float("1.2")
+    return z, o, torch.add(x, y)
+
+
+@simple(1)
+def dtype_queries(x):
+    out = []
+    if x.dtype == torch.float32:
+        out.append(x + 1)
+    out.append(x + 1 if x.dtype == torch.get_default_dtype() else x - 1)
+    out.append(x + 1 if torch._C._is_any_autocast_enabled() else x - 1)
+    out.append(x + 1 if x.dtype == torch.promote_types(torch.int32, torch.float32) else x - 1)
+    out.append(x + 1 if torch.is_complex(x) or x.is_complex() else x - 1)
+    out.append(torch.is_floating_point(x + 1))
+    return out
+
+
+@simple(1)
+def list_compare_polyfill(x):
+    for a, b, c in [[(1, 2, 3), (1, 2, 3), 7.77], [(1, 4, 3), (1, 2, 3), 3.33], [(1, 2), (1, 2, 3), 5.55],
+                    [(1, 2, 3), (1, 2), 11.11], [(1, -1, 3), (1, 2, 3), 13.33]]:
+        if a != b:
+            x += 1 * c
+        if a == b:
+            x += 2 * c
+        if a < b:
+            x += 4 * c
+        if a > b:
+            x += 8 * c
+        if a <= b:
+            x += 16 * c
+        if a >= b:
+            x += 32 * c
+    return x
+
+
+@simple(1)
+def allow_tf32_flag_read(x):
+    if torch.backends.cuda.matmul.allow_tf32:
+        return x.sin() + 1
+    return x.cos() - 1
+
+
+@simple(1)
+def calculate_correct_fan(x):
+    return x + torch.nn.init._calculate_correct_fan(x, "fan_in")
+
+
+@simple(2)
+def tensor_type_strings(a, b):
+    m = a.to(torch.float16)
+    n = a.type(torch.HalfTensor)
+    o = a.type("torch.HalfTensor")
+    return b.type(m.type()), b.type(n.type()), b.type(o.type())
+
+
+@simple(1)
+def element_size_ndim_t_mt(x):
+    out = (x + x.element_size(), x - x.element_size()) if x.element_size() > 1 else (x, x)
+    if x.ndim == 2 and x.ndimension() == 2 and x.dim() == 2 and not x.is_sparse and not x.is_cuda:
+        out = out + (torch.ones_like(x.T), torch.ones_like(x.mT))
+    return out
+
+
+@simple(1)
+def shape_and_size_checks(x):
+    if x.shape[0] == 10 and x.size(1) == 10:
+        return x + 1
+    return x - 1
+
+
+@simple(2)
+def del_locals(a, b):
+    c = a + 1
+    d = c + 2
+    del c, a
+    return b + d
+
+
+@simple(1)
+def chunks_with_asserts(x):
+    chunk_size = 5
+    assert x.shape[0] % chunk_size == 0
+    assert x.shape[0] // chunk_size == 2
+    return x[:chunk_size] - x[chunk_size:]
+
+
+@simple(2)
+def import_inside(x, y):
+    import torch
+    from torch import sub
+
+    return sub(torch.add(x, y), y)
+
+
+@simple(2)
+def return_dicts_sharing_lists(x, y):
+    z = [x + y, y, False]
+    tmp = {"x": x}
+    tmp["z"] = [x + y, y]
+    tmp["y"] = y
+    tmp["z"].append(False)
+    return {"x": x, "z": z, "a": x, "b": z, "c": x}, tmp
+
+
+@simple(2)
+def funcdef_closure_with_nonlocal(x, y):
+    x = x + y + 1.0
+
+    def inner(z):
+        nonlocal x, y
+        y = x + z + 20.0
+        x = y + z + 10.0
+
+    inner(2.0)
+    inner(3.0)
+    return x, y
+
+
+@simple(2)
+def inline_softmax_module(x, y):
+    return torch.nn.Softmax(dim=-1)(x + y * 2)
+
+
+@simple(2)
+def dtype_compare(a, b):
+    if a.dtype == torch.float16:
+        return a + 10
+    if a.dtype == torch.float32:
+        return a - b * 32
+
+
+@simple(2)
+def build_list_unpack(a, b):
+    it1 = (x + 1 for x in (a, b))
+    it2 = (x - 1 for x in (a, b))
+    return torch.cat([*it1, *it2], dim=-1)
+
+
+@simple(2)
+def tensor_len(a, b):
+    return a + b + len(a) + b.__len__()
+
+
+@simple(2)
+def list_pop_extend(a, b):
+    ll = [a, b]
+    ll.append(a + 1)
+    ll.extend([b + 2, a + b])
+    ll.pop(-1)
+    ll.pop(0)
+    ll.pop()
+    v1, v2 = ll
+    return v1 - v2
+
+
+@simple(2)
+def list_tuple_conversions(a, b):
+    ll = [a + 2, b]
+    ll = tuple(ll)
+    tmp = b + 3
+    ll = list(ll)
+    v1, v2 = ll
+    l3 = (a, b) + ()
+    return v1 - v2 + tmp, l3[0] + l3[1]
+
+
+@simple(2)
+def list_index_with_a_constant_tensor(a, b):
+    items = [a, b, a + 1, b + 1]
+    return items[torch.as_tensor(2)]
+
+
+@simple(2)
+def string_startswith_and_module_name(a, b):
+    x = a + b
+    if "foobar".startswith("foo") and "dynamo" in _constant3.__module__:
+        x = x + 1
+    return x
+
+
+@simple(2)
+def dict_ops(a, b):
+    tmp = {"a": a + 1, "b": b + 2}
+    assert tmp.get("zzz") is None
+    v = tmp.pop("b") + tmp.get("a") + tmp.get("missing", 3) + tmp.pop("missing", 4)
+    tmp.update({"d": 3})
+    tmp["c"] = v + tmp["d"]
+    if "c" in tmp and "missing" not in tmp:
+        return tmp["c"] - tmp["a"] + len(tmp)
+
+
+@simple(1)
+def unwrap_optional_and_zip_longest(x):
+    first = torch.ones(2, 2) if torch.jit._unwrap_optional(x) is None else x.sin()
+    return first, list(itertools.zip_longest([1, 2, 3], ["a", "b"], [True, False, True, False]))
+
+
+@program(lambda: (T(2, 3), {}), refused="changes its argument")
+def torch_size_as_a_dict_key_in_an_argument():
+    def fn(x, cached):
+        if x.shape not in cached:
+            cached[x.shape] = x
+        return x + cached[x.shape]
+    return fn
+
+
+@program(lambda: (T(4, 4),))
+def dict_keyed_by_a_parameter():
+    param = torch.nn.Parameter(torch.ones(4, 4))
+
+    def fn(a):
+        tmp = {"a": a, param: 3}
+        return tmp["a"] + tmp[param]
+    return fn
+
+
+@program(lambda: (T(4),))
+def mutable_mapping_subclass_read():
+    from collections.abc import MutableMapping
+
+    class TensorDict(MutableMapping):
+        def __init__(self):
+            self._dict = {}
+
+        def __getitem__(self, key):
+            return self._dict[key]
+
+        def __setitem__(self, key, value):
+            self._dict[key] = value
+
+        def __delitem__(self, key):
+            del self._dict[key]
+
+        def __iter__(self):
+            return iter(self._dict)
+
+        def __len__(self):
+            return len(self._dict)
+
+    td = TensorDict()
+    td["a"] = torch.ones(4) * 2
+
+    def gn(x, a=1):
+        return x * a
+
+    def fn(x):
+        return x * dict(td)["a"], gn(x, **td)
+    return fn
+
+
+@program(lambda: (T(10, 10),))
+def global_defaultdict_written():
+    dd = collections.defaultdict(list)
+    param = torch.nn.Parameter(torch.ones(2, 2))
+
+    def fn(x):
+        dd["a"] = x + 1
+        dd[param] = 123
+        dd["c"] = x * 2
+        return dd["b"], len(dd)
+
+    return World(fn, observe=lambda: {k: v for k, v in dd.items() if isinstance(k, str)})
+
+
+@simple(1)
+def class_dict_lookup(x):
+    class A:
+        x = 4
+
+        def __init__(self):
+            self.a = 6
+
+    a = A()
+    return x + 1 if "x" in type(a).__dict__ else x + 2
+
+
+@simple(1)
+def defaultdict_made_inside(x):
+    dd = collections.defaultdict(lambda: dict())  # noqa: C408
+    dd["a"] = x + 1
+    dd["c"] = x * 2
+    dd.update({"b": x * 3})
+    dd.update([["d", x - 2], ("e", x + 2)])
+    dd.update(zip("ab", [x + 3, x + 4]))
+    return dd["b"], dd
+
+
+@simple(1)
+def dict_and_ordered_dict_calls(x):
+    d1 = dict()  # noqa: C408
+    d1["x"] = x + 1
+    d2 = collections.OrderedDict()
+    d2["x"] = x + 2
+    pairs = [("a", x), ("b", x + 1), ("c", x + 2)]
+    d3 = dict(pairs)
+    d3["a"] = x + 10
+    d4 = collections.OrderedDict(iter(pairs))
+    d4["c"] = x + 20
+    d5 = d3.copy()
+    d5["a"] = x - 5
+    return d1["x"] + d2["x"] + 1, d3["a"] + d4["c"], d5["a"] * d3["a"], isinstance(d4, collections.OrderedDict)
+
+
+@simple(2)
+def dict_fromkeys(x, y):
+    lst = ["a", "b"]
+    d = dict.fromkeys(lst)
+    d1 = dict.fromkeys(d, x + 1)
+    d2 = collections.defaultdict.fromkeys(iter(d1), x - 2)
+    d3 = collections.OrderedDict.fromkeys(tuple(lst), y)
+    return d1["a"] * d2["b"] + d2["a"] + d1["b"] + d3["a"] + d3["b"] + 1
+
+
+@simple(3)
+def dict_update_forms(x, y, z):
+    d = {"a": x, "b": y}
+    d.update({"a": y - 1})
+    d.update([("b", z + 1), ["c", z]])
+    d.update(zip("ab", [z + 3, y + 2]))
+    od = collections.OrderedDict(a=x * 3, b=y + 2)
+    od.update({"a": y + 5})
+    od.update([["b", z + 6], ("c", z - 7)])
+    od.update(zip("ab", [z - 3, x + 2]))
+    return d["a"] * od["a"] + od["c"] + d["b"] + od["b"] * d["c"]
+
+
+@simple(2)
+def min_max_of_tensors_and_numbers(a, b):
+    c = a + b
+    a = a.sum()
+    b = b.sum()
+    a = min(max(a, 0), 1)
+    b = max(0, min(1, b))
+    return max(a, b) - min(a, b) + c
+
+
+@simple(1)
+def sum_of_booleans_over_a_size(x):
+    return x + 1 if sum(s == -1 for s in x.size()) == 0 else x - 1
+
+
+@simple(4)
+def sum_map_reduce(a, b, c, d):
+    return (sum(map(lambda x: x + 1, [a, b, c, d])), sum([a, b, c, d]), sum([b, c, d], a), sum([b, c, d], start=a),
+            functools.reduce(operator.add, [a, b, c, d]), functools.reduce(operator.add, [b, c, d], a),
+            sum([0, 1.0, 2, 3.0], -10))
+
+
+@simple(1)
+def reduce_single_items(x):
+    return functools.reduce(lambda a, b: (a, b), [x]), functools.reduce(lambda a, b: (a, b), [x], None)
+
+
+@simple(2)
+def tuple_and_set_contains(a, b):
+    vals1 = ("a", "b", "c")
+    vals2 = {"d", "e", "f"}
+    first = a + b if "a" in vals1 and "b" not in vals2 else a - b
+    var = {"apple", "banana", "cherry"}
+    second = a + 1 if isinstance(var, set) and len({*["apple", "banana", "apple"], *["orange", "banana"]}) == 3 \
+        else a - 1
+    return first, second
+
+
+@simple(2)
+def set_algebra(a, b):
+    set1 = {"apple", "banana", "cherry"}
+    set2 = {"google", "microsoft", "apple"}
+    inter = set1.intersection(set2)
+    union = set1 | set2
+    diff = set1 - set2
+    x = a + b if "apple" in inter else a - b
+    y = a + b if "banana" in inter else a - b
+    return x, y, len(union), sorted(diff), set1.isdisjoint(set2)
+
+
+# ---------------------------------------------------------------------------------------------------
+# more from test_misc / test_repros: views, in-place, data-dependent code, numbers
+# ---------------------------------------------------------------------------------------------------
+
+@program(lambda: (T(4, 6),), lambda: (T(6, 4),), refused="storage_offset returns a Python value")
+def view_as_and_contiguous_checks():
+    def fn(x):
+        y = x.t()
+        z = y.contiguous() if not y.is_contiguous() else y
+        return z.view_as(y), y.is_contiguous(), z.is_contiguous(), x.storage_offset()
+    return fn
+
+
+@program(lambda: (T(3, 4),))
+def in_place_on_a_view_of_an_intermediate_then_read():
+    def fn(x):
+        y = x * 1
+        v = y[:, 1]
+        v.mul_(10)
+        return y.sum(0), v
+    return fn
+
+
+@program(lambda: (T(3, 4),))
+def argument_mutated_through_a_slice_and_returned():
+    def fn(x):
+        x[1:, :2] = 0
+        return x
+    return fn
+
+
+@program(lambda: (T(5),), lambda: (torch.zeros(5),))
+def item_in_a_python_branch():
+    def fn(x):
+        v = x.sum().item()
+        if v > 0:
+            return x * v
+        return x - 1, v
+    return fn
+
+
+@program(lambda: (torch.tensor([1, 0, 3]),))
+def int_of_a_tensor_used_as_a_size():
+    def fn(x):
+        n = int(x[2])
+        return torch.arange(n), x.new_zeros(int(x.max()))
+    return fn
+
+
+@program(lambda: (T(8),), lambda: (T(8, seed=1),))
+def boolean_mask_assignment_and_count():
+    def fn(x):
+        mask = x > 0
+        count = int(mask.sum())
+        x[mask] = 0
+        return x, count
+    return fn
+
+
+@program(lambda: (T(6, 3),), refused="bincount has no meta implementation")
+def unique_consecutive_and_bincount():
+    def fn(x):
+        idx = (x[:, 0] > 0).long()
+        return torch.bincount(idx, minlength=2), torch.unique_consecutive(idx)
+    return fn
+
+
+@program(lambda: (T(4, 4),))
+def clamp_and_where_with_scalars():
+    def fn(x):
+        return torch.clamp(x, min=-0.5), torch.where(x > 0, x, 0.0), x.clamp(max=torch.tensor(0.1))
+    return fn
+
+
+@program(lambda: (T(2, 3), 2), lambda: (T(2, 3), 3))
+def repeat_and_expand_by_an_int():
+    def fn(x, n):
+        return x.repeat(n, 1), x.unsqueeze(0).expand(n, -1, -1), x.repeat_interleave(n, dim=1)
+    return fn
+
+
+@program(lambda: (T(2, 3, 4),))
+def permute_flatten_unflatten():
+    def fn(x):
+        y = x.permute(2, 0, 1).flatten(1)
+        return y.unflatten(1, (2, 3)), y.shape
+    return fn
+
+
+@program(lambda: (T(4, 4),))
+def triu_tril_diag():
+    def fn(x):
+        return torch.triu(x, 1), torch.tril(x), torch.diag(x), torch.diag_embed(x[0])
+    return fn
+
+
+@program(lambda: (T(3, 3),), lambda: (T(3, 3, seed=1),))
+def linalg_ops():
+    def fn(x):
+        a = x @ x.t() + torch.eye(3)
+        return torch.linalg.norm(a), torch.linalg.inv(a), torch.linalg.det(a)
+    return fn
+
+
+@program(lambda: (T(4, 5),))
+def cumulative_and_sorting_ops():
+    def fn(x):
+        return x.cumsum(1), x.cumprod(0), x.argsort(1), torch.cummax(x, 0).values
+    return fn
+
+
+@program(lambda: (T(2, 4, 8),))
+def layer_norm_rms_norm_group_norm():
+    def fn(x):
+        return (F.layer_norm(x, (8,)), F.rms_norm(x, (8,)), F.group_norm(x, 2), F.instance_norm(x))
+    return fn
+
+
+@program(lambda: (T(4, 6),))
+def dropout_eval_and_functional():
+    def fn(x):
+        return F.dropout(x, 0.5, training=False), F.dropout(x, 0.0), F.alpha_dropout(x, 0.5, training=False)
+    return fn
+
+
+@program(lambda: (T(2, 3, 5),))
+def conv1d_functional():
+    w = T(4, 3, 2, seed=7)
+
+    def fn(x):
+        return F.conv1d(x, w, padding=1), F.max_pool1d(x, 2), F.adaptive_avg_pool1d(x, 3)
+    return fn
+
+
+@program(lambda: (T(4, 5), torch.tensor([0, 2, 1, 4])))
+def losses():
+    def fn(logits, target):
+        return (F.cross_entropy(logits, target), F.nll_loss(F.log_softmax(logits, 1), target),
+                F.mse_loss(logits, logits * 0.5), F.binary_cross_entropy_with_logits(logits, torch.ones(4, 5)))
+    return fn
+
+
+@program(lambda: (T(4, 5).requires_grad_(), torch.tensor([0, 2, 1, 4])))
+def loss_backward_outside():
+    def fn(logits, target):
+        return F.cross_entropy(logits * 2, target)
+    return fn
+
+
+@program(lambda: (T(3),), lambda: (T(3, seed=1),))
+def math_functions_on_numbers():
+    def fn(x):
+        n = x.shape[0]
+        return x * math.sqrt(n) + math.floor(2.7) + math.ceil(n / 2) + abs(-n) + round(2.5) + divmod(7, n)[1]
+    return fn
+
+
+@program(lambda: (T(3), 2.5), lambda: (T(3), -1.0), lambda: (T(3), 0.0))
+def float_argument_branches():
+    def fn(x, s):
+        if s > 0:
+            return x * s
+        if s == 0:
+            return x
+        return x / abs(s)
+    return fn
+
+
+@program(lambda: (T(3), 2), lambda: (T(3), 3), lambda: (T(3), 2))
+def int_argument_loops_and_lists():
+    def fn(x, n):
+        parts = [x * i for i in range(n)]
+        return torch.stack(parts), [n] * n, list(range(n))[-1]
+    return fn
+
+
+@program(lambda: (T(3), "sum"), lambda: (T(3), "mean"), lambda: (T(3), "max"))
+def string_argument_dispatch():
+    def fn(x, how):
+        return getattr(x, how)()
+    return fn
+
+
+@program(lambda: (T(3), None), lambda: (T(3), T(3, seed=1)))
+def optional_tensor_argument():
+    def fn(x, bias):
+        return x * 2 if bias is None else x * 2 + bias
+    return fn
+
+
+@program(lambda: (T(3), (1, 2)), lambda: (T(3), [3, 4]))
+def tuple_and_list_of_numbers_arguments():
+    def fn(x, pair):
+        a, b = pair
+        return x * a + b, type(pair).__name__
+    return fn
+
+
+@program(lambda: ({"x": T(3), "cfg": {"scale": 2.0, "shift": [1.0, 2.0]}},))
+def nested_dict_argument():
+    def fn(inputs):
+        cfg = inputs["cfg"]
+        return inputs["x"] * cfg["scale"] + cfg["shift"][1]
+    return fn
+
+
+@program(lambda: (T(2, 2), torch.float64), lambda: (T(2, 2), torch.float16), lambda: (T(2, 2), torch.float64))
+def dtype_argument():
+    def fn(x, dtype):
+        return x.to(dtype) * 2, torch.zeros(2, dtype=dtype)
+    return fn
+
+
+@program(lambda: (T(2, 2), torch.device("cpu")))
+def device_argument():
+    def fn(x, device):
+        return x.to(device) + torch.ones(2, device=device)
+    return fn
+
+
+@program(lambda: (T(3).requires_grad_(),), lambda: (T(3),))
+def requires_grad_branches():
+    def fn(x):
+        if x.requires_grad:
+            return x * 2
+        return x * 3, torch.is_grad_enabled()
+    return fn
+
+
+@program(lambda: (torch.arange(6.0).reshape(2, 3),))
+def tolist_and_item_of_a_row():
+    def fn(x):
+        rows = x.tolist()
+        return [sum(r) for r in rows], x[0, 1].item(), x.flatten().tolist()[-1]
+    return fn
+
+
+@program(lambda: (T(4),))
+def returns_a_torch_size_and_numbers():
+    def fn(x):
+        return x.shape, x.numel(), x.dim(), x.dtype, x.device, x.is_leaf, x.requires_grad
+    return fn
+
+
+@program(lambda: (T(4),))
+def returns_nothing_but_mutates():
+    def fn(x):
+        x.add_(1)
+        x.mul_(2)
+    return fn
+
+
+@program(lambda: (T(4), T(4, seed=1)))
+def same_argument_twice_and_aliases():
+    def fn(x, y):
+        x.add_(y)
+        return x, y
+    return fn
+
+
+@program(lambda: (lambda t: (t, t))(T(4)),)
+def one_tensor_passed_twice():
+    def fn(x, y):
+        x.add_(1)
+        return x * y, x is y
+    return fn
+
+
+@program(lambda: (lambda t: (t, t[1:]))(T(4)),)
+def a_view_of_another_argument():
+    def fn(x, y):
+        y.mul_(2)
+        return x.sum(), y
+    return fn
+
+
+@program(lambda: (T(3, 4),))
+def custom_module_called_as_a_function_twice():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 4)
+
+    def fn(x):
+        with torch.no_grad():
+            return lin(lin(x)), lin.weight.sum()
+    return fn
+
+
+@program(lambda: (T(3, 4),), lambda: (T(3, 4, seed=1),))
+def module_with_a_counter_attribute():
+    class Counting(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return x * self.calls
+
+    m = Counting()
+    return World(m, observe=lambda: m.calls)
+
+
+@program(lambda: (T(3, 4),))
+def module_cache_dict_attribute():
+    class Caching(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cache = {}
+
+        def forward(self, x):
+            key = tuple(x.shape)
+            if key not in self.cache:
+                self.cache[key] = x.sum(0)
+            return x + self.cache[key]
+
+    m = Caching()
+    return World(m, observe=lambda: dict(m.cache))
+
+
+@program(lambda: (T(3, 4),))
+def module_buffer_updated_in_place():
+    class Running(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mean", torch.zeros(4))
+
+        def forward(self, x):
+            self.mean.mul_(0.9).add_(x.mean(0) * 0.1)
+            return x - self.mean
+
+    m = Running()
+    return World(m, observe=lambda: m.mean.clone())
+
+
+@program(lambda: (T(3, 4),))
+def module_forward_hook_modifying_output():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 2)
+    lin.register_forward_hook(lambda mod, inp, out: out * 10)
+    return lin
+
+
+@program(lambda: (T(3, 4),))
+def nested_modules_and_parameters_of_children():
+    class Inner(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(T(4, seed=5))
+
+        def forward(self, x):
+            return x * self.w
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = Inner(), Inner()
+
+        def forward(self, x):
+            total = sum(p.sum() for p in self.parameters())
+            return self.b(self.a(x)) + total, len(list(self.children()))
+
+    return Outer()

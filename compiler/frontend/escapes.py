@@ -125,6 +125,7 @@ class Escapes:
     def __init__(self, roots, proxies):
         self.roots = list(roots)
         self.proxies = list(proxies)
+        self.known: dict = {}  # name -> real value, for escaped arguments and captured tensors (set by the front end)
 
     def traced_outputs(self) -> tuple:
         """What the trace must return beside the result: the escaped values that only the run computes."""
@@ -139,8 +140,10 @@ class Escapes:
         replace(self.roots, real)
 
     def patch_from(self, env: dict) -> None:
-        """The user's program raised: the values computed before the raise, by proxy name (`env`)."""
+        """The user's program raised: the values computed before the raise, by proxy name (`env`), and the
+        arguments' and captured tensors' own."""
         real = {}
+        env = {**self.known, **env}
         for p in self.proxies:
             if getattr(p, "name", None) in env:
                 real[id(p)] = env[p.name]

@@ -137,6 +137,7 @@ class InterpretedCall:
         self.on_interpreter = on_interpreter
         self.fresh = None  # after the call: the objects it made (the interpreter's `fresh`)
         self.roots = lambda: []  # the state it read (global and closure values, the module): set by the front end
+        self.own_modules = set()  # ids of the jitted module's tree (set by the front end)
         self._known = None
 
     def __call__(self, *args, **kwargs):
@@ -149,6 +150,8 @@ class InterpretedCall:
             interp.native_args = symbolic.native_args
         if state is not None:
             interp.watched_containers = state.tracked_containers  # module-held: their changes mark the epilogue
+            if state.segmenter is not None:
+                interp.before_effect = lambda frame, target: self._before_effect(state, interp, frame, target)
         interp.fresh = {}  # (changes to objects made during the call are not effects outside it)
         if self.on_interpreter is not None:
             self.on_interpreter(interp)
@@ -162,6 +165,14 @@ class InterpretedCall:
             if self.on_interpreter is not None:
                 self.on_interpreter(None)
         return value
+
+    def _before_effect(self, state, interp, frame, target) -> None:
+        """A Python effect a cached trace cannot repeat is about to happen (the trace is single-use): the ops
+        before it run first (compiler/frontend/segments.Segmenter.flush), so that one failing fails first."""
+        if target is not None and (id(target) in interp.watched_containers or isinstance(target, (Proxy, torch.Tensor))
+                                   or isinstance(target, torch.nn.Module) and id(target) in self.own_modules):
+            return  # (stored by the epilogue, or not an effect of this kind)
+        state.segmenter.flush("a Python effect", frame.location() if frame is not None else None)
 
     def pre_existing(self, obj) -> bool:
         """An object the call did not make, reachable from the state it read (a global list, a closure's
@@ -181,6 +192,7 @@ def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observer
     effects = CallEffects(options.get("module"))
     call = InterpretedCall(fn, (effects, *interpreter_observers), on_interpreter)
     module = options.get("module")
+    call.own_modules = effects.own_modules
     call.roots = lambda: [*effects.read_values.values(), *effects.touched.values(), *([module] if module is not None else [])]
     try:
         result = native_frontend(fn, args, kwargs, observers=observers, call=call,

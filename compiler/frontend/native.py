@@ -143,6 +143,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     single_use = list(single_use) + state.single_use
     if escaped is not None and escaped.proxies:  # returned beside the result, put in their places after the run
         trace.output = (out, escaped.traced_outputs())
+        escaped.known = {**{p.name: real for real, p in state.captured}, **state.real_inputs}
         single_use.append("stores traced values into objects that outlive the call")
     else:
         escaped = None

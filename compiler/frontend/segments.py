@@ -37,6 +37,7 @@ READERS = {
     "bool": bool, "int": int, "float": float, "complex": complex, "index": operator.index,
     "item": lambda t: t.item(), "tolist": lambda t: t.tolist(), "shape": lambda t: t.shape,
     "numpy": lambda t: t.numpy(), "numpy_force": lambda t: t.numpy(force=True),
+    "flush": lambda t: None,  # no value: the ops before a Python effect run before it (Segmenter.flush)
 }
 # reads whose value shares memory with the tensor (an array): a continuation traced with one call's array would
 # hold that array, so a trace reading one serves its own call only
@@ -238,14 +239,15 @@ class Segmenter:
         st.sync_grad_mode(loc)
         bsyms = st.trace.bsyms[self.cut:]
         i = len(self.records)
-        seg = segment_trace(bsyms, ALL_DEFINED, f"segment {i + 1}: ends where {what} reads {proxy.name}"
-                            f"{f' at {loc}' if loc else ''}")
+        ends = f"ends before {what}" if proxy is None else f"ends where {what} reads {proxy.name}"
+        seg = segment_trace(bsyms, ALL_DEFINED, f"segment {i + 1}: {ends}{f' at {loc}' if loc else ''}")
         source = seg.python_source(with_comments=False)
         with_stores, stored = self._segment_stores(bsyms)
         if stored:  # (the text without stores is what a replay compares)
             seg = segment_trace(with_stores, ALL_DEFINED, seg.header)
-        st.emit(Event(DATA_DEPENDENT_READ, f"{what} needs the value of {proxy.name}", loc,
-                      details={"proxy": proxy.name, "kind": kind, "what": what}))
+        if proxy is not None:
+            st.emit(Event(DATA_DEPENDENT_READ, f"{what} needs the value of {proxy.name}", loc,
+                          details={"proxy": proxy.name, "kind": kind, "what": what}))
         replayed = self.replay is not None and i < len(self.replay.nodes)
         if replayed:
             node = self.replay.nodes[i]
@@ -272,7 +274,7 @@ class Segmenter:
                 self.rng_after_run = torch.random.get_rng_state()
                 self.gens_after_run = tuple(p.value.get_state() for p in st.inputs
                                             if isinstance(p, OpaqueProxy) and isinstance(p.value, torch.Generator))
-        real = self.env[proxy.name]
+        real = self.env[proxy.name] if proxy is not None else None
         with _native(torch.is_grad_enabled()):
             value = READERS[kind](real)
         if kind in SINGLE_USE_READS:
@@ -304,13 +306,24 @@ class Segmenter:
         if replayed and sym_name is not None and self.replay.nodes[i].read_sym != sym_name:
             raise CompilerError(f"re-tracing for a new outcome of a data-dependent read named the value read by {what} "
                                 "differently; the function's tracing is not repeatable")
-        self.records.append(Record(seg, source, runner, proxy.name, kind, key, value, loc, sym_name, stored))
+        self.records.append(Record(seg, source, runner, proxy.name if proxy is not None else None, kind, key, value,
+                                   loc, sym_name, stored))
+        if proxy is None:
+            return True, None
         shown = repr(value if kind != "shape" else tuple(value))
         st.emit(Event(DATA_DEPENDENT, f"{what} reads the value of tensor {proxy.name} ({shown}): the trace is "
                       f"split here and the value is read at run time; each new value traces a new continuation",
                       loc, details={"proxy": proxy.name, "kind": kind, "value": value, "what": what,
                                     "segment": i + 1, "symbolic": sym is not None}))
         return True, (value if sym is None else sym)
+
+    def flush(self, what: str, loc) -> None:
+        """A Python effect on state outliving the call is about to happen (a global list appended to, an
+        attribute set, print): the ops traced since the last cut run first, for real, so that one of them
+        raising raises before the effect, as in eager (tracing would otherwise run the effect ahead of ops
+        that can only fail when they run: an index out of range, an op on a value-dependent size)."""
+        if self.state.depth == 0 and len(self.state.trace.bsyms) > self.cut:
+            self.read(None, "flush", what, loc)
 
     def _symbolic_sizes(self, proxy, value, i: int) -> tuple:
         """cache="symbolic values": a value-dependent size read (x[mask], nonzero) becomes symbolic inputs of
@@ -507,7 +520,12 @@ class SegmentedComputation:
         path, self.first = self.first, None
         if path is None:
             raise CompilerError("internal error: a segmented entry's first run was already used")
-        out = _run_final(path.final_runner, path.env, path.final_grad)
+        try:
+            out = _run_final(path.final_runner, path.env, path.final_grad)
+        except BaseException:
+            if self.escapes is not None:  # what the segments before computed is stored where it was
+                self.escapes.patch_from(path.env)
+            raise
         if self.escapes is not None:
             out, escaped = out
             self.escapes.patch(escaped)
@@ -546,7 +564,7 @@ def run_cached(jf, entry, inputs, args, kwargs):
             overwritten += [(slot, slot.read()) for slot in node.stored]
             node.runner.run(env)
             name, kind = node.read
-            value = READERS[kind](env[name])
+            value = READERS[kind](env[name] if name is not None else None)
             key = _read_key(node, value)
             if key[0] == "symbolic":  # one continuation for any value its constraints accept
                 _enter_read(node, value, env)

@@ -101,6 +101,9 @@ class Interpreter:
         # become plain values there; see compiler/symbolic/). None: arguments pass unchanged.
         self.native_args = None
         self.watched_containers: set = set()  # ids of lists/dicts whose in-place changes are CONTAINER_WRITE events
+        # called before a change of state outliving the run (an object not made during it, a global, a cell from
+        # outside, a side-effect call): (frame, the object or None) -> None
+        self.before_effect = None
         # Objects made during this run (literals, constructed instances, unshared results of native calls): their
         # in-place changes and attribute writes are the computation's own, not effects on state that outlives the
         # run. None (the default): not tracked, every change of a container or attribute is reported. The dict
@@ -146,6 +149,15 @@ class Interpreter:
     def is_fresh(self, obj) -> bool:
         return self.fresh is not None and self.fresh.get(id(obj)) is obj
 
+    @staticmethod
+    def is_container(value) -> bool:
+        return isinstance(value, CONTAINER_TYPES)
+
+    def before_change(self, frame, target=None):
+        """A change of `target` (None: a global, an outside cell, a side effect) is about to happen."""
+        if self.before_effect is not None and (target is None or not self.is_fresh(target)):
+            self.before_effect(frame, target)
+
     def container_changed(self, frame, name, container):
         """`container` (a list/dict/set...) was changed in place: observers hear it unless it is fresh."""
         if isinstance(container, CONTAINER_TYPES) and not self.is_fresh(container):
@@ -154,6 +166,7 @@ class Interpreter:
     def attribute_changed(self, frame, obj, name):
         """An attribute of `obj` is about to be set or deleted: observers hear it unless `obj` is fresh."""
         if self.observers and not self.is_fresh(obj):
+            self.before_change(frame, obj)
             self.emit(ev.ATTRIBUTE_WRITE, name, frame, obj)
 
     # ----- lookasides -----
@@ -237,6 +250,8 @@ class Interpreter:
         if type(fn) in _UNBOUND_METHODS and args and issubclass(fn.__objclass__, CONTAINER_TYPES):
             owner = args[0]  # list.append(lst, x), dict.__setitem__(d, k, v)
         if is_pure(fn):
+            if isinstance(owner, CONTAINER_TYPES) and fn.__name__ in _CONTAINER_MUTATORS:
+                self.before_change(frame, owner)
             value = fn(*args, **kwargs)
             if isinstance(owner, CONTAINER_TYPES) and fn.__name__ in _CONTAINER_MUTATORS:
                 self.container_changed(frame, fn.__name__, owner)  # (after: observers may read its contents)
@@ -244,6 +259,10 @@ class Interpreter:
             return value, pv.Computed("call", tuple(provs) + tuple(kwprovs.values()))
         name = pv.describe_callee(fn)
         side_effect = is_side_effect(fn)
+        if side_effect:
+            self.before_change(frame, None)
+        elif isinstance(owner, CONTAINER_TYPES) and getattr(fn, "__name__", None) in _CONTAINER_MUTATORS:
+            self.before_change(frame, owner)
         try:
             if frame is not None:  # call from a Python frame with the user's globals: see _trampoline
                 value = self._trampoline(frame.globals)(fn, args, kwargs)

@@ -287,7 +287,11 @@ def _patching_escapes(computation, escapes):
     # The trace returns (result, values it stored into objects outliving the call): those go where the
     # function stored them (compiler/frontend/escapes.py)
     def run(*inputs):
-        out, escaped = computation(*inputs)
+        try:
+            out, escaped = computation(*inputs)
+        except BaseException:
+            escapes.patch_from({})  # (an argument or captured tensor stored before the raise: its real value)
+            raise
         escapes.patch(escaped)
         return out
 

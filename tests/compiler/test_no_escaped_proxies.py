@@ -164,3 +164,32 @@ def test_a_returned_global_list_left_unchanged_is_returned_by_identity_on_cache_
     for _ in range(3):
         assert jfn(torch.ones(2))[1] is settings
     assert compiler.cache_hits(jfn) == 2
+
+
+def test_effects_wait_for_the_ops_before_them():
+    """An op that can only fail when it runs (here an element of a value-dependent size) fails before the Python
+    effects that follow it, as in eager: nothing is appended, and no proxy is left."""
+    def fn(x, y):
+        LOG.extend([x, y])
+        picked = x.masked_select(x > 10)
+        first = picked[0]  # eager: IndexError when nothing is picked
+        LOG.append(first)
+        return first
+
+    jfn = compiler.jit(fn)
+    for values in (torch.full((3,), 20.0), torch.zeros(3), torch.full((3,), 30.0)):
+        LOG.clear()
+        eager_log = []
+        try:
+            eager_log += [values, values * 2]
+            expected = values.masked_select(values > 10)[0]
+            eager_log.append(expected)
+        except IndexError:
+            expected = IndexError
+        if expected is IndexError:
+            with pytest.raises(IndexError):
+                jfn(values, values * 2)
+        else:
+            assert torch.equal(jfn(values, values * 2), expected)
+        assert len(LOG) == len(eager_log) and all(type(t) is torch.Tensor for t in LOG)
+        _assert_clean()

@@ -341,16 +341,25 @@ def real_kernel_error(symbol, args, kwargs) -> Exception | None:
     if any(p.device.type != "cpu" or p.dynamic or p.meta.numel() > _EAGER_CHECK_LIMIT for p in proxies):
         return None
 
+    made, storages = {}, {}  # one real tensor per proxy, one storage per meta base: aliasing as in the trace
+
     def real(x):
         if not isinstance(x, TensorProxy):
             return None if isinstance(x, (torch.Generator, OpaqueProxy)) else x
+        if id(x) in made:
+            return made[id(x)]
         m = x.meta
-        t = torch.zeros(m.untyped_storage().nbytes() // max(m.element_size(), 1) or 1, dtype=m.dtype)
-        t = t.as_strided(tuple(m.shape), tuple(m.stride()), m.storage_offset())
+        base = m._base if m._base is not None else m
+        storage = storages.get(id(base))
+        if storage is None:
+            storage = storages[id(base)] = torch.zeros(
+                base.untyped_storage().nbytes() // max(m.element_size(), 1) or 1, dtype=m.dtype)
+        t = storage.as_strided(tuple(m.shape), tuple(m.stride()), m.storage_offset())
         if m.requires_grad:
-            t.requires_grad_(True)
+            t = t.detach().requires_grad_(True)
             if not m.is_leaf:
                 t = t.clone(memory_format=torch.preserve_format)
+        made[id(x)] = t
         return t
 
     try:

@@ -183,3 +183,13 @@ def test_an_unused_reduction_over_an_empty_dim_raises(cache):
 
     check_calls(fn, [lambda: (torch.ones(2), 2), lambda: (torch.ones(2), 0), lambda: (torch.ones(0), 3)],
                 cache=cache)
+
+
+def test_copying_an_expanded_tensor_onto_itself_is_allowed_as_in_eager():
+    def fn(a, n):
+        v = a.expand(n, *a.shape)
+        v.copy_(v)
+        a.copy_(a)
+        return v.sum()
+
+    check_calls(fn, [lambda: (torch.ones(1, 3).expand(4, 3), 2), lambda: (torch.ones(3), 3)])

@@ -7,6 +7,7 @@ compiler.frontend.interpreted_frontend (jit's default) runs it under the bytecod
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import torch
@@ -110,8 +111,11 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         made += snapshot.restore_leaks(lambda v: _holds_created_generator(v, state))
         roots = written_objects() if written_objects is not None else []
         escaped = escapes.Escapes(roots, escapes.find(roots)) if roots else None
-        if escaped is not None and keep_effects and state.segmenter is not None:  # eager stored what it computed
-            escaped.patch_from(state.segmenter.env)
+        if escaped is not None and escaped.proxies and sys.exc_info()[1] is not None:
+            # the program raised (eager stored what it computed) or tracing was refused (what was stored stays,
+            # not journaled): the real values computed so far, arguments' and captured tensors' own
+            escaped.known = {**{p.name: real for real, p in state.captured}, **state.real_inputs}
+            escaped.patch_from(state.segmenter.env if state.segmenter is not None else {})
     if changed:
         raise CompilerError(f"the function changes global torch state natively ({', '.join(changed)}); tracing runs it "
                             "once, so cached calls would not repeat it: set it outside the jitted function")

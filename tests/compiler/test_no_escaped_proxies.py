@@ -193,3 +193,17 @@ def test_effects_wait_for_the_ops_before_them():
             assert torch.equal(jfn(values, values * 2), expected)
         assert len(LOG) == len(eager_log) and all(type(t) is torch.Tensor for t in LOG)
         _assert_clean()
+
+
+def test_a_refused_call_leaves_real_values_where_it_stored():
+    def fn(x):
+        LOG.append(x * 2)
+        LOG.append(x)
+        return torch.geqrf(x)  # refused: no meta kernel
+
+    x = torch.ones(2, 2)
+    with pytest.raises(compiler.UnsupportedOpError):
+        compiler.jit(fn)(x)
+    assert [type(v) for v in LOG] == [torch.Tensor, torch.Tensor]
+    torch.testing.assert_close(LOG[0], x * 2)
+    _assert_clean()

@@ -1,5 +1,5 @@
 """After every test of the compiler suite: no traced proxy may be left reachable from the test module's state
-(its globals, the globals of the test files its functions use, closure cells, modules, containers)."""
+(its globals, and through them closure cells, function defaults and attributes, objects, modules, containers)."""
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,6 @@
 """No traced value may be left in user state after a jitted call: a sweep for compiler proxies reachable from
-globals, closure cells, function defaults, modules and containers (used after every differential case by
-conftest.py, and by the fuzzer)."""
+globals, closure cells, function defaults and attributes, modules and containers (used after every test of the
+compiler suite by conftest.py, on the test module's globals, and by the fuzzer on each program's module state)."""
 from __future__ import annotations
 
 import types
@@ -36,16 +36,14 @@ def proxies_reachable(roots, limit: int = 20000) -> list[str]:
         elif isinstance(value, (list, tuple, set, frozenset)):
             if len(value) <= _BIG:
                 stack += [(v, f"{path}[{i}]") for i, v in enumerate(list(value))]
-        elif type(value).__module__.startswith("compiler."):
+        elif type(value).__module__.startswith(("compiler.", "_pytest.")):
             continue  # the compiler's own objects (jitted functions, cache entries, traces) hold proxies by design
-        elif isinstance(value, types.FunctionType):
-            if "/tests/" in (value.__globals__.get("__file__") or ""):  # the test files' own module state
-                stack.append((value.__globals__, f"{path}.__globals__"))
+        elif isinstance(value, types.FunctionType):  # (its globals are a root of their own where they matter)
             stack += [(c.cell_contents, f"{path}.<cell {n}>") for n, c in zip(value.__code__.co_freevars,
                                                                               value.__closure__ or ()) if _full(c)]
             stack += [(d, f"{path}.__defaults__") for d in (value.__defaults__ or ())]
             stack += [(v, f"{path}.__kwdefaults__[{k!r}]") for k, v in (value.__kwdefaults__ or {}).items()]
-            stack += [(v, f"{path}.{k}") for k, v in vars(value).items()]
+            stack += [(v, f"{path}.{k}") for k, v in vars(value).items() if k != "pytestmark"]
         elif isinstance(value, types.MethodType):
             stack.append((value.__self__, f"{path}.__self__"))
         elif hasattr(value, "__dict__") and not isinstance(value, type):

@@ -7,9 +7,10 @@ from __future__ import annotations
 import torch
 
 from ..core import tree as pytree
+from ..core.context import current_state
 from ..core.proxies import TensorProxy
 from . import shape_rules  # (by module: its rules are looked up at each call)
-from .sizes import UNKNOWN, _broadcast, _dim, _eq_size, _prod, _sym, _Unknown
+from .sizes import UNKNOWN, _broadcast, _dim, _eq_size, _prod, _sym, _Unknown, fix_sizes
 from .values import SymFloat, SymInt, _bare, _val, constrain, has_symbolic, specialize_all
 
 # Ops whose Python-number operands only enter elementwise arithmetic: the output's metadata does not depend
@@ -158,6 +159,10 @@ def _rule(name, args, kwargs, outs):
     return shape_rules.rule(name, args, kwargs, outs)
 
 
+_OUTPUT_COUNT_FOLLOWS_SIZES = frozenset("split chunk unbind split_with_sizes tensor_split hsplit vsplit dsplit unsafe_split "
+                                        "unsafe_chunk".split())
+
+
 def _reshaped_in_place(name: str, args, kwargs, target) -> None:
     rule = _RESHAPING_INPLACE[name]
     try:
@@ -251,6 +256,11 @@ def set_output_shapes(symbol, args, kwargs, out) -> None:
             if len(s) != o.meta.ndim or any(_val(d) != m for d, m in zip(s, o.meta.shape)):
                 raise _Unknown  # a rule that disagrees with eager's meta: never trust it
     except (_Unknown, IndexError, KeyError, TypeError, ValueError, AttributeError):
+        if isinstance(out, (tuple, list)) and _base_name(symbol.name) in _OUTPUT_COUNT_FOLLOWS_SIZES:
+            # how many results (unpacked by the program, laid out in the trace) depends on a size no rule
+            # followed: every size is decided
+            fix_sizes(current_state(), f"the number of results of {symbol.name}")
+            return
         for o in fresh:
             o.sym_shape = UNKNOWN
         return

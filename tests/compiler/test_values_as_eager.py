@@ -265,3 +265,15 @@ def test_a_slice_bounded_by_a_symbolic_number_after_a_data_dependent_read():
 
     calls = [lambda: (torch.ones(2), 2), lambda: (-torch.ones(2), 3), lambda: (torch.ones(2), 1)]
     check_calls(fn, calls, cache="symbolic values")
+
+
+def test_the_number_of_pieces_of_a_size_no_rule_follows_under_symbolic_values():
+    def fn(x):
+        last = x[-1:]  # (a negative slice start: no shape rule follows it)
+        first, *rest = last.unbind(-2)
+        x[1:].mul_(-1)
+        a, b = first.split(2, -1)
+        return a, len(rest)
+
+    calls = [lambda s=s: (torch.ones(s),) for s in ((4, 3, 3), (2, 5, 5), (3, 4, 4), (4, 3, 3))]
+    check_calls(fn, calls, cache="symbolic values")

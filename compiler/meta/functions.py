@@ -324,15 +324,30 @@ _EAGER_CHECK_LIMIT = 1 << 16  # elements: the largest tensors rebuilt on the CPU
 def eager_exception(symbol, args, kwargs, meta_error: Exception) -> Exception:
     """An op's meta raised: the exception eager raises for the same metadata. Meta kernels check what the
     real ones check, but not always with the same exception type (argmax of an empty tensor: IndexError in
-    the CPU kernel, RuntimeError in the meta one): `real_kernel_error`'s, if it gives one, else the meta's."""
+    the CPU kernel, RuntimeError in the meta one): `real_kernel_error`'s, if it gives one, else the meta's.
+    The compiler's own refusals (a value-dependent argument) stay refusals."""
+    from ..core.errors import CompilerError
+
+    if isinstance(meta_error, CompilerError):
+        return meta_error
     return real_kernel_error(symbol, args, kwargs) or meta_error
 
 
 def real_kernel_error(symbol, args, kwargs) -> Exception | None:
-    """The exception the real kernel raises for these arguments' metadata, or None: the op runs on zero-filled
-    CPU tensors of the same sizes, strides and dtypes. Meta kernels are sometimes more lenient (an in-place op
-    on a tensor whose elements overlap, float32 @ float64). Nothing for random or effectful ops, tensors on
+    """The exception the real kernel raises for these arguments' metadata, or None: the op runs on CPU tensors
+    of the same sizes, strides and dtypes, filled with zeros and then with ones; an exception both raise (of
+    one type) depends on the metadata, one only zeros raise is the values' (an integer division by zero,
+    tensor_split into 0 sections) and is not the answer. Meta kernels are sometimes more lenient (an in-place
+    op on a tensor whose elements overlap, float32 @ float64). Nothing for random or effectful ops, tensors on
     other devices, value-dependent sizes or large tensors (None: not known)."""
+    first = _real_kernel_error(symbol, args, kwargs, 0)
+    if first is None:
+        return None
+    second = _real_kernel_error(symbol, args, kwargs, 1)
+    return first if second is not None and type(second) is type(first) else None
+
+
+def _real_kernel_error(symbol, args, kwargs, fill: int) -> Exception | None:
     from ..core.symbols import Tag
 
     if symbol.fn is None or symbol.tags & (Tag.RANDOM | Tag.EFFECT):
@@ -352,8 +367,8 @@ def real_kernel_error(symbol, args, kwargs) -> Exception | None:
         base = m._base if m._base is not None else m
         storage = storages.get(id(base))
         if storage is None:
-            storage = storages[id(base)] = torch.zeros(
-                base.untyped_storage().nbytes() // max(m.element_size(), 1) or 1, dtype=m.dtype)
+            storage = storages[id(base)] = torch.full(
+                (base.untyped_storage().nbytes() // max(m.element_size(), 1) or 1,), fill, dtype=m.dtype)
         t = storage.as_strided(tuple(m.shape), tuple(m.stride()), m.storage_offset())
         if m.requires_grad:
             t = t.detach().requires_grad_(True)

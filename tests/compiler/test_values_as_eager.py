@@ -277,3 +277,19 @@ def test_the_number_of_pieces_of_a_size_no_rule_follows_under_symbolic_values():
 
     calls = [lambda s=s: (torch.ones(s),) for s in ((4, 3, 3), (2, 5, 5), (3, 4, 4), (4, 3, 3))]
     check_calls(fn, calls, cache="symbolic values")
+
+
+def test_value_dependent_errors_are_not_guessed_inside_try():
+    """Asking the real kernel (inside try/except) must not invent an error the values decide: an integer
+    division raises only for a zero denominator; tensor_split by a tensor stays a clear refusal."""
+    def fn(x, y):
+        try:
+            q = x // y
+        except RuntimeError:
+            q = x
+        return q
+
+    calls = [lambda: (torch.arange(1, 5), torch.full((4,), 2)), lambda: (torch.arange(4), torch.full((4,), 3))]
+    check_calls(fn, calls)
+    with pytest.raises(compiler.DataDependentError):
+        compiler.jit(lambda x, i: torch.tensor_split(x, i))(torch.randn(5), torch.tensor(1))

@@ -98,6 +98,8 @@ def _rule(name, args, kwargs, outs):
             return [shape[:dim] + (s,) + shape[dim + 1:] for s in split]
         n = len(outs)
         size = shape[dim]
+        if split == 0:  # (a decision) pieces of size 0: eager allows them only for an empty dim
+            raise _Unknown
         bool((size + split - 1) // split == n)  # the number of pieces is a decision
         return [shape[:dim] + ((split if i < n - 1 else size - split * (n - 1)),) + shape[dim + 1:] for i in range(n)]
     if name in ("transpose", "swapaxes", "swapdims"):

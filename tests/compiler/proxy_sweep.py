@@ -27,8 +27,13 @@ def proxies_reachable(roots, limit: int = 20000) -> list[str]:
             continue
         seen.add(id(value))
         if isinstance(value, torch.Tensor):
-            if value.is_leaf and value.grad is not None:
-                stack.append((value.grad, f"{path}.grad"))
+            try:
+                grad = value.grad if value.is_leaf else None
+            except RuntimeError:  # (a multi-output view whose base was written: autograd refuses to look)
+                grad = None
+            if grad is not None:
+                stack.append((grad, f"{path}.grad"))
+            stack += [(v, f"{path}.{k}") for k, v in vars(value).items()]  # (Python attributes set on it)
             continue
         if isinstance(value, dict):
             if len(value) <= _BIG:

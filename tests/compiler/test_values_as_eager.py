@@ -293,3 +293,13 @@ def test_value_dependent_errors_are_not_guessed_inside_try():
     check_calls(fn, calls)
     with pytest.raises(compiler.DataDependentError):
         compiler.jit(lambda x, i: torch.tensor_split(x, i))(torch.randn(5), torch.tensor(1))
+
+
+def test_split_into_pieces_of_a_symbolic_size_that_becomes_zero():
+    def fn(x, n, s):
+        picked = x.masked_select(x > s)
+        return picked.split(n)[0], torch.arange(float(n + 3)).split(n + 1)
+
+    calls = [lambda: (torch.arange(6.0), 2, 1.0), lambda: (torch.arange(6.0), 0, 1.0), lambda: (torch.arange(6.0), 0, 9.0),
+             lambda: (torch.arange(6.0), 3, 0.5)]
+    check_calls(fn, calls, cache="symbolic values")

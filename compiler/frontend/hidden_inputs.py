@@ -84,15 +84,20 @@ def expand(h: HiddenValue, depth: int = 0) -> list:
     if depth < _MAX_DEPTH and isinstance(v, torch.nn.Module):
         return _expand_module(h, depth)
     if depth < _MAX_DEPTH and _plain_object(v):
-        # its identity, the names of its attributes (getattr(cfg, "flag", False) of one set later re-traces)
-        out = [replace(h, check="identity"), replace(_attr(h, "__dict__", vars(v)), check="dict",
+        # its identity, the names of its attributes (getattr(cfg, "flag", False) of one set later re-traces), each
+        # attribute (read from the object itself once its identity is checked: cheaper than the path)
+        out = [replace(h, check="identity"), replace(_of(v, "__dict__", vars(v), h.where), check="dict",
                                                      shape=(dict, tuple(vars(v))))]
         for name, item in vars(v).items():
             if not name.startswith("_"):
-                out += expand(replace(h, value=item, path=h.path + (("attr", name),), where=f"{h.where}.{name}"),
-                              depth + 1)
+                out += expand(_of(v, name, item, h.where), depth + 1)
         return out
     return [replace(h, check="identity")]
+
+
+def _of(obj, name: str, value, where: str) -> HiddenValue:
+    """Attribute `name` of an object whose identity an earlier guard checked: read from the object itself."""
+    return HiddenValue("attribute", obj, name, value, f"{where}.{name}")
 
 
 def _attr(h: HiddenValue, name: str, value) -> HiddenValue:
@@ -114,10 +119,10 @@ def _expand_function(h: HiddenValue, depth: int) -> list:
     from dataclasses import replace
 
     f = h.value
-    out = [replace(h, check="identity"), replace(_attr(h, "__code__", f.__code__), check="identity")]
-    out += expand(_attr(h, "__defaults__", f.__defaults__), depth + 1)
-    out += expand(_attr(h, "__kwdefaults__", f.__kwdefaults__), depth + 1)
-    out += expand(_attr(h, "__dict__", vars(f)), depth + 1)
+    out = [replace(h, check="identity"), replace(_of(f, "__code__", f.__code__, h.where), check="identity")]
+    out += expand(_of(f, "__defaults__", f.__defaults__, h.where), depth + 1)
+    out += expand(_of(f, "__kwdefaults__", f.__kwdefaults__, h.where), depth + 1)
+    out += expand(_of(f, "__dict__", vars(f), h.where), depth + 1)
     return out
 
 
@@ -129,31 +134,31 @@ def _expand_module(h: HiddenValue, depth: int) -> list:
     trace captures them), and its plain attributes (`self.multiplier = 11`)."""
     from dataclasses import replace
 
+    # (each submodule's identity is checked where its parent holds it; what follows reads the module itself)
     out = [replace(h, check="identity")]
-    pending = [(h, h.value)]
+    pending = [(h.where, h.value)]
     seen = set()
     while pending:
-        at, sub = pending.pop()
+        where, sub = pending.pop()
         if id(sub) in seen:
             continue
         seen.add(id(sub))
         d = vars(sub)
-        out.append(replace(_attr(at, "__dict__", d), check="dict", shape=(dict, tuple(d))))
-        out.append(replace(_attr(at, "training", sub.training), check="value"))
+        out.append(replace(_of(sub, "__dict__", d, where), check="names", shape=len(d)))  # (a `forward` set adds one)
+        out.append(replace(_of(sub, "training", sub.training, where), check="value"))
         for store in ("_parameters", "_buffers", "_modules"):
             held = d.get(store)
             if type(held) is not dict:
                 continue
-            where = _attr(at, store, held)
-            out.append(replace(where, check="dict", shape=(dict, tuple(held))))
+            holder = _of(sub, store, held, where)
+            out.append(replace(holder, check="dict", shape=(dict, tuple(held))))
             for name, item in held.items():
+                out.append(replace(_item(holder, name, item), check="identity"))
                 if store == "_modules" and item is not None:
-                    pending.append((_item(where, name, item), item))
-                else:
-                    out.append(replace(_item(where, name, item), check="identity"))
+                    pending.append((f"{where}.{name}", item))
         for name, value in d.items():
             if not name.startswith("_") and name != "training":
-                out += expand(_attr(at, name, value), depth + 1)
+                out += expand(_of(sub, name, value, where), depth + 1)
     return out
 
 

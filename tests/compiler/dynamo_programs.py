@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 import compiler
+from compiler.interpreter import InterpreterError
 from test_differential import assert_same
 
 
@@ -52,6 +53,9 @@ class Case:
 
 
 CASES: list[Case] = []
+# what counts as a clear refusal (the construct and the line named): the compiler's errors, and the interpreter's
+# for Python it does not run (as `thunder-lint run` treats them)
+REFUSALS = (compiler.CompilerError, InterpreterError)
 
 
 def program(*calls, refused=None):
@@ -111,7 +115,7 @@ def run_case(case: Case, cache: str, **jit_options) -> Outcome:
         eager_args, args = make(), make()
         expected, eager_error = _run(eager.fn, eager_args, i)
         actual, error = _run(jfn, args, i)
-        if isinstance(error, compiler.CompilerError):
+        if isinstance(error, REFUSALS):
             return Outcome("refused", refusal_key(error))
         if eager_error is not None:
             if error is None:
@@ -3046,3 +3050,635 @@ def nested_modules_and_parameters_of_children():
             return self.b(self.a(x)) + total, len(list(self.children()))
 
     return Outer()
+
+
+# ---------------------------------------------------------------------------------------------------
+# test_repros (part 2) and more: attributes deleted, dict unpacking, dataclasses, list.index, batchnorm with
+# gradients, closures returned
+# ---------------------------------------------------------------------------------------------------
+
+class _Obj:
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+
+@program(lambda: (torch.zeros([]), _Obj(torch.zeros([]), torch.ones([]))))
+def delattr_on_an_argument_object():
+    def fn(x, obj):
+        del obj.a
+        obj.c = x + 1
+        del obj.c
+        tmp = _Obj(x + 2, x + 3)
+        del tmp.b
+        if hasattr(obj, "a"):
+            return x + 1
+        return tmp.a, hasattr(obj, "c"), obj.b
+    return fn
+
+
+@program(lambda: (torch.ones(1),))
+def delattr_overridden():
+    class Guarded:
+        def __init__(self, val):
+            self.val = val
+            self.deletion_attempted = False
+
+        def __delattr__(self, attr):
+            if attr == "val":
+                self.deletion_attempted = True
+            else:
+                super().__delattr__(attr)
+
+    def fn(t):
+        a, b = Guarded(1), Guarded(2)
+        del a.val
+        del b.val
+        return t + 1, hasattr(a, "val"), a.deletion_attempted, b.deletion_attempted
+    return fn
+
+
+@program(lambda: (torch.zeros([]), _Obj(torch.zeros([]), torch.zeros([]))))
+def delattr_then_read_raises():
+    def fn(x, obj):
+        del obj.a
+        x = x + 1
+        obj.a
+        return x
+    return fn
+
+
+@program(lambda: (torch.ones(4),))
+def dict_unpacking_into_a_call():
+    def inner(x, t, cond_scale, self_cond, other1, other2):
+        return x.sin() + t + cond_scale + self_cond + other1 + other2
+
+    def fn(x):
+        d1, d2 = dict(other1=5), dict(other2=4)
+        return inner(x, 1, cond_scale=2, self_cond=3, **{**d1, **d2})
+    return fn
+
+
+@program(lambda: (torch.ones([]),))
+def maybe_wrapper_and_functools_wraps():
+    def normalize(x):
+        return x.cos()
+
+    def maybe(f):
+        @functools.wraps(f)
+        def inner(x):
+            return x if x is None else f(x)
+        return inner
+
+    def fn(x):
+        wrapped = maybe(normalize)
+        return wrapped(x.sin()), wrapped.__name__
+    return fn
+
+
+@program(lambda: (T(3),), lambda: (T(6),))
+def dropout_probability_from_a_shape():
+    def fn(x):
+        return F.dropout(x, x.shape[0] / 12)
+    return fn
+
+
+@program(lambda: (T(4), [1, 2, 3]), lambda: (T(4), [2, 3, 4]), lambda: (T(4), [1, 2]))
+def dataclass_with_default_factory():
+    @dataclasses.dataclass
+    class DClass:
+        contexts: typing.Any = dataclasses.field(default_factory=list)
+        a: int = 1
+
+    def fn(x, inp):
+        d = DClass(list(inp))
+        d.contexts.append(x.sin() + d.a)
+        return d.contexts
+    return fn
+
+
+@program(lambda: (torch.zeros(1),))
+def list_index_of_every_sequence_kind():
+    Four = collections.namedtuple("Four", "one two three four", defaults=[0, 0, 0, 0])
+
+    def fn(t):
+        total = t
+        for kind in (list, tuple, torch.Size, collections.deque):
+            xs = kind([1, 2, 3, 4])
+            total = total + xs.index(3) + xs.index(3, 2) + xs.index(3, 0, 3)
+        return total + Four(1, 2, 3, 4).index(3)
+    return fn
+
+
+@program(lambda: (torch.zeros(1),))
+def list_index_not_found_raises():
+    def fn(t):
+        return t + ["bar", "foo"].index("missing")
+    return fn
+
+
+@program(lambda: (T(2, 8, 6, 6).requires_grad_(),), lambda: (T(2, 8, 6, 6, seed=1).requires_grad_(),))
+def batchnorm_conv_relu_training():
+    torch.manual_seed(3)
+
+    class Repro(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = torch.nn.BatchNorm2d(8)
+            self.conv = torch.nn.Conv2d(8, 8, 3, padding=1, bias=False)
+
+        def forward(self, x):
+            return (F.relu(self.conv(self.bn(x))),)
+
+    m = Repro()
+    return World(m, observe=lambda: [b.clone() for b in m.buffers()])
+
+
+@program(lambda: (T(4, 10), T(4, 10) < 0))
+def masked_softmax_autograd_function():
+    class XSoftmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, inp, mask, dim):
+            ctx.dim = dim
+            rmask = ~mask.to(torch.bool)
+            out = torch.softmax(inp.masked_fill(rmask, torch.finfo(inp.dtype).min), dim)
+            out.masked_fill_(rmask, 0)
+            ctx.save_for_backward(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            (out,) = ctx.saved_tensors
+            return torch._softmax_backward_data(g, out, ctx.dim, out.dtype), None, None
+
+    def fn(inp, mask):
+        return XSoftmax.apply(inp + 1, mask, 1) + 2
+    return fn
+
+
+@program(lambda: (T(3),))
+def closure_over_a_loop_variable():
+    def fn(x):
+        adders = [lambda t, i=i: t + i for i in range(3)]
+        late = [lambda t: t * i for i in range(3)]
+        return [f(x) for f in adders], [f(x) for f in late]
+    return fn
+
+
+@program(lambda: (T(3),))
+def nested_functions_three_deep():
+    def fn(x):
+        def a(y):
+            def b(z):
+                def c(w):
+                    return w * 2 + y.sum()
+                return c(z) + 1
+            return b(y)
+        return a(x)
+    return fn
+
+
+@program(lambda: (T(3), T(3, seed=1)))
+def recursion_on_a_list():
+    def total(items):
+        if not items:
+            return 0
+        return items[0] + total(items[1:])
+
+    def fn(a, b):
+        return total([a, b, a * b])
+    return fn
+
+
+@program(lambda: (T(4),))
+def generator_send_and_close():
+    def accumulate():
+        total = 0
+        while True:
+            value = yield total
+            if value is None:
+                return
+            total = total + value
+
+    def fn(x):
+        gen = accumulate()
+        next(gen)
+        gen.send(x)
+        out = gen.send(x * 2)
+        gen.close()
+        return out
+    return fn
+
+
+@program(lambda: (T(4),))
+def yield_from_a_sub_generator():
+    def inner(x):
+        yield x
+        yield x + 1
+
+    def outer(x):
+        yield from inner(x)
+        yield x * 3
+
+    def fn(x):
+        return list(outer(x))
+    return fn
+
+
+@program(lambda: (T(3),))
+def class_defined_inside_with_methods():
+    def fn(x):
+        class Acc:
+            def __init__(self):
+                self.items = []
+
+            def add(self, t):
+                self.items.append(t)
+                return self
+
+            def total(self):
+                return sum(self.items)
+
+        return Acc().add(x).add(x * 2).total()
+    return fn
+
+
+@program(lambda: (T(3),))
+def dunder_methods_on_a_user_class():
+    class Vec:
+        def __init__(self, t):
+            self.t = t
+
+        def __add__(self, other):
+            return Vec(self.t + other.t)
+
+        def __mul__(self, k):
+            return Vec(self.t * k)
+
+        def __len__(self):
+            return self.t.shape[0]
+
+        def __getitem__(self, i):
+            return self.t[i]
+
+        def __iter__(self):
+            return iter(self.t.unbind(0))
+
+        def __bool__(self):
+            return True
+
+    def fn(x):
+        v = (Vec(x) + Vec(x)) * 3
+        return v.t, len(v), v[0], sum(v), bool(v)
+    return fn
+
+
+@program(lambda: (T(3),))
+def enum_and_int_enum():
+    import enum
+
+    class Mode(enum.Enum):
+        ADD = 1
+        MUL = 2
+
+    class Level(enum.IntEnum):
+        LOW = 1
+        HIGH = 3
+
+    def fn(x):
+        mode = Mode.MUL
+        y = x * 2 if mode is Mode.MUL else x + 2
+        return y * Level.HIGH, mode.name
+    return fn
+
+
+@program(lambda: (T(3),))
+def typing_and_isinstance_checks():
+    def fn(x):
+        ok = isinstance(x, (int, torch.Tensor)) and not isinstance(x, typing.Sequence)
+        return x + 1 if ok else x - 1, isinstance([1], typing.Sequence)
+    return fn
+
+
+@program(lambda: (T(2, 3),))
+def weakref_to_a_module():
+    import weakref
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 3)
+    ref = weakref.ref(lin)
+
+    def fn(x):
+        m = ref()
+        with torch.no_grad():
+            return m(x) if m is not None else x
+    return fn
+
+
+@program(lambda: (T(4),))
+def copy_and_deepcopy_of_containers():
+    import copy
+
+    def fn(x):
+        d = {"a": [x, x * 2]}
+        shallow = copy.copy(d)
+        shallow["b"] = x
+        deep = copy.deepcopy({"n": [1, 2]})
+        deep["n"].append(3)
+        return shallow, deep, list(d)
+    return fn
+
+
+@program(lambda: (T(4),))
+def string_join_split_format():
+    def fn(x):
+        names = "a,b,c".split(",")
+        label = "-".join(names).upper()
+        return x * len(label), "{}:{:.2f}".format(label, 1.5), label.replace("-", "")
+    return fn
+
+
+@program(lambda: (T(2, 3),))
+def global_function_table_dispatch():
+    table = {"sin": torch.sin, "cos": torch.cos, "neg": operator.neg}
+
+    def fn(x):
+        out = x
+        for name in sorted(table):
+            out = table[name](out)
+        return out
+    return fn
+
+
+@program(lambda: (T(2, 3),), lambda: (T(2, 3),))
+def global_table_entry_replaced_between_calls():
+    table = {"act": torch.relu}
+
+    def fn(x):
+        return table["act"](x)
+
+    return World(fn, change=lambda i: table.__setitem__("act", torch.tanh))
+
+
+@program(lambda: (T(3),), lambda: (T(3),))
+def tuple_of_tensors_global_replaced():
+    holder = {"pair": (torch.ones(3), torch.zeros(3))}
+
+    def fn(x):
+        a, b = holder["pair"]
+        return x * a + b
+
+    return World(fn, change=lambda i: holder.__setitem__("pair", (torch.full((3,), 2.0), torch.ones(3))))
+
+
+@program(lambda: (T(3),), lambda: (T(3),), lambda: (T(3),))
+def module_buffer_replaced_and_removed():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("scale", torch.full((3,), 2.0))
+
+        def forward(self, x):
+            return x * self.scale if self.scale is not None else x
+
+    m = M()
+
+    def fn(x):
+        return m(x)
+
+    def change(i):
+        m.scale = torch.full((3,), 5.0) if i == 1 else None
+
+    return World(fn, change=change)
+
+
+@program(lambda: (T(3),), lambda: (T(3),))
+def submodule_swapped_between_calls():
+    torch.manual_seed(0)
+    seq = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
+
+    def fn(x):
+        with torch.no_grad():
+            return seq(x)
+
+    def change(i):
+        seq[1] = torch.nn.Tanh()
+
+    return World(fn, change=change)
+
+
+@program(lambda: (T(3),), lambda: (T(3),))
+def hook_added_between_calls():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 3)
+
+    def fn(x):
+        with torch.no_grad():
+            return lin(x)
+
+    def change(i):
+        lin.register_forward_hook(lambda mod, inp, out: out + 100)
+
+    return World(fn, change=change)
+
+
+@program(lambda: (T(3),), lambda: (T(3),))
+def closure_cell_rebound_to_another_tensor():
+    def build():
+        weight = torch.ones(3)
+
+        def fn(x):
+            return x * weight
+
+        def change(i):
+            nonlocal weight
+            weight = torch.full((3,), 3.0)
+
+        return fn, change
+
+    fn, change = build()
+    return World(fn, change=change)
+
+
+@program(lambda: (T(3),), lambda: (T(3),))
+def default_tensor_mutated_in_place_by_a_caller():
+    def helper(x, bias=torch.zeros(3)):
+        return x + bias
+
+    def fn(x):
+        return helper(x)
+
+    return World(fn, change=lambda i: helper.__defaults__[0].add_(5))
+
+
+@program(lambda: (T(3), 2), lambda: (T(3), 3))
+def kwdefault_replaced():
+    def helper(x, *, power=2):
+        return x ** power
+
+    def fn(x, n):
+        return helper(x) + n
+
+    return World(fn, change=lambda i: setattr(helper, "__kwdefaults__", {"power": 3}))
+
+
+@program(lambda: (T(2, 2),), lambda: (T(2, 2),))
+def float32_matmul_precision_switched_between_calls():
+    def fn(x):
+        return x @ x
+
+    def change(i):
+        torch.set_float32_matmul_precision("high" if i == 1 else "highest")
+
+    return World(fn, change=change)
+
+
+@program(lambda: (T(2, 2),), lambda: (T(2, 2),))
+def default_dtype_switched_between_calls():
+    def fn(x):
+        return torch.zeros(2) + x.double().sum(), torch.tensor([1.5]).dtype
+
+    def change(i):
+        torch.set_default_dtype(torch.float64 if i == 1 else torch.float32)
+
+    return World(fn, change=change)
+
+
+@program(lambda: (T(2, 3),))
+def autocast_decorator_and_nested_no_grad():
+    @torch.autocast("cpu", dtype=torch.bfloat16)
+    def half_mm(a, b):
+        return a @ b
+
+    def fn(x):
+        with torch.no_grad():
+            inner = half_mm(x, x.t())
+        return inner.dtype, inner.float().sum(), torch.is_grad_enabled()
+    return fn
+
+
+@program(lambda: (T(3).requires_grad_(),))
+def inference_mode_and_set_grad_enabled_false():
+    def fn(x):
+        with torch.inference_mode():
+            a = x * 2
+        with torch.set_grad_enabled(False):
+            b = x * 3
+        return a.requires_grad, b.requires_grad, (x * 4).requires_grad
+    return fn
+
+
+@program(lambda: (T(4, 4),))
+def torch_function_helpers():
+    def fn(x):
+        return (torch.nn.functional.linear(x, x), torch.chunk(x, 2)[1], torch.flatten(x, 0), torch.narrow(x, 1, 1, 2),
+                torch.swapaxes(x, 0, 1), torch.movedim(x, 0, 1), torch.take(x, torch.tensor([0, 5])))
+    return fn
+
+
+@program(lambda: (T(2, 3, 4),))
+def einops_like_rearrange():
+    def fn(x):
+        b, c, n = x.shape
+        y = x.reshape(b, c, 2, n // 2).permute(0, 2, 1, 3).reshape(b * 2, c, n // 2)
+        return y, y.shape
+    return fn
+
+
+@program(lambda: (torch.arange(10.0),), lambda: (torch.arange(12.0),))
+def stride_tricks_and_unfold():
+    def fn(x):
+        return x.unfold(0, 3, 2), x.as_strided((3, 2), (2, 1)), x[::3]
+    return fn
+
+
+@program(lambda: (T(3, 3),))
+def complex_numbers():
+    def fn(x):
+        z = torch.complex(x, x * 2)
+        return z.abs(), z.angle(), torch.view_as_real(z), z.conj().imag
+    return fn
+
+
+@program(lambda: (torch.tensor([3, 1, 2]),))
+def integer_tensor_arithmetic():
+    def fn(x):
+        return x // 2, x % 2, x << 1, x & 1, x.float() / 2, torch.div(x, 2, rounding_mode="floor")
+    return fn
+
+
+@program(lambda: (torch.tensor([True, False, True]),))
+def bool_tensor_logic():
+    def fn(m):
+        return m & ~m, m | m, m ^ True, m.sum(), m.any(), m.all(), torch.logical_not(m)
+    return fn
+
+
+@program(lambda: (T(5),), lambda: (torch.zeros(5),))
+def any_all_in_python_branches():
+    def fn(x):
+        if (x > 0).any() and not (x > 10).all():
+            return x.clamp(min=0)
+        return x * 0
+    return fn
+
+
+@program(lambda: (T(6),))
+def argmax_used_as_a_python_index():
+    def fn(x):
+        i = int(x.argmax())
+        j = x.argmin().item()
+        return x[i] - x[j], [0, 1, 2, 3, 4, 5][i]
+    return fn
+
+
+@program(lambda: (T(4, 3),))
+def iterate_rows_of_a_tensor():
+    def fn(x):
+        total = torch.zeros(3)
+        for row in x:
+            total = total + row
+        return total, [r.sum() for r in x]
+    return fn
+
+
+@program(lambda: (T(3),))
+def zip_strict_and_map_filter():
+    def fn(x):
+        pairs = list(zip([1, 2, 3], x.unbind(0), strict=True))
+        kept = list(filter(lambda p: p[0] != 2, pairs))
+        return [t * k for k, t in kept], list(map(abs, [-1, 2]))
+    return fn
+
+
+@program(lambda: (T(3),), refused="unsupported bytecode CHECK_EG_MATCH")
+def exception_groups_caught():
+    def fn(x):
+        try:
+            raise ExceptionGroup("many", [ValueError("a"), TypeError("b")])
+        except* ValueError:
+            x = x + 1
+        except* TypeError:
+            x = x * 2
+        return x
+    return fn
+
+
+@program(lambda: (T(3),))
+def with_statement_suppressing():
+    def fn(x):
+        with contextlib.suppress(KeyError):
+            {}["missing"]
+            x = x * 100
+        return x + 1
+    return fn
+
+
+@program(lambda: (T(3),))
+def exit_stack_of_contexts():
+    def fn(x):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(torch.no_grad())
+            y = x * 2
+        return y, torch.is_grad_enabled()
+    return fn

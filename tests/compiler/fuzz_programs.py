@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 import compiler
+from compiler.interpreter import InterpreterError
 from opinfos import T
 from proxy_sweep import proxies_reachable
 
@@ -517,7 +518,7 @@ def check(program: Program, mode: str, executors=None, calls=None, timeout: int 
             except _Timeout:
                 return Verdict("crash", "hang: the compiled call did not finish", index, mode)
             where = f"call {index} ({CALLS[index][0]})"
-            if isinstance(error, compiler.CompilerError):
+            if isinstance(error, (compiler.CompilerError, InterpreterError)):  # (clear refusals, as `run` treats them)
                 return Verdict("refused", _message_key(error), index, mode)
             if eager_error is not None:
                 if error is None:

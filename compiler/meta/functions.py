@@ -325,32 +325,44 @@ def eager_exception(symbol, args, kwargs, meta_error: Exception) -> Exception:
     """An op's meta raised: the exception eager raises for the same metadata. Meta kernels check what the
     real ones check, but not always with the same exception type (argmax of an empty tensor: IndexError in
     the CPU kernel, RuntimeError in the meta one): `real_kernel_error`'s, if it gives one, else the meta's.
-    The compiler's own refusals (a value-dependent argument) stay refusals."""
+    The compiler's own refusals (a value-dependent argument) stay refusals; where the real kernel accepts what
+    the meta kernel refuses (randn_like of an empty bool tensor) the call is refused, not failed."""
     from ..core.errors import CompilerError
 
     if isinstance(meta_error, CompilerError):
         return meta_error
-    return real_kernel_error(symbol, args, kwargs) or meta_error
+    error = real_kernel_error(symbol, args, kwargs, random_too=True)
+    if error is _ACCEPTED:
+        return UnsupportedOpError(f"the meta kernel of {getattr(symbol, 'name', symbol)} refuses these inputs "
+                                  f"({str(meta_error).splitlines()[0][:120]}) where eager's kernel accepts them, so the "
+                                  "compiler cannot trace the call")
+    return error or meta_error
 
 
-def real_kernel_error(symbol, args, kwargs) -> Exception | None:
+_ACCEPTED = object()  # real_kernel_error's answer when the real kernel raised nothing on either fill
+
+
+def real_kernel_error(symbol, args, kwargs, random_too: bool = False):
     """The exception the real kernel raises for these arguments' metadata, or None: the op runs on CPU tensors
     of the same sizes, strides and dtypes, filled with zeros and then with ones; an exception both raise (of
     one type) depends on the metadata, one only zeros raise is the values' (an integer division by zero,
     tensor_split into 0 sections) and is not the answer. Meta kernels are sometimes more lenient (an in-place
     op on a tensor whose elements overlap, float32 @ float64). Nothing for random or effectful ops, tensors on
-    other devices, value-dependent sizes or large tensors (None: not known)."""
-    first = _real_kernel_error(symbol, args, kwargs, 0)
+    other devices, value-dependent sizes or large tensors (None: not known). random_too: random ops too, on a
+    forked RNG state (the draws are not kept), and _ACCEPTED where neither fill raised."""
+    first = _real_kernel_error(symbol, args, kwargs, 0, random_too)
     if first is None:
         return None
-    second = _real_kernel_error(symbol, args, kwargs, 1)
+    second = _real_kernel_error(symbol, args, kwargs, 1, random_too)
+    if first is _ACCEPTED or second is _ACCEPTED:
+        return _ACCEPTED if first is second else None
     return first if second is not None and type(second) is type(first) else None
 
 
-def _real_kernel_error(symbol, args, kwargs, fill: int) -> Exception | None:
+def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False):
     from ..core.symbols import Tag
 
-    if symbol.fn is None or symbol.tags & (Tag.RANDOM | Tag.EFFECT):
+    if symbol.fn is None or symbol.tags & Tag.EFFECT or symbol.tags & Tag.RANDOM and not random_too:
         return None
     proxies = [p for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)]
     if any(p.device.type != "cpu" or p.dynamic or p.meta.numel() > _EAGER_CHECK_LIMIT for p in proxies):
@@ -378,13 +390,13 @@ def _real_kernel_error(symbol, args, kwargs, fill: int) -> Exception | None:
         return t
 
     try:
-        with torch._C.DisableTorchFunction(), warnings.catch_warnings():
+        with torch._C.DisableTorchFunction(), warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
             warnings.simplefilter("ignore")
             rargs, rkwargs = pytree.tree_map(real, (args, kwargs))
             symbol.fn(*rargs, **rkwargs)
     except Exception as e:  # noqa: BLE001 - the real kernel's own exception is what eager raises
         return e
-    return None
+    return _ACCEPTED
 
 
 def from_numpy_meta(symbol, args, kwargs):

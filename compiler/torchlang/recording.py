@@ -194,10 +194,10 @@ def _record_call(symbol, args, kwargs):
         try:  # (the sizes of value-dependent inputs are known now: `x[m] + y[m]`)
             out = symbol.meta(symbol, margs, mkwargs)
         except Exception as e2:
-            _rethrow(symbol, loc, e2, (args, kwargs))
+            _rethrow(symbol, loc, eager_exception(symbol, margs, mkwargs, e2), (args, kwargs))
     if catching or (symbol.tags & Tag.INPLACE and _overlapping_target(args, kwargs)):
         error = real_kernel_error(symbol, margs, mkwargs)  # (the meta kernel may accept what eager refuses)
-        if error is not None:
+        if isinstance(error, Exception):
             _rethrow(symbol, loc, error, (args, kwargs))
     bsym = BoundSymbol(symbol, tuple(args), dict(kwargs), out, location=loc)
     input_names = {p.name for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)}

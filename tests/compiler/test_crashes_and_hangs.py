@@ -153,3 +153,14 @@ def _an_exception_that_is_its_own_context(x):
 @pytest.mark.parametrize("fn", [_cycle_through_a_reraise, _cycle_of_three, _an_exception_that_is_its_own_context])
 def test_exception_context_cycles_do_not_hang(fn):
     check_calls(fn, [lambda: (torch.ones(2),)] * 2)
+
+
+def test_a_meta_kernel_stricter_than_eager_is_a_clear_refusal():
+    def fn(x):
+        picked = x[x.float() < 0]  # nothing picked: an empty bool tensor
+        return torch.randn_like(picked)  # eager accepts an empty bool tensor; the meta kernel does not
+
+    eager = fn(torch.ones(3, dtype=torch.bool))
+    assert eager.numel() == 0
+    with pytest.raises(compiler.UnsupportedOpError, match="meta kernel of torch.randn_like refuses"):
+        compiler.jit(fn)(torch.ones(3, dtype=torch.bool))

@@ -162,7 +162,22 @@ class TensorProxy(Proxy):
     def stride(self, dim=None):
         self.shape  # noqa: B018
         self._fixed_layout("strides are read")
+        if any(s <= 1 for s in self.meta.shape):  # eager's kernels choose the strides of such dims freely, and
+            strides = self._real_strides()       # not always as the meta kernels do: read them from the run
+            if strides is not None:
+                return strides if dim is None else strides[dim]
         return self.meta.stride() if dim is None else self.meta.stride(dim)
+
+    def _real_strides(self):
+        """The strides of the real tensor (a read, which splits the trace), for a tensor the trace computes;
+        None where they are the meta's (an argument's or a captured tensor's: guarded) or cannot be read."""
+        state = current_state()
+        segmenter = getattr(state, "segmenter", None)
+        if segmenter is None or self.name in state.real_inputs or any(p is self for _, p in state.captured):
+            return None
+        ok, value = segmenter.read(self, "stride", "reading the strides of a tensor with a dim of size 0 or 1",
+                                   user_location(3))
+        return tuple(value) if ok else None
 
     def dim(self):
         return self.meta.dim()

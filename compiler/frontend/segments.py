@@ -37,6 +37,7 @@ READERS = {
     "bool": bool, "int": int, "float": float, "complex": complex, "index": operator.index,
     "item": lambda t: t.item(), "tolist": lambda t: t.tolist(), "shape": lambda t: t.shape,
     "numpy": lambda t: t.numpy(), "numpy_force": lambda t: t.numpy(force=True),
+    "stride": lambda t: t.stride(),
     "flush": lambda t: None,  # no value: the ops before a Python effect run before it (Segmenter.flush)
 }
 # reads whose value shares memory with the tensor (an array): a continuation traced with one call's array would

@@ -303,3 +303,17 @@ def test_split_into_pieces_of_a_symbolic_size_that_becomes_zero():
     calls = [lambda: (torch.arange(6.0), 2, 1.0), lambda: (torch.arange(6.0), 0, 1.0), lambda: (torch.arange(6.0), 0, 9.0),
              lambda: (torch.arange(6.0), 3, 0.5)]
     check_calls(fn, calls, cache="symbolic values")
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_strides_of_computed_tensors_with_dims_of_size_one(cache):
+    """Kernels choose the strides of size-1 dims freely and the CPU kernel does not always choose as the meta
+    kernel: the strides Python reads are the real tensor's."""
+    def fn(x):
+        y = x + 1
+        return y.stride(), y.shape, y.t().contiguous().stride(0)
+
+    def make(rows, cols):
+        return lambda: (torch.arange(float(rows * cols)).reshape(cols, rows).t(),)
+
+    check_calls(fn, [make(1, 5), make(2, 3), make(5, 1), make(1, 5)], cache=cache)

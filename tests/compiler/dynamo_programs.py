@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 import compiler
+from compiler.features import torch_flags
 from compiler.interpreter import InterpreterError
 from test_differential import assert_same
 
@@ -105,6 +106,16 @@ def refusal_key(e: Exception) -> str:
 
 
 def run_case(case: Case, cache: str, **jit_options) -> Outcome:
+    """(torch's global switches a case changes, the default dtype among them, are put back afterwards)"""
+    switches, grad = torch_flags.current(), torch.is_grad_enabled()
+    try:
+        return _run_case(case, cache, **jit_options)
+    finally:
+        torch_flags.set_state(switches)
+        torch.set_grad_enabled(grad)
+
+
+def _run_case(case: Case, cache: str, **jit_options) -> Outcome:
     eager, jitted = _world(case), _world(case)
     jfn = compiler.jit(jitted.fn, cache=cache, **jit_options)
     for i, make in enumerate(case.calls):

@@ -64,12 +64,9 @@ def _internal_lookaside(*targets):
 # id(callable) -> (callable, handler(interp, frame, args, kwargs, provs, kwprovs) -> (value, prov))
 INTERNAL_LOOKASIDES: dict = {}
 
-_CATCHES: dict = {}  # (id(code), offset) -> whether an except clause guards that instruction
-
-
 def _catches(info, offset: int) -> bool:
-    key = (id(info.code), offset)
-    hit = _CATCHES.get(key)
+    """Whether an except clause guards the instruction at `offset` (kept with the code's CodeInfo)."""
+    hit = info.catches.get(offset)
     if hit is None:
         hit = False
         entry = info.handler_for(offset)
@@ -84,9 +81,7 @@ def _catches(info, offset: int) -> bool:
                 if ins.opname == "CHECK_EXC_MATCH":
                     hit = True
                     break
-        if len(_CATCHES) > 100000:
-            _CATCHES.clear()
-        _CATCHES[key] = hit
+        info.catches[offset] = hit
     return hit
 
 

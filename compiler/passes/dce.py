@@ -4,8 +4,10 @@ state is a side effect: dropping one shifts every later random number) and grad-
 An unused op is dropped only if it cannot raise on any call the trace's guards admit: eager runs it, and
 an op whose only effect is that it can raise (`t.select(0, -1)` on an empty tensor, an index out of
 range, an integer division by zero) must raise in the compiled call too. Those are elementwise ops,
-reductions and factories, whose errors depend only on metadata the prologue guards (dtypes, exact sizes, or
-symbolic sizes their shape rule constrained); anything else unused runs, as in eager."""
+reductions and factories of floating-point (or complex) tensors, whose errors depend only on metadata the
+prologue guards (dtypes, exact sizes, or symbolic sizes their shape rule constrained); integer and bool
+tensors are kept (their kernels refuse more than the meta kernels check: `torch.add(b, b, alpha=0.5)` of
+bools), and so is anything else unused: it runs, as in eager."""
 from __future__ import annotations
 
 from ..core import tree as pytree
@@ -44,9 +46,9 @@ def may_raise(bsym) -> bool:
         return True  # (value-dependent or unfollowed sizes: shape checks were not made for every size)
     if any(o.sym_shape == "unknown" for o in bsym.tensor_outputs()):
         return True
-    if name in _INTEGER_RAISES:
-        return not all(p.dtype.is_floating_point or p.dtype.is_complex for p in tensors)
-    return name not in _DROPPABLE
+    if not all(p.dtype.is_floating_point or p.dtype.is_complex for p in tensors):
+        return True
+    return name not in _DROPPABLE and name not in _INTEGER_RAISES
 
 
 def eager_dce(trace: Trace) -> Trace:

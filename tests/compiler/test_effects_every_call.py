@@ -193,3 +193,15 @@ def test_copying_an_expanded_tensor_onto_itself_is_allowed_as_in_eager():
         return v.sum()
 
     check_calls(fn, [lambda: (torch.ones(1, 3).expand(4, 3), 2), lambda: (torch.ones(3), 3)])
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_an_unused_op_on_bools_the_meta_kernel_accepts_raises_first(cache):
+    """torch.add of bool tensors with a float alpha: eager refuses it (the meta kernel does not check), so it is
+    not dead code, and its error is the one eager raises, before a later op's."""
+    def fn(a, s):
+        torch.add(a, a, alpha=s)
+        a.abs_()  # also refused for bools, later
+        return a
+
+    check_calls(fn, [lambda: (torch.ones(2, 2, dtype=torch.bool), 0.5)] * 2, cache=cache)

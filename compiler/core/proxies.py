@@ -53,7 +53,8 @@ class Proxy:
 class TensorProxy(Proxy):
     """A tensor seen at trace time. `meta` is a meta-device tensor with the same shape/strides/dtype."""
 
-    __slots__ = ("name", "meta", "device", "producer", "origin", "dynamic", "is_parameter", "sym_shape", "__weakref__")
+    __slots__ = ("name", "meta", "device", "producer", "origin", "dynamic", "is_parameter", "sym_shape", "attrs",
+                 "__weakref__")
 
     def __init__(self, name: str, meta: torch.Tensor, device: torch.device, producer=None, origin=None,
                  dynamic: bool = False):
@@ -69,6 +70,26 @@ class TensorProxy(Proxy):
         # cache="symbolic values": sizes as symbolic expressions (compiler.symbolic), UNKNOWN, or None (the
         # meta tensor's sizes are exact)
         self.sym_shape = None
+        self.attrs = None  # attributes the traced code set on it (`y.foo = 42`): read back while tracing
+
+    def __setattr__(self, name, value):
+        if name in _OWN_SLOTS:
+            object.__setattr__(self, name, value)
+        elif name in ("real", "imag"):  # x.real = v writes into the real part, as eager's setter does
+            part = getattr(self, name)
+            _dispatch(torch.Tensor.copy_ if isinstance(value, TensorProxy) or isinstance(value, torch.Tensor)
+                      else torch.Tensor.fill_, (part, value))
+        elif name in ("data", "grad", "requires_grad", "names", "retains_grad"):  # autograd state: not an attribute
+            loc = user_location(2)
+            raise UnsupportedOpError(f"setting Tensor.{name} of a traced tensor is not supported"
+                                     f"{f' at {loc.describe()}' if loc else ''}")
+        else:  # a Python attribute (`y.foo = 42`): set on the real tensor by the trace, on every call
+            if current_state() is None:
+                raise AttributeError(f"cannot set {name!r} on {self.name} outside of tracing")
+            _dispatch(set_tensor_attribute, (self, name, value))  # (an effect op: compiler/torchlang/ops.py)
+            if self.attrs is None:
+                object.__setattr__(self, "attrs", {})
+            self.attrs[name] = value
 
     # Not a torch.Tensor subclass: isinstance(x, torch.Tensor) is False while tracing. Faking __class__
     # would fix isinstance but torch's C++ argument parser then takes the proxy for a real tensor and
@@ -141,7 +162,22 @@ class TensorProxy(Proxy):
     def stride(self, dim=None):
         self.shape  # noqa: B018
         self._fixed_layout("strides are read")
+        if any(s <= 1 for s in self.meta.shape):  # eager's kernels choose the strides of such dims freely, and
+            strides = self._real_strides()       # not always as the meta kernels do: read them from the run
+            if strides is not None:
+                return strides if dim is None else strides[dim]
         return self.meta.stride() if dim is None else self.meta.stride(dim)
+
+    def _real_strides(self):
+        """The strides of the real tensor (a read, which splits the trace), for a tensor the trace computes;
+        None where they are the meta's (an argument's or a captured tensor's: guarded) or cannot be read."""
+        state = current_state()
+        segmenter = getattr(state, "segmenter", None)
+        if segmenter is None or self.name in state.real_inputs or any(p is self for _, p in state.captured):
+            return None
+        ok, value = segmenter.read(self, "stride", "reading the strides of a tensor with a dim of size 0 or 1",
+                                   user_location(3))
+        return tuple(value) if ok else None
 
     def dim(self):
         return self.meta.dim()
@@ -153,6 +189,11 @@ class TensorProxy(Proxy):
         return SYMBOLIC_SIZES.product(shape)
 
     nelement = numel
+    ndimension = dim
+
+    def untyped_storage(self):
+        """What a traced tensor's storage can tell without memory: its size in bytes and device."""
+        return StorageFacts(self)
 
     def element_size(self):
         return self.meta.element_size()
@@ -243,8 +284,8 @@ class TensorProxy(Proxy):
     def tolist(self):
         return self._needs_data("tensor.tolist()", "tolist")
 
-    def numpy(self, *a, **k):
-        self._needs_data("tensor.numpy()", "numpy")
+    def numpy(self, *, force=False):
+        return self._needs_data("tensor.numpy()", "numpy_force" if force else "numpy")
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -258,6 +299,9 @@ class TensorProxy(Proxy):
         return _dispatch(torch.Tensor.type, (self, dtype, non_blocking), kwargs)
 
     def __getattr__(self, name):
+        attrs = object.__getattribute__(self, "attrs") if name != "attrs" else None
+        if attrs and name in attrs:
+            return attrs[name]
         # Any other tensor method: route the real torch.Tensor method through the symbol table, so the
         # table decides (unsupported -> UnsupportedOpError naming the op and the user's line).
         method = getattr(torch.Tensor, name, None)
@@ -312,6 +356,51 @@ def _setitem(self, key, value):
 
 
 TensorProxy.__setitem__ = _setitem
+
+
+_OWN_SLOTS = frozenset(TensorProxy.__slots__)
+
+
+def set_tensor_attribute(t, name, value):
+    """`t.name = value` for a Python attribute of a tensor (the op the trace records for it)."""
+    setattr(t, name, value)
+
+
+class StorageFacts:
+    """`x.untyped_storage()` of a traced tensor: its size (what the meta tensor's view spans; a tensor the
+    function made owns exactly that) and device. Its address and contents are values: reading them raises."""
+
+    def __init__(self, proxy):
+        self._proxy = proxy
+
+    def nbytes(self):
+        p = self._proxy
+        base = p.meta._base if p.meta._base is not None else p.meta
+        state = current_state()
+        held = [q.meta for q in getattr(state, "inputs", ()) if isinstance(q, TensorProxy)] + \
+            [q.meta for _, q in getattr(state, "captured", ())]
+        if any(m is base or m._base is base for m in held):  # (an argument's storage may be larger than its view)
+            loc = user_location(2)
+            raise UnsupportedOpError("untyped_storage() of an argument or captured tensor (or a view of one) is not "
+                                     f"supported: its storage is not guarded{f' at {loc.describe()}' if loc else ''}")
+        if p.sym_shape is not None:
+            p._fixed_layout("the storage size is read")
+        with torch._C.DisableTorchFunction():
+            return p.meta.untyped_storage().nbytes()
+
+    size = nbytes
+
+    @property
+    def device(self):
+        return self._proxy.device
+
+    def element_size(self):
+        return 1
+
+    def __getattr__(self, name):
+        loc = user_location(2)
+        raise UnsupportedOpError(f"untyped_storage().{name} of a traced tensor is not supported (its memory exists "
+                                 f"only when the trace runs){f' at {loc.describe()}' if loc else ''}")
 
 
 class OpaqueProxy(Proxy):

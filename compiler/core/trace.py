@@ -3,6 +3,7 @@
 Recording one (the tracing state, `record_call`) is compiler/torchlang/recording.py."""
 from __future__ import annotations
 
+import collections
 import math
 import os
 from typing import Any
@@ -21,6 +22,19 @@ BASE_CTX: dict[str, Any] = {"torch": torch, "F": torch.nn.functional, "Tensor": 
 def register_ctx_name(name: str, obj) -> None:
     """Modules of symbols (e.g. `prims`) make their printed names resolvable here."""
     BASE_CTX[name] = obj
+
+
+class SameObject:
+    """An object in a trace's output that the computation returns as it is (the function returned an object
+    it did not create, e.g. a global list): printed as that object, so every call returns it by identity."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __repr__(self):
+        return f"SameObject({type(self.obj).__qualname__} at {id(self.obj):#x})"
 
 
 class Trace:
@@ -88,6 +102,8 @@ class Trace:
     def expr(self, x) -> str:
         if isinstance(x, (TensorProxy, OpaqueProxy)) or isinstance(x, Symbolic):
             return x.name
+        if type(x) is SameObject:
+            return self.const_expr(x.obj)
         if type(x) is tuple:
             inner = ", ".join(self.expr(i) for i in x)
             return f"({inner},)" if len(x) == 1 else f"({inner})"
@@ -95,6 +111,15 @@ class Trace:
             return "[" + ", ".join(self.expr(i) for i in x) + "]"
         if type(x) is dict:
             return "{" + ", ".join(f"{self.expr(k)}: {self.expr(v)}" for k, v in x.items()) + "}"
+        if type(x) is collections.OrderedDict:
+            items = ", ".join(f"({self.expr(k)}, {self.expr(v)})" for k, v in x.items())
+            return f"{self.const_expr(collections.OrderedDict)}([{items}])"
+        if type(x) is collections.defaultdict:
+            items = ", ".join(f"{self.expr(k)}: {self.expr(v)}" for k, v in x.items())
+            return f"{self.const_expr(collections.defaultdict)}({self.const_expr(x.default_factory)}, {{{items}}})"
+        if type(x) is set or type(x) is frozenset:
+            items = ", ".join(self.expr(v) for v in x)
+            return f"{type(x).__name__}([{items}])"
         if pytree.is_dataclass_instance(x):  # ModelOutput(logits=t3, hidden=t2)
             fields = ", ".join(f"{name}={self.expr(getattr(x, name))}" for name in type(x).__dataclass_fields__)
             if isinstance(x, dict):  # its keys are its items, not its fields (pytree.with_items)

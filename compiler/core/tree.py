@@ -1,8 +1,11 @@
 """Minimal, fast pytree helpers for the containers traces use: tuple (incl. namedtuples and torch.return_types),
-list, dict, and dataclass instances whose fields are all init fields (a Hugging Face-style model output).
+list, dict (and OrderedDict, defaultdict), set, frozenset, and dataclass instances whose fields are all init
+fields (a Hugging Face-style model output).
 Everything else - torch.Size included, unless it holds symbolic sizes - is a leaf. (torch.utils._pytree is
 general but costs several times more per call, and the front end maps over every op's arguments.)"""
 from __future__ import annotations
+
+from collections import OrderedDict, defaultdict
 
 import torch
 
@@ -16,8 +19,11 @@ def tree_leaves(x, out=None) -> list:
     if t is tuple or t is list:
         for i in x:
             tree_leaves(i, out)
-    elif t is dict:
+    elif t is dict or t is OrderedDict or t is defaultdict:
         for i in x.values():
+            tree_leaves(i, out)
+    elif t is set or t is frozenset:
+        for i in x:
             tree_leaves(i, out)
     elif isinstance(x, tuple) and not _is_size(x):
         for i in x:
@@ -43,6 +49,12 @@ def tree_map(f, x):
         return [tree_map(f, i) for i in x]
     if t is dict:
         return {k: tree_map(f, v) for k, v in x.items()}
+    if t is OrderedDict:
+        return OrderedDict((k, tree_map(f, v)) for k, v in x.items())
+    if t is defaultdict:
+        return defaultdict(x.default_factory, {k: tree_map(f, v) for k, v in x.items()})
+    if t is set or t is frozenset:
+        return t(tree_map(f, v) for v in x)
     if isinstance(x, tuple) and not _is_size(x):
         items = [tree_map(f, i) for i in x]
         return t(*items) if hasattr(x, "_fields") else t(items)  # namedtuple / structseq

@@ -9,6 +9,7 @@ attributes); the interpreting front end adds guards for every global and cell it
 """
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import sys
@@ -17,6 +18,8 @@ import types
 from dataclasses import dataclass
 
 import torch
+
+from ..core.proxies import NumberProxy, Proxy, Symbolic
 
 _SIMPLE = (bool, int, float, complex, str, type(None), torch.dtype, torch.device)
 
@@ -29,8 +32,10 @@ class HiddenValue:
     value: object
     where: str  # human-readable origin, e.g. "fn.__globals__['SCALE']"
     path: tuple = ()  # then into the value: ("item", key) / ("attr", name) steps
-    check: str = ""  # "value", "identity", "list", "dict" (type + length/keys); set by expand()
-    shape: object = None  # for "list"/"dict": the length/keys when expanded (the container may change later)
+    # "value", "identity", "list"/"tuple"/"dict" (type + length/keys), "set" (type + items: by value, or by
+    # identity for items that are not plain values); set by expand()
+    check: str = ""
+    shape: object = None  # "list"/"tuple": the length; "dict": (type, keys); "set": (type, items) when expanded
 
 
 _MAX_ITEMS = 64  # containers/objects larger than this are guarded by identity only
@@ -41,34 +46,120 @@ def _plain_object(value) -> bool:
     """A user object whose attributes are data (a config or settings object), not code or torch state."""
     t = type(value)
     mod = getattr(t, "__module__", "") or ""
+    if isinstance(value, (Proxy, NumberProxy, Symbolic)):
+        return False
     return (hasattr(value, "__dict__") and not isinstance(value, (type, types.FunctionType, types.MethodType,
                                                                    types.ModuleType, torch.nn.Module, torch.Tensor))
             and not mod.startswith(("torch", "builtins", "compiler")) and len(vars(value)) <= _MAX_ITEMS)
 
 
+_DICTS = (dict, collections.OrderedDict, collections.defaultdict)
+
+
 def expand(h: HiddenValue, depth: int = 0) -> list:
     """Guards for one hidden value: by value when immutable, else its container shape and each item
-    (lists, dicts, plain objects' attributes - a global config edited in place re-traces), else identity."""
+    (lists, tuples, dicts, sets, plain objects' attributes - a global config edited in place re-traces;
+    a function's defaults and attributes; an nn.Module's attributes, flags, parameters and the order of its
+    parameters, buffers and submodules), else identity."""
     from dataclasses import replace
 
     v = h.value
+    if isinstance(v, (Proxy, NumberProxy, Symbolic)):
+        return []  # a value the call itself made and stored there (a nonlocal written before it is read)
     if by_value(v):
         return [replace(h, check="value")]
-    if depth < _MAX_DEPTH and type(v) in (list, dict) and len(v) <= _MAX_ITEMS and \
-            (type(v) is list or all(type(k) in (str, int) for k in v)):
-        out = [replace(h, check=type(v).__name__, shape=len(v) if type(v) is list else tuple(v))]
-        items = enumerate(v) if type(v) is list else v.items()
+    if type(v) in (set, frozenset) and len(v) <= _MAX_ITEMS:  # (a set that grows re-traces)
+        return [replace(h, check="set", shape=(type(v), frozenset(v) if all(by_value(i) for i in v)
+                                               else tuple(v)))]
+    if depth < _MAX_DEPTH and (type(v) in (list, tuple) or type(v) in _DICTS and all(type(k) in (str, int) for k in v)) \
+            and len(v) <= _MAX_ITEMS:
+        kind = "dict" if type(v) in _DICTS else type(v).__name__
+        out = [replace(h, check=kind, shape=(type(v), tuple(v)) if kind == "dict" else len(v))]
+        items = v.items() if kind == "dict" else enumerate(v)
         for k, item in items:
             out += expand(replace(h, value=item, path=h.path + (("item", k),), where=f"{h.where}[{k!r}]"), depth + 1)
         return out
+    if depth < _MAX_DEPTH and isinstance(v, types.FunctionType) and not _is_library(v):
+        return _expand_function(h, depth)
+    if depth < _MAX_DEPTH and isinstance(v, torch.nn.Module):
+        return _expand_module(h, depth)
     if depth < _MAX_DEPTH and _plain_object(v):
-        out = [replace(h, check="identity")]
+        # its identity, the names of its attributes (getattr(cfg, "flag", False) of one set later re-traces), each
+        # attribute (read from the object itself once its identity is checked: cheaper than the path)
+        out = [replace(h, check="identity"), replace(_of(v, "__dict__", vars(v), h.where), check="dict",
+                                                     shape=(dict, tuple(vars(v))))]
         for name, item in vars(v).items():
             if not name.startswith("_"):
-                out += expand(replace(h, value=item, path=h.path + (("attr", name),), where=f"{h.where}.{name}"),
-                              depth + 1)
+                out += expand(_of(v, name, item, h.where), depth + 1)
         return out
     return [replace(h, check="identity")]
+
+
+def _of(obj, name: str, value, where: str) -> HiddenValue:
+    """Attribute `name` of an object whose identity an earlier guard checked: read from the object itself."""
+    return HiddenValue("attribute", obj, name, value, f"{where}.{name}")
+
+
+def _attr(h: HiddenValue, name: str, value) -> HiddenValue:
+    from dataclasses import replace
+
+    return replace(h, value=value, path=h.path + (("attr", name),), where=f"{h.where}.{name}", check="", shape=None)
+
+
+def _item(h: HiddenValue, key, value) -> HiddenValue:
+    from dataclasses import replace
+
+    return replace(h, value=value, path=h.path + (("item", key),), where=f"{h.where}[{key!r}]", check="", shape=None)
+
+
+def _expand_function(h: HiddenValue, depth: int) -> list:
+    """A function the code calls or reads: its identity, and what a call of it reads besides its code and
+    closure (found by the static walk): its defaults (`g.__defaults__ = (...)` re-traces; a default tensor
+    changed in place is a captured tensor), its code, and its attributes (`g.pred = False`)."""
+    from dataclasses import replace
+
+    f = h.value
+    out = [replace(h, check="identity"), replace(_of(f, "__code__", f.__code__, h.where), check="identity")]
+    out += expand(_of(f, "__defaults__", f.__defaults__, h.where), depth + 1)
+    out += expand(_of(f, "__kwdefaults__", f.__kwdefaults__, h.where), depth + 1)
+    out += expand(_of(f, "__dict__", vars(f), h.where), depth + 1)
+    return out
+
+
+def _expand_module(h: HiddenValue, depth: int) -> list:
+    """An nn.Module the code reaches as a global, a closure variable or inside a container (not the jitted
+    module, whose state is inputs): for it and each submodule, its `training` flag, the names and order of its
+    attributes, parameters, buffers and submodules (`parameters()` follows that order; an instance-level
+    `forward` is an attribute), each parameter's and buffer's identity (their metadata is guarded where the
+    trace captures them), and its plain attributes (`self.multiplier = 11`)."""
+    from dataclasses import replace
+
+    # (each submodule's identity is checked where its parent holds it; what follows reads the module itself)
+    out = [replace(h, check="identity")]
+    pending = [(h.where, h.value)]
+    seen = set()
+    while pending:
+        where, sub = pending.pop()
+        if id(sub) in seen:
+            continue
+        seen.add(id(sub))
+        d = vars(sub)
+        out.append(replace(_of(sub, "__dict__", d, where), check="names", shape=len(d)))  # (a `forward` set adds one)
+        out.append(replace(_of(sub, "training", sub.training, where), check="value"))
+        for store in ("_parameters", "_buffers", "_modules"):
+            held = d.get(store)
+            if type(held) is not dict:
+                continue
+            holder = _of(sub, store, held, where)
+            out.append(replace(holder, check="dict", shape=(dict, tuple(held))))
+            for name, item in held.items():
+                out.append(replace(_item(holder, name, item), check="identity"))
+                if store == "_modules" and item is not None:
+                    pending.append((f"{where}.{name}", item))
+        for name, value in d.items():
+            if not name.startswith("_") and name != "training":
+                out += expand(_of(sub, name, value, where), depth + 1)
+    return out
 
 
 def by_value(value) -> bool:
@@ -229,6 +320,13 @@ def hidden_values(fn, module: torch.nn.Module | None = None) -> list[HiddenValue
     seen: dict = {}
     if module is not None:
         for prefix, sub in module.named_modules():
+            where = f"module{'.' + prefix if prefix else ''}"
+            # the names and order of its attributes (a `forward` set on the instance), parameters, buffers and
+            # submodules (parameters() and children() follow that order)
+            for store in ("__dict__", "_parameters", "_buffers", "_modules"):
+                d = vars(sub) if store == "__dict__" else getattr(sub, store)
+                found.append(HiddenValue("attribute", sub, store, d, f"{where}.{store}", check="dict",
+                                         shape=(dict, tuple(d))))
             for name, child in sub._modules.items():  # model.lin = other: the trace used the old one
                 found.append(HiddenValue("child", sub, name, child, f"module.{prefix + '.' if prefix else ''}{name}"))
             for name, value in vars(sub).items():
@@ -245,7 +343,8 @@ def hidden_values(fn, module: torch.nn.Module | None = None) -> list[HiddenValue
                 if not name.startswith("_"):
                     found.append(HiddenValue("attribute", fn.__self__, name, value, f"self.{name}"))
         _visit_callable(fn, found, seen, getattr(fn, "__qualname__", "fn"))
-    return [g for h in found for g in (expand(h) if h.kind != "child" else [replace_check(h, "identity")])]
+    return [g for h in found for g in (expand(h) if h.kind != "child" and not h.check else
+                                       [replace_check(h, h.check or "identity")])]
 
 
 def replace_check(h: HiddenValue, check: str) -> HiddenValue:

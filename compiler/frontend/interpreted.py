@@ -27,6 +27,7 @@ from ..symbolic import values as symbolic
 from ..core.context import current_state
 from ..symbolic.builtin_answers import traced_type
 from ..core.context import mark_container_write, mark_write
+from . import escapes
 from .native import FrontendResult, holds_proxy, native_frontend
 from .hidden_inputs import HiddenValue, expand, library_file, write_slot
 from ..interpreter import Interpreter, events as ev, provenance
@@ -57,15 +58,21 @@ class CallEffects:
     """Interpreter observer: the hidden values user code read, the writes it made outside the call, and
     the reasons a trace of it cannot be reused."""
 
-    def __init__(self):
+    def __init__(self, module=None):
+        # the jitted module's tree: the epilogue stores what the code writes there; a write to another module
+        # (`models[0].training = False` on a global list) is an effect a cached trace cannot repeat
+        self.own_modules = {id(m) for m in module.modules()} if module is not None else set()
         self.reads: list[HiddenValue] = []  # expanded when first read: guards check the values read
         self._read_slots: set = set()
         self.writes: list[tuple] = []  # (holder, key, previous value), in order
         self.rerun: list[str] = []
+        self.read_values: dict = {}  # id -> a value read from a global or an outside closure cell
+        self.touched: dict = {}  # id -> object outliving the call that it changed (a container, an attribute's owner)
 
     def __call__(self, event) -> None:
         kind, d, where = event.kind, event.details, event.location
         if kind == ev.GLOBAL_READ or (kind == ev.CLOSURE_READ and not d.get("internal")):
+            self.read_values[id(event.value)] = event.value
             holder = d["holder"]
             if (id(holder), event.name) in self._read_slots or where is None or library_file(where.filename):
                 return
@@ -89,13 +96,18 @@ class CallEffects:
             what = "the global" if kind.startswith("global") else "the variable"
             self.rerun.append(f"{where}: {verb} {what} {event.name!r}, which outlives the call")
         elif kind == ev.CONTAINER_WRITE:
+            self.touched[id(event.value)] = event.value  # (what it stored there may be a traced value)
             if d.get("watched"):
                 mark_container_write(event.value)  # (a module-held list/dict: where its contents store goes)
             else:  # (containers made during the call are not reported)
                 self.rerun.append(f"{where}: changes a {type(event.value).__name__} that outlives the call "
                                   f"({event.name})")
         elif kind == ev.ATTRIBUTE_WRITE:
-            if not isinstance(event.value, (torch.nn.Module, torch.Tensor, Proxy)):  # (epilogue, training_step)
+            self.touched[id(event.value)] = event.value
+            if isinstance(event.value, torch.nn.Module) and id(event.value) not in self.own_modules:
+                self.rerun.append(f"{where}: sets attribute {event.name!r} of a {type(event.value).__name__} module "
+                                  f"that is not part of the jitted module")
+            elif not isinstance(event.value, (torch.nn.Module, torch.Tensor, Proxy)):  # (epilogue, training_step)
                 self.rerun.append(f"{where}: sets attribute {event.name!r} of a {type(event.value).__name__} "
                                   f"object that outlives the call")
         elif kind == ev.SIDE_EFFECT_CALL:
@@ -125,6 +137,10 @@ class InterpretedCall:
         self.fn = fn
         self.observers = tuple(observers)
         self.on_interpreter = on_interpreter
+        self.fresh = None  # after the call: the objects it made (the interpreter's `fresh`)
+        self.roots = lambda: []  # the state it read (global and closure values, the module): set by the front end
+        self.own_modules = set()  # ids of the jitted module's tree (set by the front end)
+        self._known = None
 
     def __call__(self, *args, **kwargs):
         check_stack = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
@@ -136,6 +152,8 @@ class InterpretedCall:
             interp.native_args = symbolic.native_args
         if state is not None:
             interp.watched_containers = state.tracked_containers  # module-held: their changes mark the epilogue
+            if state.segmenter is not None:
+                interp.before_effect = lambda frame, target: self._before_effect(state, interp, frame, target)
         interp.fresh = {}  # (changes to objects made during the call are not effects outside it)
         if self.on_interpreter is not None:
             self.on_interpreter(interp)
@@ -145,6 +163,7 @@ class InterpretedCall:
             with interpreting(interp), recursion.eager_depth(interp, recursion.user_depth()):
                 value, _ = interp.call(None, self.fn, tuple(args), dict(kwargs), provs, kwprovs)
         finally:
+            self.fresh = interp.fresh
             if self.on_interpreter is not None:
                 self.on_interpreter(None)
             # the native frame that called in (this one) holds `interp`: a cycle through every frame below,
@@ -152,17 +171,38 @@ class InterpretedCall:
             interp.native_caller = None
         return value
 
+    def _before_effect(self, state, interp, frame, target) -> None:
+        """A Python effect a cached trace cannot repeat is about to happen (the trace is single-use): the ops
+        before it run first (compiler/frontend/segments.Segmenter.flush), so that one failing fails first."""
+        if target is not None and (id(target) in interp.watched_containers or isinstance(target, (Proxy, torch.Tensor))
+                                   or isinstance(target, torch.nn.Module) and id(target) in self.own_modules):
+            return  # (stored by the epilogue, or not an effect of this kind)
+        state.segmenter.flush("a Python effect", frame.location() if frame is not None else None)
+
+    def pre_existing(self, obj) -> bool:
+        """An object the call did not make, reachable from the state it read (a global list, a closure's
+        dict, the jitted module's attributes): returned by identity, as eager returns it."""
+        if self.fresh is None or self.fresh.get(id(obj)) is obj:
+            return False
+        if self._known is None:
+            self._known = escapes.reachable_ids(self.roots())
+        return id(obj) in self._known
+
 
 def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observers=(), on_interpreter=None,
                          **options) -> FrontendResult:
     """The signature of native_frontend, plus: ``interpreter_observers`` get the interpreter's events
     (compiler.interpreter.events), ``on_interpreter(interp)`` is told the interpreter while it runs
     (and None after)."""
-    effects = CallEffects()
+    effects = CallEffects(options.get("module"))
     call = InterpretedCall(fn, (effects, *interpreter_observers), on_interpreter)
+    module = options.get("module")
+    call.own_modules = effects.own_modules
+    call.roots = lambda: [*effects.read_values.values(), *effects.touched.values(), *([module] if module is not None else [])]
     try:
         result = native_frontend(fn, args, kwargs, observers=observers, call=call,
-                                 hidden_reads=lambda: effects.reads, **options)
+                                 hidden_reads=lambda: effects.reads,
+                                 written_objects=lambda: list(effects.touched.values()), **options)
     except BaseException as e:
         if not getattr(e, "thunder_effects_kept", False):  # a refusal: put back what tracing wrote
             effects.undo_writes()

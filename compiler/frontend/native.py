@@ -7,6 +7,7 @@ compiler.frontend.interpreted_frontend (jit's default) runs it under the bytecod
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import torch
@@ -17,8 +18,8 @@ from ..core.events import DATA_DEPENDENT, Event
 from .prologue import PrologueBuilder
 from ..symbolic.builtin_answers import answering_isinstance, refuse_type_is_tensor, user_code_objects
 from .hidden_inputs import StateSnapshot, user_codes
-from ..features import autocast
-from . import segments
+from ..features import autocast, torch_flags
+from . import escapes, segments
 from ..symbolic import values as symbolic
 from .epilogue import StateWrites, emit_guards, holds_proxy, insert_stores
 from .hook_guards import guard_called_modules, guard_hooks
@@ -26,7 +27,7 @@ from ..core.proxies import OpaqueProxy, TensorProxy
 from ..torchlang.table import TracingMode
 from ..torchlang.recording import SET_GRAD_ENABLED, TracingState
 from ..core.symbols import BoundSymbol
-from ..core.trace import Trace
+from ..core.trace import SameObject, Trace
 from ..core.context import tracing
 
 
@@ -37,15 +38,18 @@ class FrontendResult:
     events: list = field(default_factory=list)
     rerun: list = field(default_factory=list)  # why the trace is good for this call only (Python effects)
     segments: object = None  # compiler.frontend.segments.Path when value reads split the trace
+    escapes: object = None  # compiler.frontend.escapes.Escapes: the trace returns (result, escaped values)
 
 
 def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, observers=(),
-                    decompose: bool = True, call=None, hidden_reads=None) -> FrontendResult:
+                    decompose: bool = True, call=None, hidden_reads=None, written_objects=None) -> FrontendResult:
     """Trace `fn(*args, **kwargs)`; with `module`, its parameters and buffers are inputs too.
 
     call: what runs the function over the proxies (default: `fn` itself, natively; the interpreted front
     end passes the interpreter). hidden_reads: called after tracing, returns expanded HiddenValues seen
-    read at run time (beyond those found statically in `fn`'s code) for the prologue to guard too."""
+    read at run time (beyond those found statically in `fn`'s code) for the prologue to guard too.
+    written_objects: called after tracing, returns the objects outliving the call that it changed in place
+    (compiler/frontend/escapes.py: traced values stored there are replaced by real ones after the run)."""
     state = TracingState(observers, decompose)
     if segments.current_options() is not None:  # under compiler.jit: value reads split the trace
         state.segmenter = segments.Segmenter(state, segments.current_options())
@@ -73,12 +77,14 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     try:
         with tracing(state), answering_isinstance(), TracingMode():
             out = (fn if call is None else call)(*pargs, **pkwargs)
+            if getattr(call, "pre_existing", None) is not None:  # objects it did not make: returned as they are
+                out = escapes.returned_by_identity(out, call.pre_existing)
             out = state.normalize(out)  # numbers -> values, returned real tensors -> captured inputs
             rng_after_run = getattr(state.segmenter, "rng_after_run", None)
             if rng_after_run is not None:  # segments ran for real: their draws and seeds are eager's, not a leak
                 globals_before = globals_before[:2] + (rng_after_run, state.segmenter.gens_after_run)
             changed = [name for name, before, now in zip(_GLOBAL_STATE_NAMES, globals_before, _global_state(state))
-                       if not _same(before, now)]
+                       if not _same(before, now) and name != "the default dtype"]  # (recorded: torch_flags)
     except DataDependentError as e:
         state.emit(Event(DATA_DEPENDENT, str(e), e.location))  # observers see it even though we raise
         raise
@@ -103,6 +109,13 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         torch._C._set_grad_enabled(grad_enabled)
         leaks = snapshot.restore_leaks(holds_proxy)
         made += snapshot.restore_leaks(lambda v: _holds_created_generator(v, state))
+        roots = written_objects() if written_objects is not None else []
+        escaped = escapes.Escapes(roots, escapes.find(roots)) if roots else None
+        if escaped is not None and escaped.proxies and sys.exc_info()[1] is not None:
+            # the program raised (eager stored what it computed) or tracing was refused (what was stored stays,
+            # not journaled): the real values computed so far, arguments' and captured tensors' own
+            escaped.known = {**{p.name: real for real, p in state.captured}, **state.real_inputs}
+            escaped.patch_from(state.segmenter.env if state.segmenter is not None else {})
     if changed:
         raise CompilerError(f"the function changes global torch state natively ({', '.join(changed)}); tracing runs it "
                             "once, so cached calls would not repeat it: set it outside the jitted function")
@@ -121,15 +134,23 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         state.trace.bsyms.append(BoundSymbol(SET_GRAD_ENABLED, (grad_enabled,), {}, None))
     if state.autocast != state.initial_autocast:  # a `with torch.autocast` exits before return; restore anyway
         state.trace.bsyms.append(BoundSymbol(autocast.SET_AUTOCAST, (state.initial_autocast,), {}, None))
+    torch_flags.sync(state, None)  # switches the function changed after its last op stay changed, as in eager
     writes += settled
     floor = state.segmenter.cut if state.segmenter is not None and state.segmenter.records else 0
     insert_stores(state.trace, writes, state.write_marks, floor)
     emit_guards(builder, key_guards + settled_guards)
     guard_called_modules(builder, state.called_modules, module)
-    _check_outputs(out)
+    _check_outputs(out, single_use=bool(state.single_use))
     trace = state.trace
     trace.args = list(state.inputs) + [p for _, p in state.captured]
     trace.output = out
+    single_use = list(single_use) + state.single_use
+    if escaped is not None and escaped.proxies:  # returned beside the result, put in their places after the run
+        trace.output = (out, escaped.traced_outputs())
+        escaped.known = {**{p.name: real for real, p in state.captured}, **state.real_inputs}
+        single_use.append("stores traced values into objects that outlive the call")
+    else:
+        escaped = None
     trace.header = "computation trace from the " + ("native" if call is None else "interpreting") + " front end"
     if hidden_reads is not None:
         builder.guard_hidden(hidden_reads())
@@ -141,7 +162,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         for event in aliasing_events(trace, lambda p: state.name_input(p.origin) if p.origin else p.name):
             state.emit(event)
     state.real_inputs.clear()  # (the state lives on in cycles: it must not keep the call's tensors)
-    return FrontendResult(trace, prologue, state.events, rerun=single_use, segments=path)
+    return FrontendResult(trace, prologue, state.events, rerun=single_use, segments=path, escapes=escaped)
 
 
 
@@ -194,7 +215,8 @@ _GLOBAL_STATE_NAMES = ("the grad mode (set_grad_enabled without restoring it)", 
 def _global_state(state) -> tuple:
     # Tracing itself runs only meta ops: none of this changes unless the user's Python code changes it.
     with torch._C.DisableTorchFunction():
-        gens = tuple(p.value.get_state() for p in state.inputs if isinstance(p, OpaqueProxy))
+        gens = tuple(p.value.get_state() for p in state.inputs
+                     if isinstance(p, OpaqueProxy) and isinstance(p.value, torch.Generator))
         return torch.is_grad_enabled(), torch.get_default_dtype(), torch.random.get_rng_state(), gens
 
 
@@ -220,13 +242,19 @@ def _holds_created_generator(value, state) -> bool:
 
 
 
-def _check_outputs(out) -> None:
+def _check_outputs(out, single_use: bool = False) -> None:
+    """Every result a cached trace can give again: traced values, constants, objects returned by identity; an
+    array made by the call only where the trace serves that call alone (it read a tensor's .numpy())."""
     from ..core.errors import UnsupportedInputError
 
     for leaf in pytree.tree_leaves(out):
-        if isinstance(leaf, TensorProxy) or leaf is None or isinstance(
+        if isinstance(leaf, (TensorProxy, SameObject)) or leaf is None or isinstance(
                 leaf, (bool, int, float, complex, str, torch.dtype, torch.device, torch.Size, slice)):
             continue
+        if isinstance(leaf, OpaqueProxy) and not isinstance(leaf.value, torch.Generator):
+            continue  # a numpy array argument: this call's array
+        if type(leaf).__module__ == "numpy" and (type(leaf).__name__ != "ndarray" or single_use):
+            continue  # a numpy scalar (immutable)
         kind = "torch.Generator" if isinstance(leaf, OpaqueProxy) else type(leaf).__qualname__
         raise UnsupportedInputError(f"the jitted function returns a {kind}, which the compiler "
                                     "cannot reproduce on later calls; return tensors, numbers or containers of them")

@@ -9,10 +9,11 @@ attribute checks, so a cache hit costs one generated Python function with no per
 from __future__ import annotations
 
 import math
+import types
 
 import torch
 
-from ..features import autocast
+from ..features import autocast, torch_flags
 from ..core.errors import UnsupportedInputError
 from .hidden_inputs import hidden_values
 from ..meta.functions import meta_like
@@ -21,8 +22,9 @@ from ..core.symbols import BoundSymbol, Symbol, Tag
 from ..core.trace import Trace
 
 SUPPORTED_INPUTS = ("torch.Tensor, nn.Parameter, int, float, bool, complex, str, None, torch.dtype, "
-                    "torch.device, torch.Size, torch.layout, torch.memory_format, slice, Ellipsis, torch.Generator, and "
-                    "tuple/list/dict (str keys) of these")
+                    "torch.device, torch.Size, torch.layout, torch.memory_format, slice, Ellipsis, torch.Generator, numpy "
+                    "scalars, dtypes and arrays, tuple/list/dict (str keys) of these, and (by identity) nn.Modules, "
+                    "functions, functools.partial, classes, context managers and instances of your own classes")
 
 
 def _guard(name: str, printer) -> Symbol:
@@ -45,6 +47,9 @@ def _print_structure(bsym, trace):
         return _fail_if(f"len({name}) != {n}") + _fail_if(f"kwargs.keys() != {set(kwkeys) if kwkeys else 'set()'}" if kwkeys else "kwargs")
     if kind in ("tuple", "list"):
         return _fail_if(f"type({name}) is not {kind} or len({name}) != {keys}")
+    if kind == "namedtuple":
+        cls, n = keys
+        return _fail_if(f"type({name}) is not {trace.const_expr(cls)} or len({name}) != {n}")
     return _fail_if(f"type({name}) is not dict or tuple({name}) != {tuple(keys)!r}")
 
 
@@ -133,7 +138,7 @@ def _print_module_flag(bsym, trace):
 
 
 def _print_globals(bsym, trace):
-    grad, dtype, device, autocast_state = bsym.args
+    grad, dtype, device, autocast_state, flags = bsym.args
     # torch.get_default_device() costs ~3 us (it scans the torch-function mode stack in Python); a
     # non-cpu default is itself such a mode, so an empty stack proves the default is cpu in ~0.1 us.
     if device == torch.device("cpu"):
@@ -143,21 +148,32 @@ def _print_globals(bsym, trace):
         dev_check = f"torch.get_default_device() != {trace.const_expr(device)}"
     # autocast changes op dtypes at run time: a trace is valid only under the autocast state it was made in
     return _fail_if(f"torch.is_grad_enabled() is not {grad} or torch.get_default_dtype() is not {dtype} "
-                    f"or {dev_check} or {autocast.guard_expr(trace, autocast_state)}")
+                    f"or {dev_check} or {autocast.guard_expr(trace, autocast_state)} "
+                    f"or {torch_flags.guard_expr(trace, flags)}")
 
 
 def _print_hidden(bsym, trace):
     (h,) = bsym.args
-    holder = trace.const_expr(h.holder)
-    read = {"global": f"{holder}[{h.key!r}]", "cell": f"{holder}.cell_contents",
+    holder = h.holder if h.kind == "argument" else trace.const_expr(h.holder)  # (an argument: its variable)
+    read = {"global": f"{holder}[{h.key!r}]", "cell": f"{holder}.cell_contents", "argument": holder,
             "attribute": f"{holder}.{h.key}", "child": f"{holder}._modules[{h.key!r}]"}[h.kind]
     for step, k in h.path:
         read += f"[{k!r}]" if step == "item" else f".{k}"
     v = h.value
-    if h.check == "list":
-        return _fail_if(f"type({read}) is not list or len({read}) != {h.shape}")
+    if h.check in ("list", "tuple"):
+        return _fail_if(f"type({read}) is not {h.check} or len({read}) != {h.shape}")
+    if h.check == "names":  # how many attributes an object has (one added or deleted re-traces)
+        return _fail_if(f"len({read}) != {h.shape}")
     if h.check == "dict":
-        return _fail_if(f"type({read}) is not dict or tuple({read}) != {h.shape!r}")
+        kind, keys = h.shape
+        return _fail_if(f"type({read}) is not {trace.const_expr(kind)} or tuple({read}) != {keys!r}")
+    if h.check == "set":
+        kind, items = h.shape
+        if isinstance(items, frozenset):  # plain values: compared by value
+            return _fail_if(f"type({read}) is not {trace.const_expr(kind)} or {read} != {trace.const_expr(items)}")
+        ids = frozenset(id(i) for i in items)  # (the items are kept alive by the guard's HiddenValue)
+        return _fail_if(f"type({read}) is not {trace.const_expr(kind)} or len({read}) != {len(items)} or "
+                        f"not {{id(i) for i in {read}}} <= {trace.const_expr(ids)}")
     if h.check == "value":
         if isinstance(v, float) and v != v:
             return _fail_if(f"type({read}) is not float or {read} == {read}")
@@ -170,6 +186,66 @@ def _print_hidden(bsym, trace):
         value = trace.expr(v) if isinstance(v, tuple) else trace.const_expr(v)
         return _fail_if(f"type({read}) is not {tname} or {read} != {value}")
     return _fail_if(f"{read} is not {trace.const_expr(v)}")
+
+
+def _print_numpy_value(bsym, trace):
+    name, value = bsym.args
+    if isinstance(value, type):  # np.float32 as a dtype
+        return _fail_if(f"{name} is not {trace.const_expr(value)}")
+    if isinstance(value, _numpy().dtype):
+        return _fail_if(f"type({name}) is not {trace.const_expr(type(value))} or {name} != {trace.const_expr(value)}")
+    # a numpy scalar: its type and bits (NaN and -0.0 included)
+    return _fail_if(f"type({name}) is not {trace.const_expr(type(value))} or {name}.tobytes() != {value.tobytes()!r}")
+
+
+def _print_numpy_array(bsym, trace):
+    name, (dtype, shape, strides, data) = bsym.args
+    return _fail_if(f"type({name}) is not {trace.const_expr(_numpy().ndarray)} or {name}.dtype != "
+                    f"{trace.const_expr(dtype)} or {name}.shape != {shape!r} or {name}.strides != {strides!r} or "
+                    f"{name}.tobytes() != {trace.const_expr(data)}")
+
+
+def _numpy():
+    import numpy
+
+    return numpy
+
+
+def _is_numpy_value(x) -> bool:
+    """A numpy scalar (np.float32(2.0)), dtype (np.dtype("float32")) or scalar type used as a dtype (np.float32)."""
+    if not _numpy_loaded():
+        return False
+    np = _numpy()
+    if isinstance(x, type):
+        return issubclass(x, np.generic)
+    return isinstance(x, (np.generic, np.dtype))
+
+
+def _is_numpy_array(x) -> bool:
+    return _numpy_loaded() and type(x) is _numpy().ndarray
+
+
+def _numpy_loaded() -> bool:
+    import sys
+
+    return "numpy" in sys.modules
+
+
+def _passed_by_identity(x) -> bool:
+    """Objects passed as they are and guarded by identity (and by what they hold): nn.Modules,
+    functools.partial, functions, methods and classes, context managers (torch's, @contextmanager's, the
+    user's) and instances of the user's classes."""
+    import contextlib
+    import functools
+    import sys
+
+    if isinstance(x, (torch.nn.Module, functools.partial, contextlib.AbstractContextManager, type,
+                      types.FunctionType, types.MethodType, types.BuiltinFunctionType)):
+        return True
+    mod = (getattr(type(x), "__module__", "") or "").split(".")[0]
+    if mod == "torch":
+        return hasattr(type(x), "__enter__") and hasattr(type(x), "__exit__")  # no_grad(), autocast(...)
+    return hasattr(x, "__dict__") and mod not in sys.stdlib_module_names and mod not in ("builtins", "compiler")
 
 
 def _print_same(bsym, trace):
@@ -208,6 +284,8 @@ RETURN_INPUTS = _guard("return_inputs", _print_return)
 CHECK_HIDDEN = _guard("check_hidden_value", _print_hidden)
 CHECK_SAME = _guard("check_same_object", _print_same)
 CHECK_DISTINCT = _guard("check_distinct_objects", _print_distinct)
+CHECK_NUMPY_VALUE = _guard("check_numpy_value", _print_numpy_value)
+CHECK_NUMPY_ARRAY = _guard("check_numpy_array", _print_numpy_array)
 CHECK_TENSOR_SYMBOLIC = _guard("check_tensor_symbolic_sizes", _print_tensor_symbolic)
 SYMBOLIC_INPUT = _guard("symbolic_input", _print_symbolic_input)  # cache="symbolic values": type only
 CHECK_CONSTRAINT = _guard("check_constraint", _print_constraint)  # a decision made on symbolic values
@@ -353,6 +431,12 @@ class PrologueBuilder:
             if t is list:
                 self.containers.append((built, list(built), origin))
             return built
+        if isinstance(x, tuple) and (hasattr(t, "_fields") or t.__module__ == "torch.return_types"):
+            var = self._var()  # a namedtuple (or torch.return_types): a tuple of its own type
+            self._emit(UNPACK, var, source)
+            self._emit(CHECK_STRUCTURE, var, "namedtuple", (t, len(x)))
+            items = [self.value(f"{var}[{i}]", v, f"{origin}[{i}]") for i, v in enumerate(x)]
+            return t(*items) if hasattr(t, "_fields") else t(items)
         if t is dict and all(type(k) is str for k in x):
             var = self._var()
             self._emit(UNPACK, var, source)
@@ -363,8 +447,43 @@ class PrologueBuilder:
         if isinstance(x, torch.Tensor):
             raise UnsupportedInputError(f"unsupported input at {origin}: tensor subclass {t.__qualname__} "
                                         "(only torch.Tensor and nn.Parameter are traced)")
+        if _is_numpy_value(x):  # a numpy scalar or dtype: a constant of the trace, guarded by type and value
+            var = self._var()
+            self._emit(UNPACK, var, source)
+            self._emit(CHECK_NUMPY_VALUE, var, x)
+            return x
+        if _is_numpy_array(x):
+            return self._numpy_array(source, x, origin)
+        if _passed_by_identity(x):
+            return self._by_identity(source, x, origin)
         raise UnsupportedInputError(f"unsupported input at {origin}: a value of type {t.__module__}.{t.__qualname__}; "
                                     f"the compiler can guard and pass {SUPPORTED_INPUTS}")
+
+    def _numpy_array(self, source: str, x, origin: str):
+        """A numpy array: passed to the computation by reference (ops that read it, torch.from_numpy(a),
+        read this call's array), guarded by type, dtype, shape, strides and contents (Python code may have
+        read its values while tracing)."""
+        var = self._var()
+        self._emit(UNPACK, var, source)
+        self._emit(CHECK_NUMPY_ARRAY, var, (x.dtype, x.shape, x.strides, x.tobytes()))
+        p = OpaqueProxy(self.state.trace.new_name("g"), x, origin)
+        self.state.inputs.append(p)
+        self.state.opaque[id(x)] = p
+        self.input_names.append(var)
+        return x
+
+    def _by_identity(self, source: str, x, origin: str):
+        """A user object, an nn.Module, a functools.partial or a context manager: the function gets the object
+        itself; the guard checks it is the same object and that what it holds is as it was (its attributes,
+        a module's parameters, flags and attributes: compiler/frontend/hidden_inputs.expand). Tensors it holds
+        are used by reference, as globals' are."""
+        from .hidden_inputs import HiddenValue, expand
+
+        var = self._var()
+        self._emit(UNPACK, var, source)
+        for h in expand(HiddenValue("argument", var, origin, x, origin)):
+            self._emit(CHECK_HIDDEN, h)
+        return x
 
     def _label(self, origin: str) -> str:
         """`args[1][0]` -> `n_0` when args[1] is the parameter n."""
@@ -436,8 +555,8 @@ class PrologueBuilder:
         for c in self.state.constraints:
             if c.after_read is None:  # (one naming a number read from a tensor is checked after that read)
                 self._emit(CHECK_CONSTRAINT, c)
-        self._emit(CHECK_GLOBAL_STATE, grad_enabled, torch.get_default_dtype(), self.state.default_device,
-                   self.state.initial_autocast)
+        self._emit(CHECK_GLOBAL_STATE, grad_enabled, self.state.initial_torch_flags[0], self.state.default_device,
+                   self.state.initial_autocast, self.state.initial_torch_flags)
         self._emit(RETURN_INPUTS, tuple(self.input_names))
         tr.bsyms = self.bsyms
         tr.args = ["args", "kwargs"]

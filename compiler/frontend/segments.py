@@ -36,11 +36,19 @@ MAX_OUTCOMES = 16  # continuations kept per read; e.g. a loss value read with .i
 READERS = {
     "bool": bool, "int": int, "float": float, "complex": complex, "index": operator.index,
     "item": lambda t: t.item(), "tolist": lambda t: t.tolist(), "shape": lambda t: t.shape,
+    "numpy": lambda t: t.numpy(), "numpy_force": lambda t: t.numpy(force=True),
+    "stride": lambda t: t.stride(),
+    "flush": lambda t: None,  # no value: the ops before a Python effect run before it (Segmenter.flush)
 }
+# reads whose value shares memory with the tensor (an array): a continuation traced with one call's array would
+# hold that array, so a trace reading one serves its own call only
+SINGLE_USE_READS = ("numpy", "numpy_force")
 
 
 def outcome_key(value) -> tuple:
     # repr tells -0.0 from 0.0, 1 from True, and makes NaN equal to itself
+    if type(value).__module__ == "numpy" and hasattr(value, "tobytes"):  # (an array's repr elides the middle)
+        return type(value).__name__, str(value.dtype), value.shape, value.tobytes()
     return type(value).__name__, repr(value)
 
 
@@ -102,9 +110,13 @@ class Runner:
         return None
 
 
+ALL_DEFINED = object()  # segment_trace's output: every tensor the segment defines (a segment before a read)
+
+
 def segment_trace(bsyms, output, header: str) -> Trace:
     """A trace of `bsyms` whose parameters are the proxies it uses but does not define (inputs of the
-    function or results of earlier segments); `output` None: every tensor it defines."""
+    function or results of earlier segments); `output` ALL_DEFINED: every tensor it defines (any other value,
+    None included, is the final segment's result)."""
     from ..symbolic.values import SYM_TYPES
 
     t = Trace("segment")
@@ -112,7 +124,10 @@ def segment_trace(bsyms, output, header: str) -> Trace:
     defined, seen, args = [], set(), []
 
     def use(leaf):
-        if isinstance(leaf, (TensorProxy, OpaqueProxy, *SYM_TYPES)) and leaf.name not in seen:
+        if type(leaf) is slice:  # (a slice bounded by a symbolic number: x[:n])
+            for bound in (leaf.start, leaf.stop, leaf.step):
+                use(bound)
+        elif isinstance(leaf, (TensorProxy, OpaqueProxy, *SYM_TYPES)) and leaf.name not in seen:
             seen.add(leaf.name)
             args.append(leaf)
 
@@ -126,7 +141,7 @@ def segment_trace(bsyms, output, header: str) -> Trace:
         if isinstance(b.output, SYM_TYPES) and b.output.name not in seen:  # a scalar op of symbolic
             seen.add(b.output.name)  # numbers (compiler.symbolic): later segments may use it too
             defined.append(b.output)
-    if output is None:
+    if output is ALL_DEFINED:
         output = tuple(defined)
     for leaf in pytree.tree_leaves(output):
         use(leaf)
@@ -225,14 +240,15 @@ class Segmenter:
         st.sync_grad_mode(loc)
         bsyms = st.trace.bsyms[self.cut:]
         i = len(self.records)
-        seg = segment_trace(bsyms, None, f"segment {i + 1}: ends where {what} reads {proxy.name}"
-                            f"{f' at {loc}' if loc else ''}")
+        ends = f"ends before {what}" if proxy is None else f"ends where {what} reads {proxy.name}"
+        seg = segment_trace(bsyms, ALL_DEFINED, f"segment {i + 1}: {ends}{f' at {loc}' if loc else ''}")
         source = seg.python_source(with_comments=False)
         with_stores, stored = self._segment_stores(bsyms)
         if stored:  # (the text without stores is what a replay compares)
-            seg = segment_trace(with_stores, None, seg.header)
-        st.emit(Event(DATA_DEPENDENT_READ, f"{what} needs the value of {proxy.name}", loc,
-                      details={"proxy": proxy.name, "kind": kind, "what": what}))
+            seg = segment_trace(with_stores, ALL_DEFINED, seg.header)
+        if proxy is not None:
+            st.emit(Event(DATA_DEPENDENT_READ, f"{what} needs the value of {proxy.name}", loc,
+                          details={"proxy": proxy.name, "kind": kind, "what": what}))
         replayed = self.replay is not None and i < len(self.replay.nodes)
         if replayed:
             node = self.replay.nodes[i]
@@ -257,10 +273,13 @@ class Segmenter:
                 slot.store(value)
             with torch._C.DisableTorchFunction():  # the segment's draws and seeds happened for real, as in eager
                 self.rng_after_run = torch.random.get_rng_state()
-                self.gens_after_run = tuple(p.value.get_state() for p in st.inputs if isinstance(p, OpaqueProxy))
-        real = self.env[proxy.name]
+                self.gens_after_run = tuple(p.value.get_state() for p in st.inputs
+                                            if isinstance(p, OpaqueProxy) and isinstance(p.value, torch.Generator))
+        real = self.env[proxy.name] if proxy is not None else None
         with _native(torch.is_grad_enabled()):
             value = READERS[kind](real)
+        if kind in SINGLE_USE_READS:
+            st.single_use.append(f"{what} at {loc} shares the tensor's memory: the trace reading it serves one call")
         if kind == "shape":  # the size is known from here on: later ops and reads see it
             from ..meta.functions import meta_like
 
@@ -288,13 +307,24 @@ class Segmenter:
         if replayed and sym_name is not None and self.replay.nodes[i].read_sym != sym_name:
             raise CompilerError(f"re-tracing for a new outcome of a data-dependent read named the value read by {what} "
                                 "differently; the function's tracing is not repeatable")
-        self.records.append(Record(seg, source, runner, proxy.name, kind, key, value, loc, sym_name, stored))
+        self.records.append(Record(seg, source, runner, proxy.name if proxy is not None else None, kind, key, value,
+                                   loc, sym_name, stored))
+        if proxy is None:
+            return True, None
         shown = repr(value if kind != "shape" else tuple(value))
         st.emit(Event(DATA_DEPENDENT, f"{what} reads the value of tensor {proxy.name} ({shown}): the trace is "
                       f"split here and the value is read at run time; each new value traces a new continuation",
                       loc, details={"proxy": proxy.name, "kind": kind, "value": value, "what": what,
                                     "segment": i + 1, "symbolic": sym is not None}))
         return True, (value if sym is None else sym)
+
+    def flush(self, what: str, loc) -> None:
+        """A Python effect on state outliving the call is about to happen (a global list appended to, an
+        attribute set, print): the ops traced since the last cut run first, for real, so that one of them
+        raising raises before the effect, as in eager (tracing would otherwise run the effect ahead of ops
+        that can only fail when they run: an index out of range, an op on a value-dependent size)."""
+        if self.state.depth == 0 and len(self.state.trace.bsyms) > self.cut:
+            self.read(None, "flush", what, loc)
 
     def _symbolic_sizes(self, proxy, value, i: int) -> tuple:
         """cache="symbolic values": a value-dependent size read (x[mask], nonzero) becomes symbolic inputs of
@@ -320,7 +350,7 @@ class Segmenter:
         """The user's code raised: run for real what eager ran before the exception (the ops since the last
         read, then the stores made so far), so its effects on inputs and state stay, as in eager."""
         self._fill_inputs()
-        seg = segment_trace(self.state.trace.bsyms[self.cut:], None, "ops before the exception")
+        seg = segment_trace(self.state.trace.bsyms[self.cut:], ALL_DEFINED, "ops before the exception")
         with _native(self.grad_at_cut, self.autocast_at_cut):
             Runner(seg, self.options, final=False).run(self.env)
             for slot, value in writes:
@@ -332,7 +362,7 @@ class Segmenter:
             if p.name not in self.env:
                 self.env[p.name] = p.value if isinstance(p, OpaqueProxy) else st.real_inputs[p.name]
         for real, p in st.captured:
-            self.env.setdefault(p.name, real)
+            self.env[p.name] = real  # (this trace's own: a continuation may name another capture alike)
 
     def finish(self, trace: Trace) -> "Path":
         """After tracing: the final segment (up to the trace's output); the whole path."""
@@ -388,12 +418,22 @@ class Node:
         self.read_sym = None  # str, or a tuple of names for a size read
         self.sym_children: dict = {}  # outcome key -> [Node]
         self.prologue = prologue  # guards of the trace that made this continuation (checked on entering it)
+        self.input_names = ()  # ... and the names its prologue's results have in that trace
         self.checks = None  # constraints on numbers read so far (env -> bool), checked on entering it
         self.extra = 0  # outcomes seen beyond MAX_OUTCOMES
 
     def enters(self, args, kwargs, env) -> bool:
-        return (self.prologue is None or self.prologue(args, kwargs) is not None) and \
-            (self.checks is None or self.checks(env))
+        """Whether this call may take this continuation; if so, `env` gets the inputs of the trace that made
+        it (a tensor it captured has its own name there: names after the cut are that trace's)."""
+        if self.prologue is not None:
+            inputs = self.prologue(args, kwargs)
+            if inputs is None:
+                return False
+            if self.checks is not None and not self.checks({**env, **dict(zip(self.input_names, inputs))}):
+                return False
+            env.update(zip(self.input_names, inputs))
+            return True
+        return self.checks is None or self.checks(env)
 
 
 def checker(constraints):
@@ -474,13 +514,23 @@ class SegmentedComputation:
         self.input_names = path.input_names
         self.first = path  # the tracing call still has to run its final segment
         self.lock = threading.Lock()
+        self.escapes = None  # compiler/frontend/escapes.Escapes: the final segment returns (result, escaped values)
 
     def __call__(self, *inputs):
         """The first call (the one that traced): its segments ran while tracing; run the final one."""
         path, self.first = self.first, None
         if path is None:
             raise CompilerError("internal error: a segmented entry's first run was already used")
-        return _run_final(path.final_runner, path.env, path.final_grad)
+        try:
+            out = _run_final(path.final_runner, path.env, path.final_grad)
+        except BaseException:
+            if self.escapes is not None:  # what the segments before computed is stored where it was
+                self.escapes.patch_from(path.env)
+            raise
+        if self.escapes is not None:
+            out, escaped = out
+            self.escapes.patch(escaped)
+        return out
 
 
 def _run_final(runner: Runner, env: dict, start: tuple):
@@ -502,6 +552,7 @@ def run_cached(jf, entry, inputs, args, kwargs):
     """A cache hit on a segmented entry: run the path its reads choose; trace what is new."""
     comp: SegmentedComputation = entry.computation
     env = dict(zip(comp.input_names, inputs))
+    layouts = _layouts((args, kwargs))  # (segments may change the arguments' sizes in place: x.t_())
     grad, cast = torch.is_grad_enabled(), autocast.current()
     node, nodes, overwritten = comp.root, [], []
     try:
@@ -514,7 +565,7 @@ def run_cached(jf, entry, inputs, args, kwargs):
             overwritten += [(slot, slot.read()) for slot in node.stored]
             node.runner.run(env)
             name, kind = node.read
-            value = READERS[kind](env[name])
+            value = READERS[kind](env[name] if name is not None else None)
             key = _read_key(node, value)
             if key[0] == "symbolic":  # one continuation for any value its constraints accept
                 _enter_read(node, value, env)
@@ -529,10 +580,38 @@ def run_cached(jf, entry, inputs, args, kwargs):
             autocast.set_state(cast)
             for slot, value in reversed(overwritten):  # ... and sees the module as the call found it (the
                 slot.store(value)                      # new path's final segment stores the writes again)
+            args, kwargs = _as_found(args, kwargs, layouts)
             return _continue(jf, entry, comp, env, nodes, args, kwargs)
     finally:
         torch._C._set_grad_enabled(grad)
         autocast.set_state(cast)
+
+
+def _layouts(args) -> list:
+    """(tensor, sizes, strides, offset) of the call's argument tensors, as the call found them."""
+    return [(t, tuple(t.shape), t.stride(), t.storage_offset()) for t in pytree.tree_leaves(args)
+            if type(t) is torch.Tensor]
+
+
+def _as_found(args, kwargs, layouts):
+    """The arguments for re-tracing a new outcome: where a segment already run changed an argument's sizes or
+    strides in place (x.t_(), x.unsqueeze_(0)), a stand-in with the layout the call found (same dtype, device,
+    autograd role), so the re-traced segments are the ones that ran; their values come from the run."""
+    twins = {}
+    for t, shape, stride, offset in layouts:
+        if (tuple(t.shape), t.stride(), t.storage_offset()) != (shape, stride, offset) and id(t) not in twins:
+            with torch._C.DisableTorchFunction(), torch.enable_grad():
+                twin = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device)
+                if t.requires_grad:
+                    leaf = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device, requires_grad=True)
+                    if t.is_leaf:
+                        twin = leaf
+                    else:
+                        twin.copy_(leaf)  # (a non-leaf with the same strides)
+            twins[id(t)] = twin
+    if not twins:
+        return args, kwargs
+    return pytree.tree_map(lambda v: twins.get(id(v), v) if type(v) is torch.Tensor else v, (args, kwargs))
 
 
 def _outcomes(node: Node) -> int:
@@ -557,7 +636,7 @@ def _continue(jf, entry, comp: SegmentedComputation, env: dict, nodes: list[Node
     cacheable = not new.rerun
     fresh = new.computation.first_nodes[k + 1:]
     for n in fresh:
-        n.prologue = new.prologue
+        n.prologue, n.input_names = new.prologue, path.input_names
     # entering the new continuation checks every constraint on numbers read up to here
     set_checks(fresh[0], [c for c in path.read_constraints if c.after_read <= k])
     parent = nodes[-1]

@@ -21,7 +21,7 @@ CO_ASYNC_GENERATOR = 0x200
 class CodeInfo:
     __slots__ = ("code", "instructions", "index_of", "handlers", "names", "nlocals_plus", "first_free",
                  "nargs", "qualname", "const_provs", "plain_positional",
-                 "own", "interpretable")
+                 "own", "interpretable", "catches")
 
     def __init__(self, code):
         self.code = code
@@ -31,6 +31,7 @@ class CodeInfo:
         self.interpretable = not self.own and not code.co_flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE |
                                                                      CO_ASYNC_GENERATOR)
         self.const_provs: dict = {}  # LOAD_CONST index -> its Constant provenance (made once per code object)
+        self.catches: dict = {}  # instruction offset -> whether an except clause guards it (Interpreter)
         self.instructions = list(dis.get_instructions(code))
         self.index_of = {ins.offset: i for i, ins in enumerate(self.instructions)}
         try:

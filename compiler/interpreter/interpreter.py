@@ -64,6 +64,26 @@ def _internal_lookaside(*targets):
 # id(callable) -> (callable, handler(interp, frame, args, kwargs, provs, kwprovs) -> (value, prov))
 INTERNAL_LOOKASIDES: dict = {}
 
+def _catches(info, offset: int) -> bool:
+    """Whether an except clause guards the instruction at `offset` (kept with the code's CodeInfo)."""
+    hit = info.catches.get(offset)
+    if hit is None:
+        hit = False
+        entry = info.handler_for(offset)
+        if entry is not None:
+            start = info.index_of.get(entry.target)
+            following = info.instructions[start + 1:start + 24] if start is not None else []
+            if following and following[0].opname == "POP_TOP":  # a bare `except:`
+                hit = True
+            for ins in following:
+                if ins.opname in ("RERAISE", "WITH_EXCEPT_START"):  # finally, a with-block's exit
+                    break
+                if ins.opname == "CHECK_EXC_MATCH":
+                    hit = True
+                    break
+        info.catches[offset] = hit
+    return hit
+
 
 class Interpreter:
     def __init__(self, observers=(), lookasides=None, *, check_stack: bool = False, native_paths=()):
@@ -76,6 +96,9 @@ class Interpreter:
         # become plain values there; see compiler/symbolic/). None: arguments pass unchanged.
         self.native_args = None
         self.watched_containers: set = set()  # ids of lists/dicts whose in-place changes are CONTAINER_WRITE events
+        # called before a change of state outliving the run (an object not made during it, a global, a cell from
+        # outside, a side-effect call): (frame, the object or None) -> None
+        self.before_effect = None
         # Objects made during this run (literals, constructed instances, unshared results of native calls): their
         # in-place changes and attribute writes are the computation's own, not effects on state that outlives the
         # run. None (the default): not tracked, every change of a container or attribute is reported. The dict
@@ -121,6 +144,15 @@ class Interpreter:
     def is_fresh(self, obj) -> bool:
         return self.fresh is not None and self.fresh.get(id(obj)) is obj
 
+    @staticmethod
+    def is_container(value) -> bool:
+        return isinstance(value, CONTAINER_TYPES)
+
+    def before_change(self, frame, target=None):
+        """A change of `target` (None: a global, an outside cell, a side effect) is about to happen."""
+        if self.before_effect is not None and (target is None or not self.is_fresh(target)):
+            self.before_effect(frame, target)
+
     def container_changed(self, frame, name, container):
         """`container` (a list/dict/set...) was changed in place: observers hear it unless it is fresh."""
         if isinstance(container, CONTAINER_TYPES) and not self.is_fresh(container):
@@ -129,6 +161,7 @@ class Interpreter:
     def attribute_changed(self, frame, obj, name):
         """An attribute of `obj` is about to be set or deleted: observers hear it unless `obj` is fresh."""
         if self.observers and not self.is_fresh(obj):
+            self.before_change(frame, obj)
             self.emit(ev.ATTRIBUTE_WRITE, name, frame, obj)
 
     # ----- lookasides -----
@@ -212,6 +245,8 @@ class Interpreter:
         if type(fn) in _UNBOUND_METHODS and args and issubclass(fn.__objclass__, CONTAINER_TYPES):
             owner = args[0]  # list.append(lst, x), dict.__setitem__(d, k, v)
         if is_pure(fn):
+            if isinstance(owner, CONTAINER_TYPES) and fn.__name__ in _CONTAINER_MUTATORS:
+                self.before_change(frame, owner)
             value = fn(*args, **kwargs)
             if isinstance(owner, CONTAINER_TYPES) and fn.__name__ in _CONTAINER_MUTATORS:
                 self.container_changed(frame, fn.__name__, owner)  # (after: observers may read its contents)
@@ -219,10 +254,21 @@ class Interpreter:
             return value, pv.Computed("call", tuple(provs) + tuple(kwprovs.values()))
         name = pv.describe_callee(fn)
         side_effect = is_side_effect(fn)
-        if frame is not None:  # call from a Python frame with the user's globals: see _trampoline
-            value = self._trampoline(frame.globals)(fn, args, kwargs)
-        else:
-            value = fn(*args, **kwargs)
+        if side_effect:
+            self.before_change(frame, None)
+        elif isinstance(owner, CONTAINER_TYPES) and getattr(fn, "__name__", None) in _CONTAINER_MUTATORS:
+            self.before_change(frame, owner)
+        try:
+            if frame is not None:  # call from a Python frame with the user's globals: see _trampoline
+                value = self._trampoline(frame.globals)(fn, args, kwargs)
+            else:
+                value = fn(*args, **kwargs)
+        except Exception:
+            # observers hear of the call even so: that it raised can be the state it read (a missing
+            # os.environ key) or its effect
+            self.emit(ev.SIDE_EFFECT_CALL if side_effect else ev.OPAQUE_CALL, name, frame, None,
+                      pv.OpaqueResult(name, ()), callee=fn, raised=True)
+            raise
         if isinstance(owner, CONTAINER_TYPES) and getattr(fn, "__name__", None) in _CONTAINER_MUTATORS:
             self.container_changed(frame, fn.__name__, owner)  # (a deque, an OrderedDict...)
         self.note_if_unshared(value, 1)
@@ -362,17 +408,34 @@ class Interpreter:
         frame.ip = frame.info.index_of[entry.target]
         return True
 
+    def inside_except_block(self) -> bool:
+        """Whether an interpreted frame is now executing code that an `except` clause (or a bare `except:`)
+        guards: an exception raised here may be caught and the program go on (with-blocks and finally do not
+        count)."""
+        for frame in self.active:
+            if frame.instr is not None and _catches(frame.info, frame.instr.offset):
+                return True
+        return False
+
     def _set_context(self, exc):
         # Natively, an exception raised while another is handled gets it as __context__ (avoiding cycles).
         current = self.current_exc
         if current is None or current is exc or exc.__context__ is not None:
             return
-        probe = current
-        while probe is not None:
+        # Walk the chain for exc (a new cycle is cut there); a chain that already has a cycle ends the walk
+        # when it comes round (Floyd's tortoise and hare, as CPython's _PyErr_SetObject: `e.__context__ = e`
+        # must not hang).
+        probe, slow, toggle = current, current, False
+        while probe.__context__ is not None:
             if probe.__context__ is exc:
                 probe.__context__ = None
                 break
             probe = probe.__context__
+            if probe is slow:
+                break
+            if toggle:
+                slow = slow.__context__
+            toggle = not toggle
         exc.__context__ = current
 
     def _check_stack_effect(self, frame, instr, depth, jumped):

@@ -204,6 +204,8 @@ def store_deref(interp, frame, instr):
     cell = frame.fast[i]
     value, prov = frame.popp()
     previous = _cell_value(cell)
+    if i >= frame.info.first_free and id(cell) not in interp.internal_cells:
+        interp.before_change(frame, None)
     cell.cell_contents = value
     interp.cell_provs[id(cell)] = (cell, prov)
     if i >= frame.info.first_free:
@@ -261,6 +263,7 @@ def load_global(interp, frame, instr):
 def store_global(interp, frame, instr):
     value, prov = frame.popp()
     previous = frame.globals.get(instr.argval, ABSENT)
+    interp.before_change(frame, None)
     frame.globals[instr.argval] = value
     interp.emit(ev.GLOBAL_WRITE, instr.argval, frame, value, prov, holder=frame.globals, previous=previous)
 
@@ -270,6 +273,7 @@ def delete_global(interp, frame, instr):
     name = instr.argval
     if name not in frame.globals:
         raise NameError(f"name '{name}' is not defined", name=name)
+    interp.before_change(frame, None)
     previous = frame.globals.pop(name)
     interp.emit(ev.GLOBAL_DELETE, name, frame, holder=frame.globals, previous=previous)
 
@@ -362,6 +366,7 @@ def store_subscr(interp, frame, instr):
         return
     if interp.native_args is not None:
         (container, key, value), _ = interp.native_args(operator.setitem, (container, key, value), {})
+    interp.before_change(frame, container)
     container[key] = value
     interp.container_changed(frame, "__setitem__", container)
 
@@ -376,6 +381,7 @@ def delete_subscr(interp, frame, instr):
         return
     if interp.native_args is not None:
         (container, key), _ = interp.native_args(operator.delitem, (container, key), {})
+    interp.before_change(frame, container)
     del container[key]
     interp.container_changed(frame, "__delitem__", container)
 
@@ -400,6 +406,7 @@ def store_slice(interp, frame, instr):
     if interp.native_args is not None:
         (container, key, value), _ = interp.native_args(operator.setitem, (container, slice(start, stop), value), {})
         start, stop = key.start, key.stop
+    interp.before_change(frame, container)
     container[start:stop] = value
     interp.container_changed(frame, "__setitem__", container)
 
@@ -457,6 +464,8 @@ def binary_op(interp, frame, instr):
         return
     if interp.native_args is not None:
         (a, b), _ = interp.native_args(fn, (a, b), {})
+    if instr.arg >= _FIRST_INPLACE and interp.before_effect is not None and interp.is_container(a):
+        interp.before_change(frame, a)  # lst += [...]: about to change it
     stack[-1] = result = fn(a, b)  # (if this raises, the unwinder discards the stack anyway)
     if result is a and instr.arg >= _FIRST_INPLACE:  # lst += [...], d |= {...}: changed in place
         interp.container_changed(frame, f"__{_BINARY[instr.arg].__name__}__", a)

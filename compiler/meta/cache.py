@@ -38,7 +38,11 @@ class _NoKey(Exception):
 def _tensor_key(t: torch.Tensor):
     if t.device.type != "meta" or t.layout is not torch.strided or t.is_conj() or t.is_neg():
         raise _NoKey
-    return (t.size(), t.stride(), t.storage_offset(), t.dtype, t.requires_grad, t.is_leaf, t._base is not None,
+    try:
+        leaf = t.is_leaf  # (reading it raises for a multi-output view whose base was written: eager's op may not)
+    except RuntimeError:
+        raise _NoKey from None
+    return (t.size(), t.stride(), t.storage_offset(), t.dtype, t.requires_grad, leaf, t._base is not None,
             t.untyped_storage().nbytes(), t._version)  # (_version: a call that wrote into an input is not kept)
 
 

@@ -28,8 +28,10 @@ def run_on_fake(fn, args, kwargs, device, new_proxy):
                         f = f.clone()
                 by_id[id(f)] = x
                 return f
-            if isinstance(x, (torch.Generator, OpaqueProxy)):
+            if isinstance(x, torch.Generator) or isinstance(x, OpaqueProxy) and isinstance(x.value, torch.Generator):
                 return None
+            if isinstance(x, OpaqueProxy):
+                return x.value
             return x
 
         fargs, fkwargs = pytree.tree_map(to_fake, (args, kwargs))

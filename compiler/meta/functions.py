@@ -7,6 +7,8 @@ the input itself. Devices are tracked beside the meta tensor (it cannot be both 
 """
 from __future__ import annotations
 
+import warnings
+
 import torch
 from ..core import tree as pytree
 from ..core.context import current_state
@@ -110,8 +112,10 @@ def run_on_meta(fn, args, kwargs, device):
             by_id[id(x.meta)] = x
             dynamic = dynamic or x.dynamic
             return x.meta
-        if isinstance(x, (torch.Generator, OpaqueProxy)):
+        if isinstance(x, torch.Generator) or isinstance(x, OpaqueProxy) and isinstance(x.value, torch.Generator):
             return None  # meta ops draw no random numbers
+        if isinstance(x, OpaqueProxy):  # (a numpy array argument: its metadata is guarded)
+            return x.value
         return x
 
     margs, mkwargs = pytree.tree_map(to_meta, (args, kwargs))
@@ -184,6 +188,28 @@ def _parse_to(args, kwargs, self_proxy):
     return (torch.device(device) if device is not None else self_proxy.device), dtype
 
 
+def type_meta(symbol, args, kwargs):
+    """Tensor.type(dst): dst a dtype, a tensor type (torch.HalfTensor, torch.cuda.FloatTensor) or its name;
+    like `to` (the same tensor when nothing changes). Without dst: the type's name, a Python value."""
+    self = args[0]
+    dst = args[1] if len(args) > 1 else kwargs.get("dtype")
+    if dst is None:
+        return generic_meta(symbol, args, kwargs)
+    if isinstance(dst, str):
+        owner = torch.cuda if dst.startswith("torch.cuda.") else torch
+        dst = getattr(owner, dst.rsplit(".", 1)[-1], None)
+        if dst is None:
+            return generic_meta(symbol, args, kwargs)  # (eager's error)
+    if isinstance(dst, torch.dtype):
+        device, dtype = self.device, dst
+    else:
+        device, dtype = torch.device("cuda" if dst.is_cuda else "cpu"), dst.dtype
+    device = normalize_device(device)
+    with torch._C.DisableTorchFunction():
+        m = self.meta.to(dtype=dtype, copy=device != self.device)
+    return self if m is self.meta else new_proxy(m, device)
+
+
 def to_meta(symbol, args, kwargs):
     """Tensor.to / cuda / cpu: the device changes beside the meta tensor; a device change always copies."""
     self = args[0]
@@ -212,6 +238,40 @@ def _is_bool_mask(x) -> bool:
     return isinstance(x, TensorProxy) and x.dtype is torch.bool and x.ndim > 0
 
 
+def _is_bool_scalar(x) -> bool:
+    return isinstance(x, TensorProxy) and x.dtype is torch.bool and x.ndim == 0
+
+
+def _masked_index_meta(symbol, self, parts, rest, kwargs):
+    """x[..., mask], x[mask, 0], x[mask] = v: a bool mask of k dims indexes like k integer index tensors whose
+    (common) length is the number of True values: run the meta with such tensors of the placeholder length;
+    a result is value-dependent in size (TensorProxy.dynamic)."""
+    if symbol.name == "Tensor.__setitem__":  # (a 0-d mask selects all or nothing: the shapes are those of x[None])
+        parts = tuple(None if _is_bool_scalar(p) else p for p in parts)
+    if any(_is_bool_scalar(p) for p in parts):
+        raise DataDependentError("indexing with a 0-d bool tensor among other indices: the result's shape "
+                                 "depends on its value")
+    device = infer_device(symbol, (self, parts, *rest), kwargs)
+    with torch._C.DisableTorchFunction():
+        swapped = []
+        for p in parts:
+            if _is_bool_mask(p):
+                swapped += [torch.zeros(DYNAMIC_SIZE, dtype=torch.int64, device="meta")] * p.ndim
+            else:
+                swapped.append(p.meta if isinstance(p, TensorProxy) else p)
+        margs = [self.meta, tuple(swapped)] + [r.meta if isinstance(r, TensorProxy) else r for r in rest]
+        try:
+            out = symbol.fn(*margs)
+        except (RuntimeError, IndexError) as e:
+            if symbol.name == "Tensor.__setitem__":  # the value's size must match the count of True values
+                raise DataDependentError(f"{symbol.name} with a bool mask: whether the value fits depends on how "
+                                         f"many elements the mask selects ({str(e).splitlines()[0][:100]})") from e
+            raise
+    if symbol.name == "Tensor.__setitem__":
+        return None
+    return new_proxy(out, device, dynamic=True)
+
+
 def _dynamic_result(shape, dtype, device) -> TensorProxy:
     with torch._C.DisableTorchFunction():
         m = torch.empty(shape, dtype=dtype, device="meta")
@@ -234,6 +294,13 @@ def masked_select_meta(symbol, args, kwargs):
     return _dynamic_result((DYNAMIC_SIZE,), self.dtype, device)
 
 
+def where_meta(symbol, args, kwargs):
+    """torch.where(condition) alone is nonzero(condition, as_tuple=True): value-dependent lengths."""
+    if len(args) == 1 and not kwargs:
+        return nonzero_meta(symbol, args, {"as_tuple": True})
+    return generic_meta(symbol, args, kwargs)
+
+
 def nonzero_meta(symbol, args, kwargs):
     self = args[0]
     device = infer_device(symbol, args, kwargs)
@@ -247,9 +314,11 @@ def indexing_meta(symbol, args, kwargs):
     which the meta tensor cannot read: any in-range int gives the same metadata, so use 0 - unless other
     tensor indices make it advanced indexing, where it stays a tensor."""
     self, index, *rest = args
-    if symbol.name == "Tensor.__getitem__" and _is_bool_mask(index):
+    if symbol.name == "Tensor.__getitem__" and (_is_bool_mask(index) or _is_bool_scalar(index)):
         return masked_select_meta(symbol, args, kwargs)
     parts = index if type(index) is tuple else (index,)
+    if any(_is_bool_mask(p) or _is_bool_scalar(p) for p in parts):
+        return _masked_index_meta(symbol, self, parts, rest, kwargs)
     tensors = [p for p in parts if isinstance(p, TensorProxy)]
     if tensors and all(_is_int_scalar_index(p) for p in tensors):
         sub = tuple(0 if _is_int_scalar_index(p) else p for p in parts)
@@ -260,6 +329,96 @@ def indexing_meta(symbol, args, kwargs):
     return generic_meta(symbol, args, kwargs)
 
 
+_EAGER_CHECK_LIMIT = 1 << 16  # elements: the largest tensors rebuilt on the CPU to ask the real kernel
+
+
+def eager_exception(symbol, args, kwargs, meta_error: Exception) -> Exception:
+    """An op's meta raised: the exception eager raises for the same metadata. Meta kernels check what the
+    real ones check, but not always with the same exception type (argmax of an empty tensor: IndexError in
+    the CPU kernel, RuntimeError in the meta one): `real_kernel_error`'s, if it gives one, else the meta's.
+    The compiler's own refusals (a value-dependent argument) stay refusals; where the real kernel accepts what
+    the meta kernel refuses (randn_like of an empty bool tensor) the call is refused, not failed."""
+    from ..core.errors import CompilerError
+
+    if isinstance(meta_error, CompilerError):
+        return meta_error
+    error = real_kernel_error(symbol, args, kwargs, random_too=True)
+    if error is _ACCEPTED:
+        return UnsupportedOpError(f"the meta kernel of {getattr(symbol, 'name', symbol)} refuses these inputs "
+                                  f"({str(meta_error).splitlines()[0][:120]}) where eager's kernel accepts them, so the "
+                                  "compiler cannot trace the call")
+    return error or meta_error
+
+
+_ACCEPTED = object()  # real_kernel_error's answer when the real kernel raised nothing on either fill
+
+
+def real_kernel_error(symbol, args, kwargs, random_too: bool = False):
+    """The exception the real kernel raises for these arguments' metadata, or None: the op runs on CPU tensors
+    of the same sizes, strides and dtypes, filled with zeros and then with ones; an exception both raise (of
+    one type) depends on the metadata, one only zeros raise is the values' (an integer division by zero,
+    tensor_split into 0 sections) and is not the answer. Meta kernels are sometimes more lenient (an in-place
+    op on a tensor whose elements overlap, float32 @ float64). Nothing for random or effectful ops, tensors on
+    other devices, value-dependent sizes or large tensors (None: not known). random_too: random ops too, on a
+    forked RNG state (the draws are not kept), and _ACCEPTED where neither fill raised."""
+    first = _real_kernel_error(symbol, args, kwargs, 0, random_too)
+    if first is None:
+        return None
+    second = _real_kernel_error(symbol, args, kwargs, 1, random_too)
+    if first is _ACCEPTED or second is _ACCEPTED:
+        return _ACCEPTED if first is second else None
+    return first if second is not None and type(second) is type(first) else None
+
+
+def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False):
+    from ..core.symbols import Tag
+
+    if symbol.fn is None or symbol.tags & Tag.EFFECT or symbol.tags & Tag.RANDOM and not random_too:
+        return None
+    proxies = [p for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)]
+    if any(p.device.type != "cpu" or p.dynamic or p.meta.numel() > _EAGER_CHECK_LIMIT for p in proxies):
+        return None
+
+    made, storages = {}, {}  # one real tensor per proxy, one storage per meta base: aliasing as in the trace
+
+    def real(x):
+        if not isinstance(x, TensorProxy):
+            return None if isinstance(x, (torch.Generator, OpaqueProxy)) else x
+        if id(x) in made:
+            return made[id(x)]
+        m = x.meta
+        base = m._base if m._base is not None else m
+        storage = storages.get(id(base))
+        if storage is None:
+            storage = storages[id(base)] = torch.full(
+                (base.untyped_storage().nbytes() // max(m.element_size(), 1) or 1,), fill, dtype=m.dtype)
+        t = storage.as_strided(tuple(m.shape), tuple(m.stride()), m.storage_offset())
+        if m.requires_grad:
+            t = t.detach().requires_grad_(True)
+            if not m.is_leaf:
+                t = t.clone(memory_format=torch.preserve_format)
+        made[id(x)] = t
+        return t
+
+    try:
+        with torch._C.DisableTorchFunction(), warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
+            warnings.simplefilter("ignore")
+            rargs, rkwargs = pytree.tree_map(real, (args, kwargs))
+            symbol.fn(*rargs, **rkwargs)
+    except Exception as e:  # noqa: BLE001 - the real kernel's own exception is what eager raises
+        return e
+    return _ACCEPTED
+
+
+def from_numpy_meta(symbol, args, kwargs):
+    """torch.from_numpy(a): a CPU tensor sharing the array's memory: its shape, strides and dtype."""
+    a = args[0].value if isinstance(args[0], OpaqueProxy) else args[0]
+    with torch._C.DisableTorchFunction():
+        real = torch.from_numpy(a)  # (a view of the array: no copy)
+        m = torch.empty_strided(tuple(real.shape), tuple(real.stride()), dtype=real.dtype, device="meta")
+    return new_proxy(m, torch.device("cpu"))
+
+
 def tensor_from_data_meta(symbol, args, kwargs):
     """torch.tensor / as_tensor of Python data holding traced 0-d tensors (torch.tensor([a, b])): eager copies
     their values, so the result's metadata follows from the nesting and the elements' dtypes."""
@@ -267,7 +426,7 @@ def tensor_from_data_meta(symbol, args, kwargs):
     proxies = [p for p in pytree.tree_leaves(data) if isinstance(p, TensorProxy)]
     if not proxies or isinstance(data, TensorProxy):
         return generic_meta(symbol, args, kwargs)
-    if any(p.ndim != 0 for p in proxies):
+    if any(p.dynamic or p.meta.numel() != 1 for p in proxies):  # (eager reads any one-element tensor: [t, t])
         raise ValueError("only one element tensors can be converted to Python scalars")
 
     def shape_of(x):

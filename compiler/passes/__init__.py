@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from ..core.trace import Trace
 from .cse import cse
-from .dce import dce
+from .dce import dce, eager_dce
 
-DEFAULT_PASSES = (dce, cse)
+DEFAULT_PASSES = (eager_dce, cse)
 
 
 def run_passes(trace: Trace, passes=DEFAULT_PASSES) -> list[Trace]:
@@ -17,4 +17,4 @@ def run_passes(trace: Trace, passes=DEFAULT_PASSES) -> list[Trace]:
     return traces
 
 
-__all__ = ["dce", "cse", "run_passes", "DEFAULT_PASSES"]
+__all__ = ["dce", "eager_dce", "cse", "run_passes", "DEFAULT_PASSES"]

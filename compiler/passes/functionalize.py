@@ -517,7 +517,7 @@ class _Functionalizer:
             self.out.append(bsym)
             self.grad_mode = bool(bsym.args[0])
             return
-        if sym.name == "compiler.autocast.set_state":
+        if sym.name in ("compiler.autocast.set_state", "compiler.torch_flags.set_state"):
             if self.analysis:
                 return
             # autocast picks op dtypes at run time: regions compiled across a switch would not see it

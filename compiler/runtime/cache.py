@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..features import autocast
+from ..features import autocast, torch_flags
 from ..frontend import epilogue, segments
 from ..symbolic import values as symbolic
 from ..executors import DEFAULT_EXECUTORS, default_executors, resolve_executors
@@ -110,10 +110,17 @@ class JittedFunction:
             # Called from inside a function being traced: inline it into that trace.
             return self.fn(*args, **kwargs)
         self.misses += 1
+        if _uninitialized_lazy_module(self.fn, self.module):
+            # nn.LazyLinear & co. before their first call: eager's first call materializes their parameters
+            # (shapes from the inputs, initial values drawn). That call runs eagerly; later calls are traced.
+            return self.fn(*args, **kwargs)
         entry = self.compile(args, kwargs)
-        inputs = entry.prologue(args, kwargs)
-        if inputs is None:
-            inputs = self._inputs_after_own_writes(entry, args, kwargs)
+        if isinstance(entry.computation, segments.SegmentedComputation):
+            inputs = ()  # (its first run continues from the segments tracing ran: they may have changed the inputs)
+        else:
+            inputs = entry.prologue(args, kwargs)
+            if inputs is None:
+                inputs = self._inputs_after_own_writes(entry, args, kwargs)
         kept = self.cache_option != "no caching" and not entry.rerun
         if kept:
             self.entries.append(entry)
@@ -134,16 +141,17 @@ class JittedFunction:
         failed, tracing changed state the trace depends on (a counter in a closure, a global list appended
         to, a config attribute set): the trace serves this call only, and the next call traces again, so the
         change happens once per call as in eager."""
-        from ..frontend.prologue import CHECK_HIDDEN
+        from ..frontend.prologue import CHECK_GLOBAL_STATE, CHECK_HIDDEN
 
         prologue = entry.prologue_traces[-1]
-        unguarded = prologue.copy_with([b for b in prologue.bsyms if b.symbol is not CHECK_HIDDEN],
-                                       "prologue without its guards on hidden values")
+        unguarded = prologue.copy_with([b for b in prologue.bsyms if b.symbol not in (CHECK_HIDDEN, CHECK_GLOBAL_STATE)],
+                                       "prologue without its guards on hidden values and torch's global state")
         inputs = unguarded.python_callable()(args, kwargs)
         if inputs is None:
             raise CompilerError("the function changed its own inputs' metadata (types, shapes, strides) while it "
                                 "was traced; this is not supported:\n" + str(prologue))
-        entry.rerun = entry.rerun or ["the function changed a global, closure or attribute value it reads"]
+        entry.rerun = entry.rerun or ["the function changed a global, closure or attribute value it reads, or "
+                                      "torch's global state (the default dtype...)"]
         return inputs
 
     def executors_for(self, args, kwargs) -> tuple:
@@ -181,6 +189,7 @@ class JittedFunction:
                 result = self.frontend(self.fn, args, kwargs, **kw)
         if result.segments is not None:
             comp = segments.SegmentedComputation(result.segments)
+            comp.escapes = result.escapes
             traces = segments.traces_of(comp.first_nodes)
             return CacheEntry(result.prologue.python_callable(), comp, traces, [result.prologue], result.events,
                               time.perf_counter() - start, list(result.rerun), len(traces), sym)
@@ -192,8 +201,10 @@ class JittedFunction:
                                  "(traced again from this trace, not from the user's Python; regions compiled "
                                  "for any size, numbers passed to them as inputs)")
             computation = _FusedPerCall(computation, executors, self.passes)
-            if any(b.symbol.name in ("torch._C._set_grad_enabled", autocast.SET_AUTOCAST.name) for b in added[-1].bsyms):
+            if any(b.symbol.name in _MODE_SWITCHES for b in added[-1].bsyms):
                 computation = _restoring_grad_mode(computation)
+            if result.escapes is not None:
+                computation = _patching_escapes(computation, result.escapes)
             traces += added
             prologue = result.prologue.python_callable()
             return CacheEntry(prologue, computation, traces, [result.prologue], result.events,
@@ -205,11 +216,26 @@ class JittedFunction:
                                  "to the call's sizes and numbers, its fusion regions are compiled for any size")
         traces += added
         execution = traces[-1]
-        if any(b.symbol.name in ("torch._C._set_grad_enabled", autocast.SET_AUTOCAST.name) for b in execution.bsyms):
+        if any(b.symbol.name in _MODE_SWITCHES for b in execution.bsyms):
             computation = _restoring_grad_mode(computation)
+        if result.escapes is not None:
+            computation = _patching_escapes(computation, result.escapes)
         prologue = result.prologue.python_callable()
         return CacheEntry(prologue, computation, traces, [result.prologue], result.events,
                           time.perf_counter() - start, list(result.rerun), symbolic=sym)
+
+
+def _uninitialized_lazy_module(fn, module) -> bool:
+    """Whether the jitted module, or a module the function's code reaches (globals, closures), still has
+    uninitialized (lazy) parameters or buffers."""
+    from torch.nn.parameter import is_lazy
+
+    from ..frontend.hidden_inputs import hidden_values
+
+    roots = [module] if module is not None else \
+        [h.value for h in hidden_values(fn) if isinstance(h.value, torch.nn.Module) and h.check == "identity"]
+    return any(is_lazy(t) for root in roots for sub in root.modules()
+               for t in [*sub._parameters.values(), *sub._buffers.values()] if t is not None)
 
 
 def _fusing_and_defaults(executors) -> bool:
@@ -258,16 +284,40 @@ def input_device_types(args, kwargs, module=None) -> set[str]:
     return types
 
 
-def _restoring_grad_mode(computation):
-    # The trace switches grad mode (a `no_grad` block) or autocast; if an op raises midway, put the caller's
-    # state back.
+def _patching_escapes(computation, escapes):
+    # The trace returns (result, values it stored into objects outliving the call): those go where the
+    # function stored them (compiler/frontend/escapes.py)
     def run(*inputs):
-        mode, cast = torch.is_grad_enabled(), autocast.current()
         try:
-            return computation(*inputs)
+            out, escaped = computation(*inputs)
+        except BaseException:
+            escapes.patch_from({})  # (an argument or captured tensor stored before the raise: its real value)
+            raise
+        escapes.patch(escaped)
+        return out
+
+    return run
+
+
+_MODE_SWITCHES = ("torch._C._set_grad_enabled", autocast.SET_AUTOCAST.name, torch_flags.SET_TORCH_FLAGS.name)
+
+
+def _restoring_grad_mode(computation):
+    # The trace switches grad mode (a `no_grad` block), autocast or torch's switches (`sdpa_kernel`); if an op
+    # raises midway, put the caller's state back (the trace restores grad mode and autocast itself otherwise;
+    # torch's switches stay as the function left them, as in eager).
+    def run(*inputs):
+        mode, cast, flags = torch.is_grad_enabled(), autocast.current(), torch_flags.current()
+        ok = False
+        try:
+            out = computation(*inputs)
+            ok = True
+            return out
         finally:
             torch._C._set_grad_enabled(mode)
             autocast.set_state(cast)
+            if not ok:
+                torch_flags.set_state(flags)
 
     return run
 

@@ -349,6 +349,8 @@ def rule(name, args, kwargs, outs):
         size, n = shape[d], len(outs)
         if not isinstance(size, SymInt):
             return [shape[:d] + (o.meta.shape[d],) + shape[d + 1:] for o in outs]
+        if size == 0:  # (a decision) an empty dim: one empty piece
+            raise _Unknown
         piece = (size + chunks - 1) // chunks
         bool((size + piece - 1) // piece == n)  # the number of pieces is a decision
         return [shape[:d] + ((piece if i < n - 1 else size - piece * (n - 1)),) + shape[d + 1:] for i in range(n)]

@@ -7,9 +7,10 @@ from __future__ import annotations
 import torch
 
 from ..core import tree as pytree
+from ..core.context import current_state
 from ..core.proxies import TensorProxy
 from . import shape_rules  # (by module: its rules are looked up at each call)
-from .sizes import UNKNOWN, _broadcast, _dim, _eq_size, _prod, _sym, _Unknown
+from .sizes import UNKNOWN, _broadcast, _dim, _eq_size, _prod, _sym, _Unknown, fix_sizes
 from .values import SymFloat, SymInt, _bare, _val, constrain, has_symbolic, specialize_all
 
 # Ops whose Python-number operands only enter elementwise arithmetic: the output's metadata does not depend
@@ -81,7 +82,12 @@ def _rule(name, args, kwargs, outs):
                 constrain(s, holds, holds, "check", "a size given to view/reshape")
         if sum(1 for s in sizes if type(s) is int and s == -1):
             known = _prod(s for s in sizes if not (type(s) is int and s == -1))
+            if known == 0:  # (a decision) -1 next to a 0 is ambiguous: eager raises, and so does the meta
+                raise _Unknown
+            _eq_size(total % known, 0)  # eager raises where the sizes do not divide (a check)
             sizes = [total // known if type(s) is int and s == -1 else s for s in sizes]
+        else:
+            _eq_size(total, _prod(sizes))  # the same number of elements, or eager raises (a check)
         return [tuple(sizes)]
     if name == "split" and isinstance(args[0], TensorProxy):
         t, split = args[0], args[1] if len(args) > 1 else kwargs["split_size_or_sections"]
@@ -92,6 +98,8 @@ def _rule(name, args, kwargs, outs):
             return [shape[:dim] + (s,) + shape[dim + 1:] for s in split]
         n = len(outs)
         size = shape[dim]
+        if split == 0:  # (a decision) pieces of size 0: eager allows them only for an empty dim
+            raise _Unknown
         bool((size + split - 1) // split == n)  # the number of pieces is a decision
         return [shape[:dim] + ((split if i < n - 1 else size - split * (n - 1)),) + shape[dim + 1:] for i in range(n)]
     if name in ("transpose", "swapaxes", "swapdims"):
@@ -153,6 +161,25 @@ def _rule(name, args, kwargs, outs):
     return shape_rules.rule(name, args, kwargs, outs)
 
 
+_OUTPUT_COUNT_FOLLOWS_SIZES = frozenset("split chunk unbind split_with_sizes tensor_split hsplit vsplit dsplit unsafe_split "
+                                        "unsafe_chunk".split())
+
+
+def _reshaped_in_place(name: str, args, kwargs, target) -> None:
+    rule = _RESHAPING_INPLACE[name]
+    try:
+        if rule is None:
+            raise _Unknown
+        (shape,) = _rule(rule, args, kwargs, [target])
+        shape = tuple(shape)
+        if len(shape) != target.meta.ndim or any(_val(d) != m for d, m in zip(shape, target.meta.shape)):
+            raise _Unknown
+    except (_Unknown, IndexError, KeyError, TypeError, ValueError, AttributeError):
+        target.sym_shape = UNKNOWN
+        return
+    target.sym_shape = shape if any(isinstance(d, SymInt) for d in shape) else None
+
+
 _REDUCTIONS = frozenset("sum mean amax amin max min prod std var logsumexp all any argmax argmin".split())
 
 
@@ -202,12 +229,24 @@ def _keeps_numbers() -> frozenset:
     return _KEEPS[0]
 
 
+# In-place ops that change the sizes of the tensor they are called on: its sizes follow their out-of-place
+# rule (or become unknown, so that reading them specializes).
+_RESHAPING_INPLACE = {"t_": "t", "transpose_": "transpose", "swapdims_": "swapdims", "swapaxes_": "swapaxes",
+                      "unsqueeze_": "unsqueeze", "squeeze_": "squeeze", "resize_": None, "resize_as_": None,
+                      "as_strided_": None, "set_": None, "resize": None}
+
+
 def set_output_shapes(symbol, args, kwargs, out) -> None:
-    """After an op is recorded: the symbolic sizes of its new tensor outputs."""
+    """After an op is recorded: the symbolic sizes of its new tensor outputs (and of a tensor an in-place op
+    reshaped: `x.t_()`, `x.unsqueeze_(0)`)."""
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, TensorProxy)]
     involved = any(t.sym_shape is not None for t in tensors) or has_symbolic((args, kwargs))
     outs = [o for o in pytree.tree_leaves(out) if isinstance(o, TensorProxy)]
     fresh = [o for o in outs if all(o is not t for t in tensors)]
+    raw = symbol.name.rsplit(".", 1)[-1]
+    if raw in _RESHAPING_INPLACE and tensors and involved:
+        _reshaped_in_place(raw, args, kwargs, tensors[0])
+        return
     if not involved or not fresh:
         return
     try:
@@ -219,6 +258,11 @@ def set_output_shapes(symbol, args, kwargs, out) -> None:
             if len(s) != o.meta.ndim or any(_val(d) != m for d, m in zip(s, o.meta.shape)):
                 raise _Unknown  # a rule that disagrees with eager's meta: never trust it
     except (_Unknown, IndexError, KeyError, TypeError, ValueError, AttributeError):
+        if isinstance(out, (tuple, list)) and _base_name(symbol.name) in _OUTPUT_COUNT_FOLLOWS_SIZES:
+            # how many results (unpacked by the program, laid out in the trace) depends on a size no rule
+            # followed: every size is decided
+            fix_sizes(current_state(), f"the number of results of {symbol.name}")
+            return
         for o in fresh:
             o.sym_shape = UNKNOWN
         return

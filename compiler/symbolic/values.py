@@ -455,6 +455,35 @@ class SymBool(Symbolic):
     def __float__(self):
         return float(bool(self))
 
+    # arithmetic on a comparison's result (sum(s == -1 for s in x.size())): as bool's, once it is decided
+    def __add__(self, other):
+        return int(self) + other
+
+    def __radd__(self, other):
+        return other + int(self)
+
+    def __sub__(self, other):
+        return int(self) - other
+
+    def __rsub__(self, other):
+        return other - int(self)
+
+    def __mul__(self, other):
+        return int(self) * other
+
+    def __rmul__(self, other):
+        return other * int(self)
+
+    def __and__(self, other):
+        return bool(self) & other
+
+    __rand__ = __and__
+
+    def __or__(self, other):
+        return bool(self) | other
+
+    __ror__ = __or__
+
 
 SYM_TYPES = (SymInt, SymFloat, SymBool)
 
@@ -569,7 +598,11 @@ def native_args(fn, args, kwargs):
     if isinstance(owner, SYM_TYPES) and not isinstance(fn, types.FunctionType):
         # a native method of int/float (n.bit_length(), f.hex()) reads the value: it is decided
         specialize(owner, f"{getattr(fn, '__name__', 'a method')}() of it")
-    if not has_symbolic((args, kwargs)) or id(fn) in _PROTOCOL_NATIVES or _torch_callable(fn):
+    if not has_symbolic((args, kwargs)) or id(fn) in _PROTOCOL_NATIVES:
+        return args, kwargs
+    if _torch_callable(fn):  # numbers stay symbolic for the tracer, but a SymBool is no bool to torch's parser
+        if any(isinstance(v, SymBool) for v in _leaves((args, kwargs))):
+            return _decide_bools(args), _decide_bools(kwargs)
         return args, kwargs
     if getattr(fn, "__objclass__", None) is int and not any(isinstance(a, (SymInt, SymBool)) for a in args):
         return args, kwargs  # int.__add__(0, a SymFloat): NotImplemented without reading it (then __radd__)
@@ -590,6 +623,25 @@ def native_args(fn, args, kwargs):
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
     reason = "range(): the loop's trip count" if fn is range else f"the native call {name}() needs a plain number"
     return specialize_all(tuple(args), reason), specialize_all(dict(kwargs), reason)
+
+
+def _leaves(x) -> list:
+    if type(x) in (list, tuple):
+        return [v for i in x for v in _leaves(i)]
+    if type(x) is dict:
+        return [v for i in x.values() for v in _leaves(i)]
+    return [x]
+
+
+def _decide_bools(x):
+    """SymBools decided (a constraint each), everything else as it is."""
+    if isinstance(x, SymBool):
+        return bool(x)
+    if type(x) in (list, tuple):
+        return type(x)(_decide_bools(i) for i in x)
+    if type(x) is dict:
+        return {k: _decide_bools(v) for k, v in x.items()}
+    return x
 
 
 _STORING_METHODS = frozenset("append extend copy get setdefault update keys values items count index remove add "

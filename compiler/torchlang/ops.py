@@ -2,10 +2,12 @@
 their tags, and (where one exists) a decomposition into prims."""
 from __future__ import annotations
 
-from ..meta.functions import indexing_meta, masked_select_meta, nonzero_meta, tensor_from_data_meta, to_meta, unique_meta
-from ..core.symbols import Tag
+from ..meta.functions import (from_numpy_meta, indexing_meta, where_meta, masked_select_meta, nonzero_meta, tensor_from_data_meta, to_meta, type_meta,
+                              unique_meta)
+from ..core import proxies
+from ..core.symbols import Symbol, Tag
 from . import decompositions as D
-from .table import register, register_property
+from .table import TORCH_SYMBOLS, register, register_property
 
 I, V, MV, R, C = Tag.INPLACE, Tag.RETURNS_VIEW, Tag.MAY_RETURN_VIEW, Tag.RANDOM, Tag.CREATION
 
@@ -39,7 +41,7 @@ for n in ("add sub subtract mul multiply div divide true_divide floor_divide rem
           "heaviside").split():
     fn_and_methods(n, decomposition=D.BINARY.get(n))
 register("torch.rsub")
-register("torch.where", decomposition=D.where)
+register("torch.where", decomposition=D.where, meta=where_meta)
 register("torch.Tensor.where", decomposition=D.where_method)
 for dunder, base in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("floordiv", None),
                      ("mod", None), ("pow", "pow"), ("and", None), ("or", None), ("xor", None),
@@ -114,6 +116,11 @@ register("torch.Tensor.__getitem__", V, meta=indexing_meta)  # basic indexing vi
 for _n in ("T", "mT", "H", "mH", "real", "imag"):
     register_property(_n, V)
 
+# `t.foo = 42` on a traced tensor: an effect op that sets the attribute on the real tensor on every call
+_SET_ATTRIBUTE = Symbol("compiler.set_tensor_attribute", proxies.set_tensor_attribute, Tag.EFFECT,
+                        meta=lambda sym, args, kwargs: None)
+TORCH_SYMBOLS[proxies.set_tensor_attribute] = _SET_ATTRIBUTE
+
 # ---- views: a view or a copy depending on the layout (TL101) ----
 for n in "reshape flatten ravel".split():
     fn_and_methods(n, MV, decomposition=D.VIEWS.get(n), inplace=False)
@@ -121,7 +128,7 @@ register("torch.Tensor.reshape_as", MV, decomposition=D.VIEWS.get("reshape_as"))
 register("torch.Tensor.contiguous", MV)
 for n in ("to", "type", "float", "double", "half", "bfloat16", "int", "long", "short", "char", "byte",
           "bool", "cfloat", "type_as", "cuda", "cpu"):
-    meta = to_meta if n in ("to", "cuda", "cpu") else None
+    meta = to_meta if n in ("to", "cuda", "cpu") else type_meta if n == "type" else None
     register(f"torch.Tensor.{n}", MV, meta=meta,
              decomposition=D.conversion(n) if n not in ("to", "cuda", "cpu", "type") else None)
 
@@ -155,6 +162,7 @@ register("torch.meshgrid")
 register("torch.cdist")
 register("torch.bincount")
 register("torch.trace")
+register("torch.from_numpy", C, meta=from_numpy_meta)
 
 # ---- in-place writes that are not NAME_ of an out-of-place op ----
 for n in ("copy_", "zero_", "fill_", "normal_", "uniform_", "bernoulli_", "exponential_", "random_",
@@ -172,7 +180,7 @@ for n in "rand randn randint randperm rand_like randn_like randint_like normal b
     register(f"torch.{n}", C | R)
 for n in "bernoulli multinomial".split():
     register(f"torch.Tensor.{n}", R)
-for n in "new_zeros new_ones new_full new_empty".split():
+for n in "new new_zeros new_ones new_full new_empty".split():
     register(f"torch.Tensor.{n}", C)
 for n in "tril_indices triu_indices".split():
     register(f"torch.{n}", C)

@@ -5,6 +5,8 @@ decomposes it into prims, keeps symbolic sizes, and emits the events the analysi
 """
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from ..core import events as ev
@@ -12,13 +14,15 @@ from ..core import tree as pytree
 from ..core.context import current_state
 from ..core.errors import CompilerError, UnsupportedInputError
 from ..core.proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
-from ..core.source import user_location
+from ..core.source import INTERPRETERS, user_location
 from ..core.symbols import BoundSymbol, Symbol, Tag
 from ..core.trace import Trace
-from ..features import autocast
+from ..features import autocast, torch_flags
 from ..features.rng import UnknownSeed, raise_seed_use
 from ..meta.functions import meta_like
+from ..meta.functions import eager_exception, real_kernel_error
 from ..symbolic.shapes import for_op, set_output_shapes
+from ..symbolic.sizes import fix_sizes
 from ..symbolic.values import SYM_TYPES, concrete
 from .decompositions import Skip
 
@@ -51,12 +55,15 @@ class TracingState:
         self.initial_grad_enabled = self.grad_enabled
         self.autocast = autocast.current()  # the autocast state ops are being traced in
         self.initial_autocast = self.autocast
+        self.torch_flags = torch_flags.current()  # default dtype, deterministic, sdpa backends... ops are traced under
+        self.initial_torch_flags = self.torch_flags
         self.real_inputs: dict = {}  # proxy name -> the argument tensor, while tracing (segments run on them)
         self.segmenter = None  # compiler.frontend.segments.Segmenter when reads of tensor values split the trace
         self.builder = None  # the PrologueBuilder: inputs found while tracing (an input's .grad)
         self.symbolic = False  # cache="symbolic values": numbers stay symbolic (compiler.symbolic)
         self.constraints: list = []  # compiler.symbolic.values.Constraint: what the prologue checks of them
         self.sizes_fixed = False  # symbolic sizes specialized (a size no shape rule follows was read)
+        self.single_use: list = []  # why the trace can serve only the call that traced it (a read of .numpy())
         self.read_syms: dict = {}  # name of a number read from a tensor, kept symbolic -> its read's index
         self.read_sym_values: list = []  # those numbers (SymInt/SymFloat)
         self.name_input = lambda origin: origin  # "args[0]" -> "x" (the front end knows the signature)
@@ -104,6 +111,10 @@ class TracingState:
                 return v.value
             if type(v) is not TensorProxy and isinstance(v, torch.Tensor):  # (proxies pass as Tensors)
                 return self.capture(v)
+            if type(v) is slice and any(isinstance(b, TensorProxy) for b in (v.start, v.stop, v.step)):
+                # x[t:], x[(3, slice(t, None))]: the bound is a tensor's value, read as eager's __index__ does
+                return slice(*(operator.index(b) if isinstance(b, TensorProxy) else b
+                               for b in (v.start, v.stop, v.step)))
             if isinstance(v, UnknownSeed):
                 raise_seed_use()
             if v is torch.default_generator:
@@ -155,11 +166,20 @@ def _record_call(symbol, args, kwargs):
         raise CompilerError(f"{symbol.name} called outside of tracing")
     top = state.depth == 0
     loc = user_location(4) if top else state.current_location
+    catching = False
     if top:
         state.current_location = loc
+        # An op the program may catch an exception of (inside try/except): whether it raises must be known
+        # as eager knows it, and the trace serves only the sizes it was made for
+        catching = bool(INTERPRETERS) and INTERPRETERS[-1].inside_except_block()
+        if catching and state.symbolic and not state.sizes_fixed:
+            fix_sizes(state, f"{symbol.name} runs inside a try/except")
         state.sync_grad_mode(loc)
         autocast.sync(state, loc)
+        torch_flags.sync(state, loc)
     args, kwargs = state.normalize((args, kwargs))
+    if catching or symbol.name.rsplit(".", 1)[-1] in _SIZED_OUTPUT_COUNT:  # how many results depends on the sizes: a
+        _read_placeholder_sizes(state, (args, kwargs))       # value-dependent one is read first (x[m].split(2))
     margs, mkwargs = args, kwargs
     if state.symbolic:  # symbolic numbers: kept where the op's metadata cannot depend on them, else specialized
         args, kwargs = for_op(symbol, args, kwargs)
@@ -169,7 +189,18 @@ def _record_call(symbol, args, kwargs):
     try:
         out = symbol.meta(symbol, margs, mkwargs)
     except Exception as e:  # eager would fail here too (shape/dtype/leaf errors): say where
-        _rethrow(symbol, loc, e, (args, kwargs))
+        if not _read_placeholder_sizes(state, (args, kwargs)):
+            if state.symbolic and not state.sizes_fixed:  # whether it raises depends on the sizes: the code
+                fix_sizes(state, f"{symbol.name} raised for these sizes")  # may catch it, so they are guarded
+            _rethrow(symbol, loc, eager_exception(symbol, margs, mkwargs, e), (args, kwargs))
+        try:  # (the sizes of value-dependent inputs are known now: `x[m] + y[m]`)
+            out = symbol.meta(symbol, margs, mkwargs)
+        except Exception as e2:
+            _rethrow(symbol, loc, eager_exception(symbol, margs, mkwargs, e2), (args, kwargs))
+    if catching or (symbol.tags & Tag.INPLACE and _overlapping_target(args, kwargs)):
+        error = real_kernel_error(symbol, margs, mkwargs)  # (the meta kernel may accept what eager refuses)
+        if isinstance(error, Exception):
+            _rethrow(symbol, loc, error, (args, kwargs))
     bsym = BoundSymbol(symbol, tuple(args), dict(kwargs), out, location=loc)
     if writes and _layouts(args, kwargs) != layouts:
         # the op resized or restrided a tensor (out= of another shape, resize_, t_): the meta tensors hold the
@@ -193,6 +224,30 @@ def _record_call(symbol, args, kwargs):
 
 def _layouts(args, kwargs) -> list:
     return [(p.meta.shape, p.meta.stride(), p.meta.storage_offset()) for p in _flat_proxies((args, kwargs))]
+
+
+_SIZED_OUTPUT_COUNT = frozenset("split chunk unbind split_with_sizes tensor_split hsplit vsplit dsplit unsafe_split "
+                                "unsafe_chunk __iter__".split())
+
+
+def _overlapping_target(args, kwargs) -> bool:
+    """The tensor an in-place op writes has elements sharing memory (an expanded tensor): eager refuses most
+    writes there, meta kernels do not check."""
+    target = kwargs.get("out", args[0] if args else None)
+    return isinstance(target, TensorProxy) and not target.dynamic and \
+        torch._debug_has_internal_overlap(target.meta) == 1
+
+
+def _read_placeholder_sizes(state, args) -> bool:
+    """An op's meta failed on inputs whose size depends on values (traced with a placeholder size): where the
+    trace can be split, read their real sizes, as Python reading them would (compiler/frontend/segments.py).
+    Whether any was read (then the meta is worth trying again)."""
+    dynamic = [p for p in pytree.tree_leaves(args) if isinstance(p, TensorProxy) and p.dynamic]
+    if not dynamic or state.segmenter is None or state.depth != 0:
+        return False
+    for p in dynamic:
+        p.shape  # noqa: B018 - a read of its size: the segment before it runs, the size is real from here on
+    return not any(p.dynamic for p in dynamic)
 
 
 def _decompose(state: TracingState, bsym: BoundSymbol, args, kwargs) -> None:

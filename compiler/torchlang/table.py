@@ -110,6 +110,9 @@ METADATA_FUNCTIONS = {
     torch.is_floating_point: lambda x: x.is_floating_point(),
     torch.is_complex: lambda x: x.is_complex(),
     torch.Tensor.dim: lambda x: x.dim(),
+    torch.Tensor.ndimension: lambda x: x.dim(),
+    torch.Tensor.nelement: lambda x: x.numel(),
+    torch.Tensor.untyped_storage: lambda x: x.untyped_storage(),
     torch.Tensor.size: lambda x, *a: x.size(*a),
     torch.Tensor.numel: lambda x: x.numel(),
 }

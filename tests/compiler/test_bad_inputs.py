@@ -32,9 +32,9 @@ def test_unsupported_tensor_method_names_the_method():
         compiler.jit(fn)(torch.randn(4, 4))
 
 
-@pytest.mark.parametrize("value, kind", [(object(), "object"), (lambda: 1, "function"),
-                                         ({1: torch.ones(1)}, "dict"), (torch.ones(1).numpy(), "ndarray"),
-                                         (torch.nn.utils.rnn.PackedSequence, "type")])
+# (numpy arrays, functions, classes, modules, user objects and context managers are passed: test_fewer_refusals.py)
+@pytest.mark.parametrize("value, kind", [(object(), "object"), ({1: torch.ones(1)}, "dict"),
+                                         (iter([1, 2]), "list_iterator"), ({1, 2}, "set"), (b"raw", "bytes")])
 def test_unsupported_python_inputs_are_rejected_by_position(value, kind):
     jf = compiler.jit(lambda x, v: x)
     with pytest.raises(compiler.UnsupportedInputError, match=rf"args\[1\].*{kind}"):
@@ -94,7 +94,8 @@ def test_shape_errors_carry_the_users_line_and_eagers_message():
     def fn(a, b):
         return a + b
 
-    with pytest.raises(RuntimeError, match=r"Tensor.__add__ at .*test_bad_inputs.py.*broadcast"):
+    # (eager's own message: the real kernel's, which the meta kernel words differently)
+    with pytest.raises(RuntimeError, match=r"Tensor.__add__ at .*test_bad_inputs.py.*must match the size of tensor b"):
         compiler.jit(fn)(torch.ones(2), torch.ones(3))
 
 
@@ -193,7 +194,7 @@ def test_traced_values_stored_outside_the_result_are_replayed_or_put_back_when_t
     class KeepsThenFails(torch.nn.Module):
         def forward(self, x):
             self.last = x + 1
-            return x.numpy()  # refused by the compiler
+            return x.narrow(0, torch.tensor(0), 1)  # refused by the compiler
 
     m = KeepsThenFails()
     with pytest.raises(compiler.DataDependentError):
@@ -217,7 +218,7 @@ def test_mutating_an_argument_list_is_refused():
     # traced, a seed is a change the trace does not hold)
     (lambda: torch.default_generator.seed(), "random number generator"),
     (lambda: torch.set_grad_enabled(False), "grad mode"),
-    (lambda: torch.set_default_dtype(torch.float64), "default dtype"),
+    # (the default dtype is recorded as an op of the trace: test_guards_on_read_state.py)
 ])
 def test_native_global_state_changes_are_refused(change, what):
     from compiler.frontend.native import native_frontend

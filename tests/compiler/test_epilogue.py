@@ -526,7 +526,7 @@ class WritesThenRefused(torch.nn.Module):
         self.mode = "after"  # a Python value
         self.a = None  # a buffer reset
         self.extra = 3  # a new attribute
-        return x.numpy()  # the compiler refuses this (no run-time form while tracing)
+        return x.narrow(0, torch.tensor(0), 1)  # the compiler refuses this (a size from a tensor's value)
 
 
 def test_a_refused_trace_puts_back_the_python_values_it_wrote_on_the_module():

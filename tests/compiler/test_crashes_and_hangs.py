@@ -1,0 +1,166 @@
+"""Programs eager runs that crashed or hung the compiler: lazy modules, Tensor.type with a tensor type or its
+name, torch.vmap (over in-place ops, over a function closing over traced tensors), torch.tensor of one-element
+tensors, and exception __context__ cycles (CPython's own "no hang" cases: the interpreter must end where
+CPython does)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import compiler
+from eager_parity import CACHES, check_calls
+from test_differential import assert_same
+
+
+def _lazy_pair(make):
+    torch.manual_seed(0)
+    a = make()
+    torch.manual_seed(0)
+    b = make()
+    return a, b
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_lazy_modules_jitted(cache):
+    model, eager = _lazy_pair(lambda: torch.nn.Sequential(torch.nn.LazyLinear(3), torch.nn.ReLU(),
+                                                           torch.nn.LazyLinear(2)))
+    jmodel = compiler.jit(model, cache=cache)
+    for seed in range(3):
+        x = torch.randn(2, 4, generator=torch.Generator().manual_seed(seed))
+        torch.manual_seed(seed)  # (the first call draws the initial weights)
+        got = jmodel(x)
+        torch.manual_seed(seed)
+        assert_same(got, eager(x), where=f"call {seed}")
+
+
+def test_a_lazy_module_reached_as_a_global():
+    global _LAZY
+    _LAZY, eager = _lazy_pair(lambda: torch.nn.LazyLinear(3))
+
+    def fn(x):
+        return _LAZY(x) * 2
+
+    jfn = compiler.jit(fn)
+    for _ in range(2):
+        torch.manual_seed(1)
+        got = jfn(torch.ones(2, 4))
+        torch.manual_seed(1)
+        assert_same(got, eager(torch.ones(2, 4)) * 2, where="a lazy global module")
+
+
+_LAZY = None
+
+
+@pytest.mark.parametrize("dst", [torch.HalfTensor, "torch.DoubleTensor", torch.half, torch.FloatTensor])
+def test_tensor_type_with_a_tensor_type_or_its_name(dst):
+    def fn(x):
+        return x.type(dst) * 2, x.type()
+
+    check_calls(fn, [lambda: (torch.ones(2, 3),), lambda: (torch.ones(2, 3),)])
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_vmap_over_in_place_ops(cache):
+    def fn(x):
+        return torch.vmap(lambda row: row.add_(1))(x)
+
+    check_calls(fn, [lambda: (torch.ones(2, 3),), lambda: (torch.zeros(2, 3),)], cache=cache)
+
+
+def test_vmap_over_a_function_closing_over_traced_tensors_with_gradients():
+    def fn(x, w):
+        return torch.vmap(lambda col: (col * w).sum(), in_dims=1)(x * 2)
+
+    check_calls(fn, [lambda: (torch.arange(12.0).reshape(3, 4), torch.ones(3))] * 2)
+    x = torch.randn(3, 4, requires_grad=True)
+    w = torch.randn(3)
+    compiler.jit(fn)(x, w).sum().backward()
+    got, x.grad = x.grad, None
+    fn(x, w).sum().backward()
+    assert_same(got, x.grad, where="gradient through vmap")
+
+
+def test_torch_tensor_of_one_element_tensors():
+    def fn(t, u):
+        return torch.tensor([t, t]), torch.tensor([t.sum(), u.max()])
+
+    check_calls(fn, [lambda: (torch.tensor([1.5]), torch.tensor([[2.0]]))] * 2)
+
+
+def _cycle_through_a_reraise(x):
+    try:
+        try:
+            raise ValueError("a")
+        except ValueError as a:
+            try:
+                raise TypeError("b")
+            except TypeError as b:
+                a.__context__ = b
+                raise a
+    except ValueError:
+        pass
+    return x + 1
+
+
+def _cycle_of_three(x):
+    class A(Exception):
+        pass
+
+    class B(Exception):
+        pass
+
+    class C(Exception):
+        pass
+
+    try:
+        try:
+            raise A
+        except A as a_:
+            a = a_
+            try:
+                raise B
+            except B as b_:
+                b = b_
+                try:
+                    raise C
+                except C as c_:
+                    c = c_
+                    a.__context__ = c
+                    c.__context__ = b
+                    b.__context__ = a
+                    raise c
+    except C:
+        pass
+    return x * 2
+
+
+def _an_exception_that_is_its_own_context(x):
+    def cycle():
+        try:
+            raise ValueError(1)
+        except ValueError as ex:
+            ex.__context__ = ex
+            raise TypeError(2)
+
+    try:
+        cycle()
+    except TypeError as e:
+        assert isinstance(e.__context__, ValueError)
+    return x - 1
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("fn", [_cycle_through_a_reraise, _cycle_of_three, _an_exception_that_is_its_own_context])
+def test_exception_context_cycles_do_not_hang(fn):
+    check_calls(fn, [lambda: (torch.ones(2),)] * 2)
+
+
+def test_a_meta_kernel_stricter_than_eager_is_a_clear_refusal():
+    def fn(x):
+        picked = x[x.float() < 0]  # nothing picked: an empty bool tensor
+        return torch.randn_like(picked)  # eager accepts an empty bool tensor; the meta kernel does not
+
+    eager = fn(torch.ones(3, dtype=torch.bool))
+    assert eager.numel() == 0
+    with pytest.raises(compiler.UnsupportedOpError, match="meta kernel of torch.randn_like refuses"):
+        compiler.jit(fn)(torch.ones(3, dtype=torch.bool))

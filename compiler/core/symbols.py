@@ -58,6 +58,7 @@ class BoundSymbol:
     subsymbols: list = field(default_factory=list)
     location: Any = None  # compiler.core.source.SourceLocation of the user's line
     impl: Any = None  # set by the executor pass: (executor, printed callable expression)
+    unchecked: bool = False  # its decomposition failed: the meta kernel may have let pass what eager refuses
 
     @property
     def tags(self) -> Tag:

@@ -214,12 +214,31 @@ def _record_call(symbol, args, kwargs):
             not any(p.dynamic for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)):
         # (decompositions read sizes; a value-dependent size has none to read)
         _decompose(state, bsym, margs, mkwargs)
+    if state.symbolic and not state.sizes_fixed and not writes and _returns_input_for_these_sizes(symbol, args, kwargs, out):
+        fix_sizes(state, f"{symbol.name} returned its input for these sizes")
     if state.symbolic and not state.sizes_fixed and state.depth == 0:
         set_output_shapes(symbol, args, kwargs, out)
     state.scopes[-1].append(bsym)
     if top:
         _events_for(state, bsym)
     return out
+
+
+# Ops that return their input exactly when the dtype and device already match: facts the guards fix.
+_SAME_WHEN_TYPES_MATCH = frozenset("to type type_as float double half bfloat16 int long short bool byte char cpu cuda"
+                                   .split())
+
+
+def _returns_input_for_these_sizes(symbol, args, kwargs, out) -> bool:
+    """An op returned one of its input tensors itself where that may hold only for these sizes (dropout or
+    `contiguous` of an empty tensor, of a view, of dims of size 1): the trace would use the input where other
+    sizes get a new tensor, so such a trace serves these sizes only."""
+    inputs = {id(p): p for p in _flat_proxies((args, kwargs))}
+    same = [inputs[id(o)] for o in pytree.tree_leaves(out) if isinstance(o, TensorProxy) and id(o) in inputs]
+    if not same or symbol.name.rsplit(".", 1)[-1] in _SAME_WHEN_TYPES_MATCH:
+        return False
+    return any(p.sym_shape is not None and (p.meta._is_view() or any(d <= 1 for d in p.meta.shape))
+               for p in inputs.values())
 
 
 def _layouts(args, kwargs) -> list:
@@ -274,6 +293,7 @@ def _decompose(state: TracingState, bsym: BoundSymbol, args, kwargs) -> None:
         return
     if problem is not None:
         bsym.subsymbols = []
+        bsym.unchecked = True  # (F.softmax of a 1-d tensor with dim=1: the meta passes, eager raises)
         state.emit(ev.Event(ev.DECOMPOSITION_FAILED, f"{bsym.symbol.name} was not decomposed into prims ({problem}); "
                             "it still runs as the torch op", bsym.location, bsym.symbol.name))
         return

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import linecache
+import os
 import random
+import traceback
 import warnings
 from dataclasses import dataclass
 
@@ -414,7 +416,10 @@ def check_program(program: Program, executors, cache: str = "constant values", c
             return Outcome("eager error", repr(eager_error), fallback)
         if error is not None:
             kind = "refused" if isinstance(error, REFUSALS) else "crash"
-            return Outcome(kind, f"call {call}: {type(error).__name__}: {str(error)[:300]}", fallback)
+            where = "" if kind == "refused" else " (raised at " + " <- ".join(
+                f"{os.path.basename(f.filename)}:{f.lineno} {f.name}"
+                for f in reversed(traceback.extract_tb(error.__traceback__)[-4:])) + ")"
+            return Outcome(kind, f"call {call}: {type(error).__name__}: {str(error)[:300]}{where}", fallback)
         try:
             compare(actual, args, expected, eager_args)
             if call == calls - 1:

@@ -317,3 +317,34 @@ def test_strides_of_computed_tensors_with_dims_of_size_one(cache):
         return lambda: (torch.arange(float(rows * cols)).reshape(cols, rows).t(),)
 
     check_calls(fn, [make(1, 5), make(2, 3), make(5, 1), make(1, 5)], cache=cache)
+
+
+@pytest.mark.parametrize("case", ["dropout of an empty tensor", "contiguous of a full slice"])
+def test_an_op_returning_its_input_for_some_sizes_only_under_symbolic_values(case):
+    # Found by bench/fuzz.py (seed 200128): F.dropout of an empty tensor returns the tensor itself, so the trace
+    # made for n == 0 returned `v1` where a larger n gets dropout's new tensor.
+    def fn(x, n):
+        if case == "dropout of an empty tensor":
+            v = torch.ones(n, x.shape[0]) + x.sum()
+            return torch.nn.functional.dropout(v, 1.0, training=True), v  # (p=1: zeros, no random draw)
+        y = x[:, :n].contiguous()  # x's own memory when n covers every column, else a copy
+        y.add_(1)
+        return y
+
+    def make(rows, n):
+        return lambda: (torch.arange(float(rows * 3)).reshape(rows, 3) if case != "dropout of an empty tensor"
+                        else torch.arange(float(rows)), n)
+
+    first = 0 if case == "dropout of an empty tensor" else 3
+    check_calls(fn, [make(4, first), make(4, 2), make(5, 2), make(4, first)], cache="symbolic values")
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_an_unused_softmax_over_a_dim_eager_refuses_raises(cache):
+    # Found by bench/fuzz.py (seed 200738): torch's meta kernel of softmax accepts dim=1 of a 1-d tensor, eager
+    # raises IndexError; the unused result was removed as dead code and the compiled call returned normally.
+    def fn(x):
+        F_out = torch.nn.functional.softmax(x.flatten(), dim=1)  # noqa: F841 - unused: only its error matters
+        return x + 1
+
+    check_calls(fn, [lambda: (torch.arange(9.0).reshape(3, 3),), lambda: (torch.arange(8.0).reshape(4, 2),)], cache=cache)

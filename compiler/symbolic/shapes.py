@@ -100,6 +100,8 @@ def _rule(name, args, kwargs, outs):
         size = shape[dim]
         if split == 0:  # (a decision) pieces of size 0: eager allows them only for an empty dim
             raise _Unknown
+        if size == 0:  # (a decision) an empty dim: one empty piece, not ceil(0 / split) = 0 of them
+            raise _Unknown
         bool((size + split - 1) // split == n)  # the number of pieces is a decision
         return [shape[:dim] + ((split if i < n - 1 else size - split * (n - 1)),) + shape[dim + 1:] for i in range(n)]
     if name in ("transpose", "swapaxes", "swapdims"):
@@ -247,7 +249,8 @@ def set_output_shapes(symbol, args, kwargs, out) -> None:
     if raw in _RESHAPING_INPLACE and tensors and involved:
         _reshaped_in_place(raw, args, kwargs, tensors[0])
         return
-    if not involved or not fresh:
+    counted = isinstance(out, (tuple, list)) and _base_name(symbol.name) in _OUTPUT_COUNT_FOLLOWS_SIZES
+    if not involved or not (fresh or counted):  # (no result at all: `unbind` of an empty dim decides it too)
         return
     try:
         shapes = _rule(_base_name(symbol.name), args, kwargs, outs)
@@ -258,7 +261,7 @@ def set_output_shapes(symbol, args, kwargs, out) -> None:
             if len(s) != o.meta.ndim or any(_val(d) != m for d, m in zip(s, o.meta.shape)):
                 raise _Unknown  # a rule that disagrees with eager's meta: never trust it
     except (_Unknown, IndexError, KeyError, TypeError, ValueError, AttributeError):
-        if isinstance(out, (tuple, list)) and _base_name(symbol.name) in _OUTPUT_COUNT_FOLLOWS_SIZES:
+        if counted:
             # how many results (unpacked by the program, laid out in the trace) depends on a size no rule
             # followed: every size is decided
             fix_sizes(current_state(), f"the number of results of {symbol.name}")

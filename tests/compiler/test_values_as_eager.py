@@ -348,3 +348,19 @@ def test_an_unused_softmax_over_a_dim_eager_refuses_raises(cache):
         return x + 1
 
     check_calls(fn, [lambda: (torch.arange(9.0).reshape(3, 3),), lambda: (torch.arange(8.0).reshape(4, 2),)], cache=cache)
+
+
+@pytest.mark.parametrize("op", ["unbind", "split"])
+def test_results_counted_for_an_empty_dim_under_symbolic_values(op):
+    # Found by bench/fuzz.py (seeds 201712, 203381): `unbind` of an empty dim has no result, so no size was
+    # decided and the trace for n == 0 served n == 1; `split` of an empty dim has one piece where the rule
+    # counted ceil(0 / 2) = 0, so the trace for n == 0 served n == 3 (its guard: not exactly one piece).
+    def fn(x, n):
+        t = torch.arange(n) * 1.0 if op == "split" else torch.zeros(n, 2)
+        for piece in (t.unbind(0) if op == "unbind" else t.split(2, 0)):
+            x.add_(piece.sum() + 1)
+        first, *rest = t.split(2, 0) if op == "split" else (t, ())
+        return x, first
+
+    calls = [lambda n=n: (torch.zeros(()), n) for n in (2, 0, 1, 3, 0, 3)]
+    check_calls(fn, calls, cache="symbolic values")

@@ -380,6 +380,7 @@ def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False
         return None
 
     made, storages = {}, {}  # one real tensor per proxy, one storage per meta base: aliasing as in the trace
+    arguments = _argument_tensors()
 
     def real(x):
         if not isinstance(x, TensorProxy):
@@ -388,12 +389,20 @@ def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False
             return made[id(x)]
         m = x.meta
         base = m._base if m._base is not None else m
-        storage = storages.get(id(base))
-        if storage is None:
-            storage = storages[id(base)] = torch.full(
-                (base.untyped_storage().nbytes() // max(m.element_size(), 1) or 1,), fill, dtype=m.dtype)
-        t = storage.as_strided(tuple(m.shape), tuple(m.stride()), m.storage_offset())
-        if m.requires_grad:
+        key, size, offset = id(base), base.untyped_storage().nbytes(), m.storage_offset()
+        argument = arguments.get(id(base))
+        if argument is not None and argument.dtype == m.dtype:  # arguments sharing memory share it here too
+            key, size = ("storage", argument.untyped_storage().data_ptr()), argument.untyped_storage().nbytes()
+            offset += argument.storage_offset() - base.storage_offset()
+        storage = storages.get(key)
+        if storage is None or storage.dtype != m.dtype:
+            storage = storages[key] = torch.full((size // max(m.element_size(), 1) or 1,), fill, dtype=m.dtype)
+        t = storage.as_strided(tuple(m.shape), tuple(m.stride()), offset)
+        if not m._is_view():
+            t = t.detach()  # (same memory, but not an autograd view: `detach_()` refuses views)
+        if m.requires_grad and not (argument is not None and argument._is_view() and m._is_view() and m.is_leaf):
+            # (the exception: a view made before its argument's `requires_grad_()`. Its meta base is the argument,
+            # eager's is the tensor the argument views, which requires no grad: eager's view requires none either)
             t = t.detach().requires_grad_(True)
             if not m.is_leaf:
                 t = t.clone(memory_format=torch.preserve_format)
@@ -408,6 +417,21 @@ def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False
     except Exception as e:  # noqa: BLE001 - the real kernel's own exception is what eager raises
         return e
     return _ACCEPTED
+
+
+def _argument_tensors() -> dict:
+    """id(meta base) -> the real argument tensor it stands for, while tracing (arguments that share memory,
+    `a1 = a0.view(-1)`, must share it in the real-kernel check: eager's copy_ of a tensor onto itself is a no-op
+    even where its elements overlap)."""
+    state = current_state()
+    reals = getattr(state, "real_inputs", None) or {}
+    out = {}
+    for p in getattr(state, "inputs", ()):
+        r = reals.get(getattr(p, "name", None))
+        if isinstance(p, TensorProxy) and isinstance(r, torch.Tensor) and r.device.type == "cpu" and \
+                tuple(r.shape) == tuple(p.meta.shape) and tuple(r.stride()) == tuple(p.meta.stride()):
+            out[id(p.meta)] = r
+    return out
 
 
 def from_numpy_meta(symbol, args, kwargs):

@@ -164,3 +164,59 @@ def test_a_meta_kernel_stricter_than_eager_is_a_clear_refusal():
     assert eager.numel() == 0
     with pytest.raises(compiler.UnsupportedOpError, match="meta kernel of torch.randn_like refuses"):
         compiler.jit(fn)(torch.ones(3, dtype=torch.bool))
+
+
+# Found by bench/aliasing_fuzz.py (seeds 1729, 3400, 3941, 909): the real-kernel check of in-place writes
+# into overlapping memory modelled arguments that share memory as separate tensors, and every tensor as an
+# autograd view.
+def _expanded(requires_grad=False):
+    base = torch.arange(1.0, 4.0).reshape(1, 3)
+    if requires_grad:
+        base = base.requires_grad_() * 1  # (a non-leaf)
+    return base.expand(4, 3)
+
+
+@pytest.mark.parametrize("cache", CACHES)
+@pytest.mark.parametrize("case", ["copy onto itself through another argument", "item of an expanded argument",
+                                  "detach_ of a detached view"])
+def test_in_place_writes_into_overlapping_memory_eager_allows(case, cache):
+    def onto_itself(a0, a1):
+        a1.copy_(a0)  # the same memory, sizes and strides: eager's copy_ does nothing
+        return a0 + a1
+
+    def item(a0, a2):
+        a2[0] = a0  # (a2 expands a0, itself one element expanded: a copy onto itself)
+        return a2.sum()
+
+    def detach_view(a0):
+        v = a0.squeeze().detach()
+        v.detach_()  # a detached tensor is no autograd view, even where its elements overlap
+        return v * 2
+
+    if case == "copy onto itself through another argument":
+        fn, make = onto_itself, lambda: (lambda a: (a, a.view(-1, 3)))(_expanded())
+    elif case == "item of an expanded argument":
+        fn, make = item, lambda: (lambda a: (a, a.expand(2, 3)))(torch.tensor([2.0]).expand(3))
+    else:
+        fn, make = detach_view, lambda: (_expanded(requires_grad=True),)
+    check_calls(fn, [make, make], cache=cache)
+
+
+def test_in_place_write_into_a_view_made_before_requires_grad_is_refused_or_eager():
+    def fn(a0):
+        v = a0.as_strided((2,), (1,))
+        a0.requires_grad_()  # eager: `v` views the tensor a0 views, which requires no grad
+        v.div_(2)
+        return a0
+
+    def make():
+        return (torch.arange(6.0)[::2],)
+
+    eager_args, args = make(), make()
+    expected = fn(*eager_args)
+    try:
+        got = compiler.jit(fn)(*args)
+    except compiler.CompilerError as e:  # a clear refusal, naming the op
+        assert "div_" in str(e)
+        return
+    assert_same(got, expected, where="result")

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 import torch
 
 from ..features import autocast
+from ..meta.functions import non_leaf
 from ..core import tree as pytree
 from ..core.errors import CompilerError
 from ..core.events import DATA_DEPENDENT, DATA_DEPENDENT_READ, Event
@@ -602,12 +603,8 @@ def _as_found(args, kwargs, layouts):
         if (tuple(t.shape), t.stride(), t.storage_offset()) != (shape, stride, offset) and id(t) not in twins:
             with torch._C.DisableTorchFunction(), torch.enable_grad():
                 twin = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device)
-                if t.requires_grad:
-                    leaf = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device, requires_grad=True)
-                    if t.is_leaf:
-                        twin = leaf
-                    else:
-                        twin.copy_(leaf)  # (a non-leaf with the same strides)
+                if t.requires_grad:  # (a non-leaf of any strides: overlapping ones cannot be copied into)
+                    twin = twin.requires_grad_() if t.is_leaf else non_leaf(shape, stride, t.dtype, t.device)
             twins[id(t)] = twin
     if not twins:
         return args, kwargs

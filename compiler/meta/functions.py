@@ -32,19 +32,25 @@ class _NonLeaf(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, anchor, shape, stride):
-        return torch.empty_strided(shape, stride, dtype=anchor.dtype, device="meta")
+        return torch.empty_strided(shape, stride, dtype=anchor.dtype, device=anchor.device)
 
     @staticmethod
     def backward(ctx, grad):  # pragma: no cover - meta tensors are never differentiated
         return None, None, None
 
 
+def non_leaf(shape, stride, dtype, device) -> torch.Tensor:
+    """A fresh tensor of any strides (overlapping ones too) that requires grad and is not a leaf (nor a view)."""
+    anchor = torch.empty((), dtype=dtype, device=device, requires_grad=True)
+    with torch.enable_grad():
+        return _NonLeaf.apply(anchor, tuple(shape), tuple(stride))
+
+
 def meta_like(t: torch.Tensor) -> torch.Tensor:
     """A meta tensor with `t`'s layout and autograd role (leaf or not) - never itself a view."""
     shape, stride = tuple(t.shape), tuple(t.stride())
     if t.requires_grad and not t.is_leaf:  # non-leaf: in-place ops allowed, like eager
-        anchor = torch.empty((), dtype=t.dtype, device="meta", requires_grad=True)
-        return _NonLeaf.apply(anchor, shape, stride)
+        return non_leaf(shape, stride, t.dtype, "meta")
     m = torch.empty_strided(shape, stride, dtype=t.dtype, device="meta")
     return m.requires_grad_(True) if t.requires_grad else m
 

@@ -220,3 +220,19 @@ def test_in_place_write_into_a_view_made_before_requires_grad_is_refused_or_eage
         assert "div_" in str(e)
         return
     assert_same(got, expected, where="result")
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_new_outcome_after_an_in_place_transpose_of_an_expanded_non_leaf_argument(cache):
+    # Found by bench/fuzz.py (seed 204782): re-tracing for a new outcome makes a stand-in with the layout the
+    # call found; for a non-leaf with overlapping strides it copied into an expanded tensor and raised.
+    def fn(a0, n):
+        a0.t_()
+        if a0.sum() > n:  # a data read: a new outcome re-traces after t_ already ran
+            return a0 + 1
+        return a0 - 1
+
+    def make(n):
+        return lambda: (_expanded(requires_grad=True), n)
+
+    check_calls(fn, [make(-100.0), make(100.0), make(-100.0)], cache=cache)

@@ -426,6 +426,9 @@ def _torch_installed() -> bool:
     return True
 
 
+_LINTED = False  # main ran the lint (``entry`` may skip the interpreter's teardown)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _tolerant_streams()
@@ -450,6 +453,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_run(argv[1:])
         if argv and argv[0] == "check":  # ruff's spelling works too
             argv = argv[1:]
+        global _LINTED
+        _LINTED = True
         return cmd_check(argv)
     except SystemExit as e:  # argparse: --help/--version (0) or a usage error (2)
         return e.code if isinstance(e.code, int) else (EXIT_CLEAN if e.code is None else EXIT_ERROR)
@@ -489,5 +494,21 @@ def _internal_error(e: BaseException) -> int:
     return EXIT_ERROR
 
 
+def entry() -> None:
+    """The console script: ``main``, then, after a lint, out without the interpreter's teardown. Freeing every
+    module, rule table and tree object one by one costs ~15 ms CPU, 7% of linting a 16-file project; a lint
+    leaves nothing to finish (the cache is written, helpers and pools are stopped), so its streams are flushed
+    and the process exits at once (as mypy does). Other subcommands (`run` executes user code) exit normally."""
+    code = main()
+    if _LINTED:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed pipe: what the normal exit would have met too
+            pass
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

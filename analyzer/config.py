@@ -126,6 +126,8 @@ def find_pyproject(start: str | os.PathLike) -> str | None:
     for folder in (here, *here.parents):
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
+            if not _may_hold_table(candidate):
+                continue
             import tomllib
 
             try:
@@ -141,6 +143,16 @@ def find_pyproject(start: str | os.PathLike) -> str | None:
             if isinstance(tool, dict) and TABLE in tool:
                 return str(candidate)
     return None
+
+
+def _may_hold_table(candidate: Path) -> bool:
+    """False only when the file cannot hold our table: its name is nowhere in it, and no escape (TOML's ``\\u``
+    and ``\\U`` in a quoted key) could spell it. Then tomllib, ~5 ms to import and parse, is not needed."""
+    try:
+        data = candidate.read_bytes()
+    except OSError:
+        return True  # tomllib's open reports it as before
+    return TABLE.encode() in data or b"\\u" in data or b"\\U" in data
 
 
 def _mentions_table(candidate: Path) -> bool:

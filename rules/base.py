@@ -38,6 +38,9 @@ class FixRequest:
     target: object  # the ast node whose source span is replaced
     rewrite: object  # Callable[[libcst.BaseExpression], libcst.BaseExpression]
     applicability: str = "unsafe"  # "safe" | "unsafe" | "display"
+    # The same rewrite on the target's source text (str, its ast.expr) -> the code libcst would render, or None:
+    # build it with ``rewrite``. Importing libcst costs ~0.14 s CPU, a tenth of linting torchvision.
+    text_rewrite: object = None
 
 
 @dataclass(frozen=True)

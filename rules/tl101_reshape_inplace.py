@@ -459,8 +459,9 @@ def _fixes(ctx, call, op, meant_for_base) -> tuple[FixRequest, ...]:
     fixes = []
     view = _view_rewrite(ctx, call, op)
     if view is not None:
-        fixes.append(FixRequest("Make the aliasing explicit (use `view`)", call, view))
-    fixes.append(FixRequest("Make the copy explicit (append `.clone()`)", call, _append_clone))
+        fixes.append(FixRequest("Make the aliasing explicit (use `view`)", call, view, text_rewrite=getattr(view, "text", None)))
+    fixes.append(FixRequest("Make the copy explicit (append `.clone()`)", call, _append_clone,
+                            text_rewrite=_text_append_clone))
     if not meant_for_base:
         fixes.reverse()  # the result is used and nobody reads the input again: the copy is the likelier intent
     return tuple(fixes)
@@ -513,6 +514,7 @@ def _rename_method(new):
 
         return node.with_changes(func=node.func.with_changes(attr=cst.Name(new)))
 
+    rewrite.text = lambda segment, call: _text_method_to(new, segment, call, keywords_positional=False)
     return rewrite
 
 
@@ -522,6 +524,50 @@ def _reshape_method_to_view(node):
 
     args = [a.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT) if a.keyword else a for a in node.args]
     return node.with_changes(func=node.func.with_changes(attr=cst.Name("view")), args=args)
+
+
+_reshape_method_to_view.text = lambda segment, call: _text_method_to("view", segment, call, keywords_positional=True)
+
+
+# The libcst rewrites above done on the call's text (analyzer.fixes: ``text_rewrite``): (text, its ast.Call) -> the code
+# libcst renders, or None (libcst builds it). libcst keeps every token of a node it does not change, so renaming
+# the method and dropping `shape=` are text edits at the ast's positions.
+def _text_append_clone(segment, call):
+    return segment + ".clone()"
+
+
+def _text_method_to(new, segment, call, keywords_positional):
+    """``x.<method>(args)`` -> ``x.<new>(args)``, keywords (``shape=``) made positional if asked."""
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return None
+    lines = _segment_line_starts(segment)
+    end = lines[call.func.end_lineno - 1] + call.func.end_col_offset
+    start = end - len(call.func.attr)
+    if segment[start:end] != call.func.attr:
+        return None
+    pieces, last = [], len(segment)
+    for kw in reversed(call.keywords if keywords_positional else ()):  # libcst drops the keyword and its `=` with their whitespace
+        if kw.arg is None:
+            return None
+        kw_start = lines[kw.lineno - 1] + kw.col_offset
+        value_start = lines[kw.value.lineno - 1] + kw.value.col_offset
+        if segment[kw_start:kw_start + len(kw.arg)] != kw.arg or not _EQUAL.fullmatch(segment, kw_start + len(kw.arg), value_start):
+            return None  # a parenthesized value starts before the ast's position
+        pieces += [segment[value_start:last]]
+        last = kw_start
+    pieces += [segment[end:last], new, segment[:start]]
+    return "".join(reversed(pieces))
+
+
+_EQUAL = re.compile(r"[ \t\n]*=[ \t\n]*")
+
+
+def _segment_line_starts(segment):
+    starts = [0]
+    for i, ch in enumerate(segment):
+        if ch == "\n":
+            starts.append(i + 1)
+    return starts
 
 
 def _function_to_view(node):

@@ -212,6 +212,8 @@ import torch
 def f(x, n):
     y = x.reshape(-1)
     y.add_(1)
+    z = torch.reshape(x, (2, -1))  # a fix only libcst builds (the one above is built on the text): it loads libcst
+    z.mul_(2)
     if n > 2:
         print(SCALE)
     return y

@@ -165,3 +165,49 @@ def test_fixes_keep_eager_semantics_on_real_tensors(name):
         assert "view" in str(exc)
     else:
         assert not torch.equal(after, before)
+
+
+# Calls whose text the TL101 rewrites edit without libcst (analyzer.fixes: text_rewrite), and some they leave to it.
+TEXT_CASES = [
+    "x.reshape(-1)", "x.reshape(shape=s)", "x.reshape(shape = (2, 3))", "x.reshape(shape=(s))",
+    "x.reshape(\n    shape=s,\n)", "x.reshape(  shape  =\n   s  ,  )", "x.reshape(*s)", "(x.reshape)(-1)",
+    "(x).reshape(-1)", "(x.y[1:2]).reshape(-1,2)", "x.reshape(-1) .reshape(3)", "f(x)(y).reshape_as(z)",
+    "x . reshape ( 1 , 2 )", "x.reshape(shape=[a for a in b if a])", "x.reshape(\tshape\t=\tz)",
+    "x.reshape(shape=(z := 3))", "x.reshape(s)  ", "x.reshape('a')", "x.reshape(1,  # c\n 2)", "x.reshape(\u00e9)",
+]
+
+
+@pytest.mark.parametrize("segment", TEXT_CASES)
+def test_text_rewrites_render_as_libcst_does(segment):
+    import libcst as cst
+
+    from analyzer.fixes import _plain_rewrite
+    from rules.base import FixRequest
+    from rules.tl101_reshape_inplace import (
+        _append_clone,
+        _rename_method,
+        _reshape_method_to_view,
+        _text_append_clone,
+    )
+
+    segment = segment.strip()
+    rename = _rename_method("view_as")
+    for rewrite, text_rewrite in [(_append_clone, _text_append_clone), (_reshape_method_to_view, _reshape_method_to_view.text),
+                                  (rename, rename.text)]:
+        got = _plain_rewrite(FixRequest("t", None, rewrite, text_rewrite=text_rewrite), segment)
+        if got is not None:  # None: libcst builds it
+            assert got == cst.Module([]).code_for_node(rewrite(cst.parse_expression(segment)))
+
+
+def test_simple_fixes_need_no_libcst():
+    import subprocess
+    import sys
+
+    src = "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y.mul_(2)\n    return x\n"
+    code = (
+        "import sys\nfrom analyzer.static import lint_source\n"
+        f"ds = lint_source({src!r})\n"
+        "assert [f.title for f in ds[0].fixes] == ['Make the aliasing explicit (use `view`)', 'Make the copy explicit (append `.clone()`)']\n"
+        "assert 'libcst' not in sys.modules, 'libcst imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=".")

@@ -22,7 +22,7 @@ from ..features.rng import UnknownSeed, raise_seed_use
 from ..meta.functions import meta_like
 from ..meta.functions import eager_exception, real_kernel_error
 from ..symbolic.shapes import for_op, set_output_shapes
-from ..symbolic.sizes import fix_sizes
+from ..symbolic.sizes import UNKNOWN, fix_sizes
 from ..symbolic.values import SYM_TYPES, concrete
 from .decompositions import Skip
 
@@ -206,6 +206,10 @@ def _record_call(symbol, args, kwargs):
         # the op resized or restrided a tensor (out= of another shape, resize_, t_): the meta tensors hold the
         # new layout from here on, so the functional trace must know the call changed it
         bsym.changes_metadata = True
+        if state.symbolic and not state.sizes_fixed:  # (sizes no rule follows: reading them decides them;
+            for p, before in zip(_flat_proxies((args, kwargs)), layouts):  # t_ and resize_ get their rule below)
+                if (p.meta.shape, p.meta.stride(), p.meta.storage_offset()) != before:
+                    p.sym_shape = UNKNOWN
     input_names = {p.name for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)}
     for o in bsym.tensor_outputs():
         if o.producer is None and o.origin is None and o.name not in input_names:

@@ -3,6 +3,8 @@ in-place shape changes, eager's error where a size read from a tensor is 0, spli
 tensors whose size depends on values combined with others; arguments' strides as eager reports them."""
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -364,3 +366,18 @@ def test_results_counted_for_an_empty_dim_under_symbolic_values(op):
 
     calls = [lambda n=n: (torch.zeros(()), n) for n in (2, 0, 1, 3, 0, 3)]
     check_calls(fn, calls, cache="symbolic values")
+
+
+def test_sizes_after_an_out_argument_eager_resizes_under_symbolic_values():
+    # Found by bench/aliasing_fuzz.py --cache "symbolic values" (seeds 1049, 383): sizes read after an out=
+    # that eager resizes were the ones before the resize.
+    def fn(x, buf):
+        torch.add(x, x, out=buf)  # (n, 2, 1) into (n, 2, 2): eager resizes buf
+        return buf.reshape(buf.shape[::-1]), buf.numel() // 2
+
+    def make(n):
+        return lambda: (torch.arange(float(n * 2)).reshape(n, 2, 1), torch.zeros(n, 2, 2))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (eager warns that it resizes a non-empty out=)
+        check_calls(fn, [make(3), make(4), make(5), make(3)], cache="symbolic values")

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 import compiler
 from compiler.features import torch_flags
 from compiler.interpreter import InterpreterError
+from same_values import tensors_in
 from test_differential import assert_same
 
 
@@ -143,7 +144,7 @@ def _run_case(case: Case, cache: str, **jit_options) -> Outcome:
                 if isinstance(e, torch.Tensor):  # Python attributes the program set on an argument tensor
                     assert_same(_plain(dict(vars(a))), _plain(dict(vars(e))), where=f"{where}: argument {k}'s attributes")
             if eager_error is None:
-                for k, (a, e) in enumerate(zip(_flat(actual), _flat(expected))):
+                for k, (a, e) in enumerate(zip(tensors_in(actual), tensors_in(expected))):
                     assert_same(_plain(dict(vars(a))), _plain(dict(vars(e))), where=f"{where}: result {k}'s attributes")
             if eager.observe is not None:
                 assert_same(_plain(jitted.observe()), _plain(eager.observe()), where=f"{where}: state")
@@ -151,15 +152,6 @@ def _run_case(case: Case, cache: str, **jit_options) -> Outcome:
             return Outcome("wrong", str(e)[:400])
     return Outcome("ok")
 
-
-def _flat(value) -> list:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _flat(v)]
-    return []
 
 
 def _plain(value):

@@ -34,6 +34,7 @@ import compiler
 from compiler.interpreter import InterpreterError
 from opinfos import T
 from proxy_sweep import proxies_reachable
+from same_values import tensors_in
 
 MODES = ("constant values", "symbolic values", "no caching")
 
@@ -458,7 +459,7 @@ def _run(fn, args, leaves, seed: int = 0):
             grads = None
             if leaves:
                 gen = torch.Generator().manual_seed(0)
-                diff = [o for o in _tensors(out) if o.requires_grad and o.is_floating_point()]
+                diff = [o for o in tensors_in(out) if o.requires_grad and o.is_floating_point()]
                 if diff:
                     loss = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype)).sum() for o in diff)
                     grads = torch.autograd.grad(loss, leaves, allow_unused=True)
@@ -470,15 +471,6 @@ def _run(fn, args, leaves, seed: int = 0):
     finally:
         torch.set_grad_enabled(grad_mode)
 
-
-def _tensors(value) -> list:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (tuple, list)):
-        return [t for item in value for t in _tensors(item)]
-    return []
 
 
 def _message_key(e: BaseException) -> str:

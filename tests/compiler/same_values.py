@@ -18,3 +18,14 @@ def same(out, ref, *, atol: float = 0.0, rtol: float = 0.0) -> bool:
     if isinstance(ref, float) and math.isnan(ref):
         return type(out) is float and math.isnan(out)
     return type(out) is type(ref) and out == ref
+
+
+def tensors_in(value) -> list:
+    """The tensors of a result, in order, through tuples, lists and dicts' values."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in tensors_in(item)]
+    return []

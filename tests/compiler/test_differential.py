@@ -27,6 +27,7 @@ import torch.nn.functional as F
 import compiler
 from compiler.executors import TorchExecutor, python_executor
 from opinfos import KNOWN_GAPS, SAMPLES, SAMPLES_BY_ID, T, OpSample
+from same_values import tensors_in
 
 # The cache every case is jitted with: COMPILER_TEST_CACHE="symbolic values" runs the whole suite with symbolic
 # values (numbers and sizes of contiguous inputs symbolic); a shard of it always runs (test_*_under_symbolic_values).
@@ -103,34 +104,25 @@ def assert_inputs_like_eager(args, eager_args, pristine_args, *, where: str) -> 
                              f"(eager changed it: {eager_changed}, compiled changed it: {compiled_changed})")
 
 
-def _tensors(value) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (tuple, list)):
-        return [t for item in value for t in _tensors(item)]
-    return []
-
 
 def _aliased_inputs(outputs, args) -> list[tuple[int, ...]]:
     """For each output tensor, the indices of the inputs whose memory it shares."""
     return [tuple(i for i, a in enumerate(args)
                   if isinstance(a, torch.Tensor) and a.numel() and out.numel()
                   and out.untyped_storage().data_ptr() == a.untyped_storage().data_ptr())
-            for out in _tensors(outputs)]
+            for out in tensors_in(outputs)]
 
 
 def _same_objects(outputs, args) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """For each output tensor: which inputs and which other outputs are the very same object."""
-    outs = _tensors(outputs)
+    outs = tensors_in(outputs)
     return [(tuple(i for i, a in enumerate(args) if a is out), tuple(j for j, o in enumerate(outs) if o is out))
             for out in outs]
 
 
 def _aliased_outputs(outputs) -> list[tuple[int, ...]]:
     """For each output tensor, the indices of the other outputs whose memory it shares."""
-    outs = _tensors(outputs)
+    outs = tensors_in(outputs)
     return [tuple(j for j, o in enumerate(outs) if j != i and o.numel() and out.numel()
                   and out.untyped_storage().data_ptr() == o.untyped_storage().data_ptr())
             for i, out in enumerate(outs)]
@@ -578,7 +570,7 @@ def _output_and_grads(fn, args, leaves, manual_seed):
     out = fn(*args)
     gen = torch.Generator().manual_seed(0)
     loss = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype)).sum()
-               for o in _tensors(out) if o.requires_grad)
+               for o in tensors_in(out) if o.requires_grad)
     return out, torch.autograd.grad(loss, leaves, allow_unused=True)
 
 
@@ -590,7 +582,7 @@ def _is_differentiable(sample: OpSample, via_copy: bool) -> bool:
         out = sample.fn(*_grad_args(sample, via_copy)[0])
     except Exception:  # noqa: BLE001 - e.g. in-place ops on a leaf: eager refuses, nothing to compare
         return False
-    return any(o.requires_grad for o in _tensors(out))
+    return any(o.requires_grad for o in tensors_in(out))
 
 
 def _spread(samples: list[OpSample], per_op: int) -> list[OpSample]:

@@ -54,7 +54,7 @@ def _setup_meta(symbol, args, kwargs):
     if not wraps:
         return None
     with torch._C.DisableTorchFunction():  # BackwardHookFunction returns views of its inputs
-        return tuple(new_proxy(t.meta.view_as(t.meta), t.device) for t in tensors)
+        return tuple(new_proxy(t.meta.view_as(t.meta), t.device, t.dynamic) for t in tensors)
 
 
 def _run_setup(method, bh, n, index, wraps, tensors):

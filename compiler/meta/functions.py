@@ -213,7 +213,7 @@ def type_meta(symbol, args, kwargs):
     device = normalize_device(device)
     with torch._C.DisableTorchFunction():
         m = self.meta.to(dtype=dtype, copy=device != self.device)
-    return self if m is self.meta else new_proxy(m, device)
+    return self if m is self.meta else new_proxy(m, device, self.dynamic and m.ndim > 0)  # (a placeholder size stays one)
 
 
 def to_meta(symbol, args, kwargs):
@@ -232,7 +232,7 @@ def to_meta(symbol, args, kwargs):
     mf = kwargs.get("memory_format", torch.preserve_format)
     with torch._C.DisableTorchFunction():
         m = self.meta.to(dtype=dtype or self.dtype, copy=copy, memory_format=mf)
-    return self if m is self.meta else new_proxy(m, device)
+    return self if m is self.meta else new_proxy(m, device, self.dynamic and m.ndim > 0)  # (a placeholder size stays one)
 
 
 def _is_int_scalar_index(x) -> bool:

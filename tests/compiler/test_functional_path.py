@@ -276,3 +276,34 @@ def test_inductor_regions_compute_eager_values():
     torch.testing.assert_close(got[1:], want[1:], equal_nan=True)
     g = torch.autograd.grad(got[2].sum(), y)[0]
     torch.testing.assert_close(g, torch.autograd.grad(want[2].sum(), y)[0], equal_nan=True)
+
+
+@pytest.mark.parametrize("random_before", [False, True])
+def test_writes_before_an_op_that_raises_happen_as_in_eager(random_before):
+    # Found by bench/fuzz.py --executors inductor,torch (seed 400043): the functional trace writes inputs back
+    # at its end, so when `max` over an empty dim raised, the `neg_` before it had not reached the argument.
+    def fn(a, n):
+        a.neg_()
+        noise = torch.rand(2) if random_before else None
+        values, _ = a.expand(n, *a.shape).flip(-1).max(0)  # n == 0: eager raises here, after neg_
+        return values, noise
+
+    jfn = compiler.jit(fn, executors=(AOT_EAGER, "torch"))
+    for n in (2, 0, 3, 0):
+        eager_arg, arg = torch.tensor(1.5), torch.tensor(1.5)
+        torch.manual_seed(n)
+        try:
+            expected, eager_error = fn(eager_arg, n), None
+        except IndexError as e:
+            expected, eager_error = None, e
+        eager_rng = torch.random.get_rng_state()
+        torch.manual_seed(n)
+        try:
+            got, error = jfn(arg, n), None
+        except IndexError as e:
+            got, error = None, e
+        assert (error is None) == (eager_error is None), f"n={n}: eager {eager_error!r}, jitted {error!r}"
+        assert torch.equal(arg, eager_arg), f"n={n}: argument {arg} after the call, eager's {eager_arg}"
+        assert torch.equal(torch.random.get_rng_state(), eager_rng), f"n={n}: RNG state differs from eager's"
+        if expected is not None:
+            td.assert_same(got, expected, where=f"n={n}")

@@ -381,3 +381,17 @@ def test_sizes_after_an_out_argument_eager_resizes_under_symbolic_values():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (eager warns that it resizes a non-empty out=)
         check_calls(fn, [make(3), make(4), make(5), make(3)], cache="symbolic values")
+
+
+@pytest.mark.parametrize("cache", CACHES)
+@pytest.mark.parametrize("convert", ["type", "to", "double"])
+def test_a_value_dependent_size_survives_a_dtype_conversion(convert, cache):
+    # Found by bench/fuzz.py (seed 305712): `nonzero(x).type(torch.float32).split(n)` unpacked as many pieces as
+    # the placeholder size allowed: the conversion's result had lost its value-dependent mark.
+    def fn(x, n):
+        idx = torch.nonzero(x)
+        f = idx.type(torch.float32) if convert == "type" else idx.to(torch.float64) if convert == "to" else idx.double()
+        return f.split(n)[0], f.unbind(0)
+
+    check_calls(fn, [lambda: (torch.tensor([1.0, 0.0, 2.0, 3.0, 0.0]), 2),
+                     lambda: (torch.tensor([0.0, 0.0, 5.0]), 2)], cache=cache)

@@ -30,7 +30,8 @@ from ..core.context import mark_container_write, mark_write
 from . import escapes
 from .native import FrontendResult, holds_proxy, native_frontend
 from .hidden_inputs import HiddenValue, expand, library_file, write_slot
-from ..interpreter import Interpreter, events as ev, provenance
+from ..interpreter import Interpreter, InterpreterError, events as ev, provenance
+from ..core.errors import CompilerError
 from ..interpreter.classify import reads_outside_state
 from ..interpreter.opcodes_data import ABSENT
 from ..core.proxies import Proxy
@@ -148,6 +149,7 @@ class InterpretedCall:
         symbolic_values = state is not None and state.symbolic
         interp = Interpreter(self.observers, _symbolic_lookasides() if symbolic_values else _LOOKASIDES,
                              check_stack=check_stack, native_paths=trusted_paths())
+        interp.uncatchable = (InterpreterError, CompilerError)  # a refusal is never the program's own exception
         if symbolic_values:
             interp.native_args = symbolic.native_args
         if state is not None:

@@ -92,6 +92,9 @@ class Interpreter:
         # Keyed by identity: looking a callable up must never run user code (__hash__/__eq__).
         self.lookasides = {id(k): (k, v) for k, v in (lookasides or {}).items()}
         self.check_stack = check_stack
+        # Exceptions no `except` clause of the interpreted program may catch: the interpreter's own, and what the
+        # embedder adds (a compiler's refusals: a program's `except RuntimeError` must not take them for its own)
+        self.uncatchable: tuple = (InterpreterError,)
         # (fn, args, kwargs) -> (args, kwargs): what native code receives (the embedder's symbolic numbers
         # become plain values there; see compiler/symbolic/). None: arguments pass unchanged.
         self.native_args = None
@@ -388,9 +391,9 @@ class Interpreter:
                     return outcome
                 if check:
                     self._check_stack_effect(frame, instr, depth, frame.ip != index + 1)
-            except InterpreterError:
-                raise
             except BaseException as exc:
+                if isinstance(exc, self.uncatchable):
+                    raise
                 if instr.opname != "RERAISE":
                     self._set_context(exc)
                 if not self.unwind(frame, exc, instr):

@@ -174,6 +174,11 @@ def _record_call(symbol, args, kwargs):
         catching = bool(INTERPRETERS) and INTERPRETERS[-1].inside_except_block()
         if catching and state.symbolic and not state.sizes_fixed:
             fix_sizes(state, f"{symbol.name} runs inside a try/except")
+        if catching and _grad_through_shared_arguments(state):
+            raise CompilerError(
+                f"{symbol.name} at {loc.describe() if loc else '?'} runs inside a try/except on arguments that share "
+                "memory and require grad: whether eager raises there (autograd's checks of views written in place) "
+                "depends on that sharing, which the trace does not model")
         state.sync_grad_mode(loc)
         autocast.sync(state, loc)
         torch_flags.sync(state, loc)
@@ -206,6 +211,10 @@ def _record_call(symbol, args, kwargs):
         # the op resized or restrided a tensor (out= of another shape, resize_, t_): the meta tensors hold the
         # new layout from here on, so the functional trace must know the call changed it
         bsym.changes_metadata = True
+        if any(p.dynamic for p in _flat_proxies((args, kwargs))):  # (x.set_(y[mask]): x takes a size that
+            for p, before in zip(_flat_proxies((args, kwargs)), layouts):  # depends on values)
+                if (p.meta.shape, p.meta.stride(), p.meta.storage_offset()) != before:
+                    p.dynamic = True
         if state.symbolic and not state.sizes_fixed:  # (sizes no rule follows: reading them decides them;
             for p, before in zip(_flat_proxies((args, kwargs)), layouts):  # t_ and resize_ get their rule below)
                 if (p.meta.shape, p.meta.stride(), p.meta.storage_offset()) != before:
@@ -243,6 +252,15 @@ def _returns_input_for_these_sizes(symbol, args, kwargs, out) -> bool:
         return False
     return any(p.sym_shape is not None and (p.meta._is_view() or any(d <= 1 for d in p.meta.shape))
                for p in inputs.values())
+
+
+def _grad_through_shared_arguments(state) -> bool:
+    """Tensor arguments of this call that share memory, while autograd records (an argument requires grad)."""
+    tensors = [t for t in state.real_inputs.values() if isinstance(t, torch.Tensor) and t.numel()]
+    if not torch.is_grad_enabled() or not any(t.requires_grad for t in tensors):
+        return False
+    storages = [t.untyped_storage().data_ptr() for t in tensors]
+    return len(set(storages)) < len(storages)
 
 
 def _layouts(args, kwargs) -> list:

@@ -236,3 +236,45 @@ def test_new_outcome_after_an_in_place_transpose_of_an_expanded_non_leaf_argumen
         return lambda: (_expanded(requires_grad=True), n)
 
     check_calls(fn, [make(-100.0), make(100.0), make(-100.0)], cache=cache)
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_a_refusal_inside_try_except_is_not_the_programs_exception(cache):
+    # A compiler refusal is a RuntimeError: the program's own `except RuntimeError` took it for eager's error and
+    # went down its fallback branch (here: zeros where eager returns bincount's counts).
+    def fn(x):
+        try:
+            y = torch.bincount(x)  # no meta kernel: refused
+        except RuntimeError:
+            y = x * 0
+        return y
+
+    with pytest.raises(compiler.CompilerError, match="bincount"):
+        compiler.jit(fn, cache=cache)(torch.tensor([1, 2, 2]))
+
+
+def test_views_of_arguments_sharing_memory_inside_try_except_are_refused_or_eager():
+    # Found by bench/fuzz.py (seed 331200): with `a1 = a0.diagonal()` requiring grad, `a1.fill_` makes eager's
+    # later `v2.view(...)` of a split of a0 raise (a multi-output view whose base was written), which the
+    # program catches; the trace, whose arguments do not share memory, took the other branch.
+    def fn(a0, a1):
+        v1, v2 = a0.split([1, a0.shape[0] - 1], 0)
+        a1.fill_(0.5)
+        try:
+            v = v2.view(-1, 2)
+        except RuntimeError:
+            v = a0 * 1
+        return v
+
+    def make():
+        a0 = (torch.arange(8.0).reshape(4, 2).requires_grad_() * 1)
+        return a0, a0.diagonal()
+
+    eager_args, args = make(), make()
+    expected = fn(*eager_args)
+    try:
+        got = compiler.jit(fn)(*args)
+    except compiler.CompilerError as e:
+        assert "share memory" in str(e)
+        return
+    assert_same(got, expected, where="result")

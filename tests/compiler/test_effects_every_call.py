@@ -205,3 +205,23 @@ def test_an_unused_op_on_bools_the_meta_kernel_accepts_raises_first(cache):
         return a
 
     check_calls(fn, [lambda: (torch.ones(2, 2, dtype=torch.bool), 0.5)] * 2, cache=cache)
+
+
+def test_an_unused_op_on_a_view_whose_base_was_written_raises():
+    # Found by bench/fuzz.py (seed 333166): `chunk(a0)[-1] + n` after a write through another argument viewing
+    # a0 raises in eager (autograd: a multi-output view whose base was modified in place); its unused result was
+    # removed as dead code.
+    def fn(a0, a1, n):
+        v1 = a0.chunk(2)[-1]
+        a1.mul_(0.5)
+        v1 + n  # noqa: B018 - unused: only its error matters
+        return a1
+
+    def make():
+        a0 = torch.randn(4, 5, 5, generator=torch.Generator().manual_seed(0)).requires_grad_() * 1
+        return a0, a0.diagonal()
+
+    with pytest.raises(RuntimeError, match="modified inplace"):
+        fn(*make(), 2)
+    with pytest.raises(RuntimeError, match="modified inplace"):
+        compiler.jit(fn)(*make(), 2)

@@ -395,3 +395,15 @@ def test_a_value_dependent_size_survives_a_dtype_conversion(convert, cache):
 
     check_calls(fn, [lambda: (torch.tensor([1.0, 0.0, 2.0, 3.0, 0.0]), 2),
                      lambda: (torch.tensor([0.0, 0.0, 5.0]), 2)], cache=cache)
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_set_to_a_tensor_of_value_dependent_size(cache):
+    # Found by bench/fuzz.py (seed 331254): after `x.set_(y[mask])` the shape read was the placeholder's.
+    def fn(x):
+        v = x.flatten()[x.flatten() < 0]
+        x.set_(v)
+        return x.shape, x.stride(), x * 2
+
+    check_calls(fn, [lambda: (torch.tensor([[1.0, -2.0], [-3.0, 4.0]]),),
+                     lambda: (torch.tensor([[-1.0, -2.0], [-3.0, 4.0]]),)], cache=cache)

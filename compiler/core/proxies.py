@@ -199,6 +199,7 @@ class TensorProxy(Proxy):
         return self.meta.element_size()
 
     def is_contiguous(self, memory_format=torch.contiguous_format):
+        self.shape  # noqa: B018 - a value-dependent size is read first: the real tensor's layout decides
         self._fixed_layout("is_contiguous() is read")
         return self.meta.is_contiguous(memory_format=memory_format)
 

@@ -183,8 +183,10 @@ def _record_call(symbol, args, kwargs):
         autocast.sync(state, loc)
         torch_flags.sync(state, loc)
     args, kwargs = state.normalize((args, kwargs))
-    if catching or symbol.name.rsplit(".", 1)[-1] in _SIZED_OUTPUT_COUNT:  # how many results depends on the sizes: a
-        _read_placeholder_sizes(state, (args, kwargs))       # value-dependent one is read first (x[m].split(2))
+    if catching or symbol.name.rsplit(".", 1)[-1] in _SIZED_OUTPUT_COUNT or \
+            symbol.tags & (Tag.MAY_RETURN_VIEW | Tag.RETURNS_VIEW):  # how many results (x[m].split(2)), or whether
+        _read_placeholder_sizes(state, (args, kwargs))  # a view is possible, depends on the sizes and strides
+                                                       # a value-dependent tensor really has: read them first
     margs, mkwargs = args, kwargs
     if state.symbolic:  # symbolic numbers: kept where the op's metadata cannot depend on them, else specialized
         args, kwargs = for_op(symbol, args, kwargs)

@@ -407,3 +407,18 @@ def test_set_to_a_tensor_of_value_dependent_size(cache):
 
     check_calls(fn, [lambda: (torch.tensor([[1.0, -2.0], [-3.0, 4.0]]),),
                      lambda: (torch.tensor([[-1.0, -2.0], [-3.0, 4.0]]),)], cache=cache)
+
+
+@pytest.mark.parametrize("cache", CACHES)
+@pytest.mark.parametrize("case", ["contiguous then view", "is_contiguous of a strided slice"])
+def test_layout_decisions_on_a_value_dependent_size(case, cache):
+    # Found by bench/fuzz.py (seeds 347667, 347721): the layout of `nonzero`'s result (its real strides) and of a
+    # slice of `unique`'s (contiguous or not with the real size) were answered from the placeholder.
+    def fn(x):
+        if case == "contiguous then view":
+            return torch.nonzero(x).contiguous().view(-1)
+        v = torch.unique(x)[..., ::2]
+        return v + 1 if v.is_contiguous() else v - 1
+
+    check_calls(fn, [lambda: (torch.tensor([[1.0, 0.0], [2.0, 3.0]]),), lambda: (torch.tensor([[5.0, 5.0], [0.0, 0.0]]),)],
+                cache=cache)

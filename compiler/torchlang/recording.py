@@ -209,18 +209,17 @@ def _record_call(symbol, args, kwargs):
         if isinstance(error, Exception):
             _rethrow(symbol, loc, error, (args, kwargs))
     bsym = BoundSymbol(symbol, tuple(args), dict(kwargs), out, location=loc)
-    if writes and _layouts(args, kwargs) != layouts:
+    changed = [p for p, before, after in zip(_flat_proxies((args, kwargs)), layouts or (), _layouts(args, kwargs))
+               if after != before] if writes else []
+    if changed:
         # the op resized or restrided a tensor (out= of another shape, resize_, t_): the meta tensors hold the
         # new layout from here on, so the functional trace must know the call changed it
         bsym.changes_metadata = True
-        if any(p.dynamic for p in _flat_proxies((args, kwargs))):  # (x.set_(y[mask]): x takes a size that
-            for p, before in zip(_flat_proxies((args, kwargs)), layouts):  # depends on values)
-                if (p.meta.shape, p.meta.stride(), p.meta.storage_offset()) != before:
-                    p.dynamic = True
-        if state.symbolic and not state.sizes_fixed:  # (sizes no rule follows: reading them decides them;
-            for p, before in zip(_flat_proxies((args, kwargs)), layouts):  # t_ and resize_ get their rule below)
-                if (p.meta.shape, p.meta.stride(), p.meta.storage_offset()) != before:
-                    p.sym_shape = UNKNOWN
+        dynamic = any(p.dynamic for p in _flat_proxies((args, kwargs)))  # (x.set_(y[mask]): a value-dependent size)
+        for p in changed:
+            p.dynamic = p.dynamic or dynamic
+            if state.symbolic and not state.sizes_fixed:  # sizes no rule follows: reading them decides them
+                p.sym_shape = UNKNOWN  # (t_ and resize_ get their rule below)
     input_names = {p.name for p in pytree.tree_leaves((args, kwargs)) if isinstance(p, TensorProxy)}
     for o in bsym.tensor_outputs():
         if o.producer is None and o.origin is None and o.name not in input_names:

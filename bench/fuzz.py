@@ -5,7 +5,7 @@ with eager over a sequence of calls (new values, new sizes, other layouts, the f
                           [--executors inductor,torch] [--minimize] [--log FILE] [--timeout S]
 
 Prints each program that is silently wrong or crashes (minimized with --minimize), then per mode: programs
-run, ok, refused (counted by message), wrong, crash, and the time. Exit status 1 if anything was wrong or
+run, ok, refused (counted by message, and how many where eager raised too), wrong, crash, and the time. Exit status 1 if anything was wrong or
 crashed. tests/compiler/test_fuzz_shard.py runs a fixed-seed shard.
 """
 from __future__ import annotations
@@ -48,6 +48,7 @@ def main() -> int:
 
     counts = {m: collections.Counter() for m in modes}
     refusals = {m: collections.Counter() for m in modes}
+    refused_where_eager_raised = collections.Counter()
     spent = collections.Counter()
     say(f"fuzz: seeds {opts.start}..{opts.start + opts.count - 1}, modes {modes}, executors {executors}")
     for i, seed in enumerate(range(opts.start, opts.start + opts.count)):
@@ -62,6 +63,8 @@ def main() -> int:
             counts[mode][verdict.status] += 1
             if verdict.status == "refused":
                 refusals[mode][verdict.detail] += 1
+                refused_where_eager_raised[mode, verdict.detail] += verdict.eager_raised
+                refused_where_eager_raised[mode] += verdict.eager_raised
             elif not verdict:
                 shown = program
                 if opts.minimize:
@@ -75,8 +78,11 @@ def main() -> int:
         bad += c["wrong"] + c["crash"]
         say(f"\n[{mode}] {sum(c.values())} programs: {c['ok']} ok, {c['refused']} refused, {c['wrong']} wrong, "
             f"{c['crash']} crash; {spent[mode]:.0f} s")
+        if c["refused"]:
+            say(f"  refused where eager raised too (at that call): {refused_where_eager_raised[mode]} of {c['refused']}")
         for message, n in refusals[mode].most_common():
-            say(f"  {n:6d}  {message}")
+            also = refused_where_eager_raised[mode, message]
+            say(f"  {n:6d}  {message}" + (f"  [eager raised too: {also}]" if also else ""))
     return 1 if bad else 0
 
 

@@ -12,7 +12,7 @@ Each statement is drawn from templates and kept only if the program so far still
 call's inputs; later calls get new values, new sizes and other layouts, where eager may raise (then the
 compiled call must raise the same exception type). `check(program, mode)` runs one jitted function over that
 call sequence, each call against eager on identical, separate inputs and module state, and returns a Verdict:
-"ok", "refused" (a CompilerError where eager ran: allowed, counted by message), "wrong" (a silently different
+"ok", "refused" (a CompilerError: allowed, counted by message and by whether eager raised there too), "wrong" (a silently different
 result: values, dtypes, shapes, strides of arguments left behind, aliasing, identity, module state, gradients,
 exception type) or "crash" (an exception that is not a refusal where eager ran, or a hang).
 
@@ -412,6 +412,7 @@ class Verdict:
     detail: str = ""
     call: int = -1
     mode: str = ""
+    eager_raised: bool = False  # (a refusal where eager raised too: the user's program fails there either way)
 
     def __bool__(self):
         return self.status in ("ok", "refused")
@@ -511,7 +512,7 @@ def check(program: Program, mode: str, executors=None, calls=None, timeout: int 
                 return Verdict("crash", "hang: the compiled call did not finish", index, mode)
             where = f"call {index} ({CALLS[index][0]})"
             if isinstance(error, (compiler.CompilerError, InterpreterError)):  # (clear refusals, as `run` treats them)
-                return Verdict("refused", _message_key(error), index, mode)
+                return Verdict("refused", _message_key(error), index, mode, eager_raised=eager_error is not None)
             if eager_error is not None:
                 if error is None:
                     return Verdict("wrong", f"{where}: eager raised {type(eager_error).__name__}: "

@@ -80,6 +80,9 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
             if getattr(call, "pre_existing", None) is not None:  # objects it did not make: returned as they are
                 out = escapes.returned_by_identity(out, call.pre_existing)
             out = state.normalize(out)  # numbers -> values, returned real tensors -> captured inputs
+            # a returned comparison of symbolic values (`k = t.max().item() > s`): eager returns a bool, so the
+            # trace returns this call's answer and guards it, as `if k:` would
+            out = pytree.tree_map(lambda v: bool(v) if isinstance(v, symbolic.SymBool) else v, out)
             rng_after_run = getattr(state.segmenter, "rng_after_run", None)
             if rng_after_run is not None:  # segments ran for real: their draws and seeds are eager's, not a leak
                 globals_before = globals_before[:2] + (rng_after_run, state.segmenter.gens_after_run)

@@ -141,3 +141,20 @@ def test_namedtuples_and_return_types_as_arguments():
 
     check_calls(fn, [lambda: (Pair(torch.ones(2), torch.ones(2)),), lambda: (torch.max(torch.ones(3, 2), 0),),
                      lambda: (Pair(torch.zeros(2), torch.ones(2)),)])
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_a_returned_comparison_of_symbolic_values_is_a_bool_as_in_eager(cache):
+    # (under "symbolic values" `item() > s` and `shape[0] > 2` are comparisons of symbols: returning one was
+    # refused; now the trace returns its answer, guarded, and a call with the other answer traces again)
+    def fn(x, s):
+        k = x.max().item() > s
+        return x * 2, {"k": k, "long": x.shape[0] > 2}
+
+    calls = [lambda: (torch.tensor([1.0, 3.0]), 2.0), lambda: (torch.tensor([1.0, 1.5]), 2.0),
+             lambda: (torch.tensor([1.0, 3.0, 4.0]), 3.5), lambda: (torch.tensor([5.0, 3.0, 4.0]), 0.5),
+             lambda: (torch.tensor([1.0, 3.0]), 2.0)]
+    jfn = check_calls(fn, calls, cache=cache)
+    for make in calls:
+        _, flags = jfn(*make())
+        assert type(flags["k"]) is bool and type(flags["long"]) is bool

@@ -75,14 +75,28 @@ def _catches(info, offset: int) -> bool:
             following = info.instructions[start + 1:start + 24] if start is not None else []
             if following and following[0].opname == "POP_TOP":  # a bare `except:`
                 hit = True
-            for ins in following:
+            for i, ins in enumerate(following):
                 if ins.opname in ("RERAISE", "WITH_EXCEPT_START"):  # finally, a with-block's exit
                     break
                 if ins.opname == "CHECK_EXC_MATCH":
-                    hit = True
+                    hit = not _only_type_errors(info, following, i)
                     break
         info.catches[offset] = hit
     return hit
+
+
+def _only_type_errors(info, following, i: int) -> bool:
+    """The handler is one `except TypeError:` clause (torch wraps every Tensor dunder in one, to return
+    NotImplemented): it cannot catch what depends on sizes, values or memory (those raise RuntimeError, IndexError,
+    ValueError), so code it guards is not code whose errors the program may catch."""
+    if i == 0 or i + 1 >= len(following) or following[i - 1].argval != "TypeError" or \
+            following[i - 1].opname not in ("LOAD_GLOBAL", "LOAD_NAME"):
+        return False
+    jump = following[i + 1]
+    if not (jump.opname.startswith("POP_JUMP") and "FALSE" in jump.opname):
+        return False
+    target = info.index_of.get(jump.argval)
+    return target is not None and info.instructions[target].opname == "RERAISE"
 
 
 class Interpreter:
@@ -92,8 +106,9 @@ class Interpreter:
         # Keyed by identity: looking a callable up must never run user code (__hash__/__eq__).
         self.lookasides = {id(k): (k, v) for k, v in (lookasides or {}).items()}
         self.check_stack = check_stack
-        # Exceptions no `except` clause of the interpreted program may catch: the interpreter's own, and what the
-        # embedder adds (a compiler's refusals: a program's `except RuntimeError` must not take them for its own)
+        # Exceptions no `except` clause (or `__exit__` returning True) of the interpreted program may catch: the
+        # interpreter's own, and what the embedder adds (a compiler's refusals: a program's `except RuntimeError`
+        # must not take them for its own). finally blocks and with-blocks' exits still run on their way out.
         self.uncatchable: tuple = (InterpreterError,)
         # (fn, args, kwargs) -> (args, kwargs): what native code receives (the embedder's symbolic numbers
         # become plain values there; see compiler/symbolic/). None: arguments pass unchanged.
@@ -392,9 +407,10 @@ class Interpreter:
                 if check:
                     self._check_stack_effect(frame, instr, depth, frame.ip != index + 1)
             except BaseException as exc:
-                if isinstance(exc, self.uncatchable):
-                    raise
-                if instr.opname != "RERAISE":
+                # (an uncatchable exception still runs finally blocks and with-blocks' __exit__ on its way out, as
+                # natively: state they restore, a torch function mode popped for a call, a lock, stays right; the
+                # except clauses and __exit__ results that would swallow it see no match: opcodes_control.py)
+                if instr.opname != "RERAISE" and not isinstance(exc, self.uncatchable):
                     self._set_context(exc)
                 if not self.unwind(frame, exc, instr):
                     raise

@@ -116,6 +116,8 @@ def push_exc_info(interp, frame, instr):
     frame.push(interp.current_exc, None)
     frame.push(exc, prov)
     interp.current_exc = exc
+    if isinstance(exc, interp.uncatchable) and frame.info.instructions[frame.ip].opname == "POP_TOP":
+        raise exc  # a bare `except:` (its handler drops the exception at once): leave as an unmatched clause does
 
 
 @handles("POP_EXCEPT")
@@ -130,7 +132,7 @@ def check_exc_match(interp, frame, instr):
     for k in (kind if isinstance(kind, tuple) else (kind,)):
         if not (isinstance(k, type) and issubclass(k, BaseException)):
             raise TypeError("catching classes that do not inherit from BaseException is not allowed")
-    frame.push(isinstance(exc, kind), None)
+    frame.push(isinstance(exc, kind) and not isinstance(exc, interp.uncatchable), None)
 
 
 @handles("RAISE_VARARGS")
@@ -189,6 +191,8 @@ def with_except_start(interp, frame, instr):
     exit_ = frame.stack[-4]
     exc = frame.stack[-1]
     result, prov = interp.call(frame, exit_, (type(exc), exc, exc.__traceback__), {}, (None, None, None), {})
+    if isinstance(exc, interp.uncatchable):
+        result, prov = False, None  # (contextlib.suppress(RuntimeError) must not swallow it either)
     frame.push(result, prov)
 
 

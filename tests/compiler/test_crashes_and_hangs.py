@@ -4,6 +4,8 @@ tensors, and exception __context__ cycles (CPython's own "no hang" cases: the in
 CPython does)."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -251,6 +253,59 @@ def test_a_refusal_inside_try_except_is_not_the_programs_exception(cache):
 
     with pytest.raises(compiler.CompilerError, match="bincount"):
         compiler.jit(fn, cache=cache)(torch.tensor([1, 2, 2]))
+
+
+_EXITS = []
+
+
+class _Recorder:
+    def __enter__(self):
+        _EXITS.append("enter")
+        return self
+
+    def __exit__(self, *exc):
+        _EXITS.append("exit")
+        return False
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_a_refusal_runs_the_programs_finally_blocks_and_with_exits(cache):
+    # A refusal may not be caught by the program (the test above), but on its way out finally blocks and
+    # with-blocks' __exit__ run, as for any exception eager raises there: they restore state (a lock, a torch
+    # function mode torch popped for a call). Neither a bare `except:` nor contextlib.suppress swallows it.
+    def fn(x):
+        with _Recorder():
+            try:
+                with contextlib.suppress(RuntimeError):
+                    try:
+                        y = torch.bincount(x)  # no meta kernel: refused
+                    except:  # noqa: E722
+                        y = x * 0
+            finally:
+                _EXITS.append("finally")
+        return y
+
+    _EXITS.clear()
+    with pytest.raises(compiler.CompilerError, match="bincount"):
+        compiler.jit(fn, cache=cache)(torch.tensor([1, 2, 2]))
+    assert _EXITS == ["enter", "finally", "exit"]
+
+
+def test_a_refusal_inside_torchs_handle_torch_function_keeps_the_mode_stack():
+    # torch.Tensor.__pow__ called by name runs torch's Python wrapper, whose handle_torch_function pops the
+    # tracing mode in a `with` block; a refusal raised inside it skipped the exit that pushes it back
+    # ("trying to pop from empty mode stack" where eager runs)
+    def fn(a, b):
+        try:
+            return torch.Tensor.__pow__(a, 2) + b
+        except RuntimeError:
+            return a
+
+    base = torch.rand(4, requires_grad=True) * 1
+    with pytest.raises(compiler.CompilerError, match="share memory"):
+        compiler.jit(fn)(base, base[1:2])
+    assert torch._C._len_torch_function_stack() == 0
+    check_calls(fn, [lambda: (torch.ones(3), torch.ones(3))])
 
 
 def test_views_of_arguments_sharing_memory_inside_try_except_are_refused_or_eager():

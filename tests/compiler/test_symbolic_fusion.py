@@ -122,3 +122,24 @@ def test_decisions_still_guard_with_a_fusing_executor():
         assert all(torch.allclose(o, r, rtol=1e-6, atol=1e-6) for o, r in zip(out, ref)), args
     # traces: (x.shape[0] > 4) x (n >= 3) x (n == 1: specialized) -> (3,5,2) (6,5,2) (3,5,4) (8,2,1) ...
     assert counts(jf) == (4, 2)
+
+
+def test_the_plan_traces_tensor_dunders_of_arguments_sharing_memory():
+    # Found by bench/fuzz.py --executors inductor,torch (seed 432387). The per-call plan traces the trace's
+    # `Tensor.__pow__(t0, 2)`, which torch wraps in `try: ... except TypeError:`. That counted as a try/except of
+    # the program's, so arguments sharing memory while requiring grad refused the plan; the refusal, raised
+    # inside the `with` block of torch's handle_torch_function, skipped that block's exit, which pushes the
+    # tracing mode back: "trying to pop from empty mode stack", and torch calls after it were traced.
+    def fn(a0, a1, a2, n):
+        return (a0 ** 2 + a1) * n + a2.sum()
+
+    def make():
+        a0 = torch.arange(10.0, dtype=torch.float64).reshape(2, 5).requires_grad_() * 1
+        return a0, torch.tensor(0.5, requires_grad=True) * 1, a0[1:], 3
+
+    jf = compiler.jit(fn, cache=SYM, executors=(AOT, "torch"))
+    for _ in range(2):
+        expected, got = fn(*make()), jf(*make())
+        torch.testing.assert_close(got, expected)
+        assert torch._C._len_torch_function_stack() == 0
+    assert _fused(jf) >= 1  # the plan was traced and fused, not refused

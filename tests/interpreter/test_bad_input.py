@@ -88,3 +88,52 @@ def test_generator_returned_to_caller_is_driven_lazily_by_the_interpreter():
     g = interpret(gen)
     assert log == []  # nothing runs until the caller iterates, as natively
     assert list(g) == [1] and log == ["started"]
+
+
+class _Refusal(RuntimeError):
+    """An embedder's exception the interpreted program must not catch (as compiler refusals are)."""
+
+
+def test_an_uncatchable_exception_runs_finally_blocks_and_exits_but_no_except_clause_takes_it():
+    import contextlib
+
+    from compiler.interpreter import Interpreter
+
+    log = []
+
+    class Suppressing:
+        def __enter__(self):
+            log.append("enter")
+
+        def __exit__(self, *exc):
+            log.append("exit")
+            return True  # would swallow any exception
+
+    def refuse(kind):
+        raise kind("refused")
+
+    def prog(kind):
+        with Suppressing():
+            try:
+                with contextlib.suppress(RuntimeError):
+                    try:
+                        try:
+                            refuse(kind)
+                        except:  # noqa: E722
+                            log.append("bare except")
+                            raise
+                    except RuntimeError:
+                        log.append("except RuntimeError")
+                        raise
+            finally:
+                log.append("finally")
+        return "returned"
+
+    interp = Interpreter()
+    interp.uncatchable = (InterpreterError, _Refusal)
+    with pytest.raises(_Refusal, match="refused"):
+        interp.call(None, prog, (_Refusal,), {}, [None], {})
+    assert log == ["enter", "finally", "exit"]
+    log.clear()  # an ordinary exception: every clause takes it, as natively
+    value, _ = interp.call(None, prog, (RuntimeError,), {}, [None], {})
+    assert value == "returned" and log == ["enter", "bare except", "except RuntimeError", "finally", "exit"]

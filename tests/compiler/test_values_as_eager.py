@@ -196,6 +196,41 @@ def test_multi_output_views_whose_base_was_written():
 
 
 @pytest.mark.parametrize("cache", CACHES)
+def test_an_in_place_write_into_one_output_of_split_raises_eagers_error(cache):
+    # autograd refuses it (where the base requires grad); the meta tensors hold the same view history, the CPU
+    # rebuild the compiler checks errors on does not: this was refused as "the meta kernel refuses these inputs"
+    def written(x):
+        v = x.split(2, 0)[0]
+        v.add_(1)
+        return v * 2
+
+    def transposed(x):
+        v = x.split(2, 0)[0]
+        v.t_()
+        return v
+
+    def caught(x):
+        a, b = x.unbind(0)
+        try:
+            a.mul_(2)
+        except RuntimeError:
+            return x * 3
+        return x + a
+
+    def calls():
+        def values(*shape):
+            return torch.arange(float(torch.Size(shape).numel())).reshape(shape) - 3
+
+        return [lambda: (values(4, 3).requires_grad_() * 1,), lambda: (values(4, 3),),
+                lambda: (values(2, 3).requires_grad_().clone(),)]
+
+    for fn in (written, transposed, caught):
+        check_calls(fn, calls(), cache=cache)
+        with torch.no_grad():
+            check_calls(fn, calls(), cache=cache)
+
+
+@pytest.mark.parametrize("cache", CACHES)
 def test_splitting_a_tensor_whose_size_depends_on_values(cache):
     def fn(x, n):
         picked = x[x > 0]

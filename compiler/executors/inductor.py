@@ -127,6 +127,9 @@ class _Region:
                 compiled = torch._dynamo.lookup_backend(self.backend)(gm, list(inputs))
         except Exception:  # noqa: BLE001 - any failure: torch.compile of the function instead
             return None
+        made_once = _outputs_made_at_trace_time(gm)
+        if made_once:  # each call returns a new tensor, as eager's ops make one (the caller may write into it)
+            return lambda *args: tuple(o.clone() if i in made_once else o for i, o in enumerate(compiled(*args)))
         return lambda *args: tuple(compiled(*args))
 
     def __call__(self, *inputs):
@@ -149,6 +152,15 @@ class _Region:
             except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.BackendCompilerFailed) as e:
                 self.failure = e
         return self.plain(*inputs)
+
+
+def _outputs_made_at_trace_time(gm) -> frozenset:
+    """Positions of the outputs that FX's symbolic tracing computed once, while tracing (ops none of whose
+    arguments depend on the region's inputs: `zeros(3) * 2 + 1`), and keeps as a graph attribute: every call
+    would return that same tensor."""
+    output = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    outs = output if isinstance(output, (tuple, list)) else (output,)
+    return frozenset(i for i, o in enumerate(outs) if isinstance(o, torch.fx.Node) and o.op == "get_attr")
 
 
 class _VJP(RegionGradients):

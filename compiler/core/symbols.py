@@ -59,6 +59,9 @@ class BoundSymbol:
     location: Any = None  # compiler.core.source.SourceLocation of the user's line
     impl: Any = None  # set by the executor pass: (executor, printed callable expression)
     unchecked: bool = False  # its decomposition failed: the meta kernel may have let pass what eager refuses
+    # nothing needs its result, but eager may raise there: the fused path keeps it out of regions (whose
+    # compiled code would drop it, or not raise), so the torch executor runs it
+    kept_to_raise: bool = False
 
     @property
     def tags(self) -> Tag:

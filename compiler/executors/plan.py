@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from ..core.symbols import Tag
-from ..passes.dce import dce
+from ..passes.dce import dce, mark_unused_that_may_raise
 from ..passes.functionalize import NotFunctional, functionalize
 from ..passes.fusion import fuse
 from ..core.proxies import TensorProxy
@@ -25,6 +25,7 @@ def plan_execution(trace, executors) -> tuple[list, object]:
     if fuser is None:
         execution = assign_executors(trace, executors)
         return [execution], execution.python_callable()
+    mark_unused_that_may_raise(trace)  # (eager raises there: so must the fused path)
     try:
         functional = functionalize(trace)
     except NotFunctional as e:

@@ -62,7 +62,8 @@ def eager_dce(trace: Trace) -> Trace:
 
 def dce(trace: Trace, keep_raising: bool = False) -> Trace:
     """keep_raising: unused ops that may raise stay (eager_dce); without it every unused op without effects
-    goes (the fused path's functional traces, backward traces)."""
+    goes (the fused path's functional traces, backward traces), except those marked `kept_to_raise`
+    (mark_unused_that_may_raise, on the trace the functional one was made from)."""
     needed = {p.name for p in pytree.tree_leaves(trace.output) if isinstance(p, TensorProxy)}
     kept = []
     for bsym in reversed(trace.bsyms):
@@ -70,5 +71,19 @@ def dce(trace: Trace, keep_raising: bool = False) -> Trace:
         if bsym.symbol.tags & EFFECTFUL or outs & needed or (keep_raising and may_raise(bsym)):
             kept.append(bsym)
             needed.update(p.name for p in bsym.tensor_args())
+        elif bsym.kept_to_raise:
+            kept.append(bsym)
+            needed.update(p.name for p in bsym.tensor_args())
     removed = len(trace.bsyms) - len(kept)
     return trace.copy_with(list(reversed(kept)), f"after dead code elimination (removed {removed})")
+
+
+def mark_unused_that_may_raise(trace: Trace) -> None:
+    """Mark `kept_to_raise` the ops of an eager-order trace (after eager_dce) that nothing needs: eager_dce kept
+    them because they may raise, and the fused path must run them too (functionalize carries the mark to the
+    ops it emits for them)."""
+    needed = {p.name for p in pytree.tree_leaves(trace.output) if isinstance(p, TensorProxy)}
+    for bsym in reversed(trace.bsyms):
+        if not (bsym.symbol.tags & EFFECTFUL or {o.name for o in bsym.tensor_outputs()} & needed):
+            bsym.kept_to_raise = True
+        needed.update(p.name for p in bsym.tensor_args())

@@ -543,7 +543,8 @@ class _Functionalizer:
         if any(o.name in arg_names for o in outs):
             new_out = pytree.tree_map(lambda o: self.read(o) if isinstance(o, TensorProxy) and o.name in arg_names
                                       else o, bsym.output)
-        self._emit_view_like(BoundSymbol(sym, tuple(args), dict(kwargs), new_out, location=bsym.location))
+        self._emit_view_like(BoundSymbol(sym, tuple(args), dict(kwargs), new_out, location=bsym.location,
+                                         kept_to_raise=bsym.kept_to_raise or getattr(self.top, "kept_to_raise", False)))
         for i, o in enumerate(bsym.flat_outputs()):
             if isinstance(o, TensorProxy) and o.name not in arg_names:
                 self._know(o, bsym, i)

@@ -101,7 +101,8 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
     for bsym in trace.bsyms:
         args = [a.name for a in bsym.tensor_args()]
         outs = [o.name for o in bsym.tensor_outputs()]
-        is_fusible = bsym.symbol in fusible and not (bsym.symbol in _VIEW_PRIMS and set(outs) & escaping)
+        is_fusible = bsym.symbol in fusible and not (bsym.symbol in _VIEW_PRIMS and set(outs) & escaping) and \
+            not bsym.kept_to_raise  # (unused: a region would drop it, and eager may raise there)
         if bsym.symbol.tags & _BARRIER:
             close_all()
             for b in take_pending(list(pending)):

@@ -18,6 +18,7 @@ import compiler
 import test_differential as td
 import test_gpt_model as gpt
 from compiler.executors.inductor import InductorExecutor
+from eager_parity import check_calls
 from opinfos import KNOWN_GAPS, SAMPLES, SAMPLES_BY_ID
 
 AOT_EAGER = InductorExecutor(backend="aot_eager")
@@ -307,3 +308,23 @@ def test_writes_before_an_op_that_raises_happen_as_in_eager(random_before):
         assert torch.equal(torch.random.get_rng_state(), eager_rng), f"n={n}: RNG state differs from eager's"
         if expected is not None:
             td.assert_same(got, expected, where=f"n={n}")
+
+
+@pytest.mark.parametrize("cache", ["constant values", "symbolic values"])
+def test_unused_ops_that_raise_in_eager_raise_on_the_fused_path(cache):
+    # Found by bench/fuzz.py --executors inductor,torch (seeds 461027, 461082): the default path keeps an unused
+    # op that may raise (passes/dce.py), the functional trace's DCE dropped it, so the fused call returned where
+    # eager raised (min() of an empty tensor; as_strided past its storage). Such ops now stay, outside regions.
+    def reduced(a0, n):
+        v3 = a0.expand(n, *a0.shape)
+        v5 = v3.min()  # noqa: F841 - unused, as in the fuzzer's program
+        return a0 * 2 + 1
+
+    def strided(a0):
+        v2 = a0.as_strided((2,), (1,))  # noqa: F841
+        return a0.sin() * 3
+
+    executors = (AOT_EAGER, "torch")
+    check_calls(reduced, [lambda: (torch.ones(2, 3), 2), lambda: (torch.ones(2, 3), 0)], cache=cache,
+                executors=executors)
+    check_calls(strided, [lambda: (torch.ones(3),), lambda: (torch.ones(1),)], cache=cache, executors=executors)

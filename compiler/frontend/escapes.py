@@ -40,14 +40,14 @@ def _walk(roots, visit) -> None:
             continue
         seen.add(id(obj))
         if isinstance(obj, dict):
-            items = list(obj.items())
+            items = _listed(lambda: list(obj.items()))
         elif isinstance(obj, (list, tuple, collections.deque)):
-            items = list(enumerate(obj))
+            items = _listed(lambda: list(enumerate(obj)))
         elif isinstance(obj, (set, frozenset)):
-            items = [(None, v) for v in list(obj)]
+            items = _listed(lambda: [(None, v) for v in list(obj)])
         elif isinstance(obj, torch.nn.Module) or hasattr(obj, "__dict__") and not isinstance(obj, type):
             try:
-                items = list(vars(obj).items())
+                items = _listed(lambda: list(vars(obj).items()))
             except TypeError:
                 continue
         else:
@@ -55,6 +55,17 @@ def _walk(roots, visit) -> None:
         for key, value in items:
             if visit(obj, key, value):
                 stack.append(value)
+
+
+def _listed(read) -> list:
+    """read() lists a container's items; a weakref callback the garbage collector runs while the list grows may
+    change that container ("dictionary changed size during iteration", seen in the test suite): read again."""
+    for _ in range(8):
+        try:
+            return read()
+        except RuntimeError:
+            continue
+    return read()
 
 
 def find(roots) -> list:

@@ -207,3 +207,32 @@ def test_a_refused_call_leaves_real_values_where_it_stored():
     assert [type(v) for v in LOG] == [torch.Tensor, torch.Tensor]
     torch.testing.assert_close(LOG[0], x * 2)
     _assert_clean()
+
+
+class _ChangedWhileListed(dict):
+    """A dict that changes while the walk lists it the first time (as a weakref callback run by the garbage
+    collector can change a dict mid-listing: "dictionary changed size during iteration", once in the suite)."""
+
+    listings = 0
+
+    def items(self):
+        type(self).listings += 1
+        if type(self).listings == 1:
+            raise RuntimeError("dictionary changed size during iteration")
+        return super().items()
+
+
+_HELD = []
+
+
+def test_a_container_that_changes_while_the_escape_walk_lists_it():
+    def fn(x):
+        _HELD.append(x.sin())
+        return x + 1
+
+    _HELD[:] = [_ChangedWhileListed(a=1)]
+    _ChangedWhileListed.listings = 0
+    out = compiler.jit(fn)(torch.ones(2))
+    torch.testing.assert_close(out, torch.full((2,), 2.0))
+    torch.testing.assert_close(_HELD[-1], torch.ones(2).sin())
+    assert _ChangedWhileListed.listings >= 2  # listed again after the change

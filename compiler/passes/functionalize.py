@@ -286,10 +286,16 @@ class _Functionalizer:
             return self.value[p.name]
         return self._replay(p.name, self.read(self.proxy[root]), version=self.version.get(root, 0))
 
-    def _replay(self, name: str, root_value: TensorProxy, version=None) -> TensorProxy:
-        """Emit the view ops from the root to `name` again, on `root_value`; returns the new view."""
-        cur = root_value
-        for bsym, pos, idx in self.chain(name):
+    def _replay(self, name: str, root_value: TensorProxy, version=None, made=None) -> TensorProxy:
+        """Emit the view ops from the root to `name` again, on `root_value`; returns the new view. made: views
+        of the chain already taken again (name -> value): the replay starts after the last of them."""
+        cur, links = root_value, self.chain(name)
+        if made:
+            for i, (bsym, pos, idx) in enumerate(list(links)):
+                taken = made.get(pytree.tree_leaves(bsym.output)[idx].name)
+                if taken is not None:
+                    cur, links = taken, self.chain(name)[i + 1:]
+        for bsym, pos, idx in links:
             args, kwargs = _map_args(bsym, lambda i, a: cur if i == pos else
                                      (self.read(a) if isinstance(a, TensorProxy) else a))
             outs = pytree.tree_map(lambda o: self._fresh(o) if isinstance(o, TensorProxy) else o, bsym.output)
@@ -300,7 +306,7 @@ class _Functionalizer:
             self.value_version[name] = version
         return cur
 
-    def _replay_as_made(self, name: str, root_value: TensorProxy) -> TensorProxy:
+    def _replay_as_made(self, name: str, root_value: TensorProxy, made=None) -> TensorProxy:
         """A returned view taken again at the end, in the grad mode it was made in (its autograd role)."""
         mode, end = self.made_in_mode.get(name, self.grad_mode), self.grad_mode
         root = self.root[name]
@@ -315,7 +321,7 @@ class _Functionalizer:
                                 "place afterwards")
         if mode != end:
             self._set_grad(mode)
-        view = self._replay(name, root_value)
+        view = self._replay(name, root_value, made=made)
         if mode != end:
             self._set_grad(end)
         return view
@@ -457,9 +463,12 @@ class _Functionalizer:
                 if members[root] & self.opaque:
                     raise NotFunctional(f"returned tensors {sorted(members[root])} share memory the trace cannot "
                                         "rebuild")
-                return base_value(root) if p.name == root else self._replay_as_made(p.name, base_value(root))
+                return base_value(root) if p.name == root else \
+                    self._replay_as_made(p.name, base_value(root), made=results)
             if root in written and p.name != root and p.name not in self.opaque:
-                return self._replay_as_made(p.name, self.proxy[root])  # a view of the written input, as in eager
+                # a view of the written input, as in eager; from a returned view it was taken of, if any (eager's
+                # `v2 = v0.t()` returned beside v0 is a view of v0 itself)
+                return self._replay_as_made(p.name, self.proxy[root], made=results)
             value = self.read(p)
             if root not in self.external and self._aliases_input(value):
                 # eager returns a tensor of its own here (t = empty(); t.copy_(x); return t), not the input
@@ -468,6 +477,9 @@ class _Functionalizer:
                 return fresh
             return value
 
+        returned = [p for p in pytree.tree_leaves(self.trace.output) if isinstance(p, TensorProxy)]
+        for p in sorted(returned, key=lambda p: len(self.chain(p.name))):  # (bases before the views of them)
+            result(p)
         output = pytree.tree_map(result, self.trace.output)
         new = self.trace.copy_with(self.out, f"functional trace ({len(writebacks)} write-backs)")
         new.output = output

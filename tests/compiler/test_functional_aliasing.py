@@ -113,3 +113,19 @@ def test_opinfo_inplace_variant_through_the_functional_path(op, monkeypatch):
         db.run_op(op, torch.float32, tally, per_op=2, chain=False, forward=False)
     bad = [r for r in tally.results if r.outcome in (db.CRASH, db.WRONG)]
     assert not bad, "\n".join(f"{r.outcome}: {r.key}: {r.reason}" for r in bad)
+
+
+def test_a_returned_view_of_a_returned_view_of_a_written_input():
+    # Found by bench/aliasing_fuzz.py (seed 74288): `v0 = a0.detach(); v2 = v0.mul_(2).t(); return v0, v0, v2`:
+    # eager's v2 is a view of v0; the functional trace took both again from the input separately (two detaches),
+    # so v2's base was another tensor and a later write into v0 was not seen through v2's base
+    _check(74288, FUNCTIONAL)
+
+    def fn(a0):
+        v0 = a0.detach()
+        v2 = v0.mul_(2).t()
+        torch.exp(v0, out=v0)
+        return v2, v0  # (the view first: bases are taken again before views of them)
+
+    out = compiler.jit(fn, executors=FUNCTIONAL)(torch.randn(3, 4).t())
+    assert out[0]._base is out[1]

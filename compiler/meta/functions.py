@@ -278,9 +278,11 @@ def _masked_index_meta(symbol, self, parts, rest, kwargs):
     return new_proxy(out, device, dynamic=True)
 
 
-def _dynamic_result(shape, dtype, device) -> TensorProxy:
+def _dynamic_result(shape, dtype, device, requires_grad: bool = False) -> TensorProxy:
     with torch._C.DisableTorchFunction():
         m = torch.empty(shape, dtype=dtype, device="meta")
+        if requires_grad:  # (x[mask] of an x that requires grad: eager's result does too, and is no leaf)
+            m = non_leaf(m.shape, m.stride(), dtype, "meta")
     return new_proxy(m, device, dynamic=True)
 
 
@@ -288,6 +290,7 @@ def masked_select_meta(symbol, args, kwargs):
     """x[mask] and masked_select: how many elements is decided by the values, the rest is known."""
     self, mask = args[0], args[1]
     device = infer_device(symbol, args, kwargs)
+    differentiable = self.requires_grad and torch.is_grad_enabled()
     if symbol.name.endswith("__getitem__"):
         k = mask.ndim
         if k > self.ndim:
@@ -295,9 +298,9 @@ def masked_select_meta(symbol, args, kwargs):
         if not self.dynamic and not mask.dynamic and tuple(mask.meta.shape) != tuple(self.meta.shape[:k]):
             raise IndexError(f"The shape of the mask {tuple(mask.meta.shape)} does not match the shape of the "
                              f"indexed tensor {tuple(self.meta.shape)}")
-        return _dynamic_result((DYNAMIC_SIZE, *self.meta.shape[k:]), self.dtype, device)
+        return _dynamic_result((DYNAMIC_SIZE, *self.meta.shape[k:]), self.dtype, device, differentiable)
     torch.broadcast_shapes(self.meta.shape, mask.meta.shape)  # eager's shape error, if any
-    return _dynamic_result((DYNAMIC_SIZE,), self.dtype, device)
+    return _dynamic_result((DYNAMIC_SIZE,), self.dtype, device, differentiable)
 
 
 def where_meta(symbol, args, kwargs):

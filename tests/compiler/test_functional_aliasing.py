@@ -129,3 +129,20 @@ def test_a_returned_view_of_a_returned_view_of_a_written_input():
 
     out = compiler.jit(fn, executors=FUNCTIONAL)(torch.randn(3, 4).t())
     assert out[0]._base is out[1]
+
+
+def test_a_masked_selection_of_a_tensor_requiring_grad_requires_grad():
+    # Found by bench/aliasing_fuzz.py (seed 77794): x[mask]'s metadata (a value-dependent size) did not require
+    # grad, so the fused path returned `v0` written under no_grad as a tensor without autograd history
+    _check(77794, FUNCTIONAL)
+
+    def fn(a0):
+        v0 = a0[a0 > 0]
+        with torch.no_grad():
+            v0[0] = 0
+        return v0 * 2, torch.masked_select(a0, a0 < 0)
+
+    a0 = torch.arange(-3.0, 9.0).reshape(3, 4)[:, ::2].requires_grad_()
+    for executors in (FUNCTIONAL, None):
+        out = compiler.jit(fn, executors=executors)(a0)
+        assert all(o.requires_grad and o.grad_fn is not None for o in out), executors

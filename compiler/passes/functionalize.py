@@ -289,13 +289,12 @@ class _Functionalizer:
     def _replay(self, name: str, root_value: TensorProxy, version=None, made=None) -> TensorProxy:
         """Emit the view ops from the root to `name` again, on `root_value`; returns the new view. made: views
         of the chain already taken again (name -> value): the replay starts after the last of them."""
-        cur, links = root_value, self.chain(name)
-        if made:
-            for i, (bsym, pos, idx) in enumerate(list(links)):
-                taken = made.get(pytree.tree_leaves(bsym.output)[idx].name)
-                if taken is not None:
-                    cur, links = taken, self.chain(name)[i + 1:]
-        for bsym, pos, idx in links:
+        links, cur, start = self.chain(name), root_value, 0
+        for i, (bsym, pos, idx) in enumerate(links if made else ()):
+            taken = made.get(pytree.tree_leaves(bsym.output)[idx].name)
+            if taken is not None:
+                cur, start = taken, i + 1
+        for bsym, pos, idx in links[start:]:
             args, kwargs = _map_args(bsym, lambda i, a: cur if i == pos else
                                      (self.read(a) if isinstance(a, TensorProxy) else a))
             outs = pytree.tree_map(lambda o: self._fresh(o) if isinstance(o, TensorProxy) else o, bsym.output)

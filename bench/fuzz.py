@@ -5,8 +5,8 @@ with eager over a sequence of calls (new values, new sizes, other layouts, the f
                           [--executors inductor,torch] [--minimize] [--log FILE] [--timeout S]
 
 Prints each program that is silently wrong or crashes (minimized with --minimize), then per mode: programs
-run, ok, refused (counted by message, and how many where eager raised too), wrong, crash, and the time. Exit status 1 if anything was wrong or
-crashed. tests/compiler/test_fuzz_shard.py runs a fixed-seed shard.
+run, ok, refused (counted by message, and how many where eager raised too), wrong, crash, and the time. Exit
+status 1 if anything was wrong or crashed. tests/compiler/test_fuzz_shard.py runs a fixed-seed shard.
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def main() -> int:
 
     counts = {m: collections.Counter() for m in modes}
     refusals = {m: collections.Counter() for m in modes}
-    refused_where_eager_raised = collections.Counter()
+    raised_too = {m: collections.Counter() for m in modes}  # refusals where eager raised at that call too
     spent = collections.Counter()
     say(f"fuzz: seeds {opts.start}..{opts.start + opts.count - 1}, modes {modes}, executors {executors}")
     for i, seed in enumerate(range(opts.start, opts.start + opts.count)):
@@ -63,8 +63,7 @@ def main() -> int:
             counts[mode][verdict.status] += 1
             if verdict.status == "refused":
                 refusals[mode][verdict.detail] += 1
-                refused_where_eager_raised[mode, verdict.detail] += verdict.eager_raised
-                refused_where_eager_raised[mode] += verdict.eager_raised
+                raised_too[mode][verdict.detail] += verdict.eager_raised
             elif not verdict:
                 shown = program
                 if opts.minimize:
@@ -79,9 +78,9 @@ def main() -> int:
         say(f"\n[{mode}] {sum(c.values())} programs: {c['ok']} ok, {c['refused']} refused, {c['wrong']} wrong, "
             f"{c['crash']} crash; {spent[mode]:.0f} s")
         if c["refused"]:
-            say(f"  refused where eager raised too (at that call): {refused_where_eager_raised[mode]} of {c['refused']}")
+            say(f"  refused where eager raised too (at that call): {sum(raised_too[mode].values())} of {c['refused']}")
         for message, n in refusals[mode].most_common():
-            also = refused_where_eager_raised[mode, message]
+            also = raised_too[mode][message]
             say(f"  {n:6d}  {message}" + (f"  [eager raised too: {also}]" if also else ""))
     return 1 if bad else 0
 

@@ -68,10 +68,7 @@ def dce(trace: Trace, keep_raising: bool = False) -> Trace:
     kept = []
     for bsym in reversed(trace.bsyms):
         outs = {o.name for o in bsym.tensor_outputs()}
-        if bsym.symbol.tags & EFFECTFUL or outs & needed or (keep_raising and may_raise(bsym)):
-            kept.append(bsym)
-            needed.update(p.name for p in bsym.tensor_args())
-        elif bsym.kept_to_raise:
+        if bsym.symbol.tags & EFFECTFUL or outs & needed or bsym.kept_to_raise or (keep_raising and may_raise(bsym)):
             kept.append(bsym)
             needed.update(p.name for p in bsym.tensor_args())
     removed = len(trace.bsyms) - len(kept)

@@ -12,9 +12,10 @@ Each statement is drawn from templates and kept only if the program so far still
 call's inputs; later calls get new values, new sizes and other layouts, where eager may raise (then the
 compiled call must raise the same exception type). `check(program, mode)` runs one jitted function over that
 call sequence, each call against eager on identical, separate inputs and module state, and returns a Verdict:
-"ok", "refused" (a CompilerError: allowed, counted by message and by whether eager raised there too), "wrong" (a silently different
-result: values, dtypes, shapes, strides of arguments left behind, aliasing, identity, module state, gradients,
-exception type) or "crash" (an exception that is not a refusal where eager ran, or a hang).
+"ok", "refused" (a CompilerError: allowed, counted by message and by whether eager raised there too), "wrong"
+(a silently different result: values, dtypes, shapes, strides of arguments left behind, aliasing, identity,
+module state, gradients, exception type) or "crash" (an exception that is not a refusal where eager ran, or a
+hang).
 
 Used by bench/fuzz.py (long runs) and test_fuzz_shard.py (a fixed-seed shard).
 """
@@ -605,7 +606,8 @@ def _assert_args_like_eager(args, eager_args, pristine, where, fused: bool = Fal
             f"{where}: argument {i} after the call: shape {tuple(a.shape)} stride {a.stride()} {a.dtype}, eager's " \
             f"{tuple(e.shape)} {e.stride()} {e.dtype}"
         rtol, atol = TOLERANCES.get(e.dtype, (1e-5, 1e-5)) if fused and e.is_floating_point() else (0, 0)
-        if not torch.equal(a, e) and not (a.is_floating_point() and torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)):
+        if not torch.equal(a, e) and not (a.is_floating_point() and
+                                          torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True)):
             changed = "changed" if p.shape == e.shape and not torch.equal(e, p) else "?"
             raise AssertionError(f"{where}: argument {i} after the call differs from eager's (eager {changed} it)")
 

@@ -8,8 +8,9 @@
 #   1. install the wheel into a temporary folder; import nvfuser_direct; one fusion executed against eager;
 #   2. pytest: tests/compiler/test_nvfuser_executor.py and the CUDA tier tests/cuda (pytest-xdist, a worker per
 #      CPU core but two: nvFuser compiles on the CPU); what nvFuser built, ran and refused, summed over the workers: nvfuser-report.json;
-#   3. bench/fusion.py --device cuda (block and GPT block: nvFuser vs eager vs torch.compile);
-#   4. cold first calls, each in a fresh process (block and GPT block, nvFuser and torch.compile).
+#   3. bench/fusion.py --device cuda (block and GPT block: nvFuser vs eager vs torch.compile; GPU_RUN_BENCH=0: not run);
+#   4. cold first calls, each in a fresh process (block and GPT block, nvFuser and torch.compile; GPU_RUN_FIRST_CALLS=0:
+#      not run).
 # Exit 1 if the install, the import or a test failed.
 set -uo pipefail
 [ -f pyproject.toml ] && [ -f .device/nvfuser-check.sh ] || { echo "run from the repo root with .device/ carried" >&2; exit 1; }
@@ -102,8 +103,8 @@ print("nvFuser, summed over the CUDA tier's workers (definitions per worker):", 
 PYEOF
 grep -hE '[0-9]+ (passed|failed)' "$OUT/pytest.log" | tail -1 >>"$summary"
 
-# 3. the bench
-step bench 150 python3 bench/fusion.py --device cuda --rounds 5 || true
+# 3. the bench (GPU_RUN_BENCH=0 leaves it out)
+[ "${GPU_RUN_BENCH:-1}" = 0 ] || step bench 150 python3 bench/fusion.py --device cuda --rounds 5 || true
 
 # 4. cold first calls, a fresh process each (GPU_RUN_FIRST_CALLS=0 leaves them out). torch.compile's on-disk
 #    caches are pointed at an empty folder, or the bench's compiles above would make its "cold" calls warm.

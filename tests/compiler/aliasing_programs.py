@@ -76,8 +76,11 @@ def _lay_out(t: torch.Tensor, spec: Fresh) -> torch.Tensor:
 
 
 def build_inputs(specs, seed: int):
-    """(inputs, leaves): fresh tensors from a fixed seed; the same call gives equal, unshared tensors."""
+    """(inputs, leaves): fresh tensors from a fixed seed; the same call gives equal, unshared tensors. Values are
+    drawn on the CPU and land on the default device (the CUDA tier builds them under `torch.device("cuda")`):
+    the same values there as here, so a program's branches and masks are the ones the CPU judged valid."""
     gen = torch.Generator().manual_seed(seed)
+    device = torch.get_default_device()
     args, leaves = [], []
     for spec in specs:
         if isinstance(spec, Alias):
@@ -85,9 +88,9 @@ def build_inputs(specs, seed: int):
             continue
         phys = _physical(spec)
         if spec.dtype.is_floating_point:
-            raw = torch.randn(phys, generator=gen, dtype=torch.float64).to(spec.dtype)
+            raw = torch.randn(phys, generator=gen, dtype=torch.float64, device="cpu").to(device, spec.dtype)
         else:
-            raw = torch.randint(-5, 6, phys, generator=gen, dtype=spec.dtype)
+            raw = torch.randint(-5, 6, phys, generator=gen, dtype=spec.dtype, device="cpu").to(device)
         if spec.grad is not None:
             raw.requires_grad_()
             leaves.append(raw)
@@ -360,7 +363,7 @@ def _grads(out, leaves):
     outs = [o for o in _leaves(out) if o.requires_grad]
     if not outs or not leaves:
         return None
-    loss = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype)).sum() for o in outs)
+    loss = sum((o * torch.randn(o.shape, generator=gen, dtype=o.dtype, device="cpu").to(o.device)).sum() for o in outs)
     return torch.autograd.grad(loss, leaves, allow_unused=True)
 
 

@@ -37,7 +37,8 @@ class Case:
 
 
 def _t(*shape, seed=0, requires_grad=False, dtype=torch.float32):
-    t = torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).mul(3).to(dtype)
+    gen = torch.Generator().manual_seed(seed)  # (drawn on the CPU; the CUDA tier's default device takes them)
+    t = torch.randn(shape, generator=gen, dtype=torch.float64, device="cpu").mul(3).to(torch.get_default_device(), dtype)
     return t.requires_grad_() if requires_grad else t
 
 

@@ -4,12 +4,10 @@ dtype's tolerance, inputs left behind, aliasing, gradients. Inputs keep the layo
 (transposed, sliced, expanded), built on the CPU from the same seeds and copied to the device storage and all.
 
 CPU CI skips this file (no CUDA device). The GPU run (bench/gpu_run.sh) runs it with pytest-xdist; each worker
-writes what nvFuser built, ran and refused to $THUNDER_LINT_NVFUSER_REPORT/<worker>.json when that is set.
+writes what nvFuser built, ran and refused to $THUNDER_LINT_NVFUSER_REPORT/<worker>.json when that is set
+(conftest.py).
 """
 from __future__ import annotations
-
-import json
-import os
 
 import pytest
 import torch
@@ -69,17 +67,6 @@ def cuda_everywhere(monkeypatch):
     monkeypatch.setattr(td, "_output_and_grads", output_and_grads)
     with torch.device("cuda"):
         yield
-
-
-@pytest.fixture(autouse=True)
-def report():
-    yield  # (after every test: a run stopped by its time limit still leaves its counts)
-    where = os.environ.get("THUNDER_LINT_NVFUSER_REPORT")
-    if where:
-        os.makedirs(where, exist_ok=True)
-        name = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        with open(os.path.join(where, f"{name}.json"), "w") as f:
-            json.dump(nvfuser.statistics(), f, indent=1)
 
 
 def check_on_cuda(fn, make_args, *, manual_seed=None, meta_only=False, rtol=None, atol=None):

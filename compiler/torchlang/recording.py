@@ -20,7 +20,7 @@ from ..core.trace import Trace
 from ..features import autocast, torch_flags
 from ..features.rng import UnknownSeed, raise_seed_use
 from ..meta.functions import meta_like
-from ..meta.functions import eager_exception, real_kernel_error
+from ..meta.functions import eager_exception, normalize_device, real_kernel_error
 from ..symbolic.shapes import for_op, set_output_shapes
 from ..symbolic.sizes import UNKNOWN, fix_sizes
 from ..symbolic.values import SYM_TYPES, concrete
@@ -138,6 +138,17 @@ def _flat_proxies(x) -> list:
     return [p for p in pytree.tree_leaves(x) if isinstance(p, TensorProxy)]
 
 
+def _made_on_the_default_device(state, args, kwargs, out) -> bool:
+    """A factory (no tensor argument, no device named) made its result on a default device other than the CPU
+    (`with torch.device("cuda"):` around the call). The trace names that device: parts of it run where that
+    torch-function mode is not active (a segment before a data-dependent read runs inside tracing), and the
+    prologue guards the default device anyway."""
+    if state.default_device.type == "cpu" or "device" in kwargs or _flat_proxies((args, kwargs)):
+        return False
+    outs = _flat_proxies(out)
+    return bool(outs) and all(o.device == normalize_device(state.default_device) for o in outs)
+
+
 def _rethrow(symbol, loc, e: Exception, args=()):
     if isinstance(e, CompilerError):
         if e.location is None:
@@ -208,6 +219,8 @@ def _record_call(symbol, args, kwargs):
         error = real_kernel_error(symbol, margs, mkwargs)  # (the meta kernel may accept what eager refuses)
         if isinstance(error, Exception):
             _rethrow(symbol, loc, error, (args, kwargs))
+    if _made_on_the_default_device(state, args, kwargs, out):
+        kwargs = {**kwargs, "device": state.default_device}
     bsym = BoundSymbol(symbol, tuple(args), dict(kwargs), out, location=loc)
     changed = [p for p, before, after in zip(_flat_proxies((args, kwargs)), layouts or (), _layouts(args, kwargs))
                if after != before] if writes else []

@@ -166,6 +166,26 @@ def test_default_device_is_guarded():
     assert compiler.cache_hits(jf) == 1
 
 
+@pytest.mark.parametrize("executors", [None, ("inductor", "torch")], ids=["default", "inductor"])
+def test_factories_before_a_data_dependent_read_use_the_default_device(executors):
+    """A segment before a read of tensor data runs inside tracing, where the caller's `torch.device(...)` mode is
+    not active: its factories made CPU tensors where eager's are on the default device (on CUDA: a device
+    mismatch in the next op; here a result on another device). Seen with the CUDA tier's aliasing programs."""
+    def f(x):
+        idx = torch.zeros(2)
+        t = torch.tensor([0.0, 1.0])
+        if x.sum() > 0:
+            x = x * 2
+        return idx, t, x
+
+    jf = compiler.jit(f, executors=executors)
+    x = torch.ones(3, device="cpu")
+    with torch.device("meta"):
+        expected = [o.device for o in f(x)]
+        for _ in range(2):  # tracing, then the cached segments
+            assert [o.device for o in jf(x)] == expected == [torch.device("meta")] * 2 + [torch.device("cpu")]
+
+
 def test_negative_zero_is_not_zero():
     jf = compiler.jit(lambda x, d: x / d)
     x = torch.ones(2)

@@ -60,8 +60,8 @@ def cuda_everywhere(monkeypatch):
         out = fn(*args)
         gen = torch.Generator().manual_seed(0)
         with torch.device("cpu"):
-            weights = [torch.randn(o.shape, generator=gen, dtype=o.dtype) for o in td._tensors(out) if o.requires_grad]
-        loss = sum((o * w.to(o.device)).sum() for o, w in zip((o for o in td._tensors(out) if o.requires_grad), weights))
+            weights = [torch.randn(o.shape, generator=gen, dtype=o.dtype) for o in td.tensors_in(out) if o.requires_grad]
+        loss = sum((o * w.to(o.device)).sum() for o, w in zip((o for o in td.tensors_in(out) if o.requires_grad), weights))
         return out, torch.autograd.grad(loss, leaves, allow_unused=True)
 
     monkeypatch.setattr(td, "_output_and_grads", output_and_grads)

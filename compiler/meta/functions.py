@@ -351,6 +351,13 @@ def eager_exception(symbol, args, kwargs, meta_error: Exception) -> Exception:
 
     if isinstance(meta_error, CompilerError):
         return meta_error
+    if any(m in str(meta_error) for m in _VIEW_HISTORY_ERRORS) and _an_argument_is_a_view():
+        # autograd's checks read the meta tensors' view history, which starts at the arguments; eager's starts at
+        # the tensors an argument views, which the function does not get (a view made before its argument's
+        # requires_grad_() is no view of a tensor requiring grad in eager): the meta's answer may not be eager's
+        return UnsupportedOpError(f"{getattr(symbol, 'name', symbol)}: autograd refuses it on the traced view history "
+                                  f"({str(meta_error).splitlines()[0][:100]}), but an argument is itself a view of a "
+                                  "tensor the function does not get, whose history the trace does not model")
     error = real_kernel_error(symbol, args, kwargs, random_too=True)
     if error is _ACCEPTED and _MULTI_OUTPUT_VIEW_WRITE in str(meta_error):
         # autograd's own check, run on the meta tensors' view history (made by the traced ops, in the traced grad
@@ -365,6 +372,17 @@ def eager_exception(symbol, args, kwargs, meta_error: Exception) -> Exception:
 
 # autograd's refusal of an in-place write into one output of split/unbind/chunk... (eager raises it as RuntimeError)
 _MULTI_OUTPUT_VIEW_WRITE = "This view is the output of a function that returns multiple views"
+
+# autograd's refusals that depend on which tensors are views of which, and in which grad mode they were made
+_VIEW_HISTORY_ERRORS = ("you can only change requires_grad flags of leaf variables",
+                        "A view was created in no_grad mode and its base or another view of its base has been modified")
+
+
+def _an_argument_is_a_view() -> bool:
+    state = current_state()
+    reals = getattr(state, "real_inputs", None) or {}
+    return any(isinstance(r, torch.Tensor) and r._is_view() for r in reals.values())
+
 
 _ACCEPTED = object()  # real_kernel_error's answer when the real kernel raised nothing on either fill
 
@@ -404,12 +422,12 @@ def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False
         if id(x) in made:
             return made[id(x)]
         m = x.meta
-        base = m._base if m._base is not None else m
-        key, size, offset = id(base), base.untyped_storage().nbytes(), m.storage_offset()
-        argument = arguments.get(id(base))
+        # (keyed by the meta storage: a detached meta shares its source's, as eager's detach shares memory)
+        key, size, offset = _storage_key(m), m.untyped_storage().nbytes(), m.storage_offset()
+        argument, argument_meta = arguments.get(key, (None, None))
         if argument is not None and argument.dtype == m.dtype:  # arguments sharing memory share it here too
             key, size = ("storage", argument.untyped_storage().data_ptr()), argument.untyped_storage().nbytes()
-            offset += argument.storage_offset() - base.storage_offset()
+            offset += argument.storage_offset() - argument_meta.storage_offset()
         storage = storages.get(key)
         if storage is None or storage.dtype != m.dtype:
             storage = storages[key] = torch.full((size // max(m.element_size(), 1) or 1,), fill, dtype=m.dtype)
@@ -435,10 +453,14 @@ def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False
     return _ACCEPTED
 
 
+def _storage_key(m: torch.Tensor):
+    return m.untyped_storage()._cdata
+
+
 def _argument_tensors() -> dict:
-    """id(meta base) -> the real argument tensor it stands for, while tracing (arguments that share memory,
-    `a1 = a0.view(-1)`, must share it in the real-kernel check: eager's copy_ of a tensor onto itself is a no-op
-    even where its elements overlap)."""
+    """Meta storage -> (the real argument tensor it stands for, its meta), while tracing (arguments that share
+    memory, `a1 = a0.view(-1)`, must share it in the real-kernel check: eager's copy_ of a tensor onto itself is a
+    no-op even where its elements overlap)."""
     state = current_state()
     reals = getattr(state, "real_inputs", None) or {}
     out = {}
@@ -446,7 +468,7 @@ def _argument_tensors() -> dict:
         r = reals.get(getattr(p, "name", None))
         if isinstance(p, TensorProxy) and isinstance(r, torch.Tensor) and r.device.type == "cpu" and \
                 tuple(r.shape) == tuple(p.meta.shape) and tuple(r.stride()) == tuple(p.meta.stride()):
-            out[id(p.meta)] = r
+            out[_storage_key(p.meta)] = (r, p.meta)
     return out
 
 

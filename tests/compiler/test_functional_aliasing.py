@@ -37,6 +37,22 @@ def test_aliasing_program_through_the_functional_path(seed):
     _check(seed, FUNCTIONAL)
 
 
+# bench/aliasing_fuzz.py seeds that raised autograd's or the real kernel's error where eager runs, on both paths:
+# 74213 copies an expanded argument's detach() onto the same memory (eager skips a copy onto the same data; the
+# real-kernel check's rebuild gave the detached tensor memory of its own, so its overlap check refused); the
+# others meet autograd checks on view history that starts before the function (an argument that is a view):
+# refused with that reason, not eager's error.
+@pytest.mark.parametrize("seed, expected", [(74213, "same"), (74172, "refused"), (77815, "refused"),
+                                            (78307, "refused")])
+@pytest.mark.parametrize("executors", [None, FUNCTIONAL], ids=["default", "functional"])
+def test_aliasing_programs_that_raised_where_eager_runs(seed, expected, executors):
+    program = ap.random_program(seed)
+    outcome = ap.check_program(program, executors)
+    assert outcome.kind == expected, f"{outcome.kind}: {outcome.detail}\n{program.source}"
+    if expected == "refused":
+        assert "view history" in outcome.detail
+
+
 @pytest.mark.parametrize("seed", SEEDS[::6])
 def test_aliasing_program_under_symbolic_values(seed):
     _check(seed, FUNCTIONAL, cache="symbolic values")

@@ -215,7 +215,8 @@ def _record_call(symbol, args, kwargs):
             out = symbol.meta(symbol, margs, mkwargs)
         except Exception as e2:
             _rethrow(symbol, loc, eager_exception(symbol, margs, mkwargs, e2), (args, kwargs))
-    if catching or (symbol.tags & Tag.INPLACE and _overlapping_target(args, kwargs)):
+    if catching or (symbol.tags & Tag.INPLACE and (_overlapping_target(args, kwargs) or
+                                                   _result_may_not_cast_back(margs, mkwargs))):
         error = real_kernel_error(symbol, margs, mkwargs)  # (the meta kernel may accept what eager refuses)
         if isinstance(error, Exception):
             _rethrow(symbol, loc, error, (args, kwargs))
@@ -291,6 +292,26 @@ def _overlapping_target(args, kwargs) -> bool:
     target = kwargs.get("out", args[0] if args else None)
     return isinstance(target, TensorProxy) and not target.dynamic and \
         torch._debug_has_internal_overlap(target.meta) == 1
+
+
+def _result_may_not_cast_back(args, kwargs) -> bool:
+    """An in-place op whose operands promote to a type the written tensor cannot hold (int64 `x.mul_(1.5)`): eager
+    refuses the cast back; meta kernels do not check, and the functional form would cast silently."""
+    target = kwargs.get("out", args[0] if args else None)
+    if not isinstance(target, TensorProxy):
+        return False
+    for other in (*args[1:], *kwargs.values()):
+        if isinstance(other, TensorProxy):
+            other = other.meta
+        elif type(other) not in (int, float, complex):
+            continue
+        try:
+            promoted = torch.result_type(target.meta, other)
+        except (RuntimeError, TypeError):
+            continue
+        if not torch.can_cast(promoted, target.dtype):
+            return True
+    return False
 
 
 def _read_placeholder_sizes(state, args) -> bool:

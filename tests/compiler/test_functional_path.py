@@ -328,3 +328,37 @@ def test_unused_ops_that_raise_in_eager_raise_on_the_fused_path(cache):
     check_calls(reduced, [lambda: (torch.ones(2, 3), 2), lambda: (torch.ones(2, 3), 0)], cache=cache,
                 executors=executors)
     check_calls(strided, [lambda: (torch.ones(3),), lambda: (torch.ones(1),)], cache=cache, executors=executors)
+
+
+# In-place ops whose operands promote past the written tensor's type: eager refuses the cast back (int64
+# `x.mul_(1.5)`); meta kernels accept, and the functional form casts silently (bench/fuzz.py --executors
+# inductor,torch seed 501967 returned where eager raised). Castable promotions and ops that cast their value run.
+def _mul_int_by_float(x):
+    x.mul_(1.5)
+    return x + 1
+
+
+def _out_int_of_float(x):
+    y = torch.empty(4, dtype=torch.long)
+    torch.mul(x, 1.5, out=y)
+    return y
+
+
+def _clamp_int_by_float(x):
+    return x.clamp_(0.5) * 2
+
+
+def _masked_fill_int_with_float(x):
+    return x.masked_fill_(x > 1, 2.5) * 2
+
+
+def _float_add_double(x):
+    y = x.float()
+    return y.add_(x.double())
+
+
+@pytest.mark.parametrize("fn", [_mul_int_by_float, _out_int_of_float, _clamp_int_by_float, _masked_fill_int_with_float,
+                                _float_add_double], ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize("executors", [None, (AOT_EAGER, "torch"), (INDUCTOR, "torch")], ids=["default", "aot_eager", "inductor"])
+def test_inplace_results_that_cannot_cast_back_raise_as_eager(fn, executors):
+    check_calls(fn, [lambda: (torch.arange(4),)] * 2, executors=executors)

@@ -65,7 +65,9 @@ end
 
 DRIVER = r'''
 local out = {}
-local function say(s) table.insert(out, s) end
+local function say(s)  -- (a line of its own per "\n": writefile would write a NUL there)
+  for _, line in ipairs(vim.split(s, "\n", { plain = true })) do table.insert(out, line) end
+end
 local buf = vim.api.nvim_get_current_buf()
 local uri = vim.uri_from_bufnr(buf)
 local severities = { "error", "warning", "information", "hint" }
@@ -89,7 +91,8 @@ local function show(title)
   say(title .. " (textDocument/publishDiagnostics, version " .. tostring(p.version) .. ", " .. #p.diagnostics .. "):")
   for _, r in ipairs(p.diagnostics) do
     say(string.format("  models.py:%d:%d-%d:%d %s %s: %s", r.range.start.line + 1, r.range.start.character + 1,
-      r.range["end"].line + 1, r.range["end"].character + 1, r.code, severities[r.severity] or "?", r.message))
+      r.range["end"].line + 1, r.range["end"].character + 1, r.code, severities[r.severity] or "?",
+      (r.message:gsub("\n", "\n      "))))
     local d = has(r.code)
     if d then say("    covers (as Neovim shows it): " .. table.concat(vim.api.nvim_buf_get_text(buf, d.lnum, d.col, d.end_lnum, d.end_col, {}), "\\n")) end
     for _, rel in ipairs(r.relatedInformation or {}) do

@@ -170,6 +170,20 @@ def _word_lines(text: str, words) -> set[int]:
     return out
 
 
+def _docstring_lines(fn) -> list[int]:
+    """[first, last] line of a function's docstring where those lines hold nothing else and a statement follows,
+    else []: its text is no code (`Checks can be disabled with `disable_checks()`` is not a call), so what a
+    function calls is read without it."""
+    body = fn.body
+    if len(body) < 2 or not (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                             and isinstance(body[0].value.value, str)):
+        return []
+    doc, after = body[0], body[1]
+    if doc.lineno <= fn.lineno or after.lineno <= doc.end_lineno or doc.col_offset != after.col_offset:
+        return []  # (on the `def` line, shares a line with code, or not at the start of its line)
+    return [doc.lineno, doc.end_lineno]
+
+
 def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_decorators=()) -> dict:
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
     from .static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
@@ -185,7 +199,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     for info in index.functions:
         if any(not isinstance(p, ast.ClassDef) for p in info.parents):
             continue  # a nested function: its lines are its enclosing function's
-        functions[info.qualname] = [info.node.lineno, info.node.end_lineno]
+        functions[info.qualname] = [info.node.lineno, info.node.end_lineno, *_docstring_lines(info.node)]
     for name, cls in index.classes.items():
         bases = [b for b in (dotted_name(x) for x in cls.bases) if b]
         classes[name] = [bases, held_classes(cls)]
@@ -481,8 +495,11 @@ class ProjectIndex:
 
     def function_text(self, module: str, qual: str) -> str:
         s = self.modules[module]
-        start, end = s["functions"][qual][:2]
-        return "\n".join(self.lines_of(s["path"])[start - 1 : end])
+        start, end, *doc = s["functions"][qual]
+        lines = self.lines_of(s["path"])[start - 1 : end]
+        if doc:  # (the docstring's lines left out: its text is no code)
+            lines = lines[: doc[0] - start] + lines[doc[1] - start + 1 :]
+        return "\n".join(lines)
 
     def _calls(self, module: str, qual: str) -> tuple[set, set]:
         """(names called, `self.<attr>` mentioned) in a function, by a regex over its text: an

@@ -236,3 +236,42 @@ def test_a_run_answered_from_the_cache_still_says_the_library_default(cli, tmp_p
     cold = cli(".", "--format", "concise")
     warm = cli(".", "--format", "concise")
     assert cold.out.splitlines()[-1] == note and warm.out == cold.out, (cold.out, warm.out)
+
+
+CHECKS = '''\
+_ENABLED = True
+
+
+def disable():
+    """Turn the checks off.
+
+    Example:
+        >>> disable()
+    """
+    global _ENABLED
+    _ENABLED = False
+
+
+def check(cond):
+    """Raise where `cond` is false.
+
+    Checks can be turned off with `disable()`; `print(...)` them while debugging.
+    """
+    if not cond:
+        raise ValueError("check failed")
+'''
+
+
+def test_a_call_written_in_a_docstring_reaches_nothing(cli, tmp_path):
+    # kornia's KORNIA_CHECK* docstrings say "disabled ... using `disable_checks()`": read as a call, it marked
+    # disable_checks as compiled (a TL203 on its global write) and, through its own docstring, more functions
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "checks.py", CHECKS)
+    write(tmp_path / "pkg" / "model.py", "import torch\nfrom pkg.checks import check\n\n\nclass M(torch.nn.Module):\n"
+          "    def forward(self, x):\n        check(x.ndim == 2)\n        return x * 2\n")
+    write(tmp_path / "train.py", "import torch\nfrom pkg.model import M\n\nmodel = torch.compile(M())\n")
+    assert findings(cli, ".") == []
+    # a call after the docstring is still read
+    write(tmp_path / "pkg" / "checks.py", CHECKS.replace('        raise ValueError("check failed")',
+                                                         '        raise ValueError("check failed")\n    disable()'))
+    assert {(p, c, line) for p, c, line, *_ in findings(cli, ".")} == {("pkg/checks.py", "TL203", 11)}

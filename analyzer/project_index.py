@@ -16,7 +16,7 @@ import fnmatch
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .compile_sites import is_module_class, returned_classes, through_wrappers
 
@@ -287,6 +287,7 @@ class Compiled:
     how: str  # "compiled by `torch.compile(Net())` at train.py:7", or "if `Net` is compiled" (library default)
     assumed: bool = False  # the library default: no compile call was found, every module's forward is linted
     site: tuple[str, int] | None = None  # (path, line) of that entry point; None for `assume-compiled`
+    entry: bool = True  # the function the compile call names (or a compiled module's forward); else reached from it
 
 
 class ProjectIndex:
@@ -435,7 +436,7 @@ class ProjectIndex:
                 where, depth = stack.pop()
                 key = (how.assumed, where[0] != root[0], rank)
                 if where not in best or key < best[where][0]:
-                    best[where] = (key, how)
+                    best[where] = (key, how if depth == 0 else replace(how, entry=False))
                 if not how.assumed:
                     compilers.setdefault(where, set()).add(how.compiler)
                 if depth < REACH_DEPTH:
@@ -445,7 +446,7 @@ class ProjectIndex:
                             stack.append((nxt, depth + 1))
         for where, (_, how) in best.items():
             if len(compilers.get(where, ())) > 1:  # compiled by two compilers: both behaviours apply
-                how = Compiled("unknown", how.symbolic, how.how, how.assumed, how.site)
+                how = replace(how, compiler="unknown")
             self.compiled[where] = how
 
     def _reached_once(self, module: str, qual: str) -> list[tuple[str, str]]:
@@ -550,7 +551,9 @@ class ProjectIndex:
                 continue
             if (mod, qual, path) in self._roots:
                 continue  # the file's own entry point: the per-file analysis sees it already
-            out.append((qual, c.compiler, c.symbolic, c.how, c.assumed))
+            # (a reached function's scalar arguments come from its callers, not from the compiled call's inputs:
+            # only the sizes it reads itself are symbolic there)
+            out.append((qual, c.compiler, c.symbolic if c.entry or not c.symbolic else "sizes", c.how, c.assumed))
         return tuple(sorted(out))
 
 

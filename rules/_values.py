@@ -57,8 +57,10 @@ def _annotation_name(ann) -> str:
 class Values:
     """Which names of one function are tensors, and which are symbolic scalars."""
 
-    def __init__(self, ctx, info, facts):
+    def __init__(self, ctx, info, facts, scalar_params: bool = True):
         self.ctx = ctx
+        self.scalar_params = scalar_params  # False: scalar parameters are not symbolic (a function reached from
+        # the compiled one gets them from its callers)
         self.facts = facts
         params = list(facts.params)
         if info.class_node is not None and params and params[0] in ("self", "cls"):
@@ -82,7 +84,7 @@ class Values:
             uses = facts.attribute_uses.get(p, [])
             if not_a_tensor_annotation(facts.annotations.get(p)) and not ann.startswith(("Any", "typing.Any")):
                 if ann.split("[")[-1].rstrip("]").split("|")[0].strip() in _SCALAR_ANNOTATIONS or ann in _SCALAR_ANNOTATIONS:
-                    self.scalars.add(p)
+                    self._scalar_param(p)
                 continue  # `dtype: torch.dtype` has `.is_floating_point` too: the annotation says what it is
             default = facts.defaults.get(p)
             if default is not None and self._is_dtype(default):
@@ -95,13 +97,17 @@ class Values:
                 continue
             if ann:
                 if ann.split("[")[-1].rstrip("]").split("|")[0].strip() in _SCALAR_ANNOTATIONS or ann in _SCALAR_ANNOTATIONS:
-                    self.scalars.add(p)
+                    self._scalar_param(p)
                 continue
             default = facts.defaults.get(p)
             if default is not None and isinstance(default, ast.Constant) and isinstance(default.value, (bool, str)):
                 continue  # flags and modes are specialized by every compiler
             if uses or p in facts.subscript_uses:
                 continue  # an object or a container
+            self._scalar_param(p)
+
+    def _scalar_param(self, p: str) -> None:
+        if self.scalar_params:
             self.scalars.add(p)
 
     def _is_dtype(self, e) -> bool:

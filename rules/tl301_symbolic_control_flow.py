@@ -125,7 +125,7 @@ def check(ctx):
         if not target.symbolic:
             continue
         facts = ctx.facts(target.info.node)
-        values = Values(ctx, target.info, facts)
+        values = Values(ctx, target.info, facts, scalar_params=target.symbolic != "sizes")
         validation = None
         found = []  # (node, what): grouped into one finding per function
         for kind, test in facts.tests:

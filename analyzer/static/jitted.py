@@ -43,7 +43,8 @@ def compiler_of(name: str) -> str:
 @dataclass
 class JitTarget:
     info: FunctionInfo
-    symbolic: bool  # compiled with symbolic/dynamic values
+    symbolic: bool | str  # compiled with symbolic/dynamic values; "sizes": reached from such a function, so its
+    # scalar arguments come from callers (constants, module attributes) and only the sizes it reads are symbolic
     how: str  # e.g. "@torch.compile" or "thunder.jit(f) at line 12"
     caller: str = ""  # for a helper traced through: the jitted function that calls it
     compiler: str = "unknown"  # thunder | torch.compile | ours | unknown
@@ -227,7 +228,7 @@ def find_jitted(text: str, index: ModuleIndex, extra_decorators: tuple[str, ...]
         for cls_name in _submodule_classes(parent.info.class_node, index):
             for info in index.functions:
                 if info.class_node is index.classes[cls_name] and info.name == "forward" and id(info.node) not in found:
-                    add(info, parent.symbolic, f"submodule of {parent.info.qualname}", parent.compiler)
+                    add(info, parent.symbolic and "sizes", f"submodule of {parent.info.qualname}", parent.compiler)
                     pending.append(found[id(info.node)])
     return list(found.values())
 

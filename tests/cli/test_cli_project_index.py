@@ -275,3 +275,21 @@ def test_a_call_written_in_a_docstring_reaches_nothing(cli, tmp_path):
     write(tmp_path / "pkg" / "checks.py", CHECKS.replace('        raise ValueError("check failed")',
                                                          '        raise ValueError("check failed")\n    disable()'))
     assert {(p, c, line) for p, c, line, *_ in findings(cli, ".")} == {("pkg/checks.py", "TL203", 11)}
+
+
+def test_a_reached_function_branching_on_its_scalar_argument_is_not_symbolic(cli, tmp_path):
+    # kornia: torch.compile(model, dynamic=True) reaches spatial_gradient(x, self.mode, self.order), whose
+    # `if mode == "sobel" and order == 1:` compares module attributes, constants to torch.compile (the entry's
+    # own scalar arguments are symbolic under dynamic=True; a reached function's come from its callers). A size
+    # the reached function reads itself is still symbolic.
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "ops.py", "def gradient(x, order: int):\n    if order == 1:\n        return x.diff(dim=-1)\n"
+          "    return x.diff(dim=-1).diff(dim=-1)\n\n\ndef pad(x, n: int):\n    if x.shape[-1] < n:\n"
+          "        return x.new_zeros(n)\n    return x\n")
+    write(tmp_path / "pkg" / "model.py", "import torch\nfrom pkg.ops import gradient, pad\n\n\nclass M(torch.nn.Module):\n"
+          "    def __init__(self, order=1):\n        super().__init__()\n        self.order = order\n\n"
+          "    def forward(self, x, n: int):\n        if n > 2:\n            x = x * 2\n"
+          "        return pad(gradient(x, self.order), 8)\n")
+    write(tmp_path / "train.py", "import torch\nfrom pkg.model import M\n\nmodel = torch.compile(M(), dynamic=True)\n")
+    assert {(p, c, line) for p, c, line, *_ in findings(cli, ".")} == {("pkg/model.py", "TL301", 11),
+                                                                        ("pkg/ops.py", "TL301", 8)}

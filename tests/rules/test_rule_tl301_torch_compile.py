@@ -45,3 +45,29 @@ def test_torch_compile_recompiles_exactly_where_tl301_reports(form):
     jitted = "import torch\n@torch.compile(dynamic=True)\n" + source
     reported = [d for d in lint_source(jitted, "m.py") if d.code == "TL301"]
     assert bool(reported) is recompiles, (form, [d.message for d in reported])
+
+
+def test_a_reached_function_branching_on_a_module_attribute_argument_compiles_once():
+    # What the project index assumes when it lints a function reached from a dynamic compile with its scalar
+    # arguments not symbolic (tests/cli/test_cli_project_index.py): `gradient(x, self.order)` from a compiled
+    # forward branches on a constant; new sizes reuse the one graph.
+    def gradient(x, order: int):
+        if order == 1:
+            return x.diff(dim=-1)
+        return x.diff(dim=-1).diff(dim=-1)
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.order = 1
+
+        def forward(self, x):
+            return gradient(x, self.order) * 2
+
+    backend = CountingBackend()
+    m = M()
+    jm = torch.compile(m, backend=backend, dynamic=True)
+    for n in (5, 7, 12):
+        x = torch.randn(3, n)
+        assert torch.equal(jm(x), m(x))
+    assert len(backend.graphs) == 1

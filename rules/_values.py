@@ -54,6 +54,21 @@ def _annotation_name(ann) -> str:
     return ast.unparse(ann) if ann is not None else ""
 
 
+def _loop_counter(name: str, loop) -> bool:
+    """``name`` is the count of a `for` loop over ``range(...)`` or the index of one over ``enumerate(...)`` (the
+    same name bound to a tensor elsewhere in the function is another value: kornia's `for octave, g in
+    enumerate(pyramid)` before `octave = torch.cat(...)`)."""
+    if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call) or not isinstance(loop.iter.func, ast.Name):
+        return False
+    target, func = loop.target, loop.iter.func.id
+    if func == "range":
+        return isinstance(target, ast.Name) and target.id == name
+    if func == "enumerate":
+        return isinstance(target, ast.Tuple) and bool(target.elts) and isinstance(target.elts[0], ast.Name) \
+            and target.elts[0].id == name
+    return False
+
+
 class Values:
     """Which names of one function are tensors, and which are symbolic scalars."""
 
@@ -203,6 +218,8 @@ class Values:
         if isinstance(e, ast.Name):
             b = self.facts.binding_at(e.id, pos)
             value = getattr(b, "value", None)
+            if getattr(b, "kind", "") == "loop":
+                return _loop_counter(e.id, b.stmt)
             if getattr(b, "kind", "") != "assign" or value is None:
                 return False
             if isinstance(value, ast.Call):

@@ -56,6 +56,9 @@ There is no automatic fix.
         "import thunder, torch\n@thunder.jit\ndef f(x):\n    return torch.where(x.sum() > 0, x, -x)\n",
         "import thunder\n@thunder.jit\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n",
         "def f(x):\n    return x.item()\n",  # not jitted
+        # a loop's index is a Python int, though the name holds a tensor later (kornia's sift scale space)
+        "import torch\n@torch.compile\ndef f(levels):\n    out = []\n    for octave, level in enumerate(levels):\n"
+        "        out.append(level * float(2**octave))\n    octave = torch.cat(out)\n    return octave\n",
         # dtypes are no tensors, even with `.is_floating_point` (torchvision's `to_dtype_image`)
         "import torch\n@torch.compile\ndef f(image: torch.Tensor, dtype: torch.dtype = torch.float):\n"
         "    if image.dtype == dtype:\n        return image\n    if dtype.is_floating_point:\n        return image.to(dtype)\n"

@@ -102,3 +102,23 @@ def test_every_jit_rule_has_a_pattern():
     from rules import JIT_ONLY
 
     assert JIT_ONLY <= set(BEHAVIOUR) <= set(RULES)
+
+
+def test_torch_compile_draws_python_random_on_every_call_with_a_graph_break():
+    # TL204's torch.compile note for `random.random()` (denoising-diffusion-pytorch's self-conditioning coin,
+    # `if self.self_condition and random() < 0.5:`): the draw happens on every call, as eager's, and breaks the graph
+    import random
+
+    def f(x):
+        y = x * 2
+        if random.random() < 0.5:
+            y = y + 1
+        return y - 1
+
+    backend = CountingBackend()
+    jf = torch.compile(f, backend=backend)
+    random.seed(0)
+    got = [jf(torch.ones(2))[0].item() for _ in range(8)]
+    random.seed(0)
+    assert got == [f(torch.ones(2))[0].item() for _ in range(8)] and len(set(got)) == 2
+    assert len(backend.graphs) >= 2  # the code before and after the draw: separate graphs

@@ -84,6 +84,9 @@ aliasing and the view comes first.
         "import numpy as np\nimport torch\ndef f(a):\n    arr = np.asarray(a)\n    flat = arr.flatten()\n    flat[0] = 0\n    return arr\n",
         # a cast whose input is not read again: authors cast to change the dtype
         "import torch\ndef f(image):\n    return image.to(torch.float32).mul_(1 / 255)\n",
+        # an integer cast of a division's result always converts: a copy (kornia's loftr geometry)
+        "import torch\ndef f(kpts, depth):\n    w = kpts / (depth + 1e-4)\n    w_long = w.long()\n    w_long[w < 0] = 0\n"
+        "    return w, w_long\n",
         # the name is rebound before the write
         "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y = y * 2\n    y.add_(1)\n    return y\n",
         # the write and the later read of `t` sit in two cases of one match: no run executes both
@@ -155,6 +158,31 @@ def _is_numpy(ctx, facts, expr, depth=0) -> bool:
                 return ann is not None and "ndarray" in ast.dump(ann)
             if b is not None and not isinstance(b, str) and b.value is not None:
                 return _is_numpy(ctx, facts, b.value, depth + 1)
+    return False
+
+
+_INTEGER_CASTS = frozenset({"long", "int", "short", "byte", "char"})
+_FLOAT_CASTS = frozenset({"float", "double", "half", "bfloat16"})
+_FLOAT_FACTORIES = frozenset({"torch.rand", "torch.randn", "torch.rand_like", "torch.randn_like", "torch.linspace",
+                              "torch.logspace"})
+
+
+def _floating(ctx, facts, e, pos, depth=0) -> bool:
+    """Is ``e`` (as of ``pos``) known to hold floating-point values: a true division of tensors, a float cast,
+    a floating random draw, or a name bound to one of those?"""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(e, ast.Name):
+        b = facts.binding_at(e.id, pos)
+        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
+            return False
+        return _floating(ctx, facts, b.value, start(b.stmt), depth + 1)
+    if isinstance(e, ast.BinOp):
+        return isinstance(e.op, ast.Div)
+    if isinstance(e, ast.Call):
+        if isinstance(e.func, ast.Attribute) and e.func.attr in _FLOAT_CASTS and not e.args:
+            return True
+        return (ctx.resolve(e.func) or "") in _FLOAT_FACTORIES and not any(k.arg == "dtype" for k in e.keywords)
     return False
 
 
@@ -423,6 +451,9 @@ def check(ctx):
             if seen is None:
                 continue
             who, read_later = seen
+            if op in _INTEGER_CASTS and _floating(ctx, facts, base, start(call)):
+                continue  # an integer cast of floating-point values converts: always a copy (kornia's loftr
+                # `w_kpts0_long = w_kpts0.long()` of a division's result)
             if op in CAST_METHODS and not read_later:
                 # A cast aliases only when nothing needs converting; authors usually know the dtypes
                 # differ. Report it only where this function would see the aliasing itself.

@@ -92,9 +92,10 @@ class Values:
         facts = self.facts
         vararg = facts.node.args.vararg.arg if facts.node.args.vararg else None
         kwarg = facts.node.args.kwarg.arg if facts.node.args.kwarg else None
+        called = {c.func.id for c in facts.calls if isinstance(c.func, ast.Name)}
         for p in self.params:
-            if p in (vararg, kwarg):
-                continue
+            if p in (vararg, kwarg) or p in called:
+                continue  # (a parameter called, `m(x)`, is a module or a function, whatever attributes it has)
             ann = _annotation_name(facts.annotations.get(p))
             uses = facts.attribute_uses.get(p, [])
             if not_a_tensor_annotation(facts.annotations.get(p)) and not ann.startswith(("Any", "typing.Any")):
@@ -165,9 +166,13 @@ class Values:
                 break
 
     # -- expressions --------------------------------------------------------------------------------
-    def is_tensor(self, e) -> bool:
+    def is_tensor(self, e, pos=None) -> bool:
+        """Is ``e`` a tensor? With ``pos`` (where ``e`` is evaluated), a name whose value there is a parameter
+        annotated as something else (`gt_groups: list[int]`, rebound to a tensor only further down) is not."""
         if isinstance(e, ast.Name):
-            return e.id in self.tensors
+            if e.id not in self.tensors:
+                return False
+            return pos is None or not self._non_tensor_param_at(e.id, pos)
         if isinstance(e, ast.Call):
             name = self.ctx.resolve(e.func) or ""
             if name.startswith("torch.") and not name.startswith(_TORCH_NON_TENSOR) and name.count(".") == 1:
@@ -176,25 +181,29 @@ class Values:
                 attr = e.func.attr
                 if attr in METADATA_METHODS or attr in ("item", "tolist") or attr.startswith("is_"):
                     return False
-                return self.is_tensor(e.func.value)
+                return self.is_tensor(e.func.value, pos)
             if isinstance(e.func, ast.Name) and e.func.id in _TENSOR_REDUCERS and len(e.args) == 1 and not e.keywords:
-                return self.is_tensor(e.args[0])  # `sum(lengths)` over a tensor adds up tensors
+                return self.is_tensor(e.args[0], pos)  # `sum(lengths)` over a tensor adds up tensors
             return False
         if isinstance(e, ast.BoolOp):
-            return any(self.is_tensor(v) for v in e.values)  # `flag or (x >= c)` may be the tensor
+            return any(self.is_tensor(v, pos) for v in e.values)  # `flag or (x >= c)` may be the tensor
         if isinstance(e, ast.BinOp):
-            return self.is_tensor(e.left) or self.is_tensor(e.right)
+            return self.is_tensor(e.left, pos) or self.is_tensor(e.right, pos)
         if isinstance(e, ast.UnaryOp):
-            return not isinstance(e.op, ast.Not) and self.is_tensor(e.operand)
+            return not isinstance(e.op, ast.Not) and self.is_tensor(e.operand, pos)
         if isinstance(e, ast.Compare):
             if is_none_check(e):
                 return False
-            return any(self.is_tensor(x) for x in [e.left, *e.comparators])
+            return any(self.is_tensor(x, pos) for x in [e.left, *e.comparators])
         if isinstance(e, ast.Subscript):
-            return self.is_tensor(e.value)
+            return self.is_tensor(e.value, pos)
         if isinstance(e, ast.Attribute):
-            return e.attr in ("T", "mT", "real", "imag", "data", "grad") and self.is_tensor(e.value)
+            return e.attr in ("T", "mT", "real", "imag", "data", "grad") and self.is_tensor(e.value, pos)
         return False
+
+    def _non_tensor_param_at(self, name: str, pos) -> bool:
+        return name in self.params and self.facts.binding_at(name, pos) == "param" and \
+            not_a_tensor_annotation(self.facts.annotations.get(name))
 
     def is_tensor_at(self, e, pos) -> bool:
         """``is_tensor`` where names bound at ``pos`` to numbers read out of tensors (`h = h.item()`) are numbers."""

@@ -56,6 +56,12 @@ There is no automatic fix.
         "import thunder, torch\n@thunder.jit\ndef f(x):\n    return torch.where(x.sum() > 0, x, -x)\n",
         "import thunder\n@thunder.jit\ndef f(x, mask=None):\n    if mask is not None:\n        x = x * mask\n    return x\n",
         "def f(x):\n    return x.item()\n",  # not jitted
+        # a parameter that is called is a module, even with `.type` (ultralytics' _profile_one_layer)
+        "import torch\n@torch.compile\ndef f(m, x, first):\n    c = m == first and isinstance(x, list)\n"
+        "    if c:\n        print(m.type)\n    return m(x)\n",
+        # a `list[int]` parameter, rebound to a tensor only after the test (ultralytics' HungarianMatcher)
+        "import torch\n@torch.compile\ndef f(x, groups: list[int]):\n    if sum(groups) == 0:\n        return x\n"
+        "    groups = torch.as_tensor(groups).cumsum(0)\n    return x + groups\n",
         # a loop's index is a Python int, though the name holds a tensor later (kornia's sift scale space)
         "import torch\n@torch.compile\ndef f(levels):\n    out = []\n    for octave, level in enumerate(levels):\n"
         "        out.append(level * float(2**octave))\n    octave = torch.cat(out)\n    return octave\n",
@@ -181,7 +187,7 @@ def _decides_on_tensor(values, test) -> bool:
         test = test.operand
     if isinstance(test, ast.BoolOp):
         return any(_decides_on_tensor(values, v) for v in test.values)
-    return values.is_tensor(test)
+    return values.is_tensor(test, (test.lineno, test.col_offset))
 
 
 def _has_item(expr) -> bool:

@@ -81,6 +81,9 @@ def _catches(info, offset: int) -> bool:
                 if ins.opname == "CHECK_EXC_MATCH":
                     hit = not _only_type_errors(info, following, i)
                     break
+                if ins.opname == "CHECK_EG_MATCH":  # except*
+                    hit = True
+                    break
         info.catches[offset] = hit
     return hit
 

@@ -166,6 +166,18 @@ def _stopiteration_error(interp, exc):
     return exc
 
 
+@handles("CALL_INTRINSIC_2", since=(3, 12))
+def call_intrinsic_2(interp, frame, instr):
+    from .opcodes_control import _eg_registry, prep_reraise_star
+
+    value1 = frame.pop()
+    value2 = frame.pop()
+    which = instr.argval if isinstance(instr.argval, str) else instr.argrepr
+    if which != "INTRINSIC_PREP_RERAISE_STAR":
+        raise _unsupported(frame, f"CALL_INTRINSIC_2 {which}")  # (type parameters: class and def headers only)
+    frame.push(prep_reraise_star(value2, value1, _eg_registry(interp, "raised")), None)
+
+
 @handles("CALL_INTRINSIC_1", since=(3, 12))
 def call_intrinsic_1(interp, frame, instr):
     value, prov = frame.popp()

@@ -1,6 +1,8 @@
 """Handlers for jumps, loops, exceptions, `with`, generators and `match`."""
 from __future__ import annotations
 
+import weakref
+
 from . import dunders
 from . import provenance as pv
 from .decode import VERSION
@@ -135,6 +137,103 @@ def check_exc_match(interp, frame, instr):
     frame.push(isinstance(exc, kind) and not isinstance(exc, interp.uncatchable), None)
 
 
+# ----- except* (exception groups) -----
+@handles("CHECK_EG_MATCH")
+def check_eg_match(interp, frame, instr):
+    """`except* T`: TOS1 the exception (what earlier clauses left), TOS the type. A match leaves [rest, match]
+    (rest None when all of it matched) and makes the match the handled exception; no match leaves [exc, None]."""
+    kind = frame.pop()
+    for k in (kind if isinstance(kind, tuple) else (kind,)):
+        if not (isinstance(k, type) and issubclass(k, BaseException)):
+            raise TypeError("catching classes that do not inherit from BaseException is not allowed")
+        if issubclass(k, BaseExceptionGroup):
+            raise TypeError("catching ExceptionGroup with except* is not allowed. Use except instead.")
+    exc = frame.stack[-1]
+    match, rest = _group_match(exc, kind) if not isinstance(exc, interp.uncatchable) else (None, None)
+    if match is None:
+        frame.push(None, None)
+        return
+    frame.pop()
+    frame.push(rest, None)
+    frame.push(match, None)
+    interp.current_exc = match
+    _eg_registry(interp, "matches")[id(match)] = match
+
+
+def _eg_registry(interp, which: str):
+    """The groups CHECK_EG_MATCH handed to except* handlers ("matches"), and those of them a handler raised again
+    by name, `raise e` ("raised"): CPython counts such a raise as a new exception (its traceback grows), a bare
+    `raise` as the original's part. Weak: they live as long as the program holds them."""
+    name = f"_eg_{which}"
+    registry = getattr(interp, name, None)
+    if registry is None:
+        registry = weakref.WeakValueDictionary()
+        setattr(interp, name, registry)
+    return registry
+
+
+def _group_match(exc, kind):
+    """(match, rest) as CPython's except* splits `exc` by `kind`: a whole match (a lone exception wrapped in a
+    group), a split of a group, or (None, None)."""
+    if exc is None:
+        return None, None
+    if isinstance(exc, kind):
+        if isinstance(exc, BaseExceptionGroup):
+            return exc, None
+        wrapped = BaseExceptionGroup("", [exc])  # (an ExceptionGroup where exc is an Exception)
+        if exc.__traceback__ is not None:
+            wrapped.__traceback__ = exc.__traceback__
+        return wrapped, None
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(kind)
+    return None, None
+
+
+def prep_reraise_star(orig, excs, raised_by_name=None):
+    """What a try/except* block raises once its clauses ran: the exceptions its handlers raised, and what of the
+    original group is re-raised (left unmatched, or raised again with `raise`) in the original's structure;
+    None when nothing is."""
+    if not excs:
+        return None
+    if not isinstance(orig, BaseExceptionGroup):  # a lone exception, wrapped: one clause at most ran
+        return excs[0]
+    raised, reraised = [], []
+    for e in excs:
+        if e is None:
+            continue
+        # (CPython compares tracebacks too; here a raise adds the interpreter's own frames to any exception, so a
+        # re-raise by name is told apart by the registry instead)
+        same = e.__cause__ is orig.__cause__ and e.__context__ is orig.__context__ and \
+            getattr(e, "__notes__", None) is getattr(orig, "__notes__", None) and \
+            (raised_by_name is None or raised_by_name.get(id(e)) is not e)
+        (reraised if same else raised).append(e)
+    leaves = set()
+
+    def collect(e):
+        if isinstance(e, BaseExceptionGroup):
+            for sub in e.exceptions:
+                collect(sub)
+        else:
+            leaves.add(id(e))
+
+    for e in reraised:
+        collect(e)
+    if leaves:
+        kept, _ = orig.split(lambda e: not isinstance(e, BaseExceptionGroup) and id(e) in leaves)
+        if kept is not None:
+            raised.append(kept)
+    if not raised:
+        return None
+    return raised[0] if len(raised) == 1 else BaseExceptionGroup("", raised)
+
+
+@handles("PREP_RERAISE_STAR", until=(3, 11))
+def prep_reraise_star_op(interp, frame, instr):
+    excs = frame.pop()
+    orig = frame.pop()
+    frame.push(prep_reraise_star(orig, excs, _eg_registry(interp, "raised")), None)
+
+
 @handles("RAISE_VARARGS")
 def raise_varargs(interp, frame, instr):
     if instr.arg == 0:
@@ -144,8 +243,17 @@ def raise_varargs(interp, frame, instr):
     if instr.arg == 2:
         cause = frame.pop()
         exc = frame.pop()
+        _note_raised_by_name(interp, exc)
         raise exc from cause
-    raise frame.pop()
+    exc = frame.pop()
+    _note_raised_by_name(interp, exc)
+    raise exc
+
+
+def _note_raised_by_name(interp, exc) -> None:
+    matches = getattr(interp, "_eg_matches", None)
+    if matches is not None and matches.get(id(exc)) is exc:
+        _eg_registry(interp, "raised")[id(exc)] = exc
 
 
 @handles("RERAISE")

@@ -3654,7 +3654,7 @@ def zip_strict_and_map_filter():
     return fn
 
 
-@program(lambda: (T(3),), refused="unsupported bytecode CHECK_EG_MATCH")
+@program(lambda: (T(3),))
 def exception_groups_caught():
     def fn(x):
         try:

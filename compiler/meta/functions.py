@@ -443,13 +443,16 @@ def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False
         made[id(x)] = t
         return t
 
-    try:
-        with torch._C.DisableTorchFunction(), warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
-            warnings.simplefilter("ignore")
+    with torch._C.DisableTorchFunction(), warnings.catch_warnings(), torch.random.fork_rng(devices=[]):
+        warnings.simplefilter("ignore")
+        try:
             rargs, rkwargs = pytree.tree_map(real, (args, kwargs))
+        except Exception:  # noqa: BLE001 - no rebuild of these layouts (a view resized past its argument's
+            return None    # memory): not known, which is not the kernel's error
+        try:
             symbol.fn(*rargs, **rkwargs)
-    except Exception as e:  # noqa: BLE001 - the real kernel's own exception is what eager raises
-        return e
+        except Exception as e:  # noqa: BLE001 - the real kernel's own exception is what eager raises
+            return e
     return _ACCEPTED
 
 

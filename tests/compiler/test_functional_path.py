@@ -362,3 +362,17 @@ def _float_add_double(x):
 @pytest.mark.parametrize("executors", [None, (AOT_EAGER, "torch"), (INDUCTOR, "torch")], ids=["default", "aot_eager", "inductor"])
 def test_inplace_results_that_cannot_cast_back_raise_as_eager(fn, executors):
     check_calls(fn, [lambda: (torch.arange(4),)] * 2, executors=executors)
+
+
+def _resize_a_view_then_fill(a):
+    v = a[:1]
+    v.resize_(2, 1).fill_(0.5)
+    return v * 2
+
+
+@pytest.mark.parametrize("executors", [None, (INDUCTOR, "torch")], ids=["default", "inductor"])
+def test_a_real_kernel_check_that_cannot_rebuild_the_arguments_is_no_error(executors):
+    # fill_ of an int64 tensor with a float triggers the cast-back check; the view resized past its argument's
+    # memory cannot be rebuilt on the CPU, which said nothing about the kernel but was raised as its error
+    # (bench/fuzz.py --executors inductor,torch seed 510817)
+    check_calls(_resize_a_view_then_fill, [lambda: (torch.zeros(1, 1, dtype=torch.int64),)] * 2, executors=executors)

@@ -393,7 +393,10 @@ class _Functionalizer:
             self.top = top
             if getattr(top, "changes_metadata", False):  # (recording.py: out= that eager resizes, resize_, t_...)
                 raise NotFunctional(f"{top.symbol.name} changes a tensor's shape or strides in place")
-            prims_of_top = flatten_to_prims([top])
+            # an unused op kept because it may raise runs as itself: its prims may accept what eager's op refuses
+            # (`b - 1` of a bool tensor decomposes into a cast and a subtraction)
+            kept = top.kept_to_raise and not top.symbol.tags & Tag.INPLACE and top.symbol.fn is not None
+            prims_of_top = [top] if kept else flatten_to_prims([top])
             if top.symbol.tags & Tag.INPLACE and _inplace_target(top) is not None:  # (before its prims read it)
                 positional = pointwise(top.symbol.name) or \
                     bool(top.subsymbols) and all(b.symbol in ELEMENTWISE for b in prims_of_top)

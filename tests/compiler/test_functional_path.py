@@ -324,10 +324,16 @@ def test_unused_ops_that_raise_in_eager_raise_on_the_fused_path(cache):
         v2 = a0.as_strided((2,), (1,))  # noqa: F841
         return a0.sin() * 3
 
+    def bool_subtraction(a0):  # (seed 510954: kept, but carried as its prims, a cast and a subtraction, which
+        v7 = a0 - 1  # noqa: F841 - accept the bool tensor eager's op refuses; kept ops now run as themselves)
+        return a0.double() * 2
+
     executors = (AOT_EAGER, "torch")
     check_calls(reduced, [lambda: (torch.ones(2, 3), 2), lambda: (torch.ones(2, 3), 0)], cache=cache,
                 executors=executors)
     check_calls(strided, [lambda: (torch.ones(3),), lambda: (torch.ones(1),)], cache=cache, executors=executors)
+    for ex in (executors, (INDUCTOR, "torch")):
+        check_calls(bool_subtraction, [lambda: (torch.ones(3, dtype=torch.bool),)] * 2, cache=cache, executors=ex)
 
 
 # In-place ops whose operands promote past the written tensor's type: eager refuses the cast back (int64

@@ -13,19 +13,15 @@ from __future__ import annotations
 
 import pytest
 import torch
+from cuda_tier import EXECUTORS, skip_without_cuda_and_nvfuser
 
-if not torch.cuda.is_available():
-    pytest.skip("the CUDA tier needs a CUDA device (nvFuser executes only on CUDA); CPU CI skips it, "
-                "bench/gpu_run.sh runs it on the GPU machine", allow_module_level=True)
-pytest.importorskip("nvfuser_direct", reason="nvfuser_direct is not installed (the nvFuser wheel; bench/gpu_run.sh "
-                    "installs it on the GPU machine)")
+skip_without_cuda_and_nvfuser()
 
-import aliasing_programs as ap  # noqa: E402
-import compiler  # noqa: E402
-import test_inplace_ported as ported  # noqa: E402
-from compiler.executors import nvfuser  # noqa: E402
+import aliasing_programs as ap
+import test_inplace_ported as ported
 
-EXECUTORS = ("nvfuser", "torch")
+from compiler.executors import nvfuser
+
 SEEDS = list(range(0, 6000, 20))  # 300 random aliasing programs (the CPU shard: 120 of them, every 25th)
 
 

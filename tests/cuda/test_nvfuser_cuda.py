@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import pytest
 import torch
+from cuda_tier import EXECUTORS, skip_without_cuda_and_nvfuser
 
-if not torch.cuda.is_available():
-    pytest.skip("the CUDA tier needs a CUDA device (nvFuser executes only on CUDA); CPU CI skips it, "
-                "bench/gpu_run.sh runs it on the GPU machine", allow_module_level=True)
-pytest.importorskip("nvfuser_direct", reason="nvfuser_direct is not installed (the nvFuser wheel; bench/gpu_run.sh "
-                    "installs it on the GPU machine)")
+skip_without_cuda_and_nvfuser()
 
-import compiler  # noqa: E402
-import opinfos  # noqa: E402
-import test_differential as td  # noqa: E402
-import test_gpt_model as gpt  # noqa: E402
-from compiler.executors import nvfuser  # noqa: E402
-from opinfos import KNOWN_GAPS, SAMPLES  # noqa: E402
+import opinfos
+import test_differential as td
+import test_gpt_model as gpt
+from opinfos import KNOWN_GAPS, SAMPLES
 
-EXECUTORS = ("nvfuser", "torch")
+import compiler
+from compiler.executors import nvfuser
 
 
 def on_device(t: torch.Tensor) -> torch.Tensor:

@@ -374,8 +374,10 @@ def eager_exception(symbol, args, kwargs, meta_error: Exception) -> Exception:
 _MULTI_OUTPUT_VIEW_WRITE = "This view is the output of a function that returns multiple views"
 
 # autograd's refusals that depend on which tensors are views of which, and in which grad mode they were made
+# (whether a view made before its base's requires_grad_() requires grad is one of them)
 _VIEW_HISTORY_ERRORS = ("you can only change requires_grad flags of leaf variables",
-                        "A view was created in no_grad mode and its base or another view of its base has been modified")
+                        "A view was created in no_grad mode and its base or another view of its base has been modified",
+                        "functions with out=... arguments don't support automatic differentiation")
 
 
 def _an_argument_is_a_view() -> bool:
@@ -415,6 +417,8 @@ def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False
 
     made, storages = {}, {}  # one real tensor per proxy, one storage per meta base: aliasing as in the trace
     arguments = _argument_tensors()
+    if getattr(symbol, "name", "").endswith("copy_") and len(args) >= 2 and _same_data(args[0], args[1], arguments):
+        return _ACCEPTED  # eager copies nothing onto the same data (the rebuild may give a non-leaf its own copy)
 
     def real(x):
         if not isinstance(x, TensorProxy):
@@ -454,6 +458,23 @@ def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False
         except Exception as e:  # noqa: BLE001 - the real kernel's own exception is what eager raises
             return e
     return _ACCEPTED
+
+
+def _same_data(dst, src, arguments) -> bool:
+    """`dst` and `src` are views of one argument's memory with the same layout (eager's copy_ returns at once)."""
+    if not (isinstance(dst, TensorProxy) and isinstance(src, TensorProxy)) or dst.dtype != src.dtype:
+        return False
+
+    def where(p):
+        found = arguments.get(_storage_key(p.meta))
+        if found is None:
+            return None
+        real, argument_meta = found
+        return (real.untyped_storage().data_ptr(), p.meta.storage_offset() + real.storage_offset() -
+                argument_meta.storage_offset(), tuple(p.meta.shape), tuple(p.meta.stride()))
+
+    a = where(dst)
+    return a is not None and a == where(src)
 
 
 def _storage_key(m: torch.Tensor):

@@ -3,8 +3,8 @@
 
     python3 bench/real_code.py [--project NAME==VERSION ...] [--repeat N] [--baseline DIR] [--show] [--json OUT]
 
-Each project's wheel is downloaded once with ``pip download --no-deps`` into bench/.corpus/ (git ignores it)
-and unpacked. For every project, in the same run and alternating: ``thunder-lint . --no-cache`` (the real
+Each project's wheel is downloaded once with ``pip download --no-deps`` into ~/.cache/thunder-lint-bench/ (outside
+this repository, or $THUNDER_LINT_BENCH_CORPUS) and unpacked. For every project, in the same run and alternating: ``thunder-lint . --no-cache`` (the real
 CLI, a fresh process) and ``ruff check --select ALL --no-cache`` on the same tree, the best of ``--repeat``
 runs each. It prints the findings per rule, whether the library default applied, and the time ratio to
 ruff (target: at most 2x). ``--show`` prints every finding's first line and its source line, for reading;
@@ -13,7 +13,7 @@ bench/precision_real_code.md records what reading them found.
 Both tools run as installed: ruff is the binary beside this Python (pip puts it there), whatever PATH holds (a
 pyenv shim first on PATH runs ``pyenv exec``: 0.06 s CPU a call, as much as ruff's whole run on the smallest
 tree; started through the shim, this script finds the real binary first on PATH anyway), and thunder-lint's
-modules load from cached bytecode, as pip compiles them at install (kept under bench/.corpus/pycache even where
+modules load from cached bytecode, as pip compiles them at install (kept under that folder's pycache/ even where
 PYTHONDONTWRITEBYTECODE is set: compiling them costs about 0.07 s CPU a run). One untimed run
 of each warms those caches. ``--baseline DIR`` also times the thunder-lint sources in DIR (an older commit:
 ``git archive COMMIT | tar -x -C DIR``) in the same alternation; bench/same_findings.py compares the findings.
@@ -34,7 +34,9 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO / "bench" / ".corpus"
+# Outside this repository: a tree under it would find this repository's pyproject.toml as its configuration (a
+# TOML parse a user's own project does not pay, and another project's settings); THUNDER_LINT_BENCH_CORPUS moves it.
+CORPUS = Path(os.environ.get("THUNDER_LINT_BENCH_CORPUS", Path.home() / ".cache" / "thunder-lint-bench"))
 # Never measured before issue 24 (lightning, torchtune, torchaudio, litgpt were the issue's own; timm, peft,
 # diffusers issue 8's). Pinned so that figures from different days compare.
 PROJECTS = ("x-transformers==2.31.10", "torchvision==0.29.1", "open_clip_torch==3.3.0", "torchao==0.18.0",

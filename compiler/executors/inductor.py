@@ -133,6 +133,14 @@ class _Region:
         return lambda *args: tuple(compiled(*args))
 
     def __call__(self, *inputs):
+        outs = self._call(*inputs)
+        if self.dynamic:  # torch.compile(dynamic=True) marks its outputs for dynamo; eager's results have no such mark
+            for o in outs:
+                if isinstance(o, torch.Tensor) and _DYNAMO_MARK in o.__dict__:
+                    del o.__dict__[_DYNAMO_MARK]
+        return outs
+
+    def _call(self, *inputs):
         if self.vjp is not None and torch.is_grad_enabled() and not any(e for e, _ in autocast.current()) \
                 and any(t.requires_grad for t in inputs):
             return _RegionFunction.apply(self, *inputs)
@@ -152,6 +160,9 @@ class _Region:
             except (torch._dynamo.exc.Unsupported, torch._dynamo.exc.BackendCompilerFailed) as e:
                 self.failure = e
         return self.plain(*inputs)
+
+
+_DYNAMO_MARK = "_dynamo_propagated_dynamic_indices"  # (torch/_dynamo: an output's dims that came from dynamic inputs)
 
 
 def _outputs_made_at_trace_time(gm) -> frozenset:

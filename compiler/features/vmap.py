@@ -39,6 +39,10 @@ class _Vmapped:
         functools.update_wrapper(self, func, updated=())
 
     def _run(self, captured, *args, **kwargs):
+        if any(isinstance(x, TensorProxy) for x in pytree.tree_leaves((captured, args, kwargs))):
+            # a trace of the trace (a fusing executor under cache="symbolic values" traces the execution trace per
+            # call's sizes): this call is the symbol again, not torch's vmap over proxies
+            return self.symbol(captured, *args, **kwargs)
         saved = [c.cell_contents for c in self.cells]
         for cell, value in zip(self.cells, captured):
             cell.cell_contents = value

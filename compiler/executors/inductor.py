@@ -238,13 +238,17 @@ class InductorExecutor:
         numbers = _numbers_as_inputs(sub) if generic else []
         source = sub.python_source(with_comments=False)
         inputs = bsym.symbol.region.inputs
+        # an input whose size depends on values (`x[mask]`): one trace serves every such size, so its region must
+        # check sizes on each call (torch.compile's guards) instead of a compile for the first call's sizes, whose
+        # kernel would read past a smaller input (an empty one: a segfault)
+        sized_by_values = any(getattr(p, "dynamic", False) for p in inputs)
         key = (self.backend, self.direct, self.vjp, source, tuple((k, repr(v)) for k, v in sub.python_ctx().items() if k.startswith("_k")),
-               ("any size",) + _generic_signature(inputs) if generic else _signature(inputs))
+               ("any size",) + _generic_signature(inputs) if generic else _signature(inputs), sized_by_values)
         fn = _COMPILED.get(key)
         if fn is None:
             vjp = _vjp(bsym.symbol.region, f"backward_{bsym.symbol.name}") if self.vjp and not generic else None
-            fn = _Region(sub.python_callable(), self.backend, self.options, self.direct, dynamic=generic,
-                         vjp=vjp if isinstance(vjp, _VJP) else None)
+            fn = _Region(sub.python_callable(), self.backend, self.options, self.direct,
+                         dynamic=generic or sized_by_values, vjp=vjp if isinstance(vjp, _VJP) else None)
             fn.no_vjp = vjp if isinstance(vjp, str) else None
             _COMPILED[key] = fn
         # what compiler.last_backward_traces shows: the VJP trace, or why the region has none

@@ -72,7 +72,8 @@ def _chain_expr(chain, root_expr: str, trace: Trace) -> str:
     """Python expression replaying the view ops of `chain` [(bsym, arg position, output index)] on root_expr."""
     expr = root_expr
     for bsym, pos, idx in chain:
-        inner = TensorProxy(expr, bsym.flat_args()[pos].meta, bsym.flat_args()[pos].device)
+        arg = bsym.flat_args()[pos]
+        inner = TensorProxy(expr, arg.meta, arg.device, dynamic=arg.dynamic)
         args, kwargs = _replace_flat(bsym, pos, inner)
         if bsym.symbol.printer is not None:  # tensor properties (x.mT): printed as attribute reads
             expr = f"({expr}).{bsym.symbol.name.split('.')[-1]}"
@@ -326,10 +327,11 @@ class _Functionalizer:
         return view
 
     def _fresh(self, like: TensorProxy) -> TensorProxy:
+        # (dynamic: a size that depends on values stays one, so whatever runs it knows the size is not fixed)
         if self.analysis:  # names of a trace nobody runs: leave the real trace's name counter alone
             self._names += 1
-            return TensorProxy(f"_a{self._names}", like.meta, like.device)
-        return TensorProxy(self.trace.new_name("f"), like.meta, like.device)
+            return TensorProxy(f"_a{self._names}", like.meta, like.device, dynamic=like.dynamic)
+        return TensorProxy(self.trace.new_name("f"), like.meta, like.device, dynamic=like.dynamic)
 
     def write(self, target: TensorProxy, new_value: TensorProxy, location=None) -> None:
         if target.name not in self.proxy:

@@ -395,3 +395,21 @@ def test_results_of_symbolic_regions_carry_no_dynamo_marks(executor):
     jf = compiler.jit(f, executors=(executor, "torch"), cache="symbolic values")
     for x in (torch.randn(3), torch.randn(5), torch.randn(4, requires_grad=True)):
         assert [vars(o) for o in jf(x)] == [vars(o) for o in f(x)] == [{}, {}]
+
+
+def _masked_then_fused(a0, a1, n, s):
+    v1 = a1[a1 > s] * 2
+    v1.abs_()
+    v3 = a1 * n
+    v1 += a1
+    return v3, v1
+
+
+@pytest.mark.parametrize("cache", ["constant values", "no caching"])
+@pytest.mark.parametrize("executor", [AOT_EAGER, INDUCTOR], ids=["aot_eager", "inductor"])
+def test_a_region_fed_a_value_sized_tensor_checks_its_size_on_every_call(executor, cache):
+    # `a1[a1 > s]` has a size the values decide, and one trace serves every such size; its functional copy lost
+    # that mark, so the region after it was compiled for the first call's size: inductor's kernel then read one
+    # element of the next call's empty tensor (a segfault: bench/fuzz.py --executors inductor,torch seed 520025)
+    calls = [lambda v=v: (torch.tensor(0.0), torch.tensor(v, dtype=torch.float64), 3, 0.0) for v in (1.0, -1.0, 2.0)]
+    check_calls(_masked_then_fused, calls, cache=cache, executors=(executor, "torch"))

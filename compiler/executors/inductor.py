@@ -133,11 +133,15 @@ class _Region:
         return lambda *args: tuple(compiled(*args))
 
     def __call__(self, *inputs):
+        if not self.dynamic:
+            return self._call(*inputs)
+        # torch.compile(dynamic=True) marks tensors for dynamo (its outputs, and inputs it saw as dynamic); eager's
+        # results and arguments carry no such mark, so the marks this call made are taken off
+        marked = {id(t) for t in inputs if isinstance(t, torch.Tensor) and _DYNAMO_MARK in t.__dict__}
         outs = self._call(*inputs)
-        if self.dynamic:  # torch.compile(dynamic=True) marks its outputs for dynamo; eager's results have no such mark
-            for o in outs:
-                if isinstance(o, torch.Tensor) and _DYNAMO_MARK in o.__dict__:
-                    del o.__dict__[_DYNAMO_MARK]
+        for t in (*inputs, *outs):
+            if isinstance(t, torch.Tensor) and _DYNAMO_MARK in t.__dict__ and id(t) not in marked:
+                del t.__dict__[_DYNAMO_MARK]
         return outs
 
     def _call(self, *inputs):

@@ -395,6 +395,14 @@ def test_results_of_symbolic_regions_carry_no_dynamo_marks(executor):
     jf = compiler.jit(f, executors=(executor, "torch"), cache="symbolic values")
     for x in (torch.randn(3), torch.randn(5), torch.randn(4, requires_grad=True)):
         assert [vars(o) for o in jf(x)] == [vars(o) for o in f(x)] == [{}, {}]
+    # ... nor on the arguments (a region's input it saw as dynamic: 9 more dynamo programs with modules)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.GELU(), torch.nn.Linear(8, 3))
+    jnet = compiler.jit(net, executors=(executor, "torch"), cache="symbolic values")
+    for n in (4, 7):
+        x = torch.randn(n, 6)
+        jnet(x)
+        assert vars(x) == {}
 
 
 def _masked_then_fused(a0, a1, n, s):

@@ -90,7 +90,10 @@ def region_function(bsym: BoundSymbol, name: str = "region"):
 # rounding between fused low-precision ops (bf16/fp16 computed in fp32 across a region; eager rounds after
 # each op), and its joint-graph constant folding takes `x * 0` for 0 (eager: nan for inf and nan, -0.0 for
 # negative x; a region's VJP multiplies by zero wherever a forward op did).
-EAGER_NUMERICS = {"emulate_precision_casts": True, "joint_graph_constant_folding": False}
+# realize_opcount_threshold: a pointwise value of more than 16 ops is computed once, not inlined into each reader
+# (default 30: a chain of wheres reading their input three times grew an inlined expression 3^n large, minutes
+# of code generation; the elementwise block and GPT step of bench/fusion.py ran at the same speed)
+EAGER_NUMERICS = {"emulate_precision_casts": True, "joint_graph_constant_folding": False, "realize_opcount_threshold": 16}
 
 
 def _eager_numerics(backend: str):

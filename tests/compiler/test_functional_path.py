@@ -421,3 +421,17 @@ def test_a_region_fed_a_value_sized_tensor_checks_its_size_on_every_call(executo
     # element of the next call's empty tensor (a segfault: bench/fuzz.py --executors inductor,torch seed 520025)
     calls = [lambda v=v: (torch.tensor(0.0), torch.tensor(v, dtype=torch.float64), 3, 0.0) for v in (1.0, -1.0, 2.0)]
     check_calls(_masked_then_fused, calls, cache=cache, executors=(executor, "torch"))
+
+
+@pytest.mark.timeout(60)  # (minutes before: the compile did not end in this time)
+def test_a_chain_of_wheres_reading_their_input_three_times_compiles_in_seconds():
+    # `v = torch.where(v > 0, v, -v)` ten times: inductor inlines each into the next, an expression 3^10 nodes
+    # large, and its code generation ran for minutes (torch.compile's too: bench/fuzz.py --executors
+    # inductor,torch seed 520535 "hung"); regions realize a pointwise value past 16 ops instead of 30
+    def f(v):
+        for _ in range(10):
+            v = torch.where(v > 0, v, -v)
+        return v.mT.sum()
+
+    make = lambda: (torch.randn(5, 2, 2, generator=torch.Generator().manual_seed(0)),)  # noqa: E731
+    check_calls(f, [make] * 2, executors=(INDUCTOR, "torch"))

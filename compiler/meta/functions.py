@@ -415,7 +415,7 @@ def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False
     if any(p.device.type != "cpu" or p.dynamic or p.meta.numel() > _EAGER_CHECK_LIMIT for p in proxies):
         return None
 
-    made, storages = {}, {}  # one real tensor per proxy, one storage per meta base: aliasing as in the trace
+    made, storages = {}, {}  # one real tensor per proxy, one storage per meta storage: aliasing as in the trace
     arguments = _argument_tensors()
     if getattr(symbol, "name", "").endswith("copy_") and len(args) >= 2 and _same_data(args[0], args[1], arguments):
         return _ACCEPTED  # eager copies nothing onto the same data (the rebuild may give a non-leaf its own copy)

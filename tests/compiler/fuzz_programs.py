@@ -530,11 +530,16 @@ def check(program: Program, mode: str, executors=None, calls=None, timeout: int 
                     _assert_identity(actual, args, ns, expected, eager_args, eager_ns, where)
                     if eager_grads is not None or grads is not None:
                         assert (eager_grads is None) == (grads is None), f"{where}: gradients computed differ"
+                        # (a float64 leaf's gradient summed from float32 products has float32's precision, and a
+                        # fused reduction adds in another order: seed 551247 differed by 1.3e-7 relative)
+                        low = executors is not None and any(
+                            isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.float16, torch.bfloat16)
+                            for t in _flat(actual) + _flat(args))
                         for i, (g, e) in enumerate(zip(grads, eager_grads)):
                             assert (g is None) == (e is None), f"{where}: gradient {i}: None-ness differs"
                             if e is not None:
                                 assert_same(g, e, where=f"{where}: gradient {i}",
-                                            rtol=1e-4 if e.dtype == torch.float32 else None)
+                                            rtol=1e-4 if e.dtype == torch.float32 or low else None)
                 _assert_args_like_eager(args, eager_args, pristine, where, fused=executors is not None)
                 for name in STATE_NAMES:
                     assert_same(_comparable(ns[name]), _comparable(eager_ns[name]), where=f"{where}: module state {name}")

@@ -93,7 +93,8 @@ def region_function(bsym: BoundSymbol, name: str = "region"):
 # realize_opcount_threshold: a pointwise value of more than 16 ops is computed once, not inlined into each reader
 # (default 30: a chain of wheres reading their input three times grew an inlined expression 3^n large, minutes
 # of code generation; the elementwise block and GPT step of bench/fusion.py ran at the same speed)
-EAGER_NUMERICS = {"emulate_precision_casts": True, "joint_graph_constant_folding": False, "realize_opcount_threshold": 16}
+EAGER_NUMERICS = {"emulate_precision_casts": True, "joint_graph_constant_folding": False,
+                  "realize_opcount_threshold": 16}
 
 
 def _eager_numerics(backend: str):
@@ -248,7 +249,7 @@ class InductorExecutor:
         # an input whose size depends on values (`x[mask]`): one trace serves every such size, so its region must
         # check sizes on each call (torch.compile's guards) instead of a compile for the first call's sizes, whose
         # kernel would read past a smaller input (an empty one: a segfault)
-        sized_by_values = any(getattr(p, "dynamic", False) for p in inputs)
+        sized_by_values = any(p.dynamic for p in inputs)
         key = (self.backend, self.direct, self.vjp, source, tuple((k, repr(v)) for k, v in sub.python_ctx().items() if k.startswith("_k")),
                ("any size",) + _generic_signature(inputs) if generic else _signature(inputs), sized_by_values)
         fn = _COMPILED.get(key)

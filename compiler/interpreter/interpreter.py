@@ -7,6 +7,7 @@ import dis
 import functools
 import sys
 import types
+import weakref
 
 from . import events as ev
 from . import provenance as pv
@@ -131,6 +132,11 @@ class Interpreter:
         self.native_caller = None  # the native frame that called into the interpreter
         self._trampolines: dict = {}  # id(globals) -> (globals, trampoline function)
         self.current_exc = None  # the exception being handled by interpreted code (sys.exc_info())
+        # except*: the groups CHECK_EG_MATCH handed to handlers, and those of them a handler raised again by name
+        # (`raise e`), which CPython counts as a new exception (its traceback grows) where a bare `raise` re-raises
+        # the original's part. Weak: they live as long as the program holds them.
+        self.eg_matches = weakref.WeakValueDictionary()
+        self.eg_raised_by_name = weakref.WeakValueDictionary()
         self.internal_cells: dict = {}  # id -> cell created by interpreted code (kept alive for the run)
         self.cell_provs: dict = {}  # id(cell) -> (cell, provenance of its last interpreted write)
         self.opcode_handlers = [_unsupported_opcode] * 256

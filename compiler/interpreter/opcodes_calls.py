@@ -168,14 +168,14 @@ def _stopiteration_error(interp, exc):
 
 @handles("CALL_INTRINSIC_2", since=(3, 12))
 def call_intrinsic_2(interp, frame, instr):
-    from .opcodes_control import _eg_registry, prep_reraise_star
+    from .opcodes_control import prep_reraise_star
 
     value1 = frame.pop()
     value2 = frame.pop()
     which = instr.argval if isinstance(instr.argval, str) else instr.argrepr
     if which != "INTRINSIC_PREP_RERAISE_STAR":
         raise _unsupported(frame, f"CALL_INTRINSIC_2 {which}")  # (type parameters: class and def headers only)
-    frame.push(prep_reraise_star(value2, value1, _eg_registry(interp, "raised")), None)
+    frame.push(prep_reraise_star(value2, value1, interp.eg_raised_by_name), None)
 
 
 @handles("CALL_INTRINSIC_1", since=(3, 12))

@@ -1,8 +1,6 @@
 """Handlers for jumps, loops, exceptions, `with`, generators and `match`."""
 from __future__ import annotations
 
-import weakref
-
 from . import dunders
 from . import provenance as pv
 from .decode import VERSION
@@ -157,19 +155,7 @@ def check_eg_match(interp, frame, instr):
     frame.push(rest, None)
     frame.push(match, None)
     interp.current_exc = match
-    _eg_registry(interp, "matches")[id(match)] = match
-
-
-def _eg_registry(interp, which: str):
-    """The groups CHECK_EG_MATCH handed to except* handlers ("matches"), and those of them a handler raised again
-    by name, `raise e` ("raised"): CPython counts such a raise as a new exception (its traceback grows), a bare
-    `raise` as the original's part. Weak: they live as long as the program holds them."""
-    name = f"_eg_{which}"
-    registry = getattr(interp, name, None)
-    if registry is None:
-        registry = weakref.WeakValueDictionary()
-        setattr(interp, name, registry)
-    return registry
+    interp.eg_matches[id(match)] = match
 
 
 def _group_match(exc, kind):
@@ -189,7 +175,7 @@ def _group_match(exc, kind):
     return None, None
 
 
-def prep_reraise_star(orig, excs, raised_by_name=None):
+def prep_reraise_star(orig, excs, raised_by_name):
     """What a try/except* block raises once its clauses ran: the exceptions its handlers raised, and what of the
     original group is re-raised (left unmatched, or raised again with `raise`) in the original's structure;
     None when nothing is."""
@@ -205,7 +191,7 @@ def prep_reraise_star(orig, excs, raised_by_name=None):
         # re-raise by name is told apart by the registry instead)
         same = e.__cause__ is orig.__cause__ and e.__context__ is orig.__context__ and \
             getattr(e, "__notes__", None) is getattr(orig, "__notes__", None) and \
-            (raised_by_name is None or raised_by_name.get(id(e)) is not e)
+            raised_by_name.get(id(e)) is not e
         (reraised if same else raised).append(e)
     leaves = set()
 
@@ -231,7 +217,7 @@ def prep_reraise_star(orig, excs, raised_by_name=None):
 def prep_reraise_star_op(interp, frame, instr):
     excs = frame.pop()
     orig = frame.pop()
-    frame.push(prep_reraise_star(orig, excs, _eg_registry(interp, "raised")), None)
+    frame.push(prep_reraise_star(orig, excs, interp.eg_raised_by_name), None)
 
 
 @handles("RAISE_VARARGS")
@@ -251,9 +237,8 @@ def raise_varargs(interp, frame, instr):
 
 
 def _note_raised_by_name(interp, exc) -> None:
-    matches = getattr(interp, "_eg_matches", None)
-    if matches is not None and matches.get(id(exc)) is exc:
-        _eg_registry(interp, "raised")[id(exc)] = exc
+    if interp.eg_matches.get(id(exc)) is exc:
+        interp.eg_raised_by_name[id(exc)] = exc
 
 
 @handles("RERAISE")

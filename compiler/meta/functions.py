@@ -426,12 +426,7 @@ def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False
         if id(x) in made:
             return made[id(x)]
         m = x.meta
-        # (keyed by the meta storage: a detached meta shares its source's, as eager's detach shares memory)
-        key, size, offset = _storage_key(m), m.untyped_storage().nbytes(), m.storage_offset()
-        argument, argument_meta = arguments.get(key, (None, None))
-        if argument is not None and argument.dtype == m.dtype:  # arguments sharing memory share it here too
-            key, size = ("storage", argument.untyped_storage().data_ptr()), argument.untyped_storage().nbytes()
-            offset += argument.storage_offset() - argument_meta.storage_offset()
+        key, size, offset, argument = _place(m, arguments)
         storage = storages.get(key)
         if storage is None or storage.dtype != m.dtype:
             storage = storages[key] = torch.full((size // max(m.element_size(), 1) or 1,), fill, dtype=m.dtype)
@@ -460,21 +455,26 @@ def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False
     return _ACCEPTED
 
 
+def _place(m: torch.Tensor, arguments) -> tuple:
+    """Where the rebuild puts meta tensor `m`: (storage key, storage bytes, element offset, the argument whose
+    memory it views or None). Keyed by the meta storage (a detached meta shares its source's, as eager's detach
+    shares memory); a view of an argument goes into that argument's real memory, so arguments sharing memory
+    share it here too."""
+    key, size, offset = _storage_key(m), m.untyped_storage().nbytes(), m.storage_offset()
+    argument, argument_meta = arguments.get(key, (None, None))
+    if argument is not None and argument.dtype == m.dtype:
+        key, size = ("storage", argument.untyped_storage().data_ptr()), argument.untyped_storage().nbytes()
+        offset += argument.storage_offset() - argument_meta.storage_offset()
+    return key, size, offset, argument
+
+
 def _same_data(dst, src, arguments) -> bool:
     """`dst` and `src` are views of one argument's memory with the same layout (eager's copy_ returns at once)."""
     if not (isinstance(dst, TensorProxy) and isinstance(src, TensorProxy)) or dst.dtype != src.dtype:
         return False
-
-    def where(p):
-        found = arguments.get(_storage_key(p.meta))
-        if found is None:
-            return None
-        real, argument_meta = found
-        return (real.untyped_storage().data_ptr(), p.meta.storage_offset() + real.storage_offset() -
-                argument_meta.storage_offset(), tuple(p.meta.shape), tuple(p.meta.stride()))
-
-    a = where(dst)
-    return a is not None and a == where(src)
+    a, b = _place(dst.meta, arguments), _place(src.meta, arguments)
+    return a[3] is not None and b[3] is not None and a[0] == b[0] and a[2] == b[2] and \
+        (tuple(dst.meta.shape), tuple(dst.meta.stride())) == (tuple(src.meta.shape), tuple(src.meta.stride()))
 
 
 def _storage_key(m: torch.Tensor):

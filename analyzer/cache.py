@@ -50,7 +50,7 @@ def content_hash(data: bytes) -> bytes:
 def _engine_fingerprint() -> str:
     """Size and mtime of every engine/rule source file: cheap, and changes whenever the code does."""
     here = Path(__file__).resolve().parent
-    roots = [here / "static", here.parent / "rules"]
+    roots = [here / "static", here / "project", here.parent / "rules"]
     parts = []
     for root in roots:
         if not root.is_dir():

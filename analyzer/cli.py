@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from . import config as config_mod
 from .cli_common import UsageError, effective_config, plural, sources_for, summary_lines, validate_selection  # noqa: F401
 from .diagnostics import Diagnostic
-from .project_index import LIBRARY_DEFAULT_NOTE
+from .project.index import LIBRARY_DEFAULT_NOTE
 from .report import FORMATS, render, render_statistics
 from .version import __version__
 
@@ -312,7 +312,7 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
             _report(args, diagnostics, {}, fixed=None)
         return _exit_code(args, 1, [])
     if settings.fix is None:
-        from .project_index import project_file
+        from .project.index import project_file
 
         project = project_file(name, settings)
         diagnostics = lint_text(text, name, settings, project)

@@ -109,7 +109,7 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
         return result
     try:
         if settings.fix is None:
-            from .project_index import project_file
+            from .project.index import project_file
 
             project = project_file(path, settings, facts)
             project.compile_checked = facts is not None and first_digest == result.digest

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import file_pass
 from .file_pass import SERIAL_BELOW, init_worker, pool_context, process_file
-from .project_index import ProjectIndex, normalize_facts
+from .project.index import ProjectIndex, normalize_facts
 
 INDEX_FORMAT = 2  # 2: facts carry `assumed` (the library default)
 KEEP_FILES = 4

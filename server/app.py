@@ -19,7 +19,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi import routing as fastapi_routing
 
-from analyzer.project_index import LIBRARY_DEFAULT_NOTE
+from analyzer.project.index import LIBRARY_DEFAULT_NOTE
 from analyzer.selection import SelectionError, resolve
 from analyzer.version import __version__
 from rules import RULES, render_docs

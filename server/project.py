@@ -15,7 +15,7 @@ import tomllib
 from dataclasses import dataclass, replace
 
 from analyzer import config as config_mod
-from analyzer.project_index import module_names_of_labels, normalize_facts
+from analyzer.project.index import module_names_of_labels, normalize_facts
 
 from .dispatch import run_request
 from .errors import ApiError

@@ -117,7 +117,7 @@ def _ignore_for(job: Job, path: str) -> tuple[str, ...]:
 def _project_file(job: Job, i: int):
     if job.modules is None:
         return None
-    from analyzer.project_index import ProjectFile, normalize_facts
+    from analyzer.project.index import ProjectFile, normalize_facts
 
     facts = None if job.facts is None else normalize_facts(job.facts[i])
     # (a second pass lints the submitted text the first pass compile-checked)
@@ -186,7 +186,7 @@ def render_job(job: RenderJob) -> str:
 
 
 def index_job(job: IndexJob) -> tuple[dict, str]:
-    from analyzer.project_index import index_facts
+    from analyzer.project.index import index_facts
 
     texts = {}
     for f in job.files:

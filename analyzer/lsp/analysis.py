@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..diagnostics import Diagnostic
 from ..file_reader import MAX_FILE_BYTES, Unreadable, too_large, unreadable_diagnostic
-from ..project_index import ProjectFile
+from ..project.index import ProjectFile
 from .projects import Project
 from .text import TextDocument
 

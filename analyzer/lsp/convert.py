@@ -62,7 +62,7 @@ def _disk_line(path: str, line: int) -> str:
 def lsp_diagnostic(finding: Diagnostic, doc: TextDocument, encoding: str, *, docs_url: str | None,
                    compiled=None, open_docs: dict[str, TextDocument] | None = None,
                    site_cache: dict | None = None) -> types.Diagnostic:
-    """``compiled`` (project_index.Compiled): how the function holding the finding is compiled; its entry
+    """``compiled`` (project.index.Compiled): how the function holding the finding is compiled; its entry
     point becomes the related location."""
     related = None
     if compiled is not None and compiled.site is not None:

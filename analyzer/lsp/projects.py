@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ..config import Config, ConfigError, find_pyproject, load_file
 from ..file_pass import Settings
 from ..file_reader import Unreadable, decode, read_bytes
-from ..project_index import Compiled, ProjectIndex, module_name
+from ..project.index import Compiled, ProjectIndex, module_name
 from .settings import EditorSettings, effective_settings
 
 MAX_INDEXED_FILES = 20_000  # a workspace larger than this is indexed in part (and the log says so)
@@ -29,7 +29,7 @@ _NOT_SEEN = object()
 def summary_of(text: str, path: str, module: str, jit_decorators=()) -> dict | None:
     """A file's part of the project index, from its text (None when it does not parse)."""
     from ..parsing import PARSE_ERRORS, parse
-    from ..project_index import summarize
+    from ..project.index import summarize
     from ..static.module_index import build_module_index
 
     try:

@@ -35,7 +35,7 @@ def lint_source(
 ) -> list[Diagnostic]:
     """Lint one file's text. Sorted by (line, column, code); honours ``# noqa``.
 
-    ``project`` (an ``analyzer.project_index.ProjectFile``) says which of its functions other files compile,
+    ``project`` (an ``analyzer.project.index.ProjectFile``) says which of its functions other files compile,
     and receives the file's summary for the project index.
 
     Never raises on any text: unparsable input becomes one TL001 finding. An unknown rule selector

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.project_index import ProjectFile
+from analyzer.project.index import ProjectFile
 from analyzer.static import lint_source
 from rules import RULES
 from rules.compilers import HEADLINE_CHARS

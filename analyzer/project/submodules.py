@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from .static.module_index import dotted_name, strip_self_returning
+from ..static.module_index import dotted_name, strip_self_returning
 
 _CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "ParameterList", "list", "tuple", "dict",
                          "OrderedDict"})

@@ -112,7 +112,7 @@ def _entry_target(expr, stmt, index, func_qualnames) -> tuple | None:
     """What a jit call's first argument names: ("instance", class or factory ref), ("ref", function/method
     ref), or ("wrapper", function, position, parameter) when it is a parameter of the function around the
     call (``def setup(model): return torch.compile(model)``: its callers say what is compiled)."""
-    from .static.module_index import dotted_name, strip_self_returning
+    from ..static.module_index import dotted_name, strip_self_returning
 
     expr = strip_self_returning(expr)
     if isinstance(expr, ast.Call):
@@ -186,8 +186,8 @@ def _docstring_lines(fn) -> list[int]:
 
 def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_decorators=()) -> dict:
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
-    from .static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
-    from .static.module_index import dotted_name
+    from ..static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
+    from ..static.module_index import dotted_name
     from .submodules import held_classes
 
     is_package = os.path.basename(path) == "__init__.py"
@@ -485,7 +485,7 @@ class ProjectIndex:
         lines = self._lines.get(path)
         if lines is None:
             try:
-                from .file_reader import decode
+                from ..file_reader import decode
 
                 with open(path, "rb") as f:
                     lines = _ast_line_ends(decode(f.read())).split("\n")

@@ -351,7 +351,8 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
     cache = None
     if not args.no_cache:
         directory = args.cache_dir or os.environ.get("THUNDER_LINT_CACHE_DIR") or os.path.join(cfg.root, CACHE_DIR_NAME)
-        cache = ResultCache(directory, settings_key(__version__, settings)).load()
+        # (fix mode lints as a plain run first, so it shares the plain run's cache)
+        cache = ResultCache(directory, settings_key(__version__, dataclasses.replace(settings, fix=None))).load()
     progress = ProgressBar(sys.stderr) if not args.quiet else None
     try:
         result = run(found.files, settings, jobs=args.jobs, cache=cache, progress=progress)

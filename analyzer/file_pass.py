@@ -143,6 +143,42 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
     return result
 
 
+def fix_with_facts(result: FileResult, settings: Settings) -> None:
+    """Fix mode after a plain run: apply ``result``'s fixes with the facts the project index gave the file (so
+    fixes and remaining findings are those of a plain run: the library default, what other files compile).
+    The file is read again and left alone when it changed since the run read it; never raises."""
+    try:
+        data, _st = read_with_stat(result.path, settings.max_file_bytes)
+        if content_hash(data) != result.digest:
+            result.error = f"{result.path}: not fixed: the file changed while it was being linted"
+            return
+        text = decode(data)
+        from .project.index import project_file
+
+        project = project_file(result.path, settings, result.facts)
+        project.compile_checked = True  # the plain run compile-checked this same content
+        outcome = engine().fix_source(
+            text,
+            result.path,
+            select=settings.select,
+            ignore=settings.ignore_for(result.path),
+            extend_select=settings.extend_select,
+            jit_decorators=settings.jit_decorators,
+            unsafe=settings.fix == "unsafe",
+            project=project,
+        )
+    except Unreadable as problem:
+        result.error = f"{result.path}: not fixed: {problem}"
+        return
+    except BaseException as e:
+        _internal_error(result, e)
+        return
+    result.diagnostics = list(outcome.remaining)
+    result.applied = list(outcome.applied)
+    if outcome.text != text:
+        result.original, result.fixed = text, outcome.text
+
+
 def lint_held(result: FileResult, settings: Settings, facts: tuple) -> None:
     """Lint a file ``process_file`` held, with the project index's ``facts``; never raises."""
     ctx, project = result.held

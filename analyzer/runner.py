@@ -15,11 +15,11 @@ import os
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .cache import ResultCache, entry_to_diag
 from .diagnostics import Diagnostic
-from .file_pass import (SERIAL_BELOW, FileResult, Settings, engine, init_worker, lint_held, lint_text, pool_context,
+from .file_pass import (SERIAL_BELOW, FileResult, Settings, engine, fix_with_facts, init_worker, lint_held, lint_text, pool_context,
                         process_file, run_chunk)
 from .helper_processes import Helper, can_fork
 from .parsing import gc_paused
@@ -194,9 +194,30 @@ def run(
     cache: ResultCache | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
-    """Lint ``paths`` (files, already discovered); results sorted by path, line, column, code."""
+    """Lint ``paths`` (files, already discovered); results sorted by path, line, column, code.
+
+    With ``settings.fix``, the files are linted as a plain run lints them (project index, library default,
+    cache) and the files with a fix they allow are then fixed with those facts: the remaining findings and the
+    exit status equal a plain run on the fixed files, and the fixes are the ones a plain run offers."""
+    if settings.fix is not None:
+        return _run_then_fix(paths, settings, jobs, cache, progress)
     with ExitStack() as held:  # what holding files parsed needs undone: the paused collector, the helpers
         return _run(paths, settings, jobs, cache, progress, held)
+
+
+def _run_then_fix(paths, settings, jobs, cache, progress) -> RunResult:
+    from .fixes import choose_fix
+
+    plain = run(paths, replace(settings, fix=None), jobs=jobs, cache=cache, progress=progress)
+    unsafe = settings.fix == "unsafe"
+    for r in plain.files:
+        if r.error is None and r.digest is not None and any(choose_fix(d, unsafe) for d in r.diagnostics or ()):
+            fix_with_facts(r, settings)
+            if r.error:
+                plain.errors.append(r.error)
+                r.error = None
+    plain.diagnostics = sorted((d for r in plain.files for d in r.diagnostics or ()), key=Diagnostic.sort_key)
+    return plain
 
 
 def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:

@@ -126,14 +126,20 @@ async def lint_request(pool, files: list[SubmittedFile], rc: RequestConfig, *, f
     """(the result in request order, diagnostics as JSON; why the library default applied, or "")."""
     sources = [i for i, f in enumerate(files) if not is_config(f) and not _excluded(f.path, rc)]
     linted = [files[i] for i in sources]
-    modules = tuple(module_names_of_labels([f.path for f in linted])) if fix is None else None
-    job = Job(tuple(linted), rc.select, rc.ignore, rc.extend_select, fix, "json", with_fixes=with_fixes,
+    modules = tuple(module_names_of_labels([f.path for f in linted]))
+    # Fix mode lints as a plain request first (the project index, the library default), then fixes each file
+    # with the facts the index gave it: the fixes and the remaining findings are those of a plain request.
+    job = Job(tuple(linted), rc.select, rc.ignore, rc.extend_select, None, "json", with_fixes=with_fixes or fix is not None,
               per_file_ignores=rc.per_file_ignores, config_root=rc.config_root, jit_decorators=rc.jit_decorators,
               assume_compiled=rc.assume_compiled, target=rc.target, modules=modules)
     result = await run_request(pool, job, timeout=timeout, wait_timeout=wait_timeout)
     library_default = result.library_default if len(linted) == 1 else ""
-    if modules is not None and len(linted) > 1:
-        result, library_default = await _second_pass(pool, job, result, timeout=timeout, wait_timeout=wait_timeout)
+    facts = None
+    if len(linted) > 1:
+        result, library_default, facts = await _second_pass(pool, job, result, timeout=timeout, wait_timeout=wait_timeout)
+    if fix is not None:
+        result = await run_request(pool, replace(job, fix=fix, with_fixes=with_fixes, facts=facts), timeout=timeout,
+                                   wait_timeout=wait_timeout)
     outcomes: list[FileOutcome] = []
     by_source = dict(zip(sources, result.files))
     for i, f in enumerate(files):
@@ -142,15 +148,18 @@ async def lint_request(pool, files: list[SubmittedFile], rc: RequestConfig, *, f
 
 
 async def _second_pass(pool, job: Job, first: JobResult, *, timeout: float, wait_timeout: float):
+    """(the result, why the library default applied or "", each file's facts from the index: None for a file
+    the index has no summary of, which is then linted alone)."""
     have = [i for i, s in enumerate(first.summaries) if s is not None]
     if not have:
-        return first, ""
+        return first, "", None
     index = IndexJob(tuple(first.summaries[i] for i in have), tuple(job.files[i] for i in have),
                      job.assume_compiled, job.target)
     facts_by_path, library_default = await pool.run(index, timeout=timeout, wait_timeout=wait_timeout)
+    facts = tuple(facts_by_path.get(f.path) if i in set(have) else first.used_facts[i] for i, f in enumerate(job.files))
     todo = [i for i in have if normalize_facts(facts_by_path.get(job.files[i].path)) != first.used_facts[i]]
     if not todo:
-        return first, library_default
+        return first, library_default, facts
     again = replace(job, files=tuple(job.files[i] for i in todo), modules=tuple(job.modules[i] for i in todo),
                     facts=tuple(facts_by_path[job.files[i].path] for i in todo))
     redone = await run_request(pool, again, timeout=timeout, wait_timeout=wait_timeout)
@@ -160,4 +169,4 @@ async def _second_pass(pool, job: Job, first: JobResult, *, timeout: float, wait
         files[i] = outcome
     diagnostics = [d for d in first.diagnostics if d["path"] not in paths] + redone.diagnostics
     diagnostics.sort(key=lambda d: (d["path"], d["line"], d["column"], d["code"]))
-    return JobResult(files, diagnostics), library_default
+    return JobResult(files, diagnostics), library_default, facts

@@ -49,7 +49,7 @@ class Job:
     jit_decorators: tuple[str, ...] = ()
     assume_compiled: tuple[str, ...] | None = None
     target: str = "any"
-    # The project index: each file's module name (None: no index, as in fix mode) and, on the second pass,
+    # The project index: each file's module name (None: no index) and, on the second pass (and in fix mode),
     # what the joined index says about it (None: the first pass, knowing only the file itself).
     modules: tuple[str, ...] | None = None
     facts: tuple | None = None
@@ -119,7 +119,7 @@ def _project_file(job: Job, i: int):
         return None
     from analyzer.project.index import ProjectFile, normalize_facts
 
-    facts = None if job.facts is None else normalize_facts(job.facts[i])
+    facts = None if job.facts is None or job.facts[i] is None else normalize_facts(job.facts[i])
     # (a second pass lints the submitted text the first pass compile-checked)
     return ProjectFile(job.files[i].path, job.modules[i], facts, job.assume_compiled, job.target,
                        want_summary=facts is None, root="", compile_checked=facts is not None)
@@ -142,7 +142,7 @@ def _analyze_file(f: SubmittedFile, job: Job, project=None) -> tuple[FileOutcome
         else:
             fixed = static.fix_source(
                 text, f.path, select=job.select, ignore=_ignore_for(job, f.path), extend_select=job.extend_select,
-                jit_decorators=job.jit_decorators, unsafe=job.fix == "unsafe",
+                jit_decorators=job.jit_decorators, unsafe=job.fix == "unsafe", project=project,
             )
             diagnostics = list(fixed.remaining)
             outcome.fixed_content = fixed.text

@@ -99,3 +99,34 @@ def test_a_bad_submitted_pyproject_is_a_clear_422(api):
     assert r.status_code == 422 and "`target` must be one of" in r.json()["error"]["message"]
     r = _post(api, [("a.py", "x = 1\n"), ("pyproject.toml", '[tool.thunder-lint]\nselect = ["TL999"]\n')])
     assert r.status_code == 422 and "TL999" in r.json()["error"]["message"]
+
+
+FIXABLE = """\
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        flat = x.reshape(-1)
+        flat.add_(1)
+        print("step")
+        return x
+"""
+
+
+def test_fix_keeps_the_project_findings_and_equals_the_cli(api, tmp_path):
+    # Fix mode used to lint each file alone: the library default and what other files compile were lost, so the
+    # fixes offered and the findings left differed from the CLI's `--fix` (issue 31).
+    for files in ([("pkg/__init__.py", ""), ("pkg/blocks.py", FIXABLE)],  # the library default
+                  [("models.py", FIXABLE), ("train.py", "import torch\nfrom models import Block\n\nm = torch.compile(Block())\n")]):
+        body = _post(api, files, fix=True, unsafe_fixes=True).json()
+        fixed = {f["path"]: f.get("fixed_content") for f in body["files"]}
+        target = files[-1][0] if files[-1][0] != "train.py" else "models.py"
+        assert "x.view(-1)" in fixed[target], body
+        left = sorted((d["path"], d["code"], d["line"]) for d in body["diagnostics"])
+        assert ("TL204" in {c for _, c, _ in left}) and "TL101" not in {c for _, c, _ in left}, left
+        # the CLI on the fixed files finds what the request says remains
+        out = tmp_path / target.replace("/", "_").replace(".py", "")
+        on_disk = [(p, fixed.get(p) or c) for p, c in files]
+        assert left == sorted((d["path"], d["code"], d["line"]) for d in _cli(out, on_disk))

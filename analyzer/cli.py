@@ -272,6 +272,9 @@ def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = 
         if library_default:
             lines.append(LIBRARY_DEFAULT_NOTE.format(library_default))
         body = body + ("\n" if body and args.format == "full" else "") + "\n".join(lines) + "\n"
+    elif library_default and not args.quiet:
+        # The machine formats keep stdout to the format itself; what was assumed goes to stderr, as a note.
+        print(f"thunder-lint: note: {LIBRARY_DEFAULT_NOTE.format(library_default)}", file=sys.stderr)
     _emit(args, extra_head + body)
 
 

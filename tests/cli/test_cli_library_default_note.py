@@ -1,0 +1,32 @@
+"""What was assumed reaches every format (issue 31): a project with no resolvable compile call gets the library
+default, and the run says so in the human formats' summary, on stderr for the machine formats (stdout stays the
+format's own, valid JSON/SARIF), and in the service's `summary.notes`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_helpers import write
+
+NOTE = "no compile call found: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
+NET = "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n        print('x')\n        return x\n"
+
+
+@pytest.mark.parametrize("fmt", ["json", "json-lines", "sarif", "github"])
+def test_machine_formats_say_the_library_default_on_stderr(cli, tmp_path, fmt):
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "net.py", NET)
+    r = cli(".", "--no-cache", "--format", fmt)
+    assert r.code == 1
+    assert f"thunder-lint: note: {NOTE}" in r.err, r.err
+    assert NOTE not in r.out
+    if fmt in ("json", "sarif"):
+        json.loads(r.out)  # stdout is still the format alone
+
+
+def test_no_note_where_a_compile_call_decides(cli, tmp_path):
+    write(tmp_path / "net.py", NET)
+    write(tmp_path / "train.py", "import torch\nfrom net import Net\n\nm = torch.compile(Net())\n")
+    r = cli(".", "--no-cache", "--format", "json")
+    assert "note" not in r.err and len(json.loads(r.out)) == 1

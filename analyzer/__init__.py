@@ -77,7 +77,7 @@ def lint_paths(
         cfg = replace(cfg, select=tuple(select), ignore=())
     cfg = replace(cfg, ignore=cfg.ignore + tuple(ignore or ()), extend_select=cfg.extend_select + tuple(extend_select or ()))
     settings = Settings.from_config(cfg)
-    found = discover(paths, exclude=cfg.exclude, root=cfg.root)
+    found = discover(paths, root=cfg.root, rules=cfg.file_rules())
     results_cache = None
     if cache:
         results_cache = ResultCache(os.path.join(cfg.root, CACHE_DIR_NAME), settings_key(__version__, settings)).load()

@@ -60,24 +60,39 @@ def build_parser() -> argparse.ArgumentParser:
     sel.add_argument("--extend-select", action="append", metavar="CODES", help="add these rules to the selection")
     fix = p.add_argument_group("fixes")
     fix.add_argument("--fix", action="store_true", help="apply safe fixes in place")
-    fix.add_argument("--unsafe-fixes", action="store_true", help="also apply (with --fix) or show (with --diff) unsafe fixes")
+    fix.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=None,
+                     help="also apply (with --fix) or show (with --diff) unsafe fixes (default: the config's `unsafe-fixes`, else off)")
     fix.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     fix.add_argument("--show-fixes", action="store_true", help="list each finding's fixes and their edits")
+    fix.add_argument("--fix-only", action="store_true", help="apply fixes, report nothing of what remains (exit 0 unless --exit-non-zero-on-fix)")
+    fix.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when a fix was applied, even if nothing remains")
+    fix.add_argument("--add-noqa", action="store_true", help="add a `# noqa: CODE` comment to every line with a finding")
     out = p.add_argument_group("output")
-    out.add_argument("--format", choices=FORMATS, default="full", help="output format (default: full)")
+    out.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default=None,
+                     help="output format (default: $THUNDER_LINT_OUTPUT_FORMAT, else the config's `output-format`, else full)")
+    out.add_argument("--show-settings", action="store_true", help="print the settings the run would use, and exit")
+    out.add_argument("--show-files", action="store_true", help="print the files the run would lint, and exit")
     out.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     out.add_argument("--statistics", action="store_true", help="print a count per rule instead of the findings")
     out.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     out.add_argument("--quiet", "-q", action="store_true", help="no summary lines, no progress bar")
     run = p.add_argument_group("running")
     run.add_argument("--stdin-filename", metavar="NAME", help="read the source from stdin and report it as NAME")
-    run.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml instead of searching for one")
+    run.add_argument("--config", action="append", metavar="FILE | KEY=VALUE",
+                     help="use this config file (pyproject.toml, thunder-lint.toml) instead of searching for one; "
+                     "a TOML `key = value` pair overrides that key (repeatable)")
+    run.add_argument("--exclude", action="append", metavar="GLOBS", help="folders and files to skip, replacing the config's `exclude`")
+    run.add_argument("--extend-exclude", action="append", metavar="GLOBS", help="more folders and files to skip")
+    run.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=None,
+                     help="skip what .gitignore ignores (default: on)")
     run.add_argument("--force-exclude", action="store_true",
                      help="apply the config's exclude to files named on the command line too (for pre-commit)")
+    run.add_argument("--watch", "-w", action="store_true", help="lint again whenever a linted file changes (Ctrl-C stops)")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the results cache")
     run.add_argument("--max-file-size", type=_size, default=None, metavar="SIZE",
                      help="files larger than this are reported as TL002, not parsed (default: 4MiB; e.g. 10MB)")
-    run.add_argument("--cache-dir", metavar="DIR", help="where the results cache lives (default: <project root>/.thunder-lint-cache)")
+    run.add_argument("--cache-dir", metavar="DIR", help="where the results cache lives (default: $THUNDER_LINT_CACHE_DIR, "
+                     "else the config's `cache-dir`, else .thunder-lint-cache at the project root)")
     run.add_argument("--assume-compiled", action="append", metavar="PATTERN",
                      help="treat functions whose qualified name (package.module.Class.method) matches this glob as "
                      "compiled; without it (and `assume-compiled` in the config), a project with no compile call has "
@@ -203,7 +218,8 @@ def cmd_serve(argv: list[str]) -> int:
             raise ImportError("no `serve` entry point in the group thunder_lint.subcommands: install the package")
         serve_main = found[0].load()
     except ImportError as e:
-        print(f"thunder-lint: error: the HTTP service is not available in this installation ({e})", file=sys.stderr)
+        print(f"thunder-lint: error: the HTTP service is not available in this installation ({e}): "
+              "pip install 'thunder-lint[server]'", file=sys.stderr)
         return EXIT_ERROR
     return int(serve_main(argv) or 0)
 
@@ -218,20 +234,169 @@ def cmd_check(argv: list[str]) -> int:
     if "-" in args.paths and not stdin_mode:
         parser.error("`-` (stdin) cannot be mixed with other paths")
     paths = args.paths or ["."]
-    fix_mode = ("unsafe" if args.unsafe_fixes else "safe") if (args.fix or args.diff) else None
+    if args.fix_only:
+        args.fix = True
 
     config_paths = [args.stdin_filename] if stdin_mode and args.stdin_filename else ([] if stdin_mode else paths)
     cfg = effective_config(args, config_paths or [os.getcwd()])
     validate_selection(cfg)
+    # ruff's order: the command line, then the environment, then the config, then the default
+    args.format = args.format or _env_format() or cfg.output_format or "full"
+    if args.unsafe_fixes is None:
+        args.unsafe_fixes = bool(cfg.unsafe_fixes)
+    fix_mode = ("unsafe" if args.unsafe_fixes else "safe") if (args.fix or args.diff) else None
 
     from .runner import Settings
 
     settings = Settings.from_config(cfg, fix=fix_mode)
     if args.max_file_size is not None:
         settings = dataclasses.replace(settings, max_file_bytes=args.max_file_size)
+    if args.show_settings:
+        return _show_settings(args, cfg, settings)
     if stdin_mode:
         return _check_stdin(args, settings)
+    if args.show_files:
+        return _show_files(args, paths, cfg)
+    if args.add_noqa:
+        return _add_noqa(args, paths, cfg, dataclasses.replace(settings, fix=None))
+    if args.watch:
+        return _watch(args, paths, cfg, settings)
     return _check_paths(args, paths, cfg, settings)
+
+
+def _env_format() -> str | None:
+    value = os.environ.get("THUNDER_LINT_OUTPUT_FORMAT", "").strip()
+    if not value:
+        return None
+    if value not in FORMATS:
+        raise UsageError(f"THUNDER_LINT_OUTPUT_FORMAT={value!r} is not a format: {', '.join(FORMATS)}")
+    return value
+
+
+def _show_settings(args, cfg, settings) -> int:
+    """What the run would use, one `key = value` a line (ruff's --show-settings), the config file first."""
+    lines = [f"config file: {cfg.source or '(none: defaults)'}", f"project root: {cfg.root}",
+             f"cache dir: {_cache_dir(args, cfg)}", f"output-format = {args.format!r}",
+             f"unsafe-fixes = {str(bool(args.unsafe_fixes)).lower()}"]
+    for field in dataclasses.fields(cfg):
+        if field.name in ("root", "source", "output_format", "unsafe_fixes", "cache_dir"):
+            continue
+        value = getattr(cfg, field.name)
+        if field.name == "exclude" and value is None:
+            from .discovery import DEFAULT_EXCLUDE
+
+            value = DEFAULT_EXCLUDE
+        if field.name == "include" and value is None:
+            from .discovery import DEFAULT_INCLUDE
+
+            value = DEFAULT_INCLUDE
+        lines.append(f"{field.name.replace('_', '-')} = {value!r}")
+    from .selection import resolve
+    from rules import RULES
+
+    enabled = sorted(resolve(RULES, cfg.select, cfg.ignore, cfg.extend_select))
+    lines.append(f"enabled rules = {enabled!r}")
+    _emit(args, "\n".join(lines) + "\n")
+    return EXIT_CLEAN
+
+
+def _discover(args, paths, cfg):
+    from .discovery import discover
+
+    return discover(paths, root=cfg.root, force_exclude=args.force_exclude, rules=cfg.file_rules())
+
+
+def _show_files(args, paths, cfg) -> int:
+    found = _discover(args, paths, cfg)
+    for p, why in found.problems:
+        print(f"thunder-lint: warning: {p}: {why}", file=sys.stderr)
+    _emit(args, "".join(f"{os.path.abspath(p)}\n" for p in sorted(found.files)))
+    return EXIT_CLEAN
+
+
+def _cache_dir(args, cfg) -> str:
+    from .cache import CACHE_DIR_NAME
+
+    return (args.cache_dir or os.environ.get("THUNDER_LINT_CACHE_DIR") or cfg.cache_dir
+            or os.path.join(cfg.root if cfg.source else _project_root(args.paths or ["."]), CACHE_DIR_NAME))
+
+
+def _project_root(paths: list[str]) -> str:
+    """Without a config file: the nearest folder at or above the linted paths holding a pyproject.toml,
+    setup.py, setup.cfg or .git (where ruff puts its cache), else the current folder."""
+    existing = [os.path.abspath(p) for p in paths if os.path.exists(p)]
+    try:
+        start = os.path.commonpath(existing) if existing else os.getcwd()
+    except ValueError:
+        start = os.getcwd()
+    if not os.path.isdir(start):
+        start = os.path.dirname(start)
+    folder = start
+    while True:
+        if any(os.path.exists(os.path.join(folder, m)) for m in ("pyproject.toml", "setup.py", "setup.cfg", ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return os.getcwd()
+        folder = parent
+
+
+def _add_noqa(args, paths, cfg, settings) -> int:
+    """`--add-noqa`: a `# noqa: CODE` on each line with a finding; what was added is said on stderr."""
+    from .file_reader import Unreadable, decode, read_with_stat
+    from .runner import run
+    from .static.noqa import add_noqa
+
+    found = _discover(args, paths, cfg)
+    result = run(found.files, settings, jobs=args.jobs, cache=None)
+    by_path: dict[str, list] = {}
+    for d in result.diagnostics:
+        by_path.setdefault(d.path, []).append(d)
+    added = 0
+    for path, findings in sorted(by_path.items()):
+        try:
+            data, _ = read_with_stat(path, settings.max_file_bytes)
+            text = decode(data)
+        except Unreadable:
+            continue
+        new, n = add_noqa(text, findings)
+        if n:
+            from .cache import content_hash
+
+            problem = _write_fixed(path, content_hash(data), new)
+            if problem:
+                print(f"thunder-lint: warning: {problem}", file=sys.stderr)
+                continue
+            added += n
+    print(f"Added {plural(added, 'noqa directive')}.", file=sys.stderr)
+    return EXIT_ERROR if result.errors else EXIT_CLEAN
+
+
+def _watch(args, paths, cfg, settings) -> int:
+    """`--watch`: lint, then lint again whenever a linted file (or a new one) changes; Ctrl-C stops."""
+    import time
+
+    def snapshot():
+        found = _discover(args, paths, cfg)
+        state = {}
+        for p in found.files:
+            try:
+                st = os.stat(p)
+                state[p] = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                pass
+        return state
+
+    seen = None
+    while True:
+        now = snapshot()
+        if now != seen:
+            if seen is not None:
+                print(f"\n[{time.strftime('%H:%M:%S')}] File change detected...", file=sys.stderr)
+            _check_paths(args, paths, cfg, settings)
+            sys.stdout.flush()
+            seen = snapshot()
+        time.sleep(float(os.environ.get("THUNDER_LINT_WATCH_INTERVAL", "0.5")))
 
 
 def _emit(args: argparse.Namespace, text: str) -> None:
@@ -350,10 +515,12 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
     from .progress import ProgressBar
     from .runner import run
 
-    found = discover(paths, exclude=cfg.exclude, root=cfg.root, force_exclude=args.force_exclude)
+    found = discover(paths, root=cfg.root, force_exclude=args.force_exclude, rules=cfg.file_rules())
+    if not found.files and not found.problems:
+        print("thunder-lint: warning: No Python files found under the given path(s)", file=sys.stderr)
     cache = None
     if not args.no_cache:
-        directory = args.cache_dir or os.environ.get("THUNDER_LINT_CACHE_DIR") or os.path.join(cfg.root, CACHE_DIR_NAME)
+        directory = _cache_dir(args, cfg)
         # (fix mode lints as a plain run first, so it shares the plain run's cache)
         cache = ResultCache(directory, settings_key(__version__, dataclasses.replace(settings, fix=None))).load()
     progress = ProgressBar(sys.stderr) if not args.quiet else None
@@ -406,7 +573,15 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
                     fixed_lines.append(f"    {d.line}:{d.column} {d.code} ({d.name})")
         if fixed_lines and args.format in ("full", "concise"):
             head = "Fixed:\n" + "\n".join(fixed_lines) + "\n\n"
+    if args.fix_only:  # ruff's --fix-only: what was fixed, nothing of what remains
+        if not args.quiet:
+            print(f"Fixed {plural(fixed or 0, 'finding')}." if fixed else "No fixes to apply.", file=sys.stderr)
+        if errors:
+            return EXIT_ERROR
+        return EXIT_FINDINGS if (fixed and args.exit_non_zero_on_fix) else EXIT_CLEAN
     _report(args, diagnostics, {}, fixed=fixed, extra_head=head, library_default=result.library_default)
+    if fixed and args.exit_non_zero_on_fix and not errors:
+        return EXIT_FINDINGS
     return _exit_code(args, len(diagnostics), errors)
 
 

@@ -4,6 +4,8 @@ command line and pyproject, the selection check, the summary lines and the sourc
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
 from collections.abc import Sequence
 
@@ -24,10 +26,17 @@ def codes(values: list[str] | None) -> tuple[str, ...] | None:
 
 def effective_config(args: argparse.Namespace, paths: Sequence[str]) -> config_mod.Config:
     """The pyproject config with the command line on top (the command line wins)."""
-    if args.config:
-        cfg = config_mod.load_file(args.config)
+    given = args.config if isinstance(args.config, list) else [args.config] if args.config else []
+    files = [c for c in given if os.path.isfile(c) or not _looks_like_pair(c)]
+    pairs = [c for c in given if c not in files]
+    if len(files) > 1:
+        raise UsageError(f"--config names more than one file ({', '.join(files)}): give one file, plus `key = value` pairs")
+    if files:
+        cfg = config_mod.load_file(files[0])
     else:
         cfg = config_mod.discover(list(paths))
+    if pairs:
+        cfg = config_mod.with_overrides(cfg, pairs)
     select = codes(args.select)
     ignore = codes(args.ignore) or ()
     extend = codes(args.extend_select) or ()
@@ -36,18 +45,48 @@ def effective_config(args: argparse.Namespace, paths: Sequence[str]) -> config_m
         cfg_ignore: tuple[str, ...] = ()
     else:
         select, cfg_ignore = cfg.select, cfg.ignore
-    return config_mod.Config(
+    exclude = getattr(args, "exclude", None)
+    respect = getattr(args, "respect_gitignore", None)
+    from .globs import GlobError, validate
+
+    try:
+        validate(_split(exclude or ()), "--exclude")
+        validate(_split(getattr(args, "extend_exclude", None) or ()), "--extend-exclude")
+    except GlobError as e:
+        raise UsageError(str(e)) from None
+    return dataclasses.replace(
+        cfg,
         select=select,
         ignore=cfg_ignore + ignore,
         extend_select=cfg.extend_select + extend,
-        per_file_ignores=cfg.per_file_ignores,
-        jit_decorators=cfg.jit_decorators,
-        exclude=cfg.exclude,
+        exclude=tuple(_split(exclude)) if exclude is not None else cfg.exclude,
+        extend_exclude=cfg.extend_exclude + tuple(_split(getattr(args, "extend_exclude", None) or ())),
+        respect_gitignore=cfg.respect_gitignore if respect is None else respect,
         assume_compiled=assume_compiled(cfg.assume_compiled, getattr(args, "assume_compiled", None)),
         target=getattr(args, "target", None) or cfg.target,
-        root=cfg.root,
-        source=cfg.source,
     )
+
+
+def _looks_like_pair(text: str) -> bool:
+    """`--config "key = value"` (ruff's inline override) rather than a file name."""
+    return "=" in text and not text.endswith((".toml", "/"))
+
+
+def _split(values) -> list[str]:
+    """`--exclude a,b --exclude c` -> [a, b, c] (commas separate, as ruff's list options; not inside `{a,b}`)."""
+    out = []
+    for value in values:
+        depth, start = 0, 0
+        for i, c in enumerate(value + ","):
+            if c == "{":
+                depth += 1
+            elif c == "}" and depth:
+                depth -= 1
+            elif c == "," and depth == 0:
+                if value[start:i].strip():
+                    out.append(value[start:i].strip())
+                start = i + 1
+    return out
 
 
 def assume_compiled(configured: tuple[str, ...] | None, given: list[str] | None) -> tuple[str, ...] | None:

@@ -1,27 +1,60 @@
-"""Which files a run lints.
+"""Which files a run lints, after ruff's conventions.
 
-Named files are linted whatever their suffix; folders are walked for ``*.py``/``*.pyi``, skipping what is
-never source (VCS folders, caches, virtual environments, build output). Symlinked folders are followed
-once: the real path of every folder is remembered, so a symlink loop ends the walk instead of hanging it.
-Problems (a path that does not exist, a broken link, a loop) are returned as messages, never raised.
+Named files are linted whatever their suffix. Folders are walked for the files ``include`` matches
+(``*.py``, ``*.pyi``, ``*.ipynb`` by default), skipping what ``exclude`` matches (by default what is never
+source: VCS folders, caches, virtual environments, build output; the config's ``exclude`` replaces that list,
+``extend-exclude`` adds to it) and, unless ``respect-gitignore = false``, what the repository's ``.gitignore``
+files, ``.git/info/exclude`` and the user's global git excludes ignore. Globs are read as ruff reads them
+(analyzer/globs.py). Symlinked folders are followed once: the real path of every folder is remembered, so a
+symlink loop ends the walk instead of hanging it. Problems (a path that does not exist, a broken link, a loop)
+are returned as messages, never raised.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import stat
 from dataclasses import dataclass, field
 
+from .globs import GlobSet
+
 SOURCE_SUFFIXES = (".py", ".pyi")
-SKIPPED_DIRS = frozenset(
-    {
-        ".git", ".hg", ".svn", ".bzr", "_darcs", ".jj",
-        "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".thunder-lint-cache", ".hypothesis",
-        ".tox", ".nox", ".venv", "venv", ".eggs", "node_modules", "site-packages",
-        "build", "dist", "_build", "buck-out", ".ipynb_checkpoints", ".direnv", ".pants.d",
-    }
+# ruff's default exclude, plus this tool's own cache and a few more build/cache folders
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".svn", "_darcs", ".jj", ".ipynb_checkpoints",
+    ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".thunder-lint-cache",
+    ".hypothesis", ".tox", ".venv", ".vscode", "__pypackages__", "__pycache__", "_build", "buck-out", "build",
+    "dist", "node_modules", "site-packages", "venv", "*.egg-info",
 )
+DEFAULT_INCLUDE = ("*.py", "*.pyi")
+SKIPPED_DIRS = frozenset(p for p in DEFAULT_EXCLUDE if "*" not in p)  # (kept for callers that name folders)
+
+
+@dataclass(frozen=True)
+class FileRules:
+    """What a folder walk takes: the config's exclude/extend-exclude/include/extend-include/respect-gitignore."""
+
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    extend_include: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+
+    @property
+    def excluded(self) -> GlobSet:
+        got = self.__dict__.get("_excluded")
+        if got is None:
+            got = GlobSet(self.exclude + self.extend_exclude)
+            object.__setattr__(self, "_excluded", got)
+        return got
+
+    @property
+    def included(self) -> GlobSet:
+        got = self.__dict__.get("_included")
+        if got is None:
+            got = GlobSet(self.include + self.extend_include)
+            object.__setattr__(self, "_included", got)
+        return got
 
 
 @dataclass
@@ -35,27 +68,37 @@ def _is_venv(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
 
 
-def _excluded(name: str, rel: str, exclude: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatchcase(name, pat) or fnmatch.fnmatchcase(rel, pat) for pat in exclude)
+def _rel(path: str, base: str) -> str:
+    return os.path.relpath(os.path.abspath(path), base).replace(os.sep, "/")
 
 
-def _force_excluded(path: str, exclude: tuple[str, ...], root: str | None) -> bool:
-    """Whether a named path, or a folder above it inside the project, matches ``exclude``."""
+def _force_excluded(path: str, rules: FileRules, root: str | None, ignored) -> bool:
+    """Whether a named path, or a folder above it inside the project, is excluded or git-ignored."""
     base = os.path.abspath(root or os.getcwd())
-    rel = os.path.relpath(os.path.abspath(path), base)
-    if rel == os.curdir or rel.startswith(os.pardir + os.sep) or rel == os.pardir:
-        return _excluded(os.path.basename(os.path.abspath(path)), "", exclude)  # outside the project: the name only
-    parts = rel.split(os.sep)
-    return any(_excluded(parts[i - 1], "/".join(parts[:i]), exclude) for i in range(1, len(parts) + 1))
+    rel = _rel(path, base)
+    if rel in (".", "..") or rel.startswith("../"):
+        return rules.excluded.matches_name(os.path.basename(os.path.abspath(path)))  # outside: the name only
+    if rules.excluded.matches(rel):
+        return True
+    return ignored is not None and ignored.ignores(os.path.abspath(path), os.path.isdir(path))
 
 
 def discover(paths: list[str] | tuple[str, ...], *, exclude: tuple[str, ...] = (), root: str | None = None,
-             force_exclude: bool = False) -> Discovered:
-    """Files under ``paths``; ``exclude`` globs match a name, or a path relative to ``root`` (the project).
+             force_exclude: bool = False, rules: FileRules | None = None) -> Discovered:
+    """Files under ``paths``. ``rules`` (the config's; default: ruff's defaults without .gitignore) say what a
+    folder walk takes; ``exclude`` adds globs to it (extend-exclude). Globs match a name, or a path relative to
+    ``root`` (the project).
 
-    Paths named explicitly are linted even when ``exclude`` matches them, unless ``force_exclude``: then
-    they are skipped too, as pre-commit (which names every staged file) needs for the config to hold.
+    Paths named explicitly are linted even when excluded or git-ignored, unless ``force_exclude``: then they
+    are skipped too, as pre-commit (which names every staged file) needs for the config to hold.
     """
+    from dataclasses import replace
+
+    rules = rules or FileRules(respect_gitignore=False)
+    if exclude:
+        rules = replace(rules, extend_exclude=rules.extend_exclude + tuple(exclude))
+    base = os.path.abspath(root or os.getcwd())
+    ignored = GitIgnored() if rules.respect_gitignore else None
     out = Discovered()
     seen_files: set[str] = set()
 
@@ -67,7 +110,7 @@ def discover(paths: list[str] | tuple[str, ...], *, exclude: tuple[str, ...] = (
 
     for given in paths:
         path = os.path.normpath(given)
-        if force_exclude and exclude and _force_excluded(path, exclude, root):
+        if force_exclude and _force_excluded(path, rules, root, ignored):
             continue
         try:
             st = os.stat(path)
@@ -81,10 +124,78 @@ def discover(paths: list[str] | tuple[str, ...], *, exclude: tuple[str, ...] = (
             out.problems.append((path, _why(e)))
             continue
         if stat.S_ISDIR(st.st_mode):
-            _walk(path, out, add_file, exclude, root)
+            _walk(path, out, add_file, rules, base if root else os.path.abspath(path), ignored)
         else:
             add_file(path)  # named explicitly: linted whatever its suffix; reading decides the rest
     return out
+
+
+class GitIgnored:
+    """git's ignore rules for the folders walked: each folder's ``.gitignore`` (a deeper file's decision wins),
+    the repository's ``.git/info/exclude`` and the user's global excludes file (``core.excludesFile``, else
+    ``$XDG_CONFIG_HOME/git/ignore``). Folders above a walk's top, up to the repository root, count too."""
+
+    def __init__(self):
+        self._specs: dict[str, list] = {}  # folder -> [(base folder, PathSpec)] from the root down
+
+    def _spec_of(self, path: str):
+        import pathspec
+
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                return pathspec.GitIgnoreSpec.from_lines(f.read().splitlines())
+        except (OSError, ValueError):
+            return None
+
+    def chain(self, folder: str) -> list:
+        got = self._specs.get(folder)
+        if got is not None:
+            return got
+        parent = os.path.dirname(folder)
+        if os.path.isdir(os.path.join(folder, ".git")) or parent == folder:
+            got = self._top_specs(folder)  # the repository root (or the file system's): git's own files
+        else:
+            got = list(self.chain(parent))
+        spec = self._spec_of(os.path.join(folder, ".gitignore")) if os.path.isfile(os.path.join(folder, ".gitignore")) else None
+        if spec is not None:
+            got = got + [(folder, spec)]
+        self._specs[folder] = got
+        return got
+
+    def _top_specs(self, root: str) -> list:
+        out = []
+        for candidate in (_global_excludes_file(), os.path.join(root, ".git", "info", "exclude")):
+            if candidate and os.path.isfile(candidate):
+                spec = self._spec_of(candidate)
+                if spec is not None:
+                    out.append((root, spec))
+        return out
+
+    def ignores(self, path: str, is_dir: bool) -> bool:
+        decision = None
+        for base, spec in self.chain(os.path.dirname(path)):
+            rel = os.path.relpath(path, base).replace(os.sep, "/")
+            if rel.startswith("../"):
+                continue
+            result = spec.check_file(rel + "/" if is_dir else rel)
+            if result.include is not None:
+                decision = result.include
+        return bool(decision)
+
+
+def _global_excludes_file() -> str | None:
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    for config in (os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config")):
+        try:
+            with open(config, encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    key, _, value = line.strip().partition("=")
+                    if key.strip().lower() == "excludesfile" and value.strip():
+                        return os.path.expanduser(value.strip().strip('"'))
+        except OSError:
+            continue
+    return os.path.join(xdg, "git", "ignore")
 
 
 def _why(e: OSError) -> str:
@@ -95,10 +206,10 @@ def _why(e: OSError) -> str:
     return e.strerror or str(e)
 
 
-def _walk(top: str, out: Discovered, add_file, exclude: tuple[str, ...], root: str | None) -> None:
-    base = os.path.abspath(root) if root else os.path.abspath(top)
+def _walk(top: str, out: Discovered, add_file, rules: FileRules, base: str, ignored: GitIgnored | None) -> None:
     visited: set[str] = set()
     stack = [top]
+    excluded, included = rules.excluded, rules.included
     while stack:
         folder = stack.pop()
         real = os.path.realpath(folder)
@@ -113,20 +224,22 @@ def _walk(top: str, out: Discovered, add_file, exclude: tuple[str, ...], root: s
         subfolders = []
         for entry in entries:
             path = entry.path if folder != "." else entry.name
-            rel = os.path.relpath(os.path.abspath(path), base).replace(os.sep, "/") if exclude else ""
-            if exclude and _excluded(entry.name, rel, exclude):
+            rel = _rel(path, base)
+            if excluded.matches_name(entry.name) or excluded.matches(rel, whole_only=True):
                 continue
             try:
                 is_dir = entry.is_dir()  # follows symlinks
             except OSError as e:
-                if entry.name.endswith(SOURCE_SUFFIXES):
+                if included.matches(rel, whole_only=True):
                     out.problems.append((path, _why(e)))
                 continue
+            if ignored is not None and ignored.ignores(os.path.abspath(path), is_dir):
+                continue
             if is_dir:
-                if entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info") or _is_venv(path):
+                if _is_venv(path):
                     continue
                 subfolders.append(path)
-            elif entry.name.endswith(SOURCE_SUFFIXES):
+            elif included.matches(rel, whole_only=True):
                 if entry.is_symlink() and not os.path.exists(path):
                     try:
                         os.stat(path)

@@ -31,6 +31,8 @@ class Settings:
     assume_compiled: tuple[str, ...] | None = None  # globs over package.module.Class.method; None: not set
     target: str = "any"  # the compiler messages assume: "thunder", "torch.compile", or "any" (each entry point's)
     max_file_bytes: int | None = None  # larger files are TL002 unread; None: file_reader.MAX_FILE_BYTES
+    fixable: tuple[str, ...] | None = None  # fix mode: only these rules' fixes (None: all) ...
+    unfixable: tuple[str, ...] = ()  # ... and never these
 
     @classmethod
     def from_config(cls, config: Config, *, fix: str | None = None) -> "Settings":
@@ -44,6 +46,8 @@ class Settings:
             fix=fix,
             assume_compiled=config.assume_compiled,
             target=config.target,
+            fixable=config.fixable,
+            unfixable=config.unfixable,
         )
 
     def ignore_for(self, path: str) -> tuple[str, ...]:
@@ -133,6 +137,8 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
                 extend_select=settings.extend_select,
                 jit_decorators=settings.jit_decorators,
                 unsafe=settings.fix == "unsafe",
+                fixable=settings.fixable,
+                unfixable=settings.unfixable,
             )
             result.diagnostics = list(outcome.remaining)
             result.applied = list(outcome.applied)
@@ -166,6 +172,8 @@ def fix_with_facts(result: FileResult, settings: Settings) -> None:
             jit_decorators=settings.jit_decorators,
             unsafe=settings.fix == "unsafe",
             project=project,
+            fixable=settings.fixable,
+            unfixable=settings.unfixable,
         )
     except Unreadable as problem:
         result.error = f"{result.path}: not fixed: {problem}"

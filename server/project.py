@@ -15,6 +15,8 @@ import tomllib
 from dataclasses import dataclass, replace
 
 from analyzer import config as config_mod
+from analyzer import discovery  # noqa: F401 (Config.file_rules imports it: loaded here, never on a request)
+from analyzer.globs import GlobSet
 from analyzer.project.index import module_names_of_labels, normalize_facts
 
 from .dispatch import run_request
@@ -100,18 +102,18 @@ def request_config(req, files: list[SubmittedFile]) -> RequestConfig:
     else:
         assume = tuple(cfg.assume_compiled or ()) + tuple(p.strip() for p in req.assume_compiled or () if p.strip())
     return RequestConfig(select, ignore, cfg.extend_select + tuple(req.extend_select), cfg.per_file_ignores,
-                         cfg.root, cfg.jit_decorators, assume, req.target or cfg.target, cfg.exclude)
+                         cfg.root, cfg.jit_decorators, assume, req.target or cfg.target,
+                         cfg.file_rules().exclude + cfg.extend_exclude)
 
 
 def _excluded(path: str, rc: RequestConfig) -> bool:
-    """The config's `exclude` globs, as the CLI applies them to the files it finds (relative to its root)."""
-    if not rc.exclude:
+    """The config's `exclude`/`extend-exclude` globs, as the CLI applies them to the files it finds (relative to
+    its root). (.gitignore is not read here: the files are what the client chose to send.)"""
+    excluded = GlobSet(rc.exclude)
+    if not excluded:
         return False
-    import fnmatch
-
     rel = config_mod.relative_posix(path, os.path.abspath(rc.config_root))
-    parts = rel.split("/")
-    return any(fnmatch.fnmatchcase(rel, g) or any(fnmatch.fnmatchcase(p, g) for p in parts) for g in rc.exclude)
+    return excluded.matches(rel)
 
 
 def _outcome_of_config(f: SubmittedFile) -> FileOutcome:

@@ -7,13 +7,11 @@ offered as edits.
 
 from __future__ import annotations
 
-import io
-import tokenize
 
 from lsprotocol import types
 
 from ..diagnostics import Applicability, Diagnostic, Fix
-from ..static.noqa import find_noqa
+from ..static.noqa import comment_lines, find_noqa  # noqa: F401 (comment_lines: server.py reads it from here)
 from .convert import lsp_range, text_edit
 from .text import TextDocument
 
@@ -67,19 +65,6 @@ def quick_fixes(doc: TextDocument, finding: Diagnostic, fixes: tuple[Fix, ...], 
             title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diag], is_preferred=prefer or None,
             edit=workspace_edit(doc.uri, doc.version, edits, document_changes)))
     return actions
-
-
-def comment_lines(text: str) -> frozenset[int] | None:
-    """1-based lines whose end a comment can be appended to (not inside a string, not continued with a
-    backslash); None when the text does not tokenize."""
-    lines = set()
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type in (tokenize.NEWLINE, tokenize.NL):
-                lines.add(tok.start[0])
-    except (tokenize.TokenError, SyntaxError, ValueError):
-        return None
-    return frozenset(lines)
 
 
 def noqa_action(doc: TextDocument, finding: Diagnostic, lsp_diag: types.Diagnostic, commentable: frozenset[int] | None,

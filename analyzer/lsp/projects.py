@@ -60,7 +60,7 @@ class Project:
         """Summarize every source file under root that is not open; one step per file."""
         from ..discovery import discover
 
-        found = discover([self.root], exclude=self.config.exclude, root=self.config.root)
+        found = discover([self.root], root=self.config.root, rules=self.config.file_rules())
         files = found.files
         if len(files) > MAX_INDEXED_FILES:
             log(f"thunder-lint: {self.root} has {len(files)} source files; the project index covers the first "
@@ -100,7 +100,7 @@ class Project:
         if os.path.isdir(path):  # a folder appeared (moved in, checked out): its files
             from ..discovery import discover
 
-            found = discover([path], exclude=self.config.exclude, root=self.config.root).files
+            found = discover([path], root=self.config.root, rules=self.config.file_rules()).files
             return any([self.path_changed_on_disk(os.path.abspath(f)) for f in found])
         if not path.endswith((".py", ".pyi")):
             if os.path.exists(path):

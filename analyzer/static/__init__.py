@@ -3,7 +3,7 @@
     lint_source(text, path="<string>", *, select=None, ignore=None, extend_select=None,
                 jit_decorators=(), with_fixes=True) -> list[Diagnostic]
     fix_source(text, path="<string>", *, select=None, ignore=None, extend_select=None,
-               jit_decorators=(), unsafe=False, project=None) -> FixOutcome
+               jit_decorators=(), unsafe=False, project=None, fixable=None, unfixable=()) -> FixOutcome
     prepare_source(text, path, *, jit_decorators=(), project=None) -> FileContext | list[Diagnostic]
     check_prepared(ctx, *, select=None, ignore=None, extend_select=None, with_fixes=True, project=None)
         -> list[Diagnostic]: lint_source in two halves, for linting a project's files once its index is built
@@ -77,17 +77,23 @@ def fix_source(
     jit_decorators: Iterable[str] = (),
     unsafe: bool = False,
     project=None,
+    fixable: Iterable[str] | None = None,
+    unfixable: Iterable[str] = (),
 ) -> FixOutcome:
     """Apply every applicable fix (unsafe ones only with ``unsafe=True``), re-lint, and report both.
 
-    ``project`` (a ProjectFile with its facts) says which functions other files compile, as in lint_source."""
+    ``project`` (a ProjectFile with its facts) says which functions other files compile, as in lint_source.
+    ``fixable``/``unfixable`` (codes or prefixes, as ruff's keys): only the fixes of these rules are applied."""
     enabled = enabled_codes(select, ignore, extend_select)
+    may_fix = enabled_codes(fixable, unfixable, ()) if fixable is not None or unfixable else None
     decorators = _names(jit_decorators)
     current = text
     applied: list[Diagnostic] = []
     for _ in range(_MAX_FIX_ROUNDS):
         diagnostics = lint(current, path, enabled=enabled, jit_decorators=decorators, with_fixes=True, capped=False,
                            project=project)
+        if may_fix is not None:
+            diagnostics = [d for d in diagnostics if d.code in may_fix]
         new, fixed = apply_fixes(current, diagnostics, unsafe)
         if not fixed or new == current:
             break

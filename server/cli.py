@@ -20,6 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from . import fs_audit
+from .resources import default_workers
 from .settings import ServerSettings, SettingsError, read_token
 
 
@@ -72,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="thunder-lint serve", description="Serve the linter over HTTP (POST /analyze).")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1; 0.0.0.0 for all)")
     p.add_argument("--port", type=_port, default=8000, help="port (default: 8000; 0 picks a free one)")
-    p.add_argument("--workers", type=_positive_int, default=None, help="lint worker processes (default: the number of cores)")
+    p.add_argument("--workers", type=_positive_int, default=None, help="lint worker processes (default: the CPUs the container's cgroup allows, "
+                   "and no more than its memory limit holds at --worker-memory-mb each)")
     p.add_argument("--timeout", type=_seconds, default=d.timeout_s, help=f"seconds a request may lint for (default: {d.timeout_s:g})")
     p.add_argument("--wait-timeout", type=_seconds, default=d.wait_timeout_s,
                    help=f"seconds a request may wait for a free worker before a 503 (default: {d.wait_timeout_s:g})")
@@ -122,7 +124,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 2
     try:
         settings = ServerSettings(
-            workers=args.workers or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)),
+            workers=args.workers or default_workers(args.worker_memory_mb),
             timeout_s=args.timeout,
             wait_timeout_s=args.wait_timeout,
             body_timeout_s=args.body_timeout,
@@ -140,7 +142,13 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     import uvicorn
 
     from .app import create_app
-    from .header_timeout import protocol_with_timeout
+    from .header_timeout import UvicornChanged, check_uvicorn, protocol_with_timeout
+
+    try:
+        check_uvicorn()
+    except UvicornChanged as e:
+        print(f"thunder-lint serve: error: {e}", file=sys.stderr)
+        return 2
 
     class _Server(uvicorn.Server):
         async def startup(self, sockets=None):

@@ -21,6 +21,27 @@ _REQUEST_TIMEOUT = (
 )
 
 
+class UvicornChanged(RuntimeError):
+    """uvicorn's HTTP/1.1 protocol no longer has what the header timeout hooks into."""
+
+
+# What HeaderTimeoutProtocol uses of uvicorn's H11Protocol: methods it overrides and calls, attributes it reads.
+# They are internals (no public API offers this hook), so the service checks them before serving: a rename in a
+# newer uvicorn must stop the service with a clear error, never silently drop the protection.
+_USED_METHODS = ("connection_made", "data_received", "on_response_complete", "connection_lost")
+# (it also reads the instance attributes `cycle`, `loop` and `transport`: tests/server/test_server_connections.py
+# sends slow headers through the real server, which fails if they move)
+
+
+def check_uvicorn(protocol: type = H11Protocol) -> None:
+    missing = [m for m in _USED_METHODS if not callable(getattr(protocol, m, None))]
+    if missing:
+        import uvicorn
+
+        raise UvicornChanged(f"uvicorn {uvicorn.__version__}'s H11Protocol has no {', '.join(missing)}: the header-read "
+                             "timeout cannot be installed; install a uvicorn in the tested range (pyproject's [server] extra)")
+
+
 class HeaderTimeoutProtocol(H11Protocol):
     header_timeout = 10.0
 

@@ -18,15 +18,32 @@ def _instructions():
 
 
 def test_dockerfile_installs_only_the_service_dependencies():
-    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-    service_deps = sorted(d for d in deps if not d.startswith("torch"))
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = [Requirement(d) for d in project["dependencies"] + project["optional-dependencies"]["server"]]
     runs = [i.removeprefix("RUN ").strip() for i in _instructions() if i.startswith("RUN ")]
     installs = [shlex.split(cmd) for run in runs for cmd in run.split("&&") if cmd.strip().startswith("pip install")]
     dependency_install = [a for a in installs if "--no-deps" not in a]
     assert len(dependency_install) == 1
-    assert sorted(a for a in dependency_install[0][2:] if not a.startswith("-")) == service_deps
+    pins = [Requirement(a) for a in dependency_install[0][2:] if not a.startswith("-")]
+    assert sorted(p.name for p in pins) == sorted(w.name for w in wanted)
+    for pin in pins:  # each pinned exactly, to a version pyproject's range admits
+        (spec,) = pin.specifier
+        assert spec.operator == "==", pin
+        assert next(w for w in wanted if w.name == pin.name).specifier.contains(spec.version), pin
     assert any(a[2:] == ["--no-deps", "."] for a in installs)
     assert not any("torch" in " ".join(a) for a in installs)
+
+
+def test_dockerfile_pins_its_base_image_and_runs_as_a_numeric_user():
+    instructions = _instructions()
+    base = next(i for i in instructions if i.startswith("FROM ")).split()[1]
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-\w+", base), base  # a patch release and a Debian release
+    user = [i for i in instructions if i.startswith("USER ")][-1].split()[1]
+    uid, _, gid = user.partition(":")
+    assert uid.isdigit() and int(uid) > 0 and (not gid or gid.isdigit()), user  # runAsNonRoot checks a UID
+    assert f"--uid {uid}" in " ".join(instructions)
 
 
 def test_dockerfile_copies_only_the_service_sources_and_serves_on_8000():

@@ -2,6 +2,7 @@
 """Issue 31's first judge: precision of the default run on real projects nobody here had used.
 
     python3 bench/precision_new_projects.py [--engine DIR] [--project NAME ...] [--show] [--rows] [--json OUT]
+    python3 bench/precision_new_projects.py --claims   # re-check the torch.compile facts some labels rest on
 
 Each pinned wheel is downloaded once (``pip download --no-deps``) into ~/.cache/thunder-lint-bench/new (outside this
 repository: a tree under it would pick up this repository's pyproject.toml; $THUNDER_LINT_BENCH_CORPUS moves the
@@ -94,8 +95,10 @@ def lint(tree: Path, engine: Path) -> tuple[list[dict], str, float]:
         raise SystemExit(f"thunder-lint failed on {tree}: {proc.stderr[-800:]}")
     out = json.loads(proc.stdout)
     found = out["diagnostics"] if isinstance(out, dict) else out  # a summary object may wrap the list one day
-    note = subprocess.run([sys.executable, "-m", "analyzer.cli", "--no-cache", "--exit-zero", "--statistics", "."],
-                          cwd=tree, capture_output=True, text=True, env=env, timeout=600).stdout
+    note = proc.stderr  # newer engines print the library default's note on stderr beside the JSON
+    if "treated as compiled" not in note:  # older ones print it only in the text format
+        note = subprocess.run([sys.executable, "-m", "analyzer.cli", "--no-cache", "--exit-zero", "--statistics", "."],
+                              cwd=tree, capture_output=True, text=True, env=env, timeout=600).stdout
     default = next((ln.strip() for ln in note.splitlines() if "treated as compiled" in ln), "")
     return found, default, seconds
 
@@ -188,6 +191,66 @@ def table(title: str, groups: dict[str, Counter]) -> list[str]:
     return out
 
 
+# --- the torch.compile facts some labels rest on (run with --claims; CPU, backend counting compiles) ---------------
+
+def claims() -> list[str]:
+    """Re-check on CPU what labels [10] (liger's closures) and unsloth's clef TL301 say torch.compile does."""
+    import functools
+
+    import torch
+
+    compiles = {"n": 0}
+
+    def backend(gm, example_inputs):
+        compiles["n"] += 1
+        return gm.forward
+
+    def loss(x, w, scale):
+        return (x @ w).sum() * scale
+
+    def per_call(x, w, flag, scale):  # liger's shape: forward builds a closure over fresh tensors and compiles it
+        acc = torch.zeros(())
+        f = functools.partial(loss, scale=scale)
+
+        def chunk(xc):
+            acc.add_(f(xc, w))
+            if flag:
+                acc.add_(1)
+
+        chunk = torch.compile(chunk, backend=backend)
+        for xc in x.chunk(2):
+            chunk(xc)
+        return acc
+
+    torch._dynamo.reset()
+    x, w = torch.randn(4, 3), torch.randn(3, 2)
+    for i in range(4):
+        assert torch.allclose(per_call(x + i, w + i, False, 0.5), ((x + i) @ (w + i)).sum() * 0.5, atol=1e-5)
+    fresh = compiles["n"]
+    assert torch.allclose(per_call(x, w, True, 0.5), (x @ w).sum() * 0.5 + 2, atol=1e-5)
+    out = [f"[10] a closure compiled per call over new tensors: {fresh} compile(s) for 4 calls, right results; "
+           f"a captured Python flag flipped: {compiles['n'] - fresh} more"]
+    if fresh != 1 or compiles["n"] - fresh != 1:
+        raise SystemExit("claim [10] no longer holds: " + out[0])
+
+    def chunked(h, chunk):  # unsloth's clef: a range() over a size under dynamic=True
+        out = h.new_zeros(h.shape[0], h.shape[2])
+        for begin in range(0, h.shape[1], chunk):
+            out = out + h[:, begin:begin + chunk].sum(1)
+        return out
+
+    torch._dynamo.reset()
+    compiles["n"] = 0
+    cf = torch.compile(chunked, fullgraph=True, dynamic=True, backend=backend)
+    for length in (8, 16, 24, 32):
+        h = torch.randn(2, length, 3)
+        assert torch.allclose(cf(h, 4), chunked(h, 4), atol=1e-5)
+    out.append(f"TL301 clef: range(0, length, chunk) under dynamic=True: {compiles['n']} compiles for 4 lengths")
+    if compiles["n"] < 4:
+        raise SystemExit("the clef TL301 label no longer holds: " + out[-1])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engine", type=Path, default=REPO, help="the thunder-lint checkout to run (default: this one)")
@@ -196,7 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show", action="store_true", help="print each unlabelled finding with its code and a row to fill")
     ap.add_argument("--rows", action="store_true", help="print a table row for every finding (labels filled in)")
     ap.add_argument("--json", type=Path, help="write the joined findings here")
+    ap.add_argument("--claims", action="store_true", help="only re-check the torch.compile facts labels rest on")
     args = ap.parse_args(argv)
+    if args.claims:
+        print("\n".join(claims()))
+        return 0
     specs = [s for s in PROJECTS if not args.project or s.split("==")[0] in args.project]
     labels = read_labels(args.labels)
     per_project: dict[str, Counter] = {}

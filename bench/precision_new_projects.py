@@ -158,7 +158,10 @@ def row_for(project: str, d: dict, text: str, label: str = "?", why: str = "") -
     return f"| {project} | {d['code']} | `{d['path']}:{d['line']}` | `{cell(text)}` | {label} | {cell(why)} |"
 
 
-def join(project: str, tree: Path, found: list[dict], labels: list[dict]) -> tuple[list[tuple[dict, str, dict | None]], list[dict]]:
+Joined = list[tuple[dict, str, "dict | None"]]  # (finding, its flagged text, its label or None)
+
+
+def join(project: str, tree: Path, found: list[dict], labels: list[dict]) -> tuple[Joined, list[dict]]:
     """Each finding with its flagged text and its label (None: unlabelled), and the labels nothing matched (gone).
 
     A label matches a finding with the same rule, path and flagged text; among several, the nearest line wins, so
@@ -301,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", f"labels no finding matches any more: {sum(gone.values())} "
                   f"({', '.join(f'{v} {k}' for k, v in gone.items())}); lint time {total_s:.1f} s"]
     low = [r for r, c in per_rule.items() if precision(c) != "-" and float(precision(c)) < TARGET]
-    lines.append(f"precision target {TARGET}: overall {precision(overall)}; rules below it: {', '.join(sorted(low)) or 'none'}")
+    lines.append(f"precision target {TARGET}: overall {precision(overall)}; "
+                 f"rules below it: {', '.join(sorted(low)) or 'none'}")
     print("\n".join(lines))
     if args.json:
         args.json.write_text(json.dumps(dump, indent=1))

@@ -509,7 +509,7 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
 
 
 def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> int:
-    from .cache import CACHE_DIR_NAME, ResultCache, settings_key
+    from .cache import ResultCache, settings_key
     from .discovery import discover
     from .file_reader import unreadable_diagnostic
     from .progress import ProgressBar
@@ -518,26 +518,31 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
     found = discover(paths, root=cfg.root, force_exclude=args.force_exclude, rules=cfg.file_rules())
     if not found.files and not found.problems:
         print("thunder-lint: warning: No Python files found under the given path(s)", file=sys.stderr)
-    cache = None
-    if not args.no_cache:
-        directory = _cache_dir(args, cfg)
-        # (fix mode lints as a plain run first, so it shares the plain run's cache)
-        cache = ResultCache(directory, settings_key(__version__, dataclasses.replace(settings, fix=None))).load()
     progress = ProgressBar(sys.stderr) if not args.quiet else None
+    results = []
     try:
-        result = run(found.files, settings, jobs=args.jobs, cache=cache, progress=progress)
+        # Each file takes the config nearest to it, as ruff resolves settings per file (a monorepo's packages
+        # each with their own): files under one config are linted together, as one project.
+        for group_cfg, group_settings, files in _config_groups(args, cfg, settings, found.files):
+            cache = None
+            if not args.no_cache:
+                # (fix mode lints as a plain run first, so it shares the plain run's cache)
+                key = settings_key(__version__, dataclasses.replace(group_settings, fix=None))
+                cache = ResultCache(_cache_dir(args, group_cfg), key).load()
+            results.append(run(files, group_settings, jobs=args.jobs, cache=cache, progress=progress))
+            if cache is not None:
+                warning = cache.save()
+                if warning:
+                    print(f"thunder-lint: warning: {warning}", file=sys.stderr)
     finally:
         if progress:
             progress.close()
+    result = _merged_results(results)
     diagnostics = list(result.diagnostics) + [unreadable_diagnostic(p, why) for p, why in found.problems]
     diagnostics.sort(key=Diagnostic.sort_key)
     errors = list(result.errors)
     for e in errors:
         print(f"thunder-lint: error: {e}", file=sys.stderr)
-    if cache is not None:
-        warning = cache.save()
-        if warning:
-            print(f"thunder-lint: warning: {warning}", file=sys.stderr)
 
     if args.diff:
         diffs = [_unified_diff(r.path, r.original, r.fixed) for r in result.files if r.fixed is not None]
@@ -583,6 +588,49 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
     if fixed and args.exit_non_zero_on_fix and not errors:
         return EXIT_FINDINGS
     return _exit_code(args, len(diagnostics), errors)
+
+
+def _config_groups(args, cfg, settings, files: list[str]):
+    """(config, settings, files) per config file that the files resolve to; one group when --config names a file
+    or every file resolves to the same config."""
+    from .cli_common import config_file_given
+    from .runner import Settings
+
+    if config_file_given(args) or not files:
+        return [(cfg, settings, files)]
+    by_folder: dict[str, str | None] = {}
+    groups: dict[str | None, list[str]] = {}
+    for f in files:
+        folder = os.path.dirname(os.path.abspath(f))
+        if folder not in by_folder:
+            by_folder[folder] = config_mod.find_config(folder)
+        groups.setdefault(by_folder[folder], []).append(f)
+    if list(groups) in ([cfg.source], [None]) and (cfg.source is not None or len(groups) == 1):
+        return [(cfg, settings, files)]
+    out = []
+    for source, group in sorted(groups.items(), key=lambda kv: kv[0] or ""):
+        group_cfg = cfg if source == cfg.source else effective_config(args, group, found=source)
+        group_settings = Settings.from_config(group_cfg, fix=settings.fix)
+        if settings.max_file_bytes is not None:
+            group_settings = dataclasses.replace(group_settings, max_file_bytes=settings.max_file_bytes)
+        out.append((group_cfg, group_settings, group))
+    return out
+
+
+def _merged_results(results: list):
+    from .runner import RunResult
+
+    if len(results) == 1:
+        return results[0]
+    notes = sorted({r.library_default for r in results if r.library_default})
+    return RunResult(
+        sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key),
+        sorted((f for r in results for f in r.files), key=lambda f: f.path),
+        [e for r in results for e in r.errors],
+        cache_hits=sum(r.cache_hits for r in results),
+        elapsed=sum(r.elapsed for r in results),
+        library_default="; ".join(notes),
+    )
 
 
 def _tolerant_streams() -> None:

@@ -24,8 +24,15 @@ def codes(values: list[str] | None) -> tuple[str, ...] | None:
     return tuple(c.strip() for v in values for c in v.split(",") if c.strip())
 
 
-def effective_config(args: argparse.Namespace, paths: Sequence[str]) -> config_mod.Config:
-    """The pyproject config with the command line on top (the command line wins)."""
+def config_file_given(args: argparse.Namespace) -> bool:
+    """Whether --config names a file (then it holds for every linted file, as in ruff)."""
+    given = args.config if isinstance(args.config, list) else [args.config] if args.config else []
+    return any(os.path.isfile(c) or not _looks_like_pair(c) for c in given)
+
+
+def effective_config(args: argparse.Namespace, paths: Sequence[str], found: str | None | bool = False) -> config_mod.Config:
+    """The config (found from ``paths``, or the file ``found`` names: None for none) with the command line on
+    top (the command line wins)."""
     given = args.config if isinstance(args.config, list) else [args.config] if args.config else []
     files = [c for c in given if os.path.isfile(c) or not _looks_like_pair(c)]
     pairs = [c for c in given if c not in files]
@@ -33,6 +40,8 @@ def effective_config(args: argparse.Namespace, paths: Sequence[str]) -> config_m
         raise UsageError(f"--config names more than one file ({', '.join(files)}): give one file, plus `key = value` pairs")
     if files:
         cfg = config_mod.load_file(files[0])
+    elif found is not False:
+        cfg = config_mod.load_file(found) if found else config_mod.Config(root=os.getcwd())
     else:
         cfg = config_mod.discover(list(paths))
     if pairs:

@@ -204,3 +204,16 @@ def test_watch_lints_again_after_a_change(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_each_file_takes_its_nearest_config(cli, tmp_path):
+    # a monorepo: the root's config and a package with its own, as ruff resolves per file (the LSP does too)
+    write(tmp_path / "pyproject.toml", "[tool.thunder-lint]\nselect = ['TL1']\n")
+    write(tmp_path / "a.py", TL101_SRC + PRINTS.replace("import torch\n", ""))
+    write(tmp_path / "pkgs" / "b" / "thunder-lint.toml", "select = ['TL204']\n")
+    write(tmp_path / "pkgs" / "b" / "b.py", TL101_SRC + PRINTS.replace("import torch\n", ""))
+    got = sorted((d["path"], d["code"]) for d in json.loads(cli(".", "--output-format", "json").out))
+    assert got == [("a.py", "TL101"), ("pkgs/b/b.py", "TL204")], got
+    # --config FILE holds for every file
+    got = sorted((d["path"], d["code"]) for d in json.loads(cli(".", "--config", "pyproject.toml", "--output-format", "json").out))
+    assert got == [("a.py", "TL101"), ("pkgs/b/b.py", "TL101")], got

@@ -13,6 +13,7 @@ import json
 import platform
 from collections import Counter
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import FastAPI, Query, Request
@@ -25,6 +26,7 @@ from analyzer.version import __version__
 from rules import RULES, render_docs
 
 from . import errors
+from .archive import ArchiveBodyMiddleware
 from .errors import ApiError
 from .middleware import AccessLogMiddleware, BearerAuthMiddleware, BodyLimitMiddleware
 from .models import (
@@ -68,7 +70,9 @@ def _enabled(rc: RequestConfig) -> frozenset[str]:
         raise ApiError(422, "invalid_config", str(e), [{"field": "select", "message": str(e)}]) from None
 
 
-def _check_limits(req: AnalyzeRequest, settings: ServerSettings) -> list[SubmittedFile]:
+def _check_limits(req: AnalyzeRequest, settings: ServerSettings, archive: bool = False) -> list[SubmittedFile]:
+    if archive:  # a repository as a tar.gz: server/archive.py checked its own limits
+        settings = replace(settings, max_files=settings.max_archive_files, max_file_bytes=settings.max_archive_file_bytes)
     if len(req.files) > settings.max_files:
         raise ApiError(
             413, "too_many_files", f"{len(req.files)} files is more than the limit of {settings.max_files} per request",
@@ -245,7 +249,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
                 422, "invalid_request", f"unknown query parameter(s): {', '.join(unknown)}",
                 [{"field": name, "message": "unknown query parameter"} for name in unknown],
             )
-        submitted = _check_limits(req, settings)
+        submitted = _check_limits(req, settings, archive=getattr(request.state, "archive", False))
         rc = request_config(req, submitted)  # a submitted pyproject.toml, then the request's fields on top
         enabled = _enabled(rc)
         trace = _trace_findings(req, submitted, enabled)
@@ -310,7 +314,9 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
     _customize_openapi(app, settings)
     # Added last = outermost: the access log sees every request, auth runs before the body is read.
-    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, read_timeout=settings.body_timeout_s)
+    app.add_middleware(ArchiveBodyMiddleware, settings=settings)  # inside the body limit: it reads the raw body
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, read_timeout=settings.body_timeout_s,
+                       archive_limit=settings.max_archive_bytes)
     if settings.token is not None:
         app.add_middleware(BearerAuthMiddleware, token=settings.token)
     if settings.cors_origins:

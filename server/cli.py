@@ -2,6 +2,7 @@
 
     thunder-lint serve [--host 127.0.0.1] [--port 8000] [--workers N] [--timeout S] [--wait-timeout S]
                        [--body-timeout S] [--header-timeout S] [--max-body-bytes N] [--max-files N] [--max-file-bytes N]
+                       [--max-archive-bytes N] [--max-archive-inflated-bytes N] [--max-archive-files N] [--max-archive-file-bytes N]
                        [--worker-memory-mb MB] [--token-file F] [--cors-origin O ...] [--log-level L]
 
 Auth: a token from --token-file, $THUNDER_LINT_TOKEN_FILE or $THUNDER_LINT_TOKEN turns bearer auth on.
@@ -85,6 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-body-bytes", type=_positive_int, default=d.max_body_bytes, help=f"largest request body (default: {d.max_body_bytes})")
     p.add_argument("--max-files", type=_positive_int, default=d.max_files, help=f"most files per request (default: {d.max_files})")
     p.add_argument("--max-file-bytes", type=_positive_int, default=d.max_file_bytes, help=f"largest file (default: {d.max_file_bytes})")
+    p.add_argument("--max-archive-bytes", type=_positive_int, default=d.max_archive_bytes,
+                   help=f"largest gzip'd tar body, a whole repository (default: {d.max_archive_bytes})")
+    p.add_argument("--max-archive-inflated-bytes", type=_positive_int, default=d.max_archive_inflated_bytes,
+                   help=f"largest size a tar.gz may inflate to (default: {d.max_archive_inflated_bytes})")
+    p.add_argument("--max-archive-files", type=_positive_int, default=d.max_archive_files,
+                   help=f"most files to lint in a tar.gz (default: {d.max_archive_files})")
+    p.add_argument("--max-archive-file-bytes", type=_positive_int, default=d.max_archive_file_bytes,
+                   help=f"largest file in a tar.gz (default: {d.max_archive_file_bytes})")
     p.add_argument("--worker-memory-mb", type=int, default=d.worker_memory_mb, metavar="MB",
                    help=f"address-space limit per lint worker, 0 for none (default: {d.worker_memory_mb})")
     p.add_argument("--token-file", help="a file holding the bearer token clients must send (or set $THUNDER_LINT_TOKEN[_FILE])")
@@ -131,6 +140,10 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
             max_body_bytes=args.max_body_bytes,
             max_files=args.max_files,
             max_file_bytes=args.max_file_bytes,
+            max_archive_bytes=args.max_archive_bytes,
+            max_archive_inflated_bytes=args.max_archive_inflated_bytes,
+            max_archive_files=args.max_archive_files,
+            max_archive_file_bytes=args.max_archive_file_bytes,
             worker_memory_mb=args.worker_memory_mb,
             token=read_token(args.token_file),
             cors_origins=tuple(args.cors_origin),

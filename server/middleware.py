@@ -19,6 +19,17 @@ from starlette.exceptions import HTTPException
 
 from .errors import error_body
 
+
+def is_archive_request(scope) -> bool:
+    from .archive import ARCHIVE_TYPES  # (archive imports this module)
+
+    if scope.get("type") != "http" or scope.get("method") != "POST" or scope.get("path") != "/analyze":
+        return False
+    for k, v in scope.get("headers", ()):
+        if k == b"content-type":
+            return v.split(b";", 1)[0].strip().lower() in ARCHIVE_TYPES
+    return False
+
 access_log = logging.getLogger("thunder_lint.access")
 
 REQUEST_ID_HEADER = b"x-request-id"
@@ -165,14 +176,18 @@ class BodyLimitMiddleware:
     408 when the body stops arriving for ``read_timeout`` seconds (a stalled client must not hold a
     connection and a half-read body forever; uvicorn only times out idle keep-alive connections)."""
 
-    def __init__(self, app, limit: int, read_timeout: float = 30.0) -> None:
+    def __init__(self, app, limit: int, read_timeout: float = 30.0, archive_limit: int | None = None) -> None:
         self.app = app
         self.limit = limit
         self.read_timeout = read_timeout
+        self.archive_limit = archive_limit or limit  # a whole repository as a gzip'd tar (server/archive.py)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        if self.archive_limit != self.limit:
+            if is_archive_request(scope):
+                return await BodyLimitMiddleware(self.app, self.archive_limit, self.read_timeout)(scope, receive, send)
         state = scope.setdefault("state", {})
         declared = _header(scope, b"content-length")
         if declared is not None:

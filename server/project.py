@@ -43,7 +43,14 @@ class RequestConfig:
 
 
 def is_config(f: SubmittedFile) -> bool:
-    return os.path.basename(f.path) == CONFIG_NAME
+    """A config file the CLI would read: pyproject.toml, or a standalone thunder-lint.toml/.thunder-lint.toml."""
+    return os.path.basename(f.path) in (CONFIG_NAME, *config_mod.CONFIG_NAMES)
+
+
+def _rank(f: SubmittedFile) -> int:
+    """In one folder the CLI takes .thunder-lint.toml, then thunder-lint.toml, then pyproject.toml."""
+    order = (*config_mod.CONFIG_NAMES, CONFIG_NAME)
+    return len(order) - order.index(os.path.basename(f.path))
 
 
 def _config_text(f: SubmittedFile, index: int) -> str:
@@ -70,12 +77,15 @@ def _chosen_config(files: list[SubmittedFile]) -> tuple[int, SubmittedFile] | No
         if folder and common != folder and not common.startswith(folder + "/"):
             continue
         text = _config_text(f, i)
-        try:
-            tool = tomllib.loads(text).get("tool")
-            ours = isinstance(tool, dict) and config_mod.TABLE in tool
-        except tomllib.TOMLDecodeError:
-            ours = f"[tool.{config_mod.TABLE}" in text
-        if ours and (best is None or len(folder) > len(os.path.dirname(best[1].path))):
+        if os.path.basename(f.path) != CONFIG_NAME:
+            ours = True  # a standalone config is ours whatever it holds (a broken one is reported)
+        else:
+            try:
+                tool = tomllib.loads(text).get("tool")
+                ours = isinstance(tool, dict) and config_mod.TABLE in tool
+            except tomllib.TOMLDecodeError:
+                ours = f"[tool.{config_mod.TABLE}" in text
+        if ours and (best is None or (len(folder), _rank(f)) > (len(os.path.dirname(best[1].path)), _rank(best[1]))):
             best = (i, f)
     return best
 
@@ -88,8 +98,14 @@ def request_config(req, files: list[SubmittedFile]) -> RequestConfig:
         i, f = chosen
         try:
             data = tomllib.loads(_config_text(f, i))
-            cfg = config_mod.parse_table(data.get("tool", {}).get(config_mod.TABLE, {}),
-                                         root=os.path.dirname(f.path), source=f.path)
+            if os.path.basename(f.path) != CONFIG_NAME:  # standalone: its top level, as the CLI reads it
+                tool = data.get("tool")
+                if set(data) == {"tool"} and isinstance(tool, dict) and config_mod.TABLE in tool:
+                    data = tool[config_mod.TABLE]
+                cfg = config_mod.parse_table(data, root=os.path.dirname(f.path), source=f.path, top_level=True)
+            else:
+                cfg = config_mod.parse_table(data.get("tool", {}).get(config_mod.TABLE, {}),
+                                             root=os.path.dirname(f.path), source=f.path)
         except (tomllib.TOMLDecodeError, config_mod.ConfigError, AttributeError) as e:
             message = f"{f.path}: invalid TOML: {e}" if isinstance(e, tomllib.TOMLDecodeError) else str(e)
             raise ApiError(422, "invalid_config", message, [{"field": f"files[{i}]", "message": message}]) from None

@@ -36,12 +36,19 @@ class ServerSettings:
     max_body_bytes: int = 10 * 1024 * 1024
     max_files: int = 500
     max_file_bytes: int = 1024 * 1024
+    # A repository sent as a gzip'd tar (server/archive.py): sized for a repository like transformers (2,951
+    # files, 48 MB of sources, a 9 MB archive) with room to spare; each configurable.
+    max_archive_bytes: int = 64 * 1024 * 1024  # the compressed body
+    max_archive_inflated_bytes: int = 512 * 1024 * 1024  # the tar inflated (a gzip bomb stops here)
+    max_archive_files: int = 20_000  # files to lint in it
+    max_archive_file_bytes: int = 4 * 1024 * 1024  # per file: the CLI's --max-file-size default
     worker_memory_mb: int = 2048  # address-space cap per lint worker; 0: none
     token: str | None = field(default=None, repr=False)  # None: no auth
     cors_origins: tuple[str, ...] = ()  # empty: no CORS headers at all
 
     def __post_init__(self) -> None:
-        for name in ("workers", "max_body_bytes", "max_files", "max_file_bytes", "max_waiting"):
+        for name in ("workers", "max_body_bytes", "max_files", "max_file_bytes", "max_waiting", "max_archive_bytes",
+                     "max_archive_inflated_bytes", "max_archive_files", "max_archive_file_bytes"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name.replace('_', '-')} must be at least 1")
         if self.worker_memory_mb < 0:

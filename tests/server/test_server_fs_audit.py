@@ -5,8 +5,11 @@ that name real, special and missing files, syntax errors, compile-time errors an
 from __future__ import annotations
 
 import base64
+import gzip
+import io
 import subprocess
 import sys
+import tarfile
 import time
 
 import pytest
@@ -92,6 +95,12 @@ def _requests():
             ]
             files = [{"path": p, "content_base64": base64.b64encode(r).decode()} for p, r in zip(PATHS, raw)]
             yield "POST", "/analyze", {"format": fmt}, {"files": files, **options}
+    # A repository as a tar.gz (server/archive.py): .gitignore, a config, a hostile member, a gzip bomb.
+    yield "POST", "/analyze", {"format": "json"}, _archive([("pkg/__init__.py", b""), ("pkg/m.py", SOURCES[0].encode()),
+                                                            (".gitignore", b"gen/\n"), ("gen/x.py", b"x = 1\n"),
+                                                            ("pyproject.toml", b"[tool.thunder-lint]\nignore = ['TL204']\n")])
+    yield "POST", "/analyze", None, _archive([("../evil.py", b"x = 1\n")])
+    yield "POST", "/analyze", None, gzip.compress(bytes(64 << 20), 9)
     # Invalid requests take the error paths.
     yield "POST", "/analyze", None, {"files": [{"path": "/etc/passwd"}]}
     yield "POST", "/analyze", None, {"files": [{"path": "/etc/passwd", "content": "x", "content_base64": None}]}
@@ -100,11 +109,23 @@ def _requests():
     yield "POST", "/analyze", None, "not json"
 
 
+def _archive(members) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
 def test_no_file_system_call_on_the_request_path(audited_server):
     n = 0
     with audited_server.client(timeout=60) as c:
         for method, url, params, body in _requests():
-            if isinstance(body, str):
+            if isinstance(body, bytes):
+                r = c.request(method, url, params=params, content=body, headers={"content-type": "application/gzip"})
+            elif isinstance(body, str):
                 r = c.request(method, url, params=params, content=body, headers={"content-type": "application/json"})
             else:
                 r = c.request(method, url, params=params, json=body)

@@ -124,7 +124,12 @@ def discover(paths: list[str] | tuple[str, ...], *, exclude: tuple[str, ...] = (
             out.problems.append((path, _why(e)))
             continue
         if stat.S_ISDIR(st.st_mode):
-            _walk(path, out, add_file, rules, base if root else os.path.abspath(path), ignored)
+            walk_ignored = ignored
+            if ignored is not None and ignored.ignores(os.path.abspath(path), True):
+                # A folder named on the command line is linted even when git ignores it (a corpus, a vendored
+                # tree): the ignore files above it do not apply inside, its own do (as ruff's walk does).
+                walk_ignored = GitIgnored(floor=os.path.abspath(path))
+            _walk(path, out, add_file, rules, base if root else os.path.abspath(path), walk_ignored)
         else:
             add_file(path)  # named explicitly: linted whatever its suffix; reading decides the rest
     return out
@@ -135,8 +140,9 @@ class GitIgnored:
     the repository's ``.git/info/exclude`` and the user's global excludes file (``core.excludesFile``, else
     ``$XDG_CONFIG_HOME/git/ignore``). Folders above a walk's top, up to the repository root, count too."""
 
-    def __init__(self):
+    def __init__(self, floor: str | None = None):
         self._specs: dict[str, list] = {}  # folder -> [(base folder, PathSpec)] from the root down
+        self.floor = floor  # no ignore file above this folder counts (None: up to the repository root)
 
     def _spec_of(self, path: str):
         import pathspec
@@ -152,7 +158,9 @@ class GitIgnored:
         if got is not None:
             return got
         parent = os.path.dirname(folder)
-        if os.path.isdir(os.path.join(folder, ".git")) or parent == folder:
+        if folder == self.floor:
+            got = []
+        elif os.path.isdir(os.path.join(folder, ".git")) or parent == folder:
             got = self._top_specs(folder)  # the repository root (or the file system's): git's own files
         else:
             got = list(self.chain(parent))

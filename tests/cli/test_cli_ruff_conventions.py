@@ -217,3 +217,14 @@ def test_each_file_takes_its_nearest_config(cli, tmp_path):
     # --config FILE holds for every file
     got = sorted((d["path"], d["code"]) for d in json.loads(cli(".", "--config", "pyproject.toml", "--output-format", "json").out))
     assert got == [("a.py", "TL101"), ("pkgs/b/b.py", "TL101")], got
+
+
+def test_a_folder_named_on_the_command_line_is_linted_even_if_git_ignores_it(cli, tmp_path):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / ".gitignore", "corpus/\n")
+    write(tmp_path / "corpus" / "lib" / "m.py", TL101_SRC)
+    write(tmp_path / "corpus" / ".gitignore", "skip.py\n")
+    write(tmp_path / "corpus" / "skip.py", TL101_SRC)
+    assert cli("--show-files").out == ""
+    files = cli("--show-files", "corpus").out.split()
+    assert [os.path.relpath(p, tmp_path) for p in files] == ["corpus/lib/m.py"]  # its own .gitignore still counts

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ._tensor_attributes import TENSOR_ATTRIBUTES
 from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"})
@@ -28,6 +29,20 @@ _TENSOR_PARAM_METHODS = frozenset({"sum", "mean", "any", "all", "item", "tolist"
 _SCALAR_FUNCTIONS = frozenset({"int", "float", "abs", "min", "max", "round", "sum"})
 # Builtins that, given one tensor, give a tensor: `sum(t)` adds its items, `max(t)` compares them.
 _TENSOR_REDUCERS = frozenset({"sum", "abs", "max", "min"})
+# Builtins whose result is a Python value whatever their arguments (`list(t)` is a list, even of tensors).
+_PYTHON_BUILTINS = frozenset({"list", "tuple", "dict", "set", "frozenset", "sorted", "str", "repr", "len", "range",
+                              "zip", "enumerate", "int", "float", "bool", "round", "isinstance", "getattr", "type"})
+# Types that `isinstance(x, ...)` names when x is a Python value, never a tensor.
+_PYTHON_TYPES = frozenset({"int", "float", "bool", "complex", "str", "bytes", "list", "tuple", "dict", "set",
+                           "frozenset", "numbers.Number", "numbers.Real", "numbers.Integral", "numbers.Complex",
+                           "numpy.ndarray", "numpy.number", "numpy.generic", "torch.SymInt", "torch.SymFloat",
+                           "torch.SymBool", "torch.dtype", "torch.device", "torch.Size"})
+# jaxtyping-style annotations: `Float[Tensor, "b n"]` is a tensor of that dtype and shape.
+_SHAPED = frozenset({"Float", "Int", "Bool", "Shaped", "Num", "Real", "Inexact", "Integer", "UInt", "Complex",
+                     "Float32", "Float16", "BFloat16", "Float64", "Int64", "Int32", "Int8", "UInt8"})
+# Returns of torch calls that give a Python bool by reading the data: a data read of their own.
+DATA_READ_FUNCTIONS = frozenset({"torch.equal", "torch.allclose", "torch.is_nonzero"})
+DATA_READ_METHODS = frozenset({"item", "tolist", "numpy", "equal", "allclose", "is_nonzero"})
 
 
 def is_tensor_annotation(ann) -> bool:
@@ -38,6 +53,8 @@ def is_tensor_annotation(ann) -> bool:
         return ann.attr.endswith("Tensor")
     if isinstance(ann, ast.Subscript) and isinstance(ann.value, (ast.Name, ast.Attribute)):
         outer = ann.value.id if isinstance(ann.value, ast.Name) else ann.value.attr
+        if outer in _SHAPED and isinstance(ann.slice, ast.Tuple) and ann.slice.elts:
+            return is_tensor_annotation(ann.slice.elts[0])
         return outer == "Optional" and is_tensor_annotation(ann.slice)
     if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
         return is_tensor_annotation(ann.left) or is_tensor_annotation(ann.right)
@@ -69,6 +86,24 @@ def _loop_counter(name: str, loop) -> bool:
     return False
 
 
+def _tensor_names(ann):
+    """The names in an annotation that `is_tensor_annotation` took for tensor types (`KeyedJaggedTensor`)."""
+    for n in ast.walk(ann):
+        if isinstance(n, ast.Name) and n.id.endswith("Tensor"):
+            yield n
+        elif isinstance(n, ast.Attribute) and n.attr.endswith("Tensor"):
+            yield n
+
+
+def _block_span(body):
+    return (body[0].lineno, body[0].col_offset), (body[-1].end_lineno, body[-1].end_col_offset)
+
+
+def _foreign_uses(uses) -> bool:
+    """Is a name used with a public attribute that ``torch.Tensor`` lacks (`.keys()`, `.variable_stride_per_key()`)?"""
+    return any(not u.attr.startswith("_") and u.attr not in TENSOR_ATTRIBUTES for u in uses)
+
+
 class Values:
     """Which names of one function are tensors, and which are symbolic scalars."""
 
@@ -83,6 +118,9 @@ class Values:
         self.params = params
         self.tensors: set[str] = set()
         self.scalars: set[str] = set()
+        # name -> spans where an `isinstance` check says it holds a Python value (`isinstance(t, float) and t != 1`)
+        self.python_spans: dict[str, list] = self._narrowed() if any(
+            isinstance(c.func, ast.Name) and c.func.id == "isinstance" for c in facts.calls) else {}
         self._classify_params()
         self._classify_locals()
         self._propagate()
@@ -98,6 +136,8 @@ class Values:
                 continue  # (a parameter called, `m(x)`, is a module or a function, whatever attributes it has)
             ann = _annotation_name(facts.annotations.get(p))
             uses = facts.attribute_uses.get(p, [])
+            if self._another_class(facts.annotations.get(p), uses):
+                continue  # `features: KeyedJaggedTensor` with `features.keys()`: an object, not a tensor
             if not_a_tensor_annotation(facts.annotations.get(p)) and not ann.startswith(("Any", "typing.Any")):
                 if ann.split("[")[-1].rstrip("]").split("|")[0].strip() in _SCALAR_ANNOTATIONS or ann in _SCALAR_ANNOTATIONS:
                     self._scalar_param(p)
@@ -130,13 +170,48 @@ class Values:
         name = self.ctx.resolve(e) or ""
         return name.startswith("torch.") and name.rsplit(".", 1)[-1] in _DTYPES
 
+    def _another_class(self, ann, uses) -> bool:
+        """Is a parameter an object of some other class, though its annotation or its uses look like a tensor's?
+        Its annotation names a class of this module that is no tensor subclass, or (unless the annotation is
+        torch's own) it is used with an attribute tensors lack (a jagged-tensor container's `.keys()`)."""
+        names = list(_tensor_names(ann)) if ann is not None else []
+        if names and all((self.ctx.resolve(n) or "").startswith("torch.") for n in names):
+            return False  # `torch.Tensor`, `Tensor` from torch, `DTensor`: torch's tensors, whatever they are used with
+        for n in names:
+            cls = self.ctx.index.classes.get(n.id) if isinstance(n, ast.Name) else None
+            if cls is not None and not any(is_tensor_annotation(b) for b in cls.bases):
+                return True
+        return _foreign_uses(uses)
+
     def _classify_locals(self) -> None:
-        """Locals used like tensors (``y.sum()``, ``y.view(...)``) are tensors, whatever they were assigned from."""
+        """Locals used like tensors (``y.sum()``, ``y.view(...)``) are tensors, unless every value they are bound
+        to is a Python one (`grid = np.array(x.shape)`: a NumPy array has `.any()` too) or they are used with an
+        attribute tensors lack."""
         for name, uses in self.facts.attribute_uses.items():
             if name in self.params or name not in self.facts.bindings:
                 continue
-            if any(u.attr in _TENSOR_ONLY_ATTRIBUTES for u in uses):
+            if any(u.attr in _TENSOR_ONLY_ATTRIBUTES for u in uses) and not _foreign_uses(uses) \
+                    and not self._python_bindings(name):
                 self.tensors.add(name)
+
+    def _python_bindings(self, name: str) -> bool:
+        """Is every value ``name`` is bound to a Python value (a literal, a builtin's or NumPy's result)?"""
+        bindings = self.facts.bindings.get(name, ())
+        return bool(bindings) and all(b.kind == "assign" and b.value is not None and self.python_value(b.value)
+                                      for b in bindings)
+
+    def python_value(self, e) -> bool:
+        """A value no tensor can be: literals, comprehensions, f-strings, a builtin's or NumPy's result."""
+        if isinstance(e, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
+                          ast.SetComp, ast.JoinedStr)):
+            return True
+        if isinstance(e, ast.BinOp):  # `np.array(x.shape) % 8`
+            return any(self.python_value(a) and not self.is_tensor(b) for a, b in ((e.left, e.right), (e.right, e.left)))
+        if isinstance(e, ast.Call):
+            if isinstance(e.func, ast.Name) and e.func.id in _PYTHON_BUILTINS:
+                return not self.facts.is_local(e.func.id) and e.func.id not in self.ctx.index.bindings
+            return (self.ctx.resolve(e.func) or "").startswith("numpy.")
+        return False
 
     # -- propagation through assignments ------------------------------------------------------------
     def _propagate(self) -> None:
@@ -172,7 +247,7 @@ class Values:
         if isinstance(e, ast.Name):
             if e.id not in self.tensors:
                 return False
-            return pos is None or not self._non_tensor_param_at(e.id, pos)
+            return pos is None or not (self._non_tensor_param_at(e.id, pos) or self._narrowed_at(e.id, pos))
         if isinstance(e, ast.Call):
             name = self.ctx.resolve(e.func) or ""
             if name.startswith("torch.") and not name.startswith(_TORCH_NON_TENSOR) and name.count(".") == 1:
@@ -201,6 +276,68 @@ class Values:
             return e.attr in ("T", "mT", "real", "imag", "data", "grad") and self.is_tensor(e.value, pos)
         return False
 
+    # -- isinstance narrowing -----------------------------------------------------------------------
+    def _narrowed_at(self, name: str, pos) -> bool:
+        return any(lo <= pos <= hi for lo, hi in self.python_spans.get(name, ()))
+
+    def _narrowed(self) -> dict[str, list]:
+        """Where `isinstance` says a name is a Python value: the operands after `isinstance(t, float) and`, the
+        body of `if isinstance(t, (int, float)):`, the else of `if isinstance(t, torch.Tensor):` and, when that
+        body returns, the rest of the function."""
+        spans: dict[str, list] = {}
+        func = self.facts.node
+        for _, test in self.facts.tests:
+            for op in ast.walk(test):
+                if isinstance(op, ast.BoolOp):
+                    narrow = self._python_when if isinstance(op.op, ast.And) else self._python_unless
+                    for i, v in enumerate(op.values[:-1]):
+                        name = narrow(v)
+                        if name:
+                            spans.setdefault(name, []).append(((op.values[i + 1].lineno, op.values[i + 1].col_offset),
+                                                               (op.end_lineno, op.end_col_offset)))
+        for node in self.facts.ifs:
+            test = node.test
+            ands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+            ors = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+            for name in filter(None, map(self._python_when, ands)):
+                spans.setdefault(name, []).append(_block_span(node.body))
+            for name in filter(None, map(self._python_unless, ors)):
+                if node.orelse:
+                    spans.setdefault(name, []).append(_block_span(node.orelse))
+                if isinstance(node.body[-1], (ast.Return, ast.Raise)) and node in getattr(func, "body", ()):
+                    spans.setdefault(name, []).append(((node.end_lineno, node.end_col_offset),
+                                                       (func.end_lineno, func.end_col_offset)))
+        return spans
+
+    def _isinstance(self, e):
+        """(name, "python" | "tensor") for `isinstance(name, T)` with T only Python types or only tensor types."""
+        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "isinstance"
+                and len(e.args) == 2 and isinstance(e.args[0], ast.Name)):
+            return None
+        types = e.args[1].elts if isinstance(e.args[1], ast.Tuple) else [e.args[1]]
+        kinds = set()
+        for t in types:
+            name = self.ctx.resolve(t) or ""
+            if name in _PYTHON_TYPES:
+                kinds.add("python")
+            elif name.startswith("torch.") and is_tensor_annotation(t):
+                kinds.add("tensor")
+            else:
+                return None
+        return (e.args[0].id, kinds.pop()) if len(kinds) == 1 else None
+
+    def _python_when(self, e) -> str | None:
+        """The name that ``e`` being true says is a Python value."""
+        negated = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not)
+        found = self._isinstance(e.operand if negated else e)
+        return found[0] if found and (found[1] == "python") != negated else None
+
+    def _python_unless(self, e) -> str | None:
+        """The name that ``e`` being false says is a Python value."""
+        negated = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not)
+        found = self._isinstance(e.operand if negated else e)
+        return found[0] if found and (found[1] == "tensor") != negated else None
+
     def _non_tensor_param_at(self, name: str, pos) -> bool:
         return name in self.params and self.facts.binding_at(name, pos) == "param" and \
             not_a_tensor_annotation(self.facts.annotations.get(name))
@@ -208,7 +345,7 @@ class Values:
     def is_tensor_at(self, e, pos) -> bool:
         """``is_tensor`` where names bound at ``pos`` to numbers read out of tensors (`h = h.item()`) are numbers."""
         if isinstance(e, ast.Name):
-            return self.is_tensor(e) and not self.python_number(e, pos)
+            return self.is_tensor(e, pos) and not self.python_number(e, pos)
         if isinstance(e, ast.BinOp):
             return self.is_tensor_at(e.left, pos) or self.is_tensor_at(e.right, pos)
         if isinstance(e, ast.UnaryOp):

@@ -71,6 +71,22 @@ There is no automatic fix.
         "    return image\n",
         "import torch\n@torch.compile\ndef f(image, dtype=torch.float):\n    if dtype.is_floating_point and image.dtype == dtype:\n"
         "        return image\n    return image.float()\n",
+        # an argument of another class whose name ends in Tensor: a jagged-tensor container's methods return
+        # Python bools and lists of strings (torchrec's KeyedJaggedTensor, issue 31)
+        "import torch\nfrom torchrec.sparse.jagged_tensor import KeyedJaggedTensor\n@torch.compile\n"
+        "def f(x, features: KeyedJaggedTensor, names: list[str]):\n    if features.variable_stride_per_key():\n"
+        "        return x\n    if names != features.keys():\n        return x * 2\n    return x + 1\n",
+        "import torch\nclass JaggedTensor:\n    def __init__(self, lengths: list[int]):\n        self.lengths = lengths\n"
+        "    def max(self) -> int:\n        return max(self.lengths)\n@torch.compile\ndef f(x, jt: JaggedTensor):\n"
+        "    if jt.max() > 4:\n        return x[:4]\n    return x\n",
+        # a NumPy array built from a shape holds sizes, not tensor data
+        "import numpy as np, torch\n@torch.compile\ndef f(x):\n    pad = np.array(x.shape[-2:]) % 8\n    if pad.any():\n"
+        "        x = x[..., : x.shape[-2] - pad[0], : x.shape[-1] - pad[1]]\n    return x\n",
+        # `t != 1` runs only when `t` is a Python number; past `if isinstance(lo, Tensor): return`, `lo` is one
+        "import torch\n@torch.compile\ndef f(x, t):\n    if isinstance(t, (int, float)) and t != 1:\n        return x * t\n"
+        "    return x * t.to(x.dtype)\n",
+        "import torch\n@torch.compile\ndef f(x, lo):\n    if isinstance(lo, torch.Tensor):\n        return x.clamp(min=lo.to(x))\n"
+        "    if lo > 0:\n        return x.clamp(min=lo)\n    return x\n",
         # a Python number already read out of a tensor: the `.item()` is the finding, not the `int()`
         "import torch\n@torch.compile\ndef f(x: torch.Tensor, t, w: int):\n    h = t[0]\n    h = h.item()  # noqa: TL302\n"
         "    return x * int(h * w)\n",
@@ -97,6 +113,9 @@ There is no automatic fix.
         # builtin `sum` over a tensor gives a tensor
         "import torch\n@torch.compile\ndef f(x, lengths: torch.Tensor):\n    if sum(lengths) == 0:\n        return x\n"
         "    return x * 2\n",
+        # the operand after `isinstance(t, torch.Tensor) and` is a tensor's test
+        "import torch\n@torch.compile\ndef f(x, t):\n    if isinstance(t, torch.Tensor) and t.any():\n        return x\n"
+        "    return x * t.sum()\n",
         # a random draw is tensor data too
         "import torch\n@torch.compile\ndef f(x, p: float):\n    if torch.randint(0, 100, (1,)) < p * 100:\n"
         "        x = x.flip(0)\n    return x\n",

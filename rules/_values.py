@@ -95,6 +95,68 @@ def _tensor_names(ann):
             yield n
 
 
+def _is_self(e) -> bool:
+    return isinstance(e, ast.Name) and e.id == "self"
+
+
+def _own_returns(func):
+    """The `return` statements of ``func`` itself (not of functions nested in it)."""
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt) or hasattr(c, "body"))
+
+
+# Buffers every module of these torch classes holds.
+_NORM_BUFFERS = frozenset({"running_mean", "running_var", "num_batches_tracked"})
+_TENSOR_MAKERS = ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "nn.Parameter")
+# torch functions that build a tensor (an attribute bound to one holds a tensor; `torch.broadcast_shapes` does not)
+_FACTORIES = frozenset({"tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
+                        "eye", "rand", "randn", "randint", "randperm", "zeros_like", "ones_like", "empty_like",
+                        "full_like", "rand_like", "randn_like", "from_numpy", "stack", "cat", "Tensor", "LongTensor",
+                        "FloatTensor", "BoolTensor", "IntTensor"})
+
+
+def _tensor_attributes(ctx, cls) -> frozenset:
+    """Attributes of ``cls`` that hold tensors: registered buffers and parameters, and `self.x = torch.zeros(...)`
+    when every assignment of `self.x` in the class is a tensor (or None); a BatchNorm subclass's running stats."""
+    tensor, other = set(), set()
+    for base in cls.bases:
+        name = ctx.resolve(base) or ""
+        if name.startswith("torch.nn.") and ("BatchNorm" in name or "_NormBase" in name):
+            tensor |= _NORM_BUFFERS
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_self(node.func.value) \
+                and node.func.attr in ("register_buffer", "register_parameter") and len(node.args) >= 2:
+            key, value = node.args[0], node.args[1]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                is_none = isinstance(value, ast.Constant) and value.value is None
+                (other if not is_none and not _makes_tensor(ctx, value) and not isinstance(value, ast.Name)
+                 else tensor).add(key.value)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Attribute) and _is_self(t.value):
+                    if isinstance(node, ast.AnnAssign) and not_a_tensor_annotation(node.annotation):
+                        other.add(t.attr)  # `self._batch_shape: torch.Size = ...`
+                    elif _makes_tensor(ctx, node.value):
+                        tensor.add(t.attr)
+                    elif not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                        other.add(t.attr)
+    return frozenset(tensor - other)
+
+
+def _makes_tensor(ctx, e) -> bool:
+    """`torch.zeros(...)`, `nn.Parameter(...)`, `torch.tensor(0)`: a call that certainly builds a tensor."""
+    if not isinstance(e, ast.Call):
+        return False
+    name = ctx.resolve(e.func) or ""
+    return name in _TENSOR_MAKERS or (name.startswith("torch.") and name[6:] in _FACTORIES)
+
+
 def _block_span(body):
     return (body[0].lineno, body[0].col_offset), (body[-1].end_lineno, body[-1].end_col_offset)
 
@@ -107,8 +169,11 @@ def _foreign_uses(uses) -> bool:
 class Values:
     """Which names of one function are tensors, and which are symbolic scalars."""
 
-    def __init__(self, ctx, info, facts, scalar_params: bool = True):
+    def __init__(self, ctx, info, facts, scalar_params: bool = True, tensor_args=(), follow_calls: bool = True):
         self.ctx = ctx
+        self.info = info
+        self.follow_calls = follow_calls  # False in a callee looked at for its returns: one level deep
+        self._returns: dict = {}  # (callee node id, tensor arguments) -> does it return a tensor
         self.scalar_params = scalar_params  # False: scalar parameters are not symbolic (a function reached from
         # the compiled one gets them from its callers)
         self.facts = facts
@@ -122,6 +187,8 @@ class Values:
         self.python_spans: dict[str, list] = self._narrowed() if any(
             isinstance(c.func, ast.Name) and c.func.id == "isinstance" for c in facts.calls) else {}
         self._classify_params()
+        self.tensors.update(p for p in tensor_args if p in params)  # a caller passes tensors there
+        self.self_tensors = _tensor_attributes(ctx, info.class_node) if info.class_node is not None else frozenset()
         self._classify_locals()
         self._propagate()
 
@@ -208,6 +275,8 @@ class Values:
         if isinstance(e, ast.BinOp):  # `np.array(x.shape) % 8`
             return any(self.python_value(a) and not self.is_tensor(b) for a, b in ((e.left, e.right), (e.right, e.left)))
         if isinstance(e, ast.Call):
+            if isinstance(e.func, ast.Attribute) and e.func.attr in DATA_READ_METHODS:
+                return True  # `a = x.cpu().numpy()`: the read is the finding; `a` holds Python/NumPy values
             if isinstance(e.func, ast.Name) and e.func.id in _PYTHON_BUILTINS:
                 return not self.facts.is_local(e.func.id) and e.func.id not in self.ctx.index.bindings
             return (self.ctx.resolve(e.func) or "").startswith("numpy.")
@@ -252,11 +321,20 @@ class Values:
             name = self.ctx.resolve(e.func) or ""
             if name.startswith("torch.") and not name.startswith(_TORCH_NON_TENSOR) and name.count(".") == 1:
                 return True
+            if name in DATA_READ_FUNCTIONS:
+                return False  # `torch.equal(a, b)` is a Python bool
             if isinstance(e.func, ast.Attribute):
                 attr = e.func.attr
-                if attr in METADATA_METHODS or attr in ("item", "tolist") or attr.startswith("is_"):
+                if attr in METADATA_METHODS or attr in DATA_READ_METHODS or attr.startswith("is_"):
                     return False
+                if self.follow_calls and _is_self(e.func.value) and self.info.class_node is not None:
+                    return self._returns_tensor(e, self._method(attr))  # `any_done = self._done(x)`
                 return self.is_tensor(e.func.value, pos)
+            if self.follow_calls and isinstance(e.func, ast.Name) and not self.facts.is_local(e.func.id) \
+                    and self.ctx.index.bindings.get(e.func.id) == ["def"]:
+                funcs = self.ctx.index.top_functions.get(e.func.id, ())
+                if len(funcs) == 1:
+                    return self._returns_tensor(e, funcs[0])  # `m = compute_mask(x)`: the project's own function
             if isinstance(e.func, ast.Name) and e.func.id in _TENSOR_REDUCERS and len(e.args) == 1 and not e.keywords:
                 return self.is_tensor(e.args[0], pos)  # `sum(lengths)` over a tensor adds up tensors
             return False
@@ -273,8 +351,40 @@ class Values:
         if isinstance(e, ast.Subscript):
             return self.is_tensor(e.value, pos)
         if isinstance(e, ast.Attribute):
+            if isinstance(e.value, ast.Name) and e.value.id == "self" and "self" not in self.facts.bindings:
+                return e.attr in self.self_tensors  # a buffer or parameter: `float(self.num_batches_tracked)`
             return e.attr in ("T", "mT", "real", "imag", "data", "grad") and self.is_tensor(e.value, pos)
         return False
+
+    # -- what functions of this module return -------------------------------------------------------
+    def _method(self, name: str):
+        for info in self.ctx.index.functions:
+            if info.class_node is self.info.class_node and info.name == name and info.parents[-1] is info.class_node:
+                return info
+        return None
+
+    def _returns_tensor(self, call, info) -> bool:
+        """Does the function ``info`` (called by ``call``) return a tensor? Its return annotation says so, or
+        every `return` in it gives one, with the arguments ``call`` passes as tensors taken as tensors there."""
+        if info is None or isinstance(info.node, ast.Lambda):
+            return False
+        node = info.node
+        if node.returns is not None:
+            return is_tensor_annotation(node.returns) and not self._another_class(node.returns, ())
+        params = [a.arg for a in node.args.posonlyargs + node.args.args]
+        if info.class_node is not None and params:
+            params = params[1:]
+        passed = [p for p, a in zip(params, call.args) if not isinstance(a, ast.Starred) and self.is_tensor(a)]
+        passed += [k.arg for k in call.keywords if k.arg and self.is_tensor(k.value)]
+        key = (id(node), tuple(passed))
+        if key not in self._returns:
+            self._returns[key] = False  # (a recursive call)
+            values = Values(self.ctx, info, self.ctx.facts(node), scalar_params=False, tensor_args=passed,
+                            follow_calls=False)
+            returns = [r.value for r in _own_returns(node)]
+            self._returns[key] = bool(returns) and all(
+                r is not None and values.is_tensor(r, (r.lineno, r.col_offset)) for r in returns)
+        return self._returns[key]
 
     # -- isinstance narrowing -----------------------------------------------------------------------
     def _narrowed_at(self, name: str, pos) -> bool:

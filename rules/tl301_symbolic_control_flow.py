@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ._torch_api import only_reports
 from ._values import Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -91,31 +92,11 @@ There is no automatic fix.
 )
 
 
-_LOG_ROOTS = frozenset({"logger", "logging", "log", "warnings", "_logger", "LOGGER"})
-
-
-def _only_reports(body) -> bool:
-    """A block that only raises, warns, logs or passes: it changes no value the trace computes."""
-    for stmt in body:
-        if isinstance(stmt, (ast.Raise, ast.Pass)):
-            continue
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            root = stmt.value.func
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            if isinstance(root, ast.Name) and (root.id in _LOG_ROOTS or root.id == "print"):
-                continue
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-            continue  # a docstring-like string
-        return False
-    return True
-
-
 def _validation_tests(func) -> set[int]:
     """ids of `if` tests whose branches only raise, warn or log (input validation, not computation)."""
     out = set()
     for node in ast.walk(func):
-        if isinstance(node, ast.If) and _only_reports(node.body) and (not node.orelse or _only_reports(node.orelse)):
+        if isinstance(node, ast.If) and only_reports(node.body) and (not node.orelse or only_reports(node.orelse)):
             out.add(id(node.test))
     return out
 

@@ -157,6 +157,17 @@ def _makes_tensor(ctx, e) -> bool:
     return name in _TENSOR_MAKERS or (name.startswith("torch.") and name[6:] in _FACTORIES)
 
 
+def _python_literal(e) -> bool:
+    """A number, string, bool, None or a literal of them: what a call passes when it passes no tensor."""
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, ast.UnaryOp):
+        return _python_literal(e.operand)
+    if isinstance(e, (ast.Tuple, ast.List)):
+        return all(_python_literal(x) for x in e.elts)
+    return False
+
+
 def _block_span(body):
     return (body[0].lineno, body[0].col_offset), (body[-1].end_lineno, body[-1].end_col_offset)
 
@@ -184,10 +195,16 @@ class Values:
         self.tensors: set[str] = set()
         self.scalars: set[str] = set()
         # name -> spans where an `isinstance` check says it holds a Python value (`isinstance(t, float) and t != 1`)
-        self.python_spans: dict[str, list] = self._narrowed() if any(
-            isinstance(c.func, ast.Name) and c.func.id == "isinstance" for c in facts.calls) else {}
+        checks_types = any(isinstance(c.func, ast.Name) and c.func.id == "isinstance" for c in facts.calls)
+        self.python_spans: dict[str, list] = self._narrowed() if checks_types else {}
         self._classify_params()
         self.tensors.update(p for p in tensor_args if p in params)  # a caller passes tensors there
+        # spans no call can reach: `if isinstance(v, torch.Tensor):` where every call passes a Python value for v
+        self.dead_spans: list = []
+        if checks_types and follow_calls:
+            python = self._python_at_every_call()
+            self.tensors -= python
+            self.dead_spans = [_block_span(node.body) for node in facts.ifs if self._tensor_when(node.test) in python]
         self.self_tensors = _tensor_attributes(ctx, info.class_node) if info.class_node is not None else frozenset()
         self._classify_locals()
         self._propagate()
@@ -435,6 +452,53 @@ class Values:
             else:
                 return None
         return (e.args[0].id, kinds.pop()) if len(kinds) == 1 else None
+
+    def _tensor_when(self, e) -> str | None:
+        """The name that `isinstance(name, torch.Tensor)` being true says is a tensor."""
+        found = self._isinstance(e)
+        return found[0] if found and found[1] == "tensor" else None
+
+    def _python_at_every_call(self) -> set[str]:
+        """Parameters that every call of this function in the module passes a Python value (a number, a string,
+        None, a literal) or leaves at such a default. Only for private functions and methods (`_scale`), which
+        other modules do not call, and only when the function checks `isinstance(p, torch.Tensor)` for some p."""
+        info, node = self.info, self.facts.node
+        checked = {self._tensor_when(n.test) for n in self.facts.ifs} - {None}
+        if not checked or isinstance(node, ast.Lambda) or not info.name.startswith("_") or info.name.startswith("__"):
+            return set()
+        method = info.class_node is not None
+        if method and info.parents[-1] is not info.class_node:
+            return set()
+        if not method and info.parents:
+            return set()
+        args = node.args
+        positional = [a.arg for a in args.posonlyargs + args.args][1 if method else 0:]
+        defaults = dict(zip([a.arg for a in args.posonlyargs + args.args][-len(args.defaults):], args.defaults)) \
+            if args.defaults else {}
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        passed = {p: [] for p in checked}
+        calls = 0
+        for call in ast.walk(self.ctx.tree):
+            if not isinstance(call, ast.Call):
+                continue
+            f = call.func
+            if method:
+                if not (isinstance(f, ast.Attribute) and f.attr == info.name and _is_self(f.value)):
+                    if isinstance(f, ast.Name) and f.id == info.name or (isinstance(f, ast.Attribute) and f.attr == info.name):
+                        return set()  # called some other way: unknown callers
+                    continue
+            elif not (isinstance(f, ast.Name) and f.id == info.name):
+                continue
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return set()
+            calls += 1
+            given = dict(zip(positional, call.args))
+            given.update({k.arg: k.value for k in call.keywords})
+            for p in checked:
+                passed[p].append(given.get(p, defaults.get(p)))
+        if not calls:
+            return set()
+        return {p for p, values in passed.items() if all(v is not None and _python_literal(v) for v in values)}
 
     def _python_when(self, e) -> str | None:
         """The name that ``e`` being true says is a Python value."""

@@ -93,6 +93,11 @@ There is no automatic fix.
         "    return x * t.to(x.dtype)\n",
         "import torch\n@torch.compile\ndef f(x, lo):\n    if isinstance(lo, torch.Tensor):\n        return x.clamp(min=lo.to(x))\n"
         "    if lo > 0:\n        return x.clamp(min=lo)\n    return x\n",
+        # values that are Python at every call site: the `isinstance(v, torch.Tensor)` branch is never taken and
+        # `s != 1` compares a number (a private helper every call of which passes a constant)
+        "import torch\ndef _as_float(v):\n    if isinstance(v, torch.Tensor):\n        return v.item()\n    return float(v)\n"
+        "def _scale(x, s):\n    if isinstance(s, torch.Tensor):\n        s = s.to(x.dtype)\n    if s != 1:\n"
+        "        return x * s\n    return x\n@torch.compile\ndef f(x):\n    return _scale(x, 2.0) * _as_float(0.5)\n",
         # a Python number already read out of a tensor: the `.item()` is the finding, not the `int()`
         "import torch\n@torch.compile\ndef f(x: torch.Tensor, t, w: int):\n    h = t[0]\n    h = h.item()  # noqa: TL302\n"
         "    return x * int(h * w)\n",
@@ -139,6 +144,9 @@ There is no automatic fix.
         "import torch\nclass Env(torch.nn.Module):\n    def _done(self, x):\n        return (x < 0).all()\n"
         "    def forward(self, x):\n        any_done = self._done(x)\n        if any_done:\n"
         "            return x.clamp(min=0)\n        return x\nm = torch.compile(Env())\n",
+        # the same private helper, called with a tensor
+        "import torch\ndef _as_float(v):\n    if isinstance(v, torch.Tensor):\n        return v.item()\n    return float(v)\n"
+        "@torch.compile\ndef f(x):\n    return x * _as_float(x.mean())\n",
         # `torch.equal` gives a Python bool of the data
         "import torch\n@torch.compile\ndef f(x, ref):\n    same = torch.equal(x, ref)\n    return x * 2, same\n",
         # a random draw is tensor data too
@@ -156,8 +164,11 @@ def check(ctx):
         reported = set()
         eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) if checks else []
         in_guarded_raise = _raises_under_data_checks(facts, values)
+        dead = values.dead_spans  # `if isinstance(v, torch.Tensor):` where every call passes a number for v
         for call in facts.calls:
             if eager_only and in_spans(call, eager_only):
+                continue
+            if dead and in_spans(call, dead):
                 continue
             if in_guarded_raise and in_spans(call, in_guarded_raise):
                 continue  # `if (x < 0).any(): raise ValueError(f"{x.min().item()}")`: the check is the finding
@@ -194,7 +205,7 @@ def check(ctx):
                     )
         for bounds in _slice_bounds(target.info.node):
             bound = next((b for b in bounds if values.is_tensor_at(b, (b.lineno, b.col_offset))), None)
-            if bound is not None and not (eager_only and in_spans(bound, eager_only)):
+            if bound is not None and not (eager_only and in_spans(bound, eager_only)) and not in_spans(bound, dead):
                 yield Finding(
                     bound,
                     **compiled_message(
@@ -212,6 +223,8 @@ def check(ctx):
             if _has_item(test):
                 continue  # the .item() is reported already
             if eager_only and in_spans(test, eager_only):
+                continue
+            if dead and in_spans(test, dead):
                 continue
             if any(_decides_on_tensor(values, part) for part in compiled_operands(test)):
                 yield Finding(

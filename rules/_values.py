@@ -157,6 +157,15 @@ def _makes_tensor(ctx, e) -> bool:
     return name in _TENSOR_MAKERS or (name.startswith("torch.") and name[6:] in _FACTORIES)
 
 
+def _cached(ctx, what: str, node, compute):
+    """``compute(ctx, node)`` once per file: several rules build Values for the same function."""
+    cache = ctx.__dict__.setdefault("_values_cache", {})
+    key = (what, id(node))
+    if key not in cache:
+        cache[key] = compute(ctx, node)
+    return cache[key]
+
+
 def _python_literal(e) -> bool:
     """A number, string, bool, None or a literal of them: what a call passes when it passes no tensor."""
     if isinstance(e, ast.Constant):
@@ -202,10 +211,11 @@ class Values:
         # spans no call can reach: `if isinstance(v, torch.Tensor):` where every call passes a Python value for v
         self.dead_spans: list = []
         if checks_types and follow_calls:
-            python = self._python_at_every_call()
+            python = _cached(ctx, "python at every call", facts.node, lambda _, __: self._python_at_every_call())
             self.tensors -= python
             self.dead_spans = [_block_span(node.body) for node in facts.ifs if self._tensor_when(node.test) in python]
-        self.self_tensors = _tensor_attributes(ctx, info.class_node) if info.class_node is not None else frozenset()
+        self.self_tensors = _cached(ctx, "tensor attributes", info.class_node, _tensor_attributes) \
+            if info.class_node is not None else frozenset()
         self._classify_locals()
         self._propagate()
 

@@ -385,10 +385,10 @@ class Values:
 
     # -- what functions of this module return -------------------------------------------------------
     def _method(self, name: str):
-        for info in self.ctx.index.functions:
-            if info.class_node is self.info.class_node and info.name == name and info.parents[-1] is info.class_node:
-                return info
-        return None
+        methods = _cached(self.ctx, "methods", self.info.class_node, lambda ctx, cls: {
+            info.name: info for info in reversed(ctx.index.functions)
+            if info.class_node is cls and info.parents[-1] is cls})
+        return methods.get(name)
 
     def _returns_tensor(self, call, info) -> bool:
         """Does the function ``info`` (called by ``call``) return a tensor? Its return annotation says so, or

@@ -204,7 +204,8 @@ class Values:
         self.tensors: set[str] = set()
         self.scalars: set[str] = set()
         # name -> spans where an `isinstance` check says it holds a Python value (`isinstance(t, float) and t != 1`)
-        checks_types = any(isinstance(c.func, ast.Name) and c.func.id == "isinstance" for c in facts.calls)
+        checks_types = any(isinstance(c.func, ast.Name) and c.func.id == "isinstance" or
+                           isinstance(c.func, ast.Attribute) and c.func.attr == "is_tensor" for c in facts.calls)
         self.python_spans: dict[str, list] = self._narrowed() if checks_types else {}
         self._classify_params()
         self.tensors.update(p for p in tensor_args if p in params)  # a caller passes tensors there
@@ -447,7 +448,11 @@ class Values:
         return spans
 
     def _isinstance(self, e):
-        """(name, "python" | "tensor") for `isinstance(name, T)` with T only Python types or only tensor types."""
+        """(name, "python" | "tensor") for `isinstance(name, T)` with T only Python types or only tensor types, and
+        `torch.is_tensor(name)`."""
+        if isinstance(e, ast.Call) and len(e.args) == 1 and isinstance(e.args[0], ast.Name) \
+                and self.ctx.resolve(e.func) == "torch.is_tensor":
+            return e.args[0].id, "tensor"
         if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "isinstance"
                 and len(e.args) == 2 and isinstance(e.args[0], ast.Name)):
             return None

@@ -93,6 +93,8 @@ There is no automatic fix.
         "    return x * t.to(x.dtype)\n",
         "import torch\n@torch.compile\ndef f(x, lo):\n    if isinstance(lo, torch.Tensor):\n        return x.clamp(min=lo.to(x))\n"
         "    if lo > 0:\n        return x.clamp(min=lo)\n    return x\n",
+        "import torch\n@torch.compile\ndef f(x, scale):\n    if torch.is_tensor(scale):\n        scale = scale.to(x.dtype)\n"
+        "    else:\n        scale = float(scale)\n    return x * scale\n",
         # values that are Python at every call site: the `isinstance(v, torch.Tensor)` branch is never taken and
         # `s != 1` compares a number (a private helper every call of which passes a constant)
         "import torch\ndef _as_float(v):\n    if isinstance(v, torch.Tensor):\n        return v.item()\n    return float(v)\n"

@@ -140,3 +140,33 @@ def compiled_operands(test) -> list:
                 break
         return out
     return [test]
+
+
+_LOG_ROOTS = frozenset({"logger", "logging", "log", "warnings", "_logger", "LOGGER"})
+
+
+def only_reports(body) -> bool:
+    """A block that only raises, warns, logs or passes: it changes no value the trace computes."""
+    for stmt in body:
+        if isinstance(stmt, (ast.Raise, ast.Pass)):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            root = stmt.value.func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and (root.id in _LOG_ROOTS or root.id == "print"):
+                continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue  # a docstring-like string
+        return False
+    return True
+
+
+def report_only_spans(ifs) -> list:
+    """Spans of the `if`/`else` blocks among ``ifs`` that only raise, warn or log: diagnostics for unusual inputs."""
+    spans = []
+    for node in ifs:
+        for block in (node.body, node.orelse):
+            if block and only_reports(block):
+                spans.append((start(block[0]), end(block[-1])))
+    return spans

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ._tensor_attributes import TENSOR_ATTRIBUTES
 from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"})
@@ -28,6 +29,20 @@ _TENSOR_PARAM_METHODS = frozenset({"sum", "mean", "any", "all", "item", "tolist"
 _SCALAR_FUNCTIONS = frozenset({"int", "float", "abs", "min", "max", "round", "sum"})
 # Builtins that, given one tensor, give a tensor: `sum(t)` adds its items, `max(t)` compares them.
 _TENSOR_REDUCERS = frozenset({"sum", "abs", "max", "min"})
+# Builtins whose result is a Python value whatever their arguments (`list(t)` is a list, even of tensors).
+_PYTHON_BUILTINS = frozenset({"list", "tuple", "dict", "set", "frozenset", "sorted", "str", "repr", "len", "range",
+                              "zip", "enumerate", "int", "float", "bool", "round", "isinstance", "getattr", "type"})
+# Types that `isinstance(x, ...)` names when x is a Python value, never a tensor.
+_PYTHON_TYPES = frozenset({"int", "float", "bool", "complex", "str", "bytes", "list", "tuple", "dict", "set",
+                           "frozenset", "numbers.Number", "numbers.Real", "numbers.Integral", "numbers.Complex",
+                           "numpy.ndarray", "numpy.number", "numpy.generic", "torch.SymInt", "torch.SymFloat",
+                           "torch.SymBool", "torch.dtype", "torch.device", "torch.Size"})
+# jaxtyping-style annotations: `Float[Tensor, "b n"]` is a tensor of that dtype and shape.
+_SHAPED = frozenset({"Float", "Int", "Bool", "Shaped", "Num", "Real", "Inexact", "Integer", "UInt", "Complex",
+                     "Float32", "Float16", "BFloat16", "Float64", "Int64", "Int32", "Int8", "UInt8"})
+# Returns of torch calls that give a Python bool by reading the data: a data read of their own.
+DATA_READ_FUNCTIONS = frozenset({"torch.equal", "torch.allclose", "torch.is_nonzero"})
+DATA_READ_METHODS = frozenset({"item", "tolist", "numpy", "equal", "allclose", "is_nonzero"})
 
 
 def is_tensor_annotation(ann) -> bool:
@@ -38,6 +53,8 @@ def is_tensor_annotation(ann) -> bool:
         return ann.attr.endswith("Tensor")
     if isinstance(ann, ast.Subscript) and isinstance(ann.value, (ast.Name, ast.Attribute)):
         outer = ann.value.id if isinstance(ann.value, ast.Name) else ann.value.attr
+        if outer in _SHAPED and isinstance(ann.slice, ast.Tuple) and ann.slice.elts:
+            return is_tensor_annotation(ann.slice.elts[0])
         return outer == "Optional" and is_tensor_annotation(ann.slice)
     if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
         return is_tensor_annotation(ann.left) or is_tensor_annotation(ann.right)
@@ -69,11 +86,114 @@ def _loop_counter(name: str, loop) -> bool:
     return False
 
 
+def _tensor_names(ann):
+    """The names in an annotation that `is_tensor_annotation` took for tensor types (`KeyedJaggedTensor`)."""
+    for n in ast.walk(ann):
+        if isinstance(n, ast.Name) and n.id.endswith("Tensor"):
+            yield n
+        elif isinstance(n, ast.Attribute) and n.attr.endswith("Tensor"):
+            yield n
+
+
+def _is_self(e) -> bool:
+    return isinstance(e, ast.Name) and e.id == "self"
+
+
+def _own_returns(func):
+    """The `return` statements of ``func`` itself (not of functions nested in it)."""
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt) or hasattr(c, "body"))
+
+
+# Buffers every module of these torch classes holds.
+_NORM_BUFFERS = frozenset({"running_mean", "running_var", "num_batches_tracked"})
+_TENSOR_MAKERS = ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "nn.Parameter")
+# torch functions that build a tensor (an attribute bound to one holds a tensor; `torch.broadcast_shapes` does not)
+_FACTORIES = frozenset({"tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "logspace",
+                        "eye", "rand", "randn", "randint", "randperm", "zeros_like", "ones_like", "empty_like",
+                        "full_like", "rand_like", "randn_like", "from_numpy", "stack", "cat", "Tensor", "LongTensor",
+                        "FloatTensor", "BoolTensor", "IntTensor"})
+
+
+def _tensor_attributes(ctx, cls) -> frozenset:
+    """Attributes of ``cls`` that hold tensors: registered buffers and parameters, and `self.x = torch.zeros(...)`
+    when every assignment of `self.x` in the class is a tensor (or None); a BatchNorm subclass's running stats."""
+    tensor, other = set(), set()
+    for base in cls.bases:
+        name = ctx.resolve(base) or ""
+        if name.startswith("torch.nn.") and ("BatchNorm" in name or "_NormBase" in name):
+            tensor |= _NORM_BUFFERS
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_self(node.func.value) \
+                and node.func.attr in ("register_buffer", "register_parameter") and len(node.args) >= 2:
+            key, value = node.args[0], node.args[1]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                is_none = isinstance(value, ast.Constant) and value.value is None
+                (other if not is_none and not _makes_tensor(ctx, value) and not isinstance(value, ast.Name)
+                 else tensor).add(key.value)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Attribute) and _is_self(t.value):
+                    if isinstance(node, ast.AnnAssign) and not_a_tensor_annotation(node.annotation):
+                        other.add(t.attr)  # `self._batch_shape: torch.Size = ...`
+                    elif _makes_tensor(ctx, node.value):
+                        tensor.add(t.attr)
+                    elif not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                        other.add(t.attr)
+    return frozenset(tensor - other)
+
+
+def _makes_tensor(ctx, e) -> bool:
+    """`torch.zeros(...)`, `nn.Parameter(...)`, `torch.tensor(0)`: a call that certainly builds a tensor."""
+    if not isinstance(e, ast.Call):
+        return False
+    name = ctx.resolve(e.func) or ""
+    return name in _TENSOR_MAKERS or (name.startswith("torch.") and name[6:] in _FACTORIES)
+
+
+def _cached(ctx, what: str, node, compute):
+    """``compute(ctx, node)`` once per file: several rules build Values for the same function."""
+    cache = ctx.__dict__.setdefault("_values_cache", {})
+    key = (what, id(node))
+    if key not in cache:
+        cache[key] = compute(ctx, node)
+    return cache[key]
+
+
+def _python_literal(e) -> bool:
+    """A number, string, bool, None or a literal of them: what a call passes when it passes no tensor."""
+    if isinstance(e, ast.Constant):
+        return True
+    if isinstance(e, ast.UnaryOp):
+        return _python_literal(e.operand)
+    if isinstance(e, (ast.Tuple, ast.List)):
+        return all(_python_literal(x) for x in e.elts)
+    return False
+
+
+def _block_span(body):
+    return (body[0].lineno, body[0].col_offset), (body[-1].end_lineno, body[-1].end_col_offset)
+
+
+def _foreign_uses(uses) -> bool:
+    """Is a name used with a public attribute that ``torch.Tensor`` lacks (`.keys()`, `.variable_stride_per_key()`)?"""
+    return any(not u.attr.startswith("_") and u.attr not in TENSOR_ATTRIBUTES for u in uses)
+
+
 class Values:
     """Which names of one function are tensors, and which are symbolic scalars."""
 
-    def __init__(self, ctx, info, facts, scalar_params: bool = True):
+    def __init__(self, ctx, info, facts, scalar_params: bool = True, tensor_args=(), follow_calls: bool = True):
         self.ctx = ctx
+        self.info = info
+        self.follow_calls = follow_calls  # False in a callee looked at for its returns: one level deep
+        self._returns: dict = {}  # (callee node id, tensor arguments) -> does it return a tensor
         self.scalar_params = scalar_params  # False: scalar parameters are not symbolic (a function reached from
         # the compiled one gets them from its callers)
         self.facts = facts
@@ -83,7 +203,20 @@ class Values:
         self.params = params
         self.tensors: set[str] = set()
         self.scalars: set[str] = set()
+        # name -> spans where an `isinstance` check says it holds a Python value (`isinstance(t, float) and t != 1`)
+        checks_types = any(isinstance(c.func, ast.Name) and c.func.id == "isinstance" or
+                           isinstance(c.func, ast.Attribute) and c.func.attr == "is_tensor" for c in facts.calls)
+        self.python_spans: dict[str, list] = self._narrowed() if checks_types else {}
         self._classify_params()
+        self.tensors.update(p for p in tensor_args if p in params)  # a caller passes tensors there
+        # spans no call can reach: `if isinstance(v, torch.Tensor):` where every call passes a Python value for v
+        self.dead_spans: list = []
+        if checks_types and follow_calls:
+            python = _cached(ctx, "python at every call", facts.node, lambda _, __: self._python_at_every_call())
+            self.tensors -= python
+            self.dead_spans = [_block_span(node.body) for node in facts.ifs if self._tensor_when(node.test) in python]
+        self.self_tensors = _cached(ctx, "tensor attributes", info.class_node, _tensor_attributes) \
+            if info.class_node is not None else frozenset()
         self._classify_locals()
         self._propagate()
 
@@ -98,6 +231,8 @@ class Values:
                 continue  # (a parameter called, `m(x)`, is a module or a function, whatever attributes it has)
             ann = _annotation_name(facts.annotations.get(p))
             uses = facts.attribute_uses.get(p, [])
+            if self._another_class(facts.annotations.get(p), uses):
+                continue  # `features: KeyedJaggedTensor` with `features.keys()`: an object, not a tensor
             if not_a_tensor_annotation(facts.annotations.get(p)) and not ann.startswith(("Any", "typing.Any")):
                 if ann.split("[")[-1].rstrip("]").split("|")[0].strip() in _SCALAR_ANNOTATIONS or ann in _SCALAR_ANNOTATIONS:
                     self._scalar_param(p)
@@ -130,13 +265,50 @@ class Values:
         name = self.ctx.resolve(e) or ""
         return name.startswith("torch.") and name.rsplit(".", 1)[-1] in _DTYPES
 
+    def _another_class(self, ann, uses) -> bool:
+        """Is a parameter an object of some other class, though its annotation or its uses look like a tensor's?
+        Its annotation names a class of this module that is no tensor subclass, or (unless the annotation is
+        torch's own) it is used with an attribute tensors lack (a jagged-tensor container's `.keys()`)."""
+        names = list(_tensor_names(ann)) if ann is not None else []
+        if names and all((self.ctx.resolve(n) or "").startswith("torch.") for n in names):
+            return False  # `torch.Tensor`, `Tensor` from torch, `DTensor`: torch's tensors, whatever they are used with
+        for n in names:
+            cls = self.ctx.index.classes.get(n.id) if isinstance(n, ast.Name) else None
+            if cls is not None and not any(is_tensor_annotation(b) for b in cls.bases):
+                return True
+        return _foreign_uses(uses)
+
     def _classify_locals(self) -> None:
-        """Locals used like tensors (``y.sum()``, ``y.view(...)``) are tensors, whatever they were assigned from."""
+        """Locals used like tensors (``y.sum()``, ``y.view(...)``) are tensors, unless every value they are bound
+        to is a Python one (`grid = np.array(x.shape)`: a NumPy array has `.any()` too) or they are used with an
+        attribute tensors lack."""
         for name, uses in self.facts.attribute_uses.items():
             if name in self.params or name not in self.facts.bindings:
                 continue
-            if any(u.attr in _TENSOR_ONLY_ATTRIBUTES for u in uses):
+            if any(u.attr in _TENSOR_ONLY_ATTRIBUTES for u in uses) and not _foreign_uses(uses) \
+                    and not self._python_bindings(name):
                 self.tensors.add(name)
+
+    def _python_bindings(self, name: str) -> bool:
+        """Is every value ``name`` is bound to a Python value (a literal, a builtin's or NumPy's result)?"""
+        bindings = self.facts.bindings.get(name, ())
+        return bool(bindings) and all(b.kind == "assign" and b.value is not None and self.python_value(b.value)
+                                      for b in bindings)
+
+    def python_value(self, e) -> bool:
+        """A value no tensor can be: literals, comprehensions, f-strings, a builtin's or NumPy's result."""
+        if isinstance(e, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
+                          ast.SetComp, ast.JoinedStr)):
+            return True
+        if isinstance(e, ast.BinOp):  # `np.array(x.shape) % 8`
+            return any(self.python_value(a) and not self.is_tensor(b) for a, b in ((e.left, e.right), (e.right, e.left)))
+        if isinstance(e, ast.Call):
+            if isinstance(e.func, ast.Attribute) and e.func.attr in DATA_READ_METHODS:
+                return True  # `a = x.cpu().numpy()`: the read is the finding; `a` holds Python/NumPy values
+            if isinstance(e.func, ast.Name) and e.func.id in _PYTHON_BUILTINS:
+                return not self.facts.is_local(e.func.id) and e.func.id not in self.ctx.index.bindings
+            return (self.ctx.resolve(e.func) or "").startswith("numpy.")
+        return False
 
     # -- propagation through assignments ------------------------------------------------------------
     def _propagate(self) -> None:
@@ -172,16 +344,25 @@ class Values:
         if isinstance(e, ast.Name):
             if e.id not in self.tensors:
                 return False
-            return pos is None or not self._non_tensor_param_at(e.id, pos)
+            return pos is None or not (self._non_tensor_param_at(e.id, pos) or self._narrowed_at(e.id, pos))
         if isinstance(e, ast.Call):
             name = self.ctx.resolve(e.func) or ""
             if name.startswith("torch.") and not name.startswith(_TORCH_NON_TENSOR) and name.count(".") == 1:
                 return True
+            if name in DATA_READ_FUNCTIONS:
+                return False  # `torch.equal(a, b)` is a Python bool
             if isinstance(e.func, ast.Attribute):
                 attr = e.func.attr
-                if attr in METADATA_METHODS or attr in ("item", "tolist") or attr.startswith("is_"):
+                if attr in METADATA_METHODS or attr in DATA_READ_METHODS or attr.startswith("is_"):
                     return False
+                if self.follow_calls and _is_self(e.func.value) and self.info.class_node is not None:
+                    return self._returns_tensor(e, self._method(attr))  # `any_done = self._done(x)`
                 return self.is_tensor(e.func.value, pos)
+            if self.follow_calls and isinstance(e.func, ast.Name) and not self.facts.is_local(e.func.id) \
+                    and self.ctx.index.bindings.get(e.func.id) == ["def"]:
+                funcs = self.ctx.index.top_functions.get(e.func.id, ())
+                if len(funcs) == 1:
+                    return self._returns_tensor(e, funcs[0])  # `m = compute_mask(x)`: the project's own function
             if isinstance(e.func, ast.Name) and e.func.id in _TENSOR_REDUCERS and len(e.args) == 1 and not e.keywords:
                 return self.is_tensor(e.args[0], pos)  # `sum(lengths)` over a tensor adds up tensors
             return False
@@ -198,8 +379,153 @@ class Values:
         if isinstance(e, ast.Subscript):
             return self.is_tensor(e.value, pos)
         if isinstance(e, ast.Attribute):
+            if isinstance(e.value, ast.Name) and e.value.id == "self" and "self" not in self.facts.bindings:
+                return e.attr in self.self_tensors  # a buffer or parameter: `float(self.num_batches_tracked)`
             return e.attr in ("T", "mT", "real", "imag", "data", "grad") and self.is_tensor(e.value, pos)
         return False
+
+    # -- what functions of this module return -------------------------------------------------------
+    def _method(self, name: str):
+        methods = _cached(self.ctx, "methods", self.info.class_node, lambda ctx, cls: {
+            info.name: info for info in reversed(ctx.index.functions)
+            if info.class_node is cls and info.parents[-1] is cls})
+        return methods.get(name)
+
+    def _returns_tensor(self, call, info) -> bool:
+        """Does the function ``info`` (called by ``call``) return a tensor? Its return annotation says so, or
+        every `return` in it gives one, with the arguments ``call`` passes as tensors taken as tensors there."""
+        if info is None or isinstance(info.node, ast.Lambda):
+            return False
+        node = info.node
+        if node.returns is not None:
+            return is_tensor_annotation(node.returns) and not self._another_class(node.returns, ())
+        params = [a.arg for a in node.args.posonlyargs + node.args.args]
+        if info.class_node is not None and params:
+            params = params[1:]
+        passed = [p for p, a in zip(params, call.args) if not isinstance(a, ast.Starred) and self.is_tensor(a)]
+        passed += [k.arg for k in call.keywords if k.arg and self.is_tensor(k.value)]
+        key = (id(node), tuple(passed))
+        if key not in self._returns:
+            self._returns[key] = False  # (a recursive call)
+            values = Values(self.ctx, info, self.ctx.facts(node), scalar_params=False, tensor_args=passed,
+                            follow_calls=False)
+            returns = [r.value for r in _own_returns(node)]
+            self._returns[key] = bool(returns) and all(
+                r is not None and values.is_tensor(r, (r.lineno, r.col_offset)) for r in returns)
+        return self._returns[key]
+
+    # -- isinstance narrowing -----------------------------------------------------------------------
+    def _narrowed_at(self, name: str, pos) -> bool:
+        return any(lo <= pos <= hi for lo, hi in self.python_spans.get(name, ()))
+
+    def _narrowed(self) -> dict[str, list]:
+        """Where `isinstance` says a name is a Python value: the operands after `isinstance(t, float) and`, the
+        body of `if isinstance(t, (int, float)):`, the else of `if isinstance(t, torch.Tensor):` and, when that
+        body returns, the rest of the function."""
+        spans: dict[str, list] = {}
+        func = self.facts.node
+        for _, test in self.facts.tests:
+            for op in ast.walk(test):
+                if isinstance(op, ast.BoolOp):
+                    narrow = self._python_when if isinstance(op.op, ast.And) else self._python_unless
+                    for i, v in enumerate(op.values[:-1]):
+                        name = narrow(v)
+                        if name:
+                            spans.setdefault(name, []).append(((op.values[i + 1].lineno, op.values[i + 1].col_offset),
+                                                               (op.end_lineno, op.end_col_offset)))
+        for node in self.facts.ifs:
+            test = node.test
+            ands = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+            ors = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+            for name in filter(None, map(self._python_when, ands)):
+                spans.setdefault(name, []).append(_block_span(node.body))
+            for name in filter(None, map(self._python_unless, ors)):
+                if node.orelse:
+                    spans.setdefault(name, []).append(_block_span(node.orelse))
+                if isinstance(node.body[-1], (ast.Return, ast.Raise)) and node in getattr(func, "body", ()):
+                    spans.setdefault(name, []).append(((node.end_lineno, node.end_col_offset),
+                                                       (func.end_lineno, func.end_col_offset)))
+        return spans
+
+    def _isinstance(self, e):
+        """(name, "python" | "tensor") for `isinstance(name, T)` with T only Python types or only tensor types, and
+        `torch.is_tensor(name)`."""
+        if isinstance(e, ast.Call) and len(e.args) == 1 and isinstance(e.args[0], ast.Name) \
+                and self.ctx.resolve(e.func) == "torch.is_tensor":
+            return e.args[0].id, "tensor"
+        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "isinstance"
+                and len(e.args) == 2 and isinstance(e.args[0], ast.Name)):
+            return None
+        types = e.args[1].elts if isinstance(e.args[1], ast.Tuple) else [e.args[1]]
+        kinds = set()
+        for t in types:
+            name = self.ctx.resolve(t) or ""
+            if name in _PYTHON_TYPES:
+                kinds.add("python")
+            elif name.startswith("torch.") and is_tensor_annotation(t):
+                kinds.add("tensor")
+            else:
+                return None
+        return (e.args[0].id, kinds.pop()) if len(kinds) == 1 else None
+
+    def _tensor_when(self, e) -> str | None:
+        """The name that `isinstance(name, torch.Tensor)` being true says is a tensor."""
+        found = self._isinstance(e)
+        return found[0] if found and found[1] == "tensor" else None
+
+    def _python_at_every_call(self) -> set[str]:
+        """Parameters that every call of this function in the module passes a Python value (a number, a string,
+        None, a literal) or leaves at such a default. Only for private functions and methods (`_scale`), which
+        other modules do not call, and only when the function checks `isinstance(p, torch.Tensor)` for some p."""
+        info, node = self.info, self.facts.node
+        checked = {self._tensor_when(n.test) for n in self.facts.ifs} - {None}
+        if not checked or isinstance(node, ast.Lambda) or not info.name.startswith("_") or info.name.startswith("__"):
+            return set()
+        method = info.class_node is not None
+        if method and info.parents[-1] is not info.class_node:
+            return set()
+        if not method and info.parents:
+            return set()
+        args = node.args
+        positional = [a.arg for a in args.posonlyargs + args.args][1 if method else 0:]
+        defaults = dict(zip([a.arg for a in args.posonlyargs + args.args][-len(args.defaults):], args.defaults)) \
+            if args.defaults else {}
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        passed = {p: [] for p in checked}
+        calls = 0
+        for call in ast.walk(self.ctx.tree):
+            if not isinstance(call, ast.Call):
+                continue
+            f = call.func
+            if method:
+                if not (isinstance(f, ast.Attribute) and f.attr == info.name and _is_self(f.value)):
+                    if isinstance(f, ast.Name) and f.id == info.name or (isinstance(f, ast.Attribute) and f.attr == info.name):
+                        return set()  # called some other way: unknown callers
+                    continue
+            elif not (isinstance(f, ast.Name) and f.id == info.name):
+                continue
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return set()
+            calls += 1
+            given = dict(zip(positional, call.args))
+            given.update({k.arg: k.value for k in call.keywords})
+            for p in checked:
+                passed[p].append(given.get(p, defaults.get(p)))
+        if not calls:
+            return set()
+        return {p for p, values in passed.items() if all(v is not None and _python_literal(v) for v in values)}
+
+    def _python_when(self, e) -> str | None:
+        """The name that ``e`` being true says is a Python value."""
+        negated = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not)
+        found = self._isinstance(e.operand if negated else e)
+        return found[0] if found and (found[1] == "python") != negated else None
+
+    def _python_unless(self, e) -> str | None:
+        """The name that ``e`` being false says is a Python value."""
+        negated = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not)
+        found = self._isinstance(e.operand if negated else e)
+        return found[0] if found and (found[1] == "tensor") != negated else None
 
     def _non_tensor_param_at(self, name: str, pos) -> bool:
         return name in self.params and self.facts.binding_at(name, pos) == "param" and \
@@ -208,7 +534,7 @@ class Values:
     def is_tensor_at(self, e, pos) -> bool:
         """``is_tensor`` where names bound at ``pos`` to numbers read out of tensors (`h = h.item()`) are numbers."""
         if isinstance(e, ast.Name):
-            return self.is_tensor(e) and not self.python_number(e, pos)
+            return self.is_tensor(e, pos) and not self.python_number(e, pos)
         if isinstance(e, ast.BinOp):
             return self.is_tensor_at(e.left, pos) or self.is_tensor_at(e.right, pos)
         if isinstance(e, ast.UnaryOp):

@@ -5,28 +5,37 @@ from __future__ import annotations
 import ast
 
 from ._jit_scopes import jitted_scopes
-from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
+from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks, report_only_spans
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 
 _BUILTINS = frozenset({"print", "open", "input", "breakpoint", "globals", "locals", "vars"})
 _MODULES = ("random", "time")
+_ENV_CALLS = frozenset({"os.getenv", "os.environ.get"})
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log",
+                          "warning_once", "info_once", "warning_advice"})
 
 INFO = RuleInfo(
     code="TL204",
     name="side-effect-call",
     severity="warning",
-    summary="A jitted function calls print/open/input, module-level random.* or time.*, or globals()/locals()/vars().",
+    summary="A jitted function calls print/open/input, random.*, time.*, globals()/locals()/vars(), reads os.environ "
+    "or calls a logger.",
     docs="""\
 ## What it does
 Reports calls with side effects or hidden inputs inside a jitted function: `print`, `open`, `input`,
 `breakpoint`, functions of the `random` and `time` modules, and `globals()`/`locals()`/`vars()` (without
-an argument: `vars(obj)` only reads an object's attributes).
+an argument: `vars(obj)` only reads an object's attributes); reads of the environment (`os.getenv`,
+`os.environ.get`, `os.environ[k]`, `k in os.environ`) and calls of a module's logger (`logger.info(...)` on
+`logger = logging.getLogger(...)`, `logging.warning(...)`).
 
 ## Why is this bad?
 A compiler traces the function once and replays the trace: the print happens only while tracing, the
 random number or the time stamp is baked in as a constant, and the introspection sees the compiler's
 frames rather than yours. The compiled function silently behaves differently from the Python one.
+torch.compile (2.13, tests/rules/test_rule_tl204_torch_compile.py) bakes `os.getenv` results, and
+`os.environ` reads of a variable unset at the first call, into the graph without a guard: setting the variable
+later silently changes nothing (pytorch #189027); a logger call breaks the graph around it.
 
 ## Example
 ```python
@@ -61,6 +70,12 @@ There is no automatic fix.
         # eager-only code: under a compiler is_compiling() is true and the print never runs
         "import torch\n@torch.compile\ndef f(x):\n    if not torch.compiler.is_compiling():\n        print('eager', x.shape)\n"
         "    return x + 1\n",
+        # a warning for unusual inputs, in a branch that only logs (transformers' `logger.warning_once` pattern)
+        "import logging, torch\nlogger = logging.getLogger(__name__)\n@torch.compile\ndef f(x, output_attentions=False):\n"
+        "    if output_attentions:\n        logger.warning_once('attention weights are not returned')\n    return x * 2\n",
+        # the environment read once at import, the logger called outside compiled code
+        "import logging, os, torch\nlogger = logging.getLogger(__name__)\nSCALE = float(os.getenv('SCALE', '1'))\n"
+        "@torch.compile\ndef f(x):\n    return x * SCALE\ndef run(x):\n    logger.info('step')\n    return f(x)\n",
     ],
     invalid=[
         "import torch\n@torch.compile\ndef f(x):\n    print('step', x.shape)\n    return x\n",
@@ -68,11 +83,50 @@ There is no automatic fix.
         "import thunder\nfrom time import time\n@thunder.jit\ndef f(x):\n    t = time()\n    return x + t\n",
         # a helper called from the jitted function is traced with it
         "import torch\ndef log(x):\n    print(x.shape)\n@torch.compile\ndef f(x):\n    log(x)\n    return x + 1\n",
+        # the environment: torch.compile bakes `os.getenv` in without a guard (issue 31, miss 7)
+        "import os, torch\n@torch.compile\ndef f(x):\n    if os.getenv('FLAG', '0') == '1':\n        return x + 1\n"
+        "    return x - 1\n",
+        "import os, torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        if 'FAST' in os.environ:\n"
+        "            return x * 2\n        return x\nm = torch.compile(M())\n",
+        # a module logger's call: a graph break under torch.compile, a tracing-time-only log under thunder
+        "import logging, torch\nlogger = logging.getLogger(__name__)\n@torch.compile\ndef f(x):\n    y = x + 1\n"
+        "    logger.info('shape %s', x.shape)\n    return y * 2\n",
         # the compiling branch of an is_compiling() check is still traced
         "import torch\n@torch.compile\ndef f(x):\n    if torch.compiler.is_compiling():\n        print('compiled')\n"
         "    else:\n        x = x + 0\n    return x\n",
     ],
 )
+
+
+def _env_or_log(ctx, scope, call) -> tuple[str, str] | None:
+    """("environ", what) for `os.getenv(...)`/`os.environ.get(...)`; ("logger", what) for `logger.info(...)` on a
+    module-level logger (`logger = logging.getLogger(__name__)`) or `logging.warning(...)`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or scope.owner_of(root.id) is not None:
+        return None
+    name = ctx.resolve(func) or ""
+    if name in _ENV_CALLS:
+        return "environ", f"`{name}()`"
+    if func.attr in _LOG_METHODS and isinstance(func.value, ast.Name):
+        if name.startswith("logging.") or "logger" in ctx.index.bindings.get(func.value.id, ()):
+            return "logger", f"`{ast.unparse(func)}()`"
+    return None
+
+
+def _environ_reads(ctx, jit_scope):
+    """`os.environ[k]` and `k in os.environ` in the jitted function (and the functions nested in it)."""
+    for node in ast.walk(jit_scope.node):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            if ctx.resolve(node.value) == "os.environ":
+                yield node
+        elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            if any(ctx.resolve(c) == "os.environ" for c in node.comparators):
+                yield node
 
 
 def _side_effect(ctx, scope, call) -> str | None:
@@ -98,14 +152,58 @@ def _side_effect(ctx, scope, call) -> str | None:
     return None
 
 
+def _environ_finding(target, node, what):
+    return Finding(
+        node,
+        **compiled_message(
+            target,
+            f"{what} inside {target.subject} reads the environment",
+            "read it once outside the compiled function and pass the value in",
+            "the value read while tracing is baked into the trace",
+            "bakes the value in: `os.getenv`, and a variable unset at the first call, get no guard, so later changes "
+            "are silently ignored (pytorch #189027); a set variable read through `os.environ` recompiles when it "
+            "changes",
+            "TL204",
+        ),
+    )
+
+
 def check(ctx):
     checks = mentions_compiling_checks(ctx.source.text)
+    environ = "environ" in ctx.source.text
     for target, jit_scope in jitted_scopes(ctx):
         eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) if checks else []
+        if environ:
+            for node in _environ_reads(ctx, jit_scope):
+                if not (eager_only and in_spans(node, eager_only)):
+                    yield _environ_finding(target, node, f"`{ast.unparse(node)}`")
+        warn_only = None
         for scope in jit_scope.walk():
             for call in scope.calls:
                 if eager_only and in_spans(call, eager_only):
                     continue  # `if not torch.compiler.is_compiling(): print(...)` never runs compiled
+                other = _env_or_log(ctx, scope, call)
+                if other and other[0] == "environ":
+                    yield _environ_finding(target, call, other[1])
+                    continue
+                if other:
+                    if warn_only is None:
+                        warn_only = report_only_spans(ctx.facts(target.info.node).all_ifs)
+                    if in_spans(call, warn_only):
+                        continue  # `if output_attentions: logger.warning_once(...)`: a warning for unusual inputs
+                    yield Finding(
+                        call,
+                        **compiled_message(
+                            target,
+                            f"{other[1]} inside {target.subject} is a logging side effect",
+                            "log outside the compiled function, or return what to log",
+                            "runs only while tracing: later calls log nothing",
+                            "breaks the graph around it to run it on every call (the code before and after compiles "
+                            "as separate graphs)",
+                            "TL204",
+                        ),
+                    )
+                    continue
                 what = _side_effect(ctx, scope, call)
                 if what:
                     yield Finding(

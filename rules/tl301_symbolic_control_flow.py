@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ._torch_api import only_reports
 from ._values import Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -18,7 +19,11 @@ INFO = RuleInfo(
 In a function compiled with symbolic values (`thunder.jit(f, cache="symbolic values")`,
 `cache=thunder.CACHE_OPTIONS.SYMBOLIC_VALUES`, `torch.compile(f, dynamic=True)`), reports `if`, `while`,
 conditional expressions and `range(...)` loop bounds decided by a scalar argument or by a tensor shape: the
-places where the trace itself changes with the value. `min`/`max` of sizes and numbers are not reported:
+places where the trace itself changes with the value. Under plain `torch.compile` (no `dynamic=`), whose
+automatic dynamic shapes make a size or int argument symbolic once it changes, it reports `range(...)` loop
+bounds on them: each new value recompiles, up to the recompile limit (8), after which the function runs eagerly,
+and a dimension marked with `torch._dynamo.mark_dynamic` raises instead; a branch there costs one compile per path
+and is not reported. `min`/`max` of sizes and numbers are not reported:
 torch.compile(dynamic=True) computes them symbolically without a recompile
 (tests/rules/test_rule_tl301_torch_compile.py runs each reported form and this one under torch.compile). They are reported once per
 function, at the first place, with the lines of the others. `is None` checks, flags with a `True`/`False`
@@ -62,6 +67,13 @@ There is no automatic fix.
 - [torch.compile dynamic shapes](https://pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html)
 """,
     valid=[
+        # plain torch.compile: a branch on a size costs one compile per path, like any shape guard; `dynamic=False`
+        # recompiles per size whatever the code does; a loop over a module attribute is a constant
+        "import torch\n@torch.compile\ndef f(x):\n    if x.shape[0] > 4:\n        return x[:4]\n    return x\n",
+        "import torch\n@torch.compile(dynamic=False)\ndef f(x):\n    for b in range(x.shape[0]):\n        x[b] = x[b] * 2\n"
+        "    return x\n",
+        "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        for _ in range(self.n_layers):\n"
+        "            x = x * 2\n        return x\nm = torch.compile(Net())\n",
         # validation: the branches raise, warn or log, and the trace computes the same values
         "import torch, logging\nlog = logging.getLogger()\n@torch.compile(dynamic=True)\ndef f(x, n):\n"
         "    assert n > 0\n    if x.shape[0] != n:\n        raise ValueError('bad size')\n    if n > 1024:\n"
@@ -80,6 +92,11 @@ There is no automatic fix.
         "        x = x.float()\n    return x\n",
     ],
     invalid=[
+        # plain torch.compile: automatic dynamic shapes make a changing size symbolic; `range()` over it then
+        # recompiles per value up to the recompile limit (issue 31, miss 3)
+        "import torch\n@torch.compile\ndef f(x):\n    for b in range(x.shape[0]):\n        x[b] = x[b] * 2\n    return x\n",
+        "import torch\nclass Decoder(torch.nn.Module):\n    def forward(self, x, steps: int):\n        for _ in range(steps):\n"
+        "            x = x.roll(1, -1)\n        return x\nm = torch.compile(Decoder())\n",
         "import thunder, torch\ndef foo(flag):\n    if flag > 5:\n        return torch.ones(1)\n    return torch.zeros(1)\n"
         "jfoo = thunder.jit(foo, cache=thunder.CACHE_OPTIONS.SYMBOLIC_VALUES)\n",
         "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    if x.shape[0] > 8:\n        return x[:8]\n    return x\n",
@@ -91,40 +108,66 @@ There is no automatic fix.
 )
 
 
-_LOG_ROOTS = frozenset({"logger", "logging", "log", "warnings", "_logger", "LOGGER"})
-
-
-def _only_reports(body) -> bool:
-    """A block that only raises, warns, logs or passes: it changes no value the trace computes."""
-    for stmt in body:
-        if isinstance(stmt, (ast.Raise, ast.Pass)):
-            continue
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            root = stmt.value.func
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            if isinstance(root, ast.Name) and (root.id in _LOG_ROOTS or root.id == "print"):
-                continue
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-            continue  # a docstring-like string
-        return False
-    return True
-
-
 def _validation_tests(func) -> set[int]:
     """ids of `if` tests whose branches only raise, warn or log (input validation, not computation)."""
     out = set()
     for node in ast.walk(func):
-        if isinstance(node, ast.If) and _only_reports(node.body) and (not node.orelse or _only_reports(node.orelse)):
+        if isinstance(node, ast.If) and only_reports(node.body) and (not node.orelse or only_reports(node.orelse)):
             out.add(id(node.test))
     return out
 
 
+def _dynamic_keyword(ctx, target):
+    """The `dynamic=` constant of the jit call or decorator that compiles ``target`` in this file (None: not given,
+    or compiled elsewhere)."""
+    nodes = []
+    if target.how == "decorator":
+        nodes = [d for d in target.info.node.decorator_list if isinstance(d, ast.Call)]
+    elif target.how.startswith("line "):
+        line = int(target.how.split()[1])
+        stack = list(ctx.tree.body)
+        while stack:  # descend only into nodes spanning that line
+            node = stack.pop()
+            if getattr(node, "lineno", line) <= line <= getattr(node, "end_lineno", line):
+                if isinstance(node, ast.Call) and node.lineno == line:
+                    nodes.append(node)
+                stack.extend(ast.iter_child_nodes(node))
+    for call in nodes:
+        for kw in call.keywords:
+            if kw.arg == "dynamic" and isinstance(kw.value, ast.Constant):
+                return kw.value.value
+    return None
+
+
+def _automatic_dynamic(ctx, target) -> bool:
+    """Plain `torch.compile` (no `dynamic=`): sizes and int arguments that change become symbolic after the first
+    recompile (automatic dynamic shapes), and `mark_dynamic` makes a dimension symbolic at once."""
+    return target.compiler == "torch.compile" and _dynamic_keyword(ctx, target) is None
+
+
+def _range_bound(values, test) -> bool:
+    return isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "range" \
+        and any(values.is_symbolic(a) for a in test.args)
+
+
 def check(ctx):
     for target in ctx.jitted:
-        if not target.symbolic:
+        auto = not target.symbolic and _automatic_dynamic(ctx, target)
+        if not target.symbolic and not auto:
             continue
         facts = ctx.facts(target.info.node)
+        if auto:
+            # only `range()` bounds: a branch costs one compile per path (as with dynamic=True), a loop one per value.
+            # Scalar arguments are symbolic only in the function the compile call names in this file (a function
+            # reached from it, or compiled from another file, may get constants from its callers).
+            if not any(kind == "for" for kind, _ in facts.tests):
+                continue
+            root = target.how == "decorator" or target.how.startswith("line ")
+            values = Values(ctx, target.info, facts, scalar_params=root)
+            loops = [test for kind, test in facts.tests if kind == "for" and _range_bound(values, test)]
+            if loops:
+                yield _finding(target, loops[0], "loop bound", loops[1:], auto=True)
+            continue
         values = Values(ctx, target.info, facts, scalar_params=target.symbolic != "sizes")
         validation = None
         found = []  # (node, what): grouped into one finding per function
@@ -132,12 +175,7 @@ def check(ctx):
             if kind == "assert":
                 continue  # an assert raises or does nothing: the values the trace computes stay the same
             if kind == "for":
-                decided = (
-                    isinstance(test, ast.Call)
-                    and isinstance(test.func, ast.Name)
-                    and test.func.id == "range"
-                    and any(values.is_symbolic(a) for a in test.args)
-                )
+                decided = _range_bound(values, test)
             else:
                 decided = values.decides_on_symbolic(test)
             if decided and kind == "if":
@@ -151,22 +189,41 @@ def check(ctx):
             continue
         found.sort(key=lambda f: (f[0].lineno, f[0].col_offset))
         node, what = found[0]
-        more = ""
-        if len(found) > 1:
-            lines = sorted({n.lineno for n, _ in found[1:]})
-            more = f" (and {len(found) - 1} more in this function, line{'s' if len(lines) > 1 else ''} " \
-                   f"{', '.join(map(str, lines))})"
-        yield Finding(
+        yield _finding(target, node, what, [n for n, _ in found[1:]])
+
+
+def _finding(target, node, what, others, auto=False):
+    more = ""
+    if others:
+        lines = sorted({n.lineno for n in others})
+        more = f" (and {len(others)} more in this function, line{'s' if len(lines) > 1 else ''} " \
+               f"{', '.join(map(str, lines))})"
+    if auto:
+        return Finding(
             node,
             **compiled_message(
                 target,
-                f"{what} decided by a symbolic size or number in {target.subject}{more}",
-                "compute both paths as tensor ops, or keep that value static",
+                f"{what} decided by a size or int argument in {target.subject}{more}",
+                "loop with tensor ops, or keep that value static",
                 "—a cached trace may be reused for inputs that take the other path",
-                "guards on this condition: inputs that take the other path recompile (one compile per path)",
+                "makes a size or int that changes symbolic after the first recompile (automatic dynamic), and "
+                "`range()` then specializes on it: one compile per new value, up to the recompile limit (8), then the "
+                "function runs eagerly; a dimension marked with `torch._dynamo.mark_dynamic` raises "
+                "ConstraintViolationError instead",
                 "TL301",
             ),
         )
+    return Finding(
+        node,
+        **compiled_message(
+            target,
+            f"{what} decided by a symbolic size or number in {target.subject}{more}",
+            "compute both paths as tensor ops, or keep that value static",
+            "—a cached trace may be reused for inputs that take the other path",
+            "guards on this condition: inputs that take the other path recompile (one compile per path)",
+            "TL301",
+        ),
+    )
 
 
 _KIND = {"if": "`if`", "while": "`while` loop", "ifexp": "conditional expression", "assert": "`assert`",

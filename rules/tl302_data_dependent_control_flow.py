@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ast
 
+from ._jit_scopes import jitted_scopes
 from ._torch_api import compiled_operands, eager_only_spans, in_spans, mentions_compiling_checks
-from ._values import Values
+from ._values import DATA_READ_FUNCTIONS, Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 
@@ -18,8 +19,13 @@ INFO = RuleInfo(
     summary="A jitted function turns tensor data into Python values: .item(), .tolist(), bool(t), `if t.sum() > 0:`.",
     docs="""\
 ## What it does
-Inside a jitted function, reports `.item()` and `.tolist()` calls, `bool(t)`/`int(t)`/`float(t)` of a tensor,
-and `if`/`while`/conditional expressions/`assert` whose test is a tensor (`if t.sum() > 0:`, `if mask.any():`).
+Inside a jitted function, reports `.item()`, `.tolist()` and `.numpy()` calls, `torch.equal`/`allclose` (a Python
+bool of the data), `bool(t)`/`int(t)`/`float(t)` of a tensor, a tensor used as a slice bound
+(`buf[:, t[0]:t[1]]`), and `if`/`while`/conditional expressions/`assert` whose test is a tensor
+(`if t.sum() > 0:`, `if mask.any():`). Tensors are arguments annotated or used as tensors, registered buffers and
+parameters (`float(self.num_batches_tracked)`), and what the module's own functions and methods return when
+every `return` there gives a tensor. An argument of another class (a jagged-tensor container with `.keys()`),
+NumPy arrays built from sizes and names an `isinstance` check shows to be Python numbers are not.
 
 ## Why is this bad?
 The compiled trace is built from one call's data. A value read out of a tensor becomes a constant of the
@@ -71,6 +77,29 @@ There is no automatic fix.
         "    return image\n",
         "import torch\n@torch.compile\ndef f(image, dtype=torch.float):\n    if dtype.is_floating_point and image.dtype == dtype:\n"
         "        return image\n    return image.float()\n",
+        # an argument of another class whose name ends in Tensor: a jagged-tensor container's methods return
+        # Python bools and lists of strings (torchrec's KeyedJaggedTensor, issue 31)
+        "import torch\nfrom torchrec.sparse.jagged_tensor import KeyedJaggedTensor\n@torch.compile\n"
+        "def f(x, features: KeyedJaggedTensor, names: list[str]):\n    if features.variable_stride_per_key():\n"
+        "        return x\n    if names != features.keys():\n        return x * 2\n    return x + 1\n",
+        "import torch\nclass JaggedTensor:\n    def __init__(self, lengths: list[int]):\n        self.lengths = lengths\n"
+        "    def max(self) -> int:\n        return max(self.lengths)\n@torch.compile\ndef f(x, jt: JaggedTensor):\n"
+        "    if jt.max() > 4:\n        return x[:4]\n    return x\n",
+        # a NumPy array built from a shape holds sizes, not tensor data
+        "import numpy as np, torch\n@torch.compile\ndef f(x):\n    pad = np.array(x.shape[-2:]) % 8\n    if pad.any():\n"
+        "        x = x[..., : x.shape[-2] - pad[0], : x.shape[-1] - pad[1]]\n    return x\n",
+        # `t != 1` runs only when `t` is a Python number; past `if isinstance(lo, Tensor): return`, `lo` is one
+        "import torch\n@torch.compile\ndef f(x, t):\n    if isinstance(t, (int, float)) and t != 1:\n        return x * t\n"
+        "    return x * t.to(x.dtype)\n",
+        "import torch\n@torch.compile\ndef f(x, lo):\n    if isinstance(lo, torch.Tensor):\n        return x.clamp(min=lo.to(x))\n"
+        "    if lo > 0:\n        return x.clamp(min=lo)\n    return x\n",
+        "import torch\n@torch.compile\ndef f(x, scale):\n    if torch.is_tensor(scale):\n        scale = scale.to(x.dtype)\n"
+        "    else:\n        scale = float(scale)\n    return x * scale\n",
+        # values that are Python at every call site: the `isinstance(v, torch.Tensor)` branch is never taken and
+        # `s != 1` compares a number (a private helper every call of which passes a constant)
+        "import torch\ndef _as_float(v):\n    if isinstance(v, torch.Tensor):\n        return v.item()\n    return float(v)\n"
+        "def _scale(x, s):\n    if isinstance(s, torch.Tensor):\n        s = s.to(x.dtype)\n    if s != 1:\n"
+        "        return x * s\n    return x\n@torch.compile\ndef f(x):\n    return _scale(x, 2.0) * _as_float(0.5)\n",
         # a Python number already read out of a tensor: the `.item()` is the finding, not the `int()`
         "import torch\n@torch.compile\ndef f(x: torch.Tensor, t, w: int):\n    h = t[0]\n    h = h.item()  # noqa: TL302\n"
         "    return x * int(h * w)\n",
@@ -97,6 +126,31 @@ There is no automatic fix.
         # builtin `sum` over a tensor gives a tensor
         "import torch\n@torch.compile\ndef f(x, lengths: torch.Tensor):\n    if sum(lengths) == 0:\n        return x\n"
         "    return x * 2\n",
+        # the operand after `isinstance(t, torch.Tensor) and` is a tensor's test
+        "import torch\n@torch.compile\ndef f(x, t):\n    if isinstance(t, torch.Tensor) and t.any():\n        return x\n"
+        "    return x * t.sum()\n",
+        # reads beyond `.item()` (issue 31, miss 7): `.numpy()` in a helper the compiled forward calls
+        "import torch\ndef to_np(x):\n    return x.detach().cpu().numpy()\nclass M(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return x * 2, to_np(x)\nm = torch.compile(M())\n",
+        # a tensor element as a slice bound
+        "import torch\n@torch.compile\ndef f(x, t: torch.Tensor, buf: torch.Tensor):\n    buf[:, t[0]:t[1]] = x\n"
+        "    return buf\n",
+        # a registered buffer
+        "import torch\nclass BN(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('num_batches_tracked', torch.tensor(0))\n    def forward(self, x):\n"
+        "        self.num_batches_tracked.add_(1)\n        return x * (1.0 / float(self.num_batches_tracked))\n"
+        "m = torch.compile(BN())\n",
+        # what the module's own function or method returns
+        "import torch\ndef spans(x):\n    return torch.nonzero(x).flatten()\n@torch.compile\ndef f(x):\n"
+        "    s = spans(x)\n    return x[: int(s.max())]\n",
+        "import torch\nclass Env(torch.nn.Module):\n    def _done(self, x):\n        return (x < 0).all()\n"
+        "    def forward(self, x):\n        any_done = self._done(x)\n        if any_done:\n"
+        "            return x.clamp(min=0)\n        return x\nm = torch.compile(Env())\n",
+        # the same private helper, called with a tensor
+        "import torch\ndef _as_float(v):\n    if isinstance(v, torch.Tensor):\n        return v.item()\n    return float(v)\n"
+        "@torch.compile\ndef f(x):\n    return x * _as_float(x.mean())\n",
+        # `torch.equal` gives a Python bool of the data
+        "import torch\n@torch.compile\ndef f(x, ref):\n    same = torch.equal(x, ref)\n    return x * 2, same\n",
         # a random draw is tensor data too
         "import torch\n@torch.compile\ndef f(x, p: float):\n    if torch.randint(0, 100, (1,)) < p * 100:\n"
         "        x = x.flip(0)\n    return x\n",
@@ -106,29 +160,33 @@ There is no automatic fix.
 
 def check(ctx):
     checks = mentions_compiling_checks(ctx.source.text)
-    for target in ctx.jitted:
+    for target, _ in jitted_scopes(ctx):  # and the module's helpers they call: a jit traces into those
         facts = ctx.facts(target.info.node)
         values = Values(ctx, target.info, facts)
         reported = set()
         eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) if checks else []
         in_guarded_raise = _raises_under_data_checks(facts, values)
+        dead = values.dead_spans  # `if isinstance(v, torch.Tensor):` where every call passes a number for v
         for call in facts.calls:
             if eager_only and in_spans(call, eager_only):
+                continue
+            if dead and in_spans(call, dead):
                 continue
             if in_guarded_raise and in_spans(call, in_guarded_raise):
                 continue  # `if (x < 0).any(): raise ValueError(f"{x.min().item()}")`: the check is the finding
             func = call.func
-            if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and not call.args:
+            read = _data_read(ctx, values, call)
+            if read:
                 reported.add((call.lineno, call.col_offset))
                 yield Finding(
                     call,
                     **compiled_message(
                         target,
-                        f"`.{func.attr}()` in {target.subject} reads tensor data into Python",
+                        f"{read} in {target.subject} reads tensor data into Python",
                         "keep it a tensor, or read it outside compiled code",
                         "—the compiled trace bakes the value in (or breaks the graph)",
-                        "breaks the graph here to read it (right results; the function runs as separate graphs "
-                        "with a device sync between them)",
+                        "breaks the graph where the value reaches Python (right results; the function runs as "
+                        "separate graphs with a device sync between them)",
                         "TL302",
                     ),
                 )
@@ -142,16 +200,33 @@ def check(ctx):
                             f"`{func.id}()` of a tensor in {target.subject} reads tensor data",
                             "keep it a tensor, or read it outside compiled code",
                             "—the compiled trace bakes the value in",
-                            "breaks the graph here to read it (right results; separate graphs and a device sync)",
+                            "breaks the graph here to read it, or, for a tensor argument, specializes on its value "
+                            "and recompiles for each new one (right results either way)",
                             "TL302",
                         ),
                     )
+        for bounds in _slice_bounds(target.info.node):
+            bound = next((b for b in bounds if values.is_tensor_at(b, (b.lineno, b.col_offset))), None)
+            if bound is not None and not (eager_only and in_spans(bound, eager_only)) and not in_spans(bound, dead):
+                yield Finding(
+                    bound,
+                    **compiled_message(
+                        target,
+                        f"a tensor as a slice bound in {target.subject} reads its value",
+                        "slice with sizes, or use `torch.narrow`/masks/`index_select`",
+                        "—the trace bakes the bound in",
+                        "breaks the graph here to read it (`Tensor.item()`; separate graphs and a device sync)",
+                        "TL302",
+                    ),
+                )
         for kind, test in facts.tests:
             if kind == "for" or (test.lineno, test.col_offset) in reported:
                 continue
             if _has_item(test):
                 continue  # the .item() is reported already
             if eager_only and in_spans(test, eager_only):
+                continue
+            if dead and in_spans(test, dead):
                 continue
             if any(_decides_on_tensor(values, part) for part in compiled_operands(test)):
                 yield Finding(
@@ -166,6 +241,33 @@ def check(ctx):
                         "TL302",
                     ),
                 )
+
+
+def _data_read(ctx, values, call) -> str | None:
+    """How ``call`` reads tensor data into Python, if it does: `.item()`, `.tolist()`, `.numpy()`, `torch.equal(a, b)`
+    and `a.equal(b)`/`a.allclose(b)` (a Python bool of the data)."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        if func.attr in ("item", "tolist", "numpy") and not call.args:
+            return f"`.{func.attr}()`"
+        if func.attr in ("equal", "allclose") and call.args and values.is_tensor(func.value, (call.lineno, call.col_offset)):
+            return f"`.{func.attr}()`"
+    name = ctx.resolve(func) or ""
+    if name in DATA_READ_FUNCTIONS and not (isinstance(func, ast.Name) and values.facts.is_local(func.id)):
+        return f"`{name}()`"
+    return None
+
+
+def _slice_bounds(func):
+    """The bounds of each slice in ``func``'s subscripts (`t[0]` in `buf[:, t[0]:t[1]]`), not in nested functions."""
+    stack = list(func.body) if isinstance(func.body, list) else [func.body]  # (a lambda's body is an expression)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Slice):
+            yield [b for b in (node.lower, node.upper, node.step) if b is not None]
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def _raises_under_data_checks(facts, values) -> list:
@@ -192,6 +294,6 @@ def _decides_on_tensor(values, test) -> bool:
 
 def _has_item(expr) -> bool:
     return any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("item", "tolist")
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("item", "tolist", "numpy")
         for n in ast.walk(expr)
     )

@@ -71,3 +71,60 @@ def test_a_reached_function_branching_on_a_module_attribute_argument_compiles_on
         x = torch.randn(3, n)
         assert torch.equal(jm(x), m(x))
     assert len(backend.graphs) == 1
+
+
+# --- plain torch.compile (dynamic=None): automatic dynamic shapes (issue 31, miss 3) ----------------------------
+# A size or int argument that changes is made symbolic at the first recompile. A branch on it then costs one more
+# compile per path (as with dynamic=True: not reported, every shape check would be); a `range()` over it
+# specializes on each value: one compile per new value up to the recompile limit, then eager.
+_SIZES = (2, 3, 5, 6, 7, 9, 10, 11, 12, 13, 14)
+AUTO_FORMS = {
+    "loop over a size": ("def f(x):\n    for i in range(x.shape[0]):\n        x = x + i\n    return x\n",
+                         [(torch.ones(s),) for s in _SIZES], True),
+    "loop over an int argument": ("def f(x, n: int):\n    for i in range(n):\n        x = x + i\n    return x\n",
+                                  [(torch.ones(2), s) for s in _SIZES], True),
+    "branch on a size": ("def f(x):\n    if x.shape[0] > 4:\n        return x + 1\n    return x - 1\n",
+                         [(torch.ones(s),) for s in _SIZES], False),
+    "branch on an int argument": ("def f(x, n: int):\n    if n > 4:\n        return x + 1\n    return x - 1\n",
+                                  [(torch.ones(2), s) for s in _SIZES], False),
+}
+
+
+@pytest.mark.parametrize("form", sorted(AUTO_FORMS))
+def test_plain_torch_compile_recompiles_per_value_exactly_where_tl301_reports(form):
+    source, calls, per_value = AUTO_FORMS[form]
+    ns = {"torch": torch}
+    exec(compile(source, "<tl301>", "exec"), ns)
+    torch._dynamo.reset()
+    backend = CountingBackend()
+    jf = torch.compile(ns["f"], backend=backend)
+    for args in calls:
+        assert torch.equal(jf(*args), ns["f"](*args))  # right results, past the recompile limit too (eager)
+    limit = torch._dynamo.config.recompile_limit
+    if per_value:
+        assert len(backend.graphs) == limit < len(calls)  # one graph per value until the limit, then eager
+    else:
+        assert len(backend.graphs) <= 3  # static, then dynamic, then the other path
+    reported = [d for d in lint_source("import torch\n@torch.compile\n" + source, "m.py") if d.code == "TL301"]
+    assert bool(reported) is per_value, (form, [d.message for d in reported])
+    assert all(d.severity == "warning" and "recompile limit" in d.message for d in reported)
+
+
+def test_a_loop_over_a_dimension_marked_dynamic_raises():
+    def f(x):
+        for i in range(x.shape[0]):
+            x = x + i
+        return x
+
+    torch._dynamo.reset()
+    x = torch.ones(5)
+    torch._dynamo.mark_dynamic(x, 0)
+    with pytest.raises(Exception, match="ConstraintViolation|specialized"):
+        torch.compile(f, backend=CountingBackend())(x)
+
+
+def test_dynamic_false_turns_automatic_dynamic_off():
+    # with dynamic=False every new size recompiles whatever the code does: the loop adds nothing to report
+    source = "import torch\n@torch.compile(dynamic=False)\ndef f(x):\n    for i in range(x.shape[0]):\n        x = x + i\n" \
+             "    return x\n"
+    assert not [d for d in lint_source(source, "m.py") if d.code == "TL301"]

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""The real-bug set of tests/real_bugs, scored as the judge scores it: every report linted with defaults as one
+project and file by file; for each report the expected findings (`# expect:` markers), what was found, and
+whether it was caught; then the findings nobody marked (extras: false until read and marked `# also:`) and
+the totals both ways.
+
+    python3 bench/real_bugs.py [--misses]      # --misses: only the reports missed one way or the other
+
+The scoring itself is tests/real_bugs/_real_bugs_harness.py, shared with tests/real_bugs/test_real_bugs.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "real_bugs"))
+import _real_bugs_harness as harness  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    only_misses = "--misses" in argv
+    reports = [harness.read_report(p) for p in harness.report_paths()]
+    ways = {"as one project": harness.score_as_project(reports), "file by file": harness.score_file_by_file(reports)}
+    for way, outcomes in ways.items():
+        print(f"== {way} ==")
+        for o in outcomes:
+            if not (only_misses and o.caught):
+                print(harness.describe(o))
+        print()
+    print("== extras (findings on no marked line) ==")
+    any_extra = False
+    for way, outcomes in ways.items():
+        for o in outcomes:
+            if o.extras:
+                any_extra = True
+                print(f"{way:15} {o.report.name:32} " + ", ".join(f"{c}@{line}" for line, c in sorted(o.extras)))
+    print("none" if not any_extra else "")
+    print()
+    by_rule = Counter(code for r in reports for code in {c for _, c in r.expected})
+    print("reports per expected rule: " + ", ".join(f"{c} {n}" for c, n in sorted(by_rule.items())))
+    for way, outcomes in ways.items():
+        caught = sum(o.caught for o in outcomes)
+        print(f"{way:15} caught {caught}/{len(outcomes)} = {caught / len(outcomes):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

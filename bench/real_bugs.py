@@ -5,6 +5,7 @@ whether it was caught; then the findings nobody marked (extras: false until read
 the totals both ways.
 
     python3 bench/real_bugs.py [--misses]      # --misses: only the reports missed one way or the other
+    python3 bench/real_bugs.py --list          # the set: file, expected rule(s), report URL
 
 The scoring itself is tests/real_bugs/_real_bugs_harness.py, shared with tests/real_bugs/test_real_bugs.py.
 """
@@ -24,6 +25,10 @@ import _real_bugs_harness as harness  # noqa: E402
 def main(argv: list[str]) -> int:
     only_misses = "--misses" in argv
     reports = [harness.read_report(p) for p in harness.report_paths()]
+    if "--list" in argv:
+        for r in reports:
+            print(f"{r.name:32} {','.join(sorted({c for _, c in r.expected})):12} {r.url}")
+        return 0
     ways = {"as one project": harness.score_as_project(reports), "file by file": harness.score_file_by_file(reports)}
     for way, outcomes in ways.items():
         print(f"== {way} ==")

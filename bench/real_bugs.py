@@ -2,7 +2,7 @@
 """The real-bug set of tests/real_bugs, scored as the judge scores it: every report linted with defaults as one
 project and file by file; for each report the expected findings (`# expect:` markers), what was found, and
 whether it was caught; then the findings nobody marked (extras: false until read and marked `# also:`) and
-the totals both ways.
+the totals both ways (and, for comparison, linted where they live, under tests/).
 
     python3 bench/real_bugs.py [--misses]      # --misses: only the reports missed one way or the other
     python3 bench/real_bugs.py --list          # the set: file, expected rule(s), report URL
@@ -50,6 +50,11 @@ def main(argv: list[str]) -> int:
     for way, outcomes in ways.items():
         caught = sum(o.caught for o in outcomes)
         print(f"{way:15} caught {caught}/{len(outcomes)} = {caught / len(outcomes):.2f}")
+    # the judge lints copies in a fresh folder; where they live, under tests/, the index reads them as test code
+    in_place = harness.score_as_project(reports, in_place=True)
+    changed = sorted(o.report.name for o, p in zip(in_place, ways["as one project"]) if o.found != p.found)
+    print(f"(in place, under tests/: caught {sum(o.caught for o in in_place)}/{len(in_place)}; findings differ in {len(changed)} reports"
+          + (f": {', '.join(changed)})" if changed else ")"))
     return 0
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
+import tempfile
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,11 +73,23 @@ def read_report(path: Path) -> Report:
     return report
 
 
-def _lint(paths: list[Path]):
+def _lint(paths: list[Path], *, in_place: bool = False):
+    """Lint with defaults, as a new user runs it: an empty [tool.thunder-lint] table, no cache, one worker.
+
+    Each report is a reporter's program, not a test of this repository: it is linted as a copy in a fresh
+    folder named real_bugs_*, because the project index reads a path with a `tests/` folder as test code
+    (its compile calls do not decide what the project compiles). `in_place` lints the files where they live.
+    """
     from analyzer import lint_paths
 
-    # defaults, as a new user runs it: an empty [tool.thunder-lint] table, no cache, one worker
-    return lint_paths([str(p) for p in paths], config={}, cache=False, jobs=1)
+    if in_place:
+        return lint_paths([str(p) for p in paths], config={}, cache=False, jobs=1)
+    with tempfile.TemporaryDirectory(prefix="real_bugs_") as tmp:
+        copies = []
+        for p in paths:
+            shutil.copyfile(p, Path(tmp) / p.name)
+            copies.append(str(Path(tmp) / p.name))
+        return lint_paths(copies, config={}, cache=False, jobs=1)
 
 
 def _by_file(diagnostics) -> dict[str, set[tuple[int, str]]]:
@@ -85,9 +99,9 @@ def _by_file(diagnostics) -> dict[str, set[tuple[int, str]]]:
     return out
 
 
-def score_as_project(reports: list[Report]) -> list[Outcome]:
+def score_as_project(reports: list[Report], *, in_place: bool = False) -> list[Outcome]:
     """All reports linted in one run: one project index over the whole folder."""
-    found = _by_file(_lint([r.path for r in reports]))
+    found = _by_file(_lint([r.path for r in reports], in_place=in_place))
     return [Outcome(r, found.get(r.name, set())) for r in reports]
 
 

@@ -35,7 +35,7 @@ class Attention(nn.Module):
         b, t, d = x.shape
         q, k, v = self.qkv(x).chunk(3, dim=-1)
         q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
-        k, v = self.kv_cache.update(k, v)
+        k, v = self.kv_cache.update(k, v)  # also: TL205
         out = nn.functional.scaled_dot_product_attention(q, k, v)
         return out.transpose(1, 2).reshape(b, t, d)
 

@@ -36,7 +36,7 @@ class TinyDecoder(torch.nn.Module):
         q = q.view(b, t, self.heads, -1).transpose(1, 2)
         k = k.view(b, t, self.heads, -1).transpose(1, 2)
         v = v.view(b, t, self.heads, -1).transpose(1, 2)
-        k, v = self.cache.update(k, v, positions)
+        k, v = self.cache.update(k, v, positions)  # also: TL205
         att = torch.nn.functional.scaled_dot_product_attention(q, k, v)
         return att.transpose(1, 2).reshape(b, t, d)
 

@@ -3,7 +3,9 @@ code shape with its compile call, linted with defaults as one project and file b
 of them must be caught both ways (a finding of an expected code on a marked line), and no report may have
 a finding that nobody marked (an extra is a false finding until it is read and marked `# also:`).
 
-The markers and the scoring are in _real_bugs_harness.py; `python3 bench/real_bugs.py` prints the same table.
+Each report is linted as a copy in a fresh folder: it is a reporter's program, and the project index reads any
+path under a `tests/` folder as test code. The markers and the scoring are in _real_bugs_harness.py;
+`python3 bench/real_bugs.py` prints the same table (and the run in place, for comparison).
 """
 
 from __future__ import annotations

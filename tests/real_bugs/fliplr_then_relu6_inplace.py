@@ -1,7 +1,6 @@
 # Report: https://github.com/pytorch/pytorch/issues/118961
-# What went wrong: an unused in-place `relu6(inplace=True)` on the input changed the result of ops taken
-# from the input before it (fliplr/resolve_conj/diagflat) under torch.compile; the maintainers'
-# diagnosis: the model mutates its input.
+# What went wrong: an unused in-place `relu6(inplace=True)` on the input changed, under torch.compile, the
+# result of ops taken from the input before it (fliplr/resolve_conj/diagflat): "Tensors are different".
 # Reporter's shape: forward(i): t1 = torch.fliplr(i); ...; t3 = F.relu6(inplace=True, input=i); return r1;
 # torch.compile(model)(inp).
 import torch

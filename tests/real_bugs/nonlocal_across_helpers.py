@@ -25,7 +25,7 @@ def run_case():
     @torch.compile(backend="eager", fullgraph=True)
     def entry(x):
         reader = make_reader()
-        return bump_then_read(reader, x)
+        return bump_then_read(reader, x)  # also: TL203
 
     entry(torch.randn(2, 3))
     assert level == 3

@@ -6,12 +6,16 @@ the totals both ways (and, for comparison, linted where they live, under tests/)
 
     python3 bench/real_bugs.py [--misses]      # --misses: only the reports missed one way or the other
     python3 bench/real_bugs.py --list          # the set: file, expected rule(s), report URL
+    python3 bench/real_bugs.py --run           # run each torch.compile program (not thunder's) on this machine's
+                                               # torch, CPU, 300 s each: exit status and last line (slow: minutes)
 
 The scoring itself is tests/real_bugs/_real_bugs_harness.py, shared with tests/real_bugs/test_real_bugs.py.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -25,6 +29,19 @@ import _real_bugs_harness as harness  # noqa: E402
 def main(argv: list[str]) -> int:
     only_misses = "--misses" in argv
     reports = [harness.read_report(p) for p in harness.report_paths()]
+    if "--run" in argv:
+        # the reporters' programs under the real compiler: do they run, and does the reported effect show?
+        for r in reports:
+            if "import thunder" in r.path.read_text():
+                continue  # thunder is not installed here
+            env = dict(os.environ, OMP_NUM_THREADS="1")
+            try:
+                proc = subprocess.run([sys.executable, str(r.path)], capture_output=True, text=True, timeout=300, env=env)
+                lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+                print(f"{r.name:32} exit {proc.returncode}  {lines[-1][:110] if lines else ''}")
+            except subprocess.TimeoutExpired:
+                print(f"{r.name:32} timed out")
+        return 0
     if "--list" in argv:
         for r in reports:
             print(f"{r.name:32} {','.join(sorted({c for _, c in r.expected})):12} {r.url}")

@@ -12,7 +12,7 @@ def propagate(clauses, table):
         for i in range(0, table.shape[1]):  # also: TL301
             res = np.logical_xor(clause, table[i])
             if np.count_nonzero(res) == 1:  # expect: TL302
-                table[i] |= res  # also: TL102
+                table[i] |= res  # also: TL102, TL103
     return table
 
 

@@ -27,4 +27,4 @@ if __name__ == "__main__":
     model = DropLayers()
     opt_model = torch.compile(model)
     for _ in range(3):
-        opt_model(torch.randn(2, 16)).sum().backward()
+        opt_model(torch.randn(2, 16, requires_grad=True)).sum().backward()

@@ -3,8 +3,9 @@
 The program runs as python would run it, with its jit entry points replaced (intercept.py); when it ends,
 the trace findings (one per location, with the number of calls that hit it) and the static findings for the
 program's own files are reported in the linter's formats, on stderr or in --output-file, so the program's
-stdout is its own. Exit status: the linter's (0 clean, 1 findings, 2 usage or internal error), 2 when the
-program itself failed (an uncaught exception or a non-zero exit status), 130 when it was interrupted.
+stdout is its own. Exit status: when the program itself failed, its own status (what `python script.py` would
+have exited with: its `sys.exit` code, 1 for an uncaught exception); otherwise the linter's (0 clean, 1 findings,
+2 only for thunder-lint's own usage or internal errors); 130 when it was interrupted.
 """
 from __future__ import annotations
 
@@ -141,7 +142,7 @@ def cmd_run(argv: list[str]) -> int:
         print(f"thunder-lint run: {outcome.summary}.", file=sys.stderr)
 
     if outcome.failed:
-        return EXIT_ERROR
+        return outcome.exit_code or EXIT_FINDINGS  # the program's own status, never mistaken for a usage error
     if outcome.kind == "interrupted":
         return 130
     if errors:

@@ -105,10 +105,10 @@ def test_every_entry_point_refusals_and_python_effects(tmp_path, how):
     assert all(line.startswith("small.py:") for line in lines)  # the user's file, never thunder-lint's
 
 
-def test_program_failure_exits_2_with_a_summary_and_the_findings(tmp_path):
+def test_program_failure_exits_with_its_own_status_a_summary_and_the_findings(tmp_path):
     (tmp_path / "fail.py").write_text(programs.FAILING)
     ran = run_lint(tmp_path, "--format", "json", "-o", "out.json", "fail.py")
-    assert ran.returncode == 2
+    assert ran.returncode == 1  # python's status for an uncaught exception; 2 is thunder-lint's usage error only
     assert ran.stdout == "step\n" * 3
     assert "Traceback (most recent call last)" in ran.stderr and "ValueError: the program's own bug" in ran.stderr
     assert "runpy" not in ran.stderr and "analyzer" not in ran.stderr  # only the program's frames
@@ -172,3 +172,12 @@ def test_a_refused_function_outside_the_project_is_reported_never_all_checks_pas
     ran = run_lint(tmp_path, "--format", "json", "prog.py")
     (d,) = json.loads(ran.stderr)
     assert d["code"] == "TL003" and "\nwhy: UnsupportedInputError: " in d["message"]
+
+
+def test_the_programs_exit_status_passes_through(tmp_path):
+    (tmp_path / "exits.py").write_text("import sys\nprint('bye')\nsys.exit(3)\n")
+    ran = run_lint(tmp_path, "exits.py")
+    assert ran.returncode == 3 and ran.stdout == "bye\n"
+    (tmp_path / "ok.py").write_text("print('fine')\n")
+    assert run_lint(tmp_path, "ok.py").returncode == 0
+    assert run_lint(tmp_path, "--no-such-option", "ok.py").returncode == 2  # our own usage error

@@ -33,7 +33,6 @@ from analyzer.discovery import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, FileRules
 from .errors import ApiError, error_body
 from .middleware import is_archive_request, send_json
 
-ARCHIVE_TYPES = frozenset({b"application/gzip", b"application/x-gzip", b"application/x-tar+gzip", b"application/tar+gzip"})
 # Query parameters of an archive request that become fields of the JSON request.
 _LIST_FIELDS = ("select", "ignore", "extend_select", "assume_compiled")
 _BOOL_FIELDS = ("fix", "unsafe_fixes")

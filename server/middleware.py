@@ -20,9 +20,11 @@ from starlette.exceptions import HTTPException
 from .errors import error_body
 
 
-def is_archive_request(scope) -> bool:
-    from .archive import ARCHIVE_TYPES  # (archive imports this module)
+# A whole repository as a gzip'd tar (server/archive.py reads it); the body limit tells such requests apart.
+ARCHIVE_TYPES = frozenset({b"application/gzip", b"application/x-gzip", b"application/x-tar+gzip", b"application/tar+gzip"})
 
+
+def is_archive_request(scope) -> bool:
     if scope.get("type") != "http" or scope.get("method") != "POST" or scope.get("path") != "/analyze":
         return False
     for k, v in scope.get("headers", ()):

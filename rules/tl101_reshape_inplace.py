@@ -107,6 +107,14 @@ aliasing and the view comes first.
         # an exception can skip the `return` inside the try: the code after it reads `t`
         "import torch\ndef f():\n    t = torch.zeros(4, 4)\n    y = t.reshape(-1)\n    try:\n        y[0] = 1\n"
         "        return y.cuda()\n    except RuntimeError:\n        pass\n    return t\n",
+        # the argument's name is rebound after the write (torchrl's tic-tac-toe env): the caller's tensor was
+        # written all the same; a rebinding stores nothing into it
+        "import torch\ndef step(state):\n    board = state['board']\n"
+        "    board.flatten(-2, -1).scatter_(-1, state['action'], 1)\n    state = dict(board=board)\n    return state\n",
+        # a copy that is read after the write; storing it into the object it was copied from writes no base
+        "import torch\ndef step(state):\n    board = state['board'].clone()\n"
+        "    board.flatten(-2, -1).scatter_(-1, state['action'], 1)\n    wins = board.sum(-1)\n"
+        "    state = dict(board=board, wins=wins)\n    return state\n",
     ],
 )
 
@@ -276,35 +284,54 @@ def _arms(expr) -> list:
     return [expr]
 
 
-def _written_back(ctx, facts, target, base, mutation) -> bool:
+def _written_back(ctx, facts, target, call, base, mutation) -> bool:
     """Is the written result stored back into ``base`` after the write (``mod.weight.data = w``,
-    ``base.copy_(w)``, ``setattr(mod, "weight", w)``)? Then the base gets the new values either way."""
+    ``base.copy_(w)``, ``setattr(mod, "weight", w)``)? Then the base gets the new values either way.
+
+    What counts is the base's memory at the write: a store into an object the base was only copied from
+    (``board = state["board"].clone()``), or a rebinding of an argument's name (``state = TensorDict(...)``:
+    the caller's tensor is not written), is no write-back."""
     root = target
     while isinstance(root, (ast.Subscript, ast.Attribute)) or (
         isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute)
     ):
+        if root is call:
+            return False  # `board.flatten(-2, -1).scatter_(...)`: the written result has no name to store back
         root = root.func.value if isinstance(root, ast.Call) else root.value
     if not isinstance(root, ast.Name) or isinstance(base, ast.IfExp):
         return False
     name = root.id
 
-    # The base, and what it was taken from (`w = module.weight.data` ... `w = w.reshape(...)`): storing
-    # the result into any of those is a write-back.
-    wants = {_strip_data(ctx.segment(base))}
+    # The base, and what it was taken from (`w = module.weight.data` ... `w = w.reshape(...)`), up to the first
+    # fresh value: storing the result into any of those is a write-back. A name counts only as a local.
+    wants = set()
     expr, pos = base, start(mutation.node)
     for _ in range(_MAX_DEPTH):
-        if not isinstance(expr, ast.Name):
-            break
-        b = facts.binding_at(expr.id, pos)
-        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
-            break
-        value = b.value
+        if isinstance(expr, ast.Name):
+            b = facts.binding_at(expr.id, pos)
+            if b is None or isinstance(b, str):
+                break  # an argument or a global: rebinding the name writes nothing the caller holds
+            wants.add(expr.id)
+            if b.kind != "assign" or b.value is None:
+                break
+            value, pos = b.value, start(b.stmt)
+        else:
+            wants.add(_strip_data(ctx.segment(expr)))
+            value = expr
+        fresh = False
         while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            fresh = fresh or _is_fresh(ctx, value)
             value = value.func.value  # w.reshape(...).to(...) -> w
+        if fresh or _is_fresh(ctx, value):
+            break  # `board = state["board"].clone()`: new memory, nothing it came from is written
+        if isinstance(value, ast.Subscript) and not isinstance(value.value, ast.Name):
+            wants.add(_strip_data(ctx.segment(value)))
         while isinstance(value, ast.Subscript):
             value = value.value
-        wants.add(_strip_data(ctx.segment(value)))
-        expr, pos = value, start(b.stmt)
+        if not isinstance(value, ast.Name):
+            wants.add(_strip_data(ctx.segment(value)))
+            break
+        expr = value
     after = end(mutation.stmt)
     stores = _store_backs(ctx, facts)
     for want in wants:
@@ -458,7 +485,7 @@ def check(ctx):
                 # A cast aliases only when nothing needs converting; authors usually know the dtypes
                 # differ. Report it only where this function would see the aliasing itself.
                 continue
-            if _written_back(ctx, facts, target, base, mutation):
+            if _written_back(ctx, facts, target, call, base, mutation):
                 continue  # the result is stored back into the base: it gets the new values either way
             reported.add(id(call))
             # Evidence that the write is meant to reach the base: the base is read again, or the written

@@ -20,6 +20,7 @@ from ._torch_api import (
     written_tensor,
 )
 from .base import Finding, FixRequest, RuleInfo
+from .tl102_view_inplace_input import _view_of_argument
 
 INFO = RuleInfo(
     code="TL101",
@@ -61,10 +62,14 @@ or an explicit copy that never touches the input: `y = x.reshape(-1).clone()`.
 
 ## Fix safety
 Two fixes are offered, both unsafe because they change behaviour for some inputs: "make the aliasing
-explicit" (`reshape` -> `view`, `flatten()` -> `view(-1)`; `view` raises on tensors whose strides do not
-allow a view) and "make the copy explicit" (append `.clone()`; the input is then never modified). The one
-listed first matches the evidence: when the input is read after the write, the code seems to rely on
-aliasing and the view comes first.
+explicit" (`reshape` -> `view`, `flatten(0, -2)` -> `view(-1, *x.shape[-1:])`; `view` raises on tensors
+whose strides do not allow a view) and "make the copy explicit" (append `.clone()`; the input is then never
+modified). They follow the evidence of the author's intent. When the written result is never read again,
+the write can only have been meant for the input (a function that fills the caller's buffer through a
+flattened view): the view is the fix, and the copy, which would leave the function doing nothing, is only
+shown, never applied. When the input is never read again and the result is, the copy comes first. In a
+jitted function the view turns the write into one through a view of an input, which TL102 reports: the
+view fix's title says so.
 
 ## References
 - [torch.reshape](https://pytorch.org/docs/stable/generated/torch.reshape.html)
@@ -488,15 +493,12 @@ def check(ctx):
             if _written_back(ctx, facts, target, call, base, mutation):
                 continue  # the result is stored back into the base: it gets the new values either way
             reported.add(id(call))
-            # Evidence that the write is meant to reach the base: the base is read again, or the written
-            # result itself never is (then the write can only have been meant for the base).
-            meant_for_base = read_later or not _result_read_after(facts, target, mutation)
             yield Finding(
                 mutation.node,
                 f"in-place {_describe(mutation)} writes to the result of `{op}`, a view of {who} or a copy: make it "
                 f"explicit (`view` or `.clone()`)\n"
                 f"which one depends on strides, dtype and device; compiled code may differ from eager here",
-                _fixes(ctx, call, op, meant_for_base),
+                _fixes(ctx, facts, call, op, base, read_later, _result_read_after(facts, target, mutation)),
             )
 
 
@@ -513,16 +515,37 @@ def _result_read_after(facts, target, mutation) -> bool:
 # -- fixes ----------------------------------------------------------------------------------------
 
 
-def _fixes(ctx, call, op, meant_for_base) -> tuple[FixRequest, ...]:
+def _fixes(ctx, facts, call, op, base, base_read_later, result_read_later) -> tuple[FixRequest, ...]:
+    """The view and the copy, ordered by the evidence of intent.
+
+    The written result never read again: the write can only have been meant for the base (filling the caller's
+    buffer through ``freqs.flatten(0, -2)``), so the copy would make it dead code; it is shown, never applied.
+    The base never read again and the result read: the copy is the likelier intent and comes first."""
     fixes = []
     view = _view_rewrite(ctx, call, op)
     if view is not None:
-        fixes.append(FixRequest("Make the aliasing explicit (use `view`)", call, view, text_rewrite=getattr(view, "text", None)))
-    fixes.append(FixRequest("Make the copy explicit (append `.clone()`)", call, _append_clone,
-                            text_rewrite=_text_append_clone))
-    if not meant_for_base:
+        title = "Make the aliasing explicit (use `view`)"
+        arg = _jitted_input_behind(ctx, facts, base, call)
+        if arg is not None:
+            title = f"Make the aliasing explicit (use `view`; TL102 then reports the write to the input `{arg}`)"
+        fixes.append(FixRequest(title, call, view, text_rewrite=getattr(view, "text", None)))
+    if result_read_later:
+        clone = FixRequest("Make the copy explicit (append `.clone()`)", call, _append_clone,
+                           text_rewrite=_text_append_clone)
+    else:
+        clone = FixRequest("Make the copy explicit (append `.clone()`; the write would then reach nothing)", call, _append_clone, "display", text_rewrite=_text_append_clone)
+    fixes.append(clone)
+    if result_read_later and not base_read_later:
         fixes.reverse()  # the result is used and nobody reads the input again: the copy is the likelier intent
     return tuple(fixes)
+
+
+def _jitted_input_behind(ctx, facts, base, call) -> str | None:
+    """The argument of a jitted function that ``base`` is (or is a view of): after the `view` fix the write
+    goes through a view of that input, which TL102 reports."""
+    if not any(t.info.node is facts.node for t in ctx.jitted):
+        return None
+    return _view_of_argument(facts, base, start(call), through_view=True)
 
 
 def _append_clone(node):
@@ -561,8 +584,8 @@ def _view_rewrite(ctx, call, op):
         return None
     start_dim = dims[0] if dims else 0
     end_dim = dims[1] if len(dims) > 1 else -1
-    if start_dim < 0 or (end_dim < 0 and end_dim != -1) or (end_dim >= 0 and end_dim < start_dim):
-        return None
+    if (start_dim < 0) == (end_dim < 0) and end_dim < start_dim:
+        return None  # flatten raises there; with mixed signs only the tensor's rank can tell
     return _flatten_to_view(is_function, start_dim, end_dim)
 
 
@@ -651,7 +674,7 @@ def _flatten_to_view(is_function, start_dim, end_dim):
             return None  # the shape spelling would evaluate the tensor expression twice
         src = cst.Module([]).code_for_node(tensor)
         parts = []
-        if start_dim > 0:
+        if start_dim != 0:
             parts.append(f"*{src}.shape[:{start_dim}]")
         parts.append("-1")
         if end_dim != -1:

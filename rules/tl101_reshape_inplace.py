@@ -19,6 +19,7 @@ from ._torch_api import (
     start,
     written_tensor,
 )
+from ._option_writes import all_writes
 from .base import Finding, FixRequest, RuleInfo
 from .tl102_view_inplace_input import _view_of_argument
 
@@ -439,6 +440,8 @@ def _view_input(ctx, expr):
 
 
 def _describe(mutation) -> str:
+    if mutation.kind == "option":
+        return mutation.method
     if mutation.kind == "method":
         return f"`{mutation.method}`"
     if mutation.kind == "augassign":
@@ -453,7 +456,7 @@ MAYBE_VIEW_TEXT = re.compile(
     r"\.(?:reshape|reshape_as|flatten|ravel|contiguous|to|type|type_as|float|half|double|bfloat16|int|long|"
     r"short|bool|byte|char|cpu|cuda)\s*\("
 )
-INPLACE_TEXT = re.compile(r"[a-z0-9]_\s*\(|[-+*/%@&|^]=|<<=|>>=|\]\s*=[^=]|\bout\s*=")
+INPLACE_TEXT = re.compile(r"[a-z0-9]_\s*\(|[-+*/%@&|^]=|<<=|>>=|\]\s*=[^=]|\bout\s*=|\binplace\s*=\s*True")
 
 
 def check(ctx):
@@ -469,7 +472,7 @@ def check(ctx):
     for scope in scopes:
         facts = ctx.facts(scope)
         reported = set()
-        for mutation in facts.mutations:
+        for mutation in all_writes(ctx, facts):
             target = written_tensor(ctx, facts, mutation)
             if target is None:
                 continue

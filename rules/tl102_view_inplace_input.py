@@ -6,6 +6,7 @@ import ast
 
 from ._torch_api import VIEW_ATTRIBUTES, VIEW_METHODS, is_basic_index, start, written_tensor
 from ._values import Values, not_a_tensor_annotation
+from ._option_writes import all_writes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 
@@ -17,7 +18,8 @@ INFO = RuleInfo(
     docs="""\
 ## What it does
 Inside a jitted function, reports an in-place write (`v.add_(...)`, `v += ...`, `v[i] = ...`, `out=v`) to a
-view of a function argument: `x.view(...)`, `x.transpose(...)`, `x[0]`, `x.T`, ... It also reports
+view of a function argument: `x.view(...)`, `x.transpose(...)`, `x[0]`, `x.T`, ..., the write also spelled
+as an option (`F.relu(x[0], inplace=True)`, `self.act(x.T)` with `self.act = nn.ReLU(inplace=True)`). It also reports
 `x[i] += ...` on an argument, which writes through the view `x[i]`. The trace check (`analyzer.check`,
 `analyzer.jit`) follows views as the functionalization does, from the tensors themselves: it names the
 input (arguments, module parameters and buffers) and the view ops in between. A write through the result
@@ -63,11 +65,20 @@ There is no automatic fix: whether the caller relies on the mutation is a design
         "import torch\n@torch.compile\ndef f(the_list: list[list[int]]):\n    maxes = the_list[0]\n"
         "    for sub in the_list[1:]:\n        for i, item in enumerate(sub):\n            maxes[i] = max(maxes[i], item)\n"
         "    return maxes\n",
+        # an inplace option on a view of an intermediate, and pandas' option on a view of an argument
+        "import torch\nimport torch.nn.functional as F\n@torch.compile\ndef f(x, frame):\n    h = x * 2\n"
+        "    F.relu(h[0], inplace=True)\n    frame.T.fillna(0, inplace=True)\n    return h\n",
     ],
     invalid=[
         "import thunder\n@thunder.jit\ndef f(x):\n    row = x[0]\n    row.zero_()\n    return x.sum()\n",
         "import torch\ndef f(x):\n    x.transpose(0, 1).mul_(2)\n    return x\ng = torch.compile(f)\n",
         "import thunder, torch\n@thunder.jit\ndef f(x: torch.Tensor):\n    x[0] += 1\n    return x\n",
+        # in-place writes spelled as options, through a view of an input
+        "import torch\nimport torch.nn.functional as F\n@torch.compile\ndef f(x):\n    F.relu(x[0], inplace=True)\n"
+        "    return x.sum()\n",
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.act = nn.SiLU(inplace=True)\n    def forward(self, x):\n        self.act(x.transpose(0, 1))\n"
+        "        return x\nmodel = torch.compile(Net())\n",
     ],
 )
 
@@ -99,7 +110,7 @@ def _view_of_argument(facts, expr, pos, through_view=False, depth=0):
 def check(ctx):
     for target in ctx.jitted:
         facts = ctx.facts(target.info.node)
-        for mutation in facts.mutations:
+        for mutation in all_writes(ctx, facts):
             written = written_tensor(ctx, facts, mutation)
             if written is None:
                 continue

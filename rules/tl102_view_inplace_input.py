@@ -8,6 +8,7 @@ from ._torch_api import VIEW_ATTRIBUTES, VIEW_METHODS, is_basic_index, start, wr
 from ._values import Values, not_a_tensor_annotation
 from ._option_writes import all_writes
 from .compilers import compiled_message
+from .tl103_inplace_alias_hazard import indexed_update
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(
@@ -68,6 +69,8 @@ There is no automatic fix: whether the caller relies on the mutation is a design
         # an inplace option on a view of an intermediate, and pandas' option on a view of an argument
         "import torch\nimport torch.nn.functional as F\n@torch.compile\ndef f(x, frame):\n    h = x * 2\n"
         "    F.relu(h[0], inplace=True)\n    frame.T.fillna(0, inplace=True)\n    return h\n",
+        # an indexed update (index_put), no view: TL103's finding
+        "import torch\n@torch.compile\ndef f(x: torch.Tensor):\n    x[[0, 0]] += x[[0, 0]]\n    return x\n",
     ],
     invalid=[
         "import thunder\n@thunder.jit\ndef f(x):\n    row = x[0]\n    row.zero_()\n    return x.sum()\n",
@@ -120,8 +123,12 @@ def check(ctx):
             arg = _view_of_argument(facts, written, pos, through)
             if arg is None:
                 continue
-            if through and arg not in Values(ctx, target.info, facts).tensors:
-                continue  # `xs[0] += 1` on a list argument is no tensor view
+            if through:
+                values = Values(ctx, target.info, facts)
+                if arg not in values.tensors:
+                    continue  # `xs[0] += 1` on a list argument is no tensor view
+                if isinstance(written, ast.Name) and indexed_update(values, mutation, arg):
+                    continue  # `y[idx] += y[idx]`: an indexed update of the input, no view: TL103's finding
             if not_a_tensor_annotation(facts.annotations.get(arg)):
                 continue  # `maxes = the_list[0]; maxes[i] = v` with `the_list: list[list[int]]`: a list
             yield Finding(

@@ -109,7 +109,8 @@ There is no automatic fix.
         # an indexed update of an input: written whether or not it is read again (pytorch #174074)
         "import torch\nfrom torch.nn import Module\nclass Model(Module):\n    def forward(self, x):\n"
         "        x[[0, 0]] += x[[0, 0]]\n        return x\ncompiled_model = torch.compile(Model())\n",
-        "import torch\n@torch.compile\ndef f(y: torch.Tensor, idx):\n    y[idx] += 1\n",
+        "import torch\n@torch.compile\ndef f(y: torch.Tensor, idx):\n    y[idx] += y[idx]\n",
+        "import torch\n@torch.compile\ndef f(y, idx: torch.Tensor):\n    y[idx] += 1\n",
     ],
 )
 
@@ -148,10 +149,10 @@ def check(ctx):
                 continue
             name = written.id
             indexed = mutation.kind == "setitem" and isinstance(mutation.stmt, ast.AugAssign)
-            if indexed and is_basic_index(mutation.node.slice):
-                continue  # `x[0] += v` writes through the view x[0]: TL102's finding
             if mutation.kind in ("augassign", "setitem"):
                 values = values or Values(ctx, target.info, facts)
+                if indexed and not indexed_update(values, mutation, name):
+                    continue  # `x[i] += v` writes through the view x[i]: TL102's finding
                 if name not in values.tensors and not (indexed and _tensor_index(values, mutation.node.slice)):
                     continue  # `n += 1` on a number rebinds; `kwargs["k"] = v` writes a dict, not a tensor
             if indexed:
@@ -194,6 +195,16 @@ TORCH_COMPILE = ("matches eager here (torch 2.13): it functionalizes the write, 
 
 # Reading these gives metadata, not the values a write changes.
 _METADATA = METADATA_ATTRIBUTES | METADATA_METHODS
+
+
+def indexed_update(values, mutation, name) -> bool:
+    """Is ``name[index] += v`` an indexed update (index_put on the input, TL103's) rather than a write through the
+    view ``name[index]`` (TL102's)? It is when the index is a tensor or a list, or when the update reads ``name``
+    itself (``y[idx] += y[idx]``) with an index that is no constant."""
+    index = mutation.node.slice
+    if is_basic_index(index):
+        return False
+    return _tensor_index(values, index) or _reads_values(mutation.stmt.value, name)
 
 
 def _tensor_index(values, index) -> bool:

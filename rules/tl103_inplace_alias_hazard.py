@@ -273,7 +273,7 @@ def _real_input(ctx, target, name, depth=0, seen=None) -> bool:
             arg = _argument_for(target.info, call, name)
             if not isinstance(arg, ast.Name) or arg.id in ("self", "cls"):
                 continue
-            if ctx.facts(caller.info.node).binding_at(arg.id, start(call)) != "param":
+            if not _may_hold_argument(ctx.facts(caller.info.node), arg.id, start(call)):
                 continue
             if _real_input(ctx, caller, arg.id, depth + 1, seen):
                 return True
@@ -282,10 +282,46 @@ def _real_input(ctx, target, name, depth=0, seen=None) -> bool:
     return how != "reached" and not how.startswith("submodule of")
 
 
+def _may_hold_argument(facts, name, pos) -> bool:
+    """May ``name`` still hold its argument at ``pos``: a parameter rebound before only inside a branch or a
+    loop that ``pos`` is not in (``if input.shape[1] == 1: input = input.repeat(...)``: the other path passes the
+    caller's tensor on)?"""
+    if name not in facts.params:
+        return False
+    if facts.binding_at(name, pos) == "param":
+        return True
+    blocks = _conditional_blocks(facts)
+    for b in facts.bindings.get(name, ()):
+        if b.pos >= pos:
+            break
+        at = start(b.stmt)
+        if not any(lo <= at <= hi and not lo <= pos <= hi for lo, hi in blocks):
+            return False  # rebound on every path to the call
+    return True
+
+
+def _conditional_blocks(facts):
+    """Spans of the blocks of ``facts``' function that a run may skip: if/else arms (not both, when both rebind
+    the same name: then the name is rebound either way, which the caller's check of each binding sees as two
+    skippable arms; rare enough to accept) and loop bodies."""
+    cached = getattr(facts, "_tl103_blocks", None)
+    if cached is None:
+        cached = []
+        for node in ast.walk(facts.node):
+            if isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)):
+                for block in (node.body, node.orelse):
+                    if block:
+                        cached.append((start(block[0]), end(block[-1])))
+        facts._tl103_blocks = cached
+    return cached
+
+
 def _call_sites(ctx, target):
-    """(compiled caller, call) for each call of ``target`` by plain name or ``self.<name>`` in this file's other
-    compiled functions."""
+    """(compiled caller, call) for each call of ``target`` in this file's other compiled functions: by plain name,
+    as ``self.<name>(...)`` from its own class, and, for a ``forward``, as ``self.<attr>(...)`` where the caller's
+    class holds an instance of ``target``'s class in ``self.<attr>``."""
     info = target.info
+    holders = {}
     for caller in ctx.jitted:
         if caller.info.node is info.node:
             continue
@@ -295,10 +331,30 @@ def _call_sites(ctx, target):
             if info.class_node is None:
                 if isinstance(f, ast.Name) and f.id == info.name and not facts.is_local(f.id) and not info.parents:
                     yield caller, call
-            elif caller.info.class_node is info.class_node:
-                if isinstance(f, ast.Attribute) and f.attr == info.name and isinstance(f.value, ast.Name) \
-                        and f.value.id == "self":
+                continue
+            if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self"):
+                continue
+            if caller.info.class_node is info.class_node:
+                if f.attr == info.name:
                     yield caller, call
+            elif info.name == "forward" and caller.info.class_node is not None:
+                key = id(caller.info.class_node)
+                if key not in holders:
+                    holders[key] = _attributes_holding(caller.info.class_node, info.class_node.name)
+                if f.attr in holders[key]:
+                    yield caller, call
+
+
+def _attributes_holding(cls, held: str) -> set[str]:
+    """``self.<attr> = <held>(...)`` anywhere in the class ``cls``: its submodules of the class named ``held``."""
+    out = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            f = node.value.func
+            if isinstance(f, ast.Name) and f.id == held:
+                out.update(t.attr for t in node.targets if isinstance(t, ast.Attribute)
+                           and isinstance(t.value, ast.Name) and t.value.id == "self")
+    return out
 
 
 def _argument_for(info, call, name):

@@ -80,3 +80,41 @@ def test_a_function_the_compile_call_names_keeps_its_inputs(tmp_path):
     main = "import torch\nimport ops\n\nstep = torch.compile(ops.fused_step)\n"
     [d] = tl103(tmp_path, {"ops.py": ops, "main.py": main})
     assert d.path.endswith("ops.py") and "input `q`" in d.message
+
+
+# monai's PerceptualLoss shape: the compiled loss hands its input to a submodule's forward, which normalizes it in
+# place (only when it has 3 channels: another path rebinds it to a copy first). The caller's tensor is written.
+LOSS = HEADER + """
+
+def zscore_norm_(x: torch.Tensor):
+    x[:, 0] = (x[:, 0] - 0.485) / 0.229
+    x[:, 1] = (x[:, 1] - 0.456) / 0.224
+    return x
+
+
+class Similarity(nn.Module):
+    def forward(self, input, target):
+        if input.shape[1] == 1:
+            input = input.repeat(1, 3, 1, 1)
+        input = zscore_norm_(input)
+        return (input - target).abs().mean()
+
+
+class Loss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.similarity = Similarity()
+
+    def forward(self, input, target):
+        return self.similarity(input, target)
+"""
+
+
+def test_an_input_handed_on_through_a_submodule_and_a_branch_is_still_an_input(tmp_path):
+    [d] = tl103(tmp_path, {"loss.py": LOSS, "train.py": "import torch\nfrom loss import Loss\nf = torch.compile(Loss())\n"})
+    assert "`zscore_norm_`" in d.message and "input `x`" in d.message
+
+
+def test_a_submodule_handed_an_intermediate_is_quiet(tmp_path):
+    loss = LOSS.replace("return self.similarity(input, target)", "return self.similarity(input * 2, target)")
+    assert tl103(tmp_path, {"loss.py": loss, "train.py": "import torch\nfrom loss import Loss\nf = torch.compile(Loss())\n"}) == []

@@ -60,10 +60,10 @@ def _inplace_module_attributes(ctx, class_node) -> dict[str, str]:
 
 
 def _class_of(ctx, func_node):
-    for info in ctx.index.functions:
-        if info.node is func_node:
-            return info.class_node
-    return None
+    classes = getattr(ctx, "_class_of_function", None)
+    if classes is None:
+        classes = ctx._class_of_function = {id(info.node): info.class_node for info in ctx.index.functions}
+    return classes.get(id(func_node))
 
 
 def option_writes(ctx, facts) -> list[OptionWrite]:

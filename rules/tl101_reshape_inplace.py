@@ -117,6 +117,8 @@ view fix's title says so.
         # written all the same; a rebinding stores nothing into it
         "import torch\ndef step(state):\n    board = state['board']\n"
         "    board.flatten(-2, -1).scatter_(-1, state['action'], 1)\n    state = dict(board=board)\n    return state\n",
+        # the write spelled as an option: relu writes the flattened tensor, which may or may not be x's memory
+        "import torch\nimport torch.nn.functional as F\ndef f(x):\n    F.relu(x.flatten(1), inplace=True)\n    return x\n",
         # a copy that is read after the write; storing it into the object it was copied from writes no base
         "import torch\ndef step(state):\n    board = state['board'].clone()\n"
         "    board.flatten(-2, -1).scatter_(-1, state['action'], 1)\n    wins = board.sum(-1)\n"

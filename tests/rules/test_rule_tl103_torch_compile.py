@@ -1,4 +1,4 @@
-"""What torch.compile does with the writes TL103 (and TL102) report, run on CPU under three backends (issue 31).
+"""What torch.compile does with the writes TL103 and TL102 report, run on CPU under three backends (issue 31).
 
 TL103's torch.compile note says: "matches eager here (torch 2.13): it functionalizes the write, keeps eager's
 order of the reads around it and stores the new values into the caller's tensor". Each form below is one the
@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from analyzer.static import lint_source
+from rules.tl102_view_inplace_input import TORCH_COMPILE as TL102_TORCH_COMPILE
 from rules.tl103_inplace_alias_hazard import TORCH_COMPILE
 
 HEADER = "import torch\nimport torch.nn.functional as F\n"
@@ -48,9 +49,9 @@ def test_the_form_is_reported_with_torch_compiles_behaviour(form):
     code, source, _ = FORMS[form]
     found = [d for d in lint_source(HEADER + "@torch.compile\n" + source, "m.py") if d.code == code]
     assert found, form
-    if code == "TL103":
-        assert f"torch.compile {TORCH_COMPILE}" in found[0].message
-        assert found[0].severity.value == "warning"
+    note = TORCH_COMPILE if code == "TL103" else TL102_TORCH_COMPILE
+    assert f"torch.compile {note}" in found[0].message
+    assert found[0].severity.value == "warning"
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])

@@ -8,7 +8,7 @@ from ._torch_api import VIEW_ATTRIBUTES, VIEW_METHODS, is_basic_index, start, wr
 from ._values import Values, not_a_tensor_annotation
 from ._option_writes import all_writes
 from .compilers import compiled_message
-from .tl103_inplace_alias_hazard import indexed_update
+from .tl103_inplace_alias_hazard import indexed_update, real_input
 from .base import Finding, RuleInfo
 
 INFO = RuleInfo(
@@ -20,7 +20,9 @@ INFO = RuleInfo(
 ## What it does
 Inside a jitted function, reports an in-place write (`v.add_(...)`, `v += ...`, `v[i] = ...`, `out=v`) to a
 view of a function argument: `x.view(...)`, `x.transpose(...)`, `x[0]`, `x.T`, ..., the write also spelled
-as an option (`F.relu(x[0], inplace=True)`, `self.act(x.T)` with `self.act = nn.ReLU(inplace=True)`). It also reports
+as an option (`F.relu(x[0], inplace=True)`, `self.act(x.T)` with `self.act = nn.ReLU(inplace=True)`). A function
+the compiled code calls is checked with what its callers pass, as TL103 does: its argument is an input only
+where a compiled caller hands it one of its own. It also reports
 `x[i] += ...` on an argument, which writes through the view `x[i]`. The trace check (`analyzer.check`,
 `analyzer.jit`) follows views as the functionalization does, from the tensors themselves: it names the
 input (arguments, module parameters and buffers) and the view ops in between. A write through the result
@@ -137,6 +139,8 @@ def check(ctx):
                     continue  # `y[idx] += y[idx]`: an indexed update of the input, no view: TL103's finding
             if not_a_tensor_annotation(facts.annotations.get(arg)):
                 continue  # `maxes = the_list[0]; maxes[i] = v` with `the_list: list[list[int]]`: a list
+            if not real_input(ctx, target, arg):
+                continue  # a helper's argument that its compiled caller computed: no caller sees the write
             yield Finding(
                 mutation.node,
                 **compiled_message(

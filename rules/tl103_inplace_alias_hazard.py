@@ -176,7 +176,7 @@ def check(ctx):
                                f"before, is still used")
                     hazard = (f"—`{earlier}` must be computed from `{name}` before the write reaches it; a compiler that "
                               f"reorders the write-back gives `{earlier}` the new values (pytorch #93283, #94777)")
-            if not _real_input(ctx, target, name):
+            if not real_input(ctx, target, name):
                 continue  # a helper's argument that its compiled caller computed: no caller's tensor is written
             reported.add(name)
             yield Finding(
@@ -255,7 +255,7 @@ def _earlier_read_used_after(ctx, facts, name, mutation) -> str | None:
 _INPUT_DEPTH = 4
 
 
-def _real_input(ctx, target, name, depth=0, seen=None) -> bool:
+def real_input(ctx, target, name, depth=0, seen=None) -> bool:
     """Is the parameter ``name`` of ``target`` an input of the compiled function (a tensor its caller holds)?
 
     A compiled entry point's parameters are. A function the compiled code calls (a helper, a method, a
@@ -275,7 +275,7 @@ def _real_input(ctx, target, name, depth=0, seen=None) -> bool:
                 continue
             if not _may_hold_argument(ctx.facts(caller.info.node), arg.id, start(call)):
                 continue
-            if _real_input(ctx, caller, arg.id, depth + 1, seen):
+            if real_input(ctx, caller, arg.id, depth + 1, seen):
                 return True
         return False
     how = getattr(target, "how", "")

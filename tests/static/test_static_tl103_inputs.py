@@ -118,3 +118,34 @@ def test_an_input_handed_on_through_a_submodule_and_a_branch_is_still_an_input(t
 def test_a_submodule_handed_an_intermediate_is_quiet(tmp_path):
     loss = LOSS.replace("return self.similarity(input, target)", "return self.similarity(input * 2, target)")
     assert tl103(tmp_path, {"loss.py": loss, "train.py": "import torch\nfrom loss import Loss\nf = torch.compile(Loss())\n"}) == []
+
+
+# TL102 follows the same inputs: diffusers' rotary embedding fills a view of frequencies its forward computed.
+ROPE = HEADER + """
+
+class Rope(nn.Module):
+    def interleave(self, freqs):
+        freqs_t = freqs[0]
+        freqs_t[..., 1::3] = freqs[1, ..., 1::3]
+        return freqs_t
+
+    def forward(self, position_ids):
+        freqs = position_ids[None].float().expand(3, -1, -1) * 2
+        return self.interleave(freqs)
+"""
+
+
+def test_tl102_a_helpers_intermediate_argument_is_no_input(tmp_path):
+    train = "import torch\nfrom rope import Rope\nf = torch.compile(Rope())\n"
+    found = [d for d in lint_paths(_write(tmp_path, {"rope.py": ROPE, "train.py": train}), cache=False, jobs=1)
+             if d.code == "TL102"]
+    assert found == []
+    handed = ROPE.replace("return self.interleave(freqs)", "return self.interleave(position_ids)")
+    found = [d for d in lint_paths(_write(tmp_path, {"rope.py": handed}), cache=False, jobs=1) if d.code == "TL102"]
+    assert [d.line for d in found] == [handed.splitlines().index("        freqs_t[..., 1::3] = freqs[1, ..., 1::3]") + 1]
+
+
+def _write(tmp_path, files):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import ast
 
-from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, end, is_basic_index, is_none_check, start, written_tensor
+from ._torch_api import (
+    METADATA_ATTRIBUTES,
+    METADATA_METHODS,
+    VIEW_ATTRIBUTES,
+    VIEW_METHODS,
+    end,
+    is_basic_index,
+    is_none_check,
+    start,
+    written_tensor,
+)
 from ._values import Values
 from ._option_writes import all_writes
 from .compilers import compiled_message
@@ -270,7 +280,7 @@ def real_input(ctx, target, name, depth=0, seen=None) -> bool:
     sites = list(_call_sites(ctx, target))
     if sites:
         for caller, call in sites:
-            arg = _argument_for(target.info, call, name)
+            arg = _view_root(_argument_for(target.info, call, name))
             if not isinstance(arg, ast.Name) or arg.id in ("self", "cls"):
                 continue
             if not _may_hold_argument(ctx.facts(caller.info.node), arg.id, start(call)):
@@ -280,6 +290,20 @@ def real_input(ctx, target, name, depth=0, seen=None) -> bool:
         return False
     how = getattr(target, "how", "")
     return how != "reached" and not how.startswith("submodule of")
+
+
+def _view_root(expr):
+    """``x`` for ``x``, ``x[0]``, ``x.T``, ``x.view(-1)[1:]``: the tensor whose memory a view of it shares."""
+    for _ in range(8):
+        if isinstance(expr, ast.Subscript) and is_basic_index(expr.slice):
+            expr = expr.value
+        elif isinstance(expr, ast.Attribute) and expr.attr in VIEW_ATTRIBUTES:
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in VIEW_METHODS:
+            expr = expr.func.value
+        else:
+            break
+    return expr
 
 
 def _may_hold_argument(facts, name, pos) -> bool:

@@ -149,3 +149,9 @@ def _write(tmp_path, files):
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     return tmp_path
+
+
+def test_a_view_of_the_compiled_input_handed_to_a_helper_is_an_input(tmp_path):
+    model = MODEL_INTERMEDIATE.replace("self._rotate(self.lin(x), 2.0)", "self._rotate(x[0], 2.0) + self.lin(x)")
+    [d] = tl103(tmp_path, {"model.py": model, "train.py": TRAIN})
+    assert "input `t`" in d.message

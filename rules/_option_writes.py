@@ -23,7 +23,8 @@ class OptionWrite:
     node: ast.AST  # the call
     stmt: ast.stmt
     loop: ast.AST | None
-    method: str = ""  # how messages name the write: "`F.relu(..., inplace=True)`", "`self.act` (`nn.ReLU(inplace=True)`)"
+    # how messages name the write: "`F.relu(..., inplace=True)`", "`self.act` (`nn.ReLU(inplace=True)`)"
+    method: str = ""
 
 
 def _inplace_true(call: ast.Call) -> bool:

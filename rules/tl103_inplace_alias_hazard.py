@@ -109,6 +109,9 @@ There is no automatic fix.
         # the same with the write spelled as an option (pytorch #93283)
         "import torch\n@torch.compile\ndef fn(input):\n    rt = torch.stack([input])\n"
         "    v = torch.nn.functional.silu(input, inplace=True)\n    return rt\n",
+        # an alias of the input taken before the write and read after it
+        "import torch\nimport torch.nn.functional as F\n@torch.compile\ndef f(x):\n    identity = x\n"
+        "    F.relu(x, inplace=True)\n    return identity * 2\n",
         # an option-spelled write read again after it
         "import torch\nimport torch.nn.functional as F\n@torch.compile\ndef f(x):\n    F.relu(x, inplace=True)\n"
         "    return x * 2\n",
@@ -177,8 +180,10 @@ def check(ctx):
                 earlier = None if later else _earlier_read_used_after(ctx, facts, name, mutation)
                 if not later and earlier is None:
                     continue
-                if later:
-                    subject = f"{target.subject} writes its input `{name}` in place and uses it again"
+                alias = earlier is not None and _is_alias(facts, earlier, name, mutation)
+                if later or alias:
+                    through = f" (through `{earlier}`)" if alias else ""
+                    subject = f"{target.subject} writes its input `{name}` in place and uses it again{through}"
                     hazard = (f"—the compiler must copy the result back into `{name}` before that use, and reordered or "
                               f"aliased write-backs make it read the wrong memory")
                 else:
@@ -260,6 +265,13 @@ def _earlier_read_used_after(ctx, facts, name, mutation) -> str | None:
             if facts.read_after(other, after, mutation.loop, since=b.pos):
                 return other
     return None
+
+
+def _is_alias(facts, other, name, mutation) -> bool:
+    """Does ``other`` hold ``name`` itself or a view of it at the write (``identity = x``, ``row = x[0]``)?"""
+    b = facts.binding_at(other, start(mutation.stmt))
+    root = _view_root(getattr(b, "value", None))
+    return isinstance(root, ast.Name) and root.id == name
 
 
 _INPUT_DEPTH = 4

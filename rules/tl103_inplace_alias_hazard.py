@@ -284,24 +284,23 @@ def real_input(ctx, target, name, depth=0, seen=None) -> bool:
     submodule's forward) gets what its callers pass: an input only where a compiled caller in this file passes
     one of its own inputs. A function reached from another file's compiled code, whose call is not in sight,
     is not reported."""
+    how = getattr(target, "how", "")
+    if how != "reached" and not how.startswith("submodule of"):
+        return True  # named by a compile call (or a decorator): its parameters are what the caller passes in
     seen = set() if seen is None else seen
     key = (id(target.info.node), name)
     if depth > _INPUT_DEPTH or key in seen:
         return False
     seen.add(key)
-    sites = list(_call_sites(ctx, target))
-    if sites:
-        for caller, call in sites:
-            arg = _view_root(_argument_for(target.info, call, name))
-            if not isinstance(arg, ast.Name) or arg.id in ("self", "cls"):
-                continue
-            if not _may_hold_argument(ctx.facts(caller.info.node), arg.id, start(call)):
-                continue
-            if real_input(ctx, caller, arg.id, depth + 1, seen):
-                return True
-        return False
-    how = getattr(target, "how", "")
-    return how != "reached" and not how.startswith("submodule of")
+    for caller, call in _call_sites(ctx, target):
+        arg = _view_root(_argument_for(target.info, call, name))
+        if not isinstance(arg, ast.Name) or arg.id in ("self", "cls"):
+            continue
+        if not _may_hold_argument(ctx.facts(caller.info.node), arg.id, start(call)):
+            continue
+        if real_input(ctx, caller, arg.id, depth + 1, seen):
+            return True
+    return False
 
 
 def _view_root(expr):

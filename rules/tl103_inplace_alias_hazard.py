@@ -24,7 +24,7 @@ INFO = RuleInfo(
     code="TL103",
     name="inplace-alias-hazard",
     severity="warning",
-    summary="A jitted function writes an input in place and then reads it again (or writes it twice).",
+    summary="A jitted function writes an input in place and reads it (or a value read from it before) again.",
     docs="""\
 ## What it does
 Inside a jitted function, reports an in-place write into an input of the compiled function

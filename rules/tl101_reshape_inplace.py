@@ -19,7 +19,9 @@ from ._torch_api import (
     start,
     written_tensor,
 )
+from ._option_writes import all_writes
 from .base import Finding, FixRequest, RuleInfo
+from .tl102_view_inplace_input import _view_of_argument
 
 INFO = RuleInfo(
     code="TL101",
@@ -61,10 +63,14 @@ or an explicit copy that never touches the input: `y = x.reshape(-1).clone()`.
 
 ## Fix safety
 Two fixes are offered, both unsafe because they change behaviour for some inputs: "make the aliasing
-explicit" (`reshape` -> `view`, `flatten()` -> `view(-1)`; `view` raises on tensors whose strides do not
-allow a view) and "make the copy explicit" (append `.clone()`; the input is then never modified). The one
-listed first matches the evidence: when the input is read after the write, the code seems to rely on
-aliasing and the view comes first.
+explicit" (`reshape` -> `view`, `flatten(0, -2)` -> `view(-1, *x.shape[-1:])`; `view` raises on tensors
+whose strides do not allow a view) and "make the copy explicit" (append `.clone()`; the input is then never
+modified). They follow the evidence of the author's intent. When the written result is never read again,
+the write can only have been meant for the input (a function that fills the caller's buffer through a
+flattened view): the view is the fix, and the copy, which would leave the function doing nothing, is only
+shown, never applied. When the input is never read again and the result is, the copy comes first. In a
+jitted function the view turns the write into one through a view of an input, which TL102 reports: the
+view fix's title says so.
 
 ## References
 - [torch.reshape](https://pytorch.org/docs/stable/generated/torch.reshape.html)
@@ -107,6 +113,16 @@ aliasing and the view comes first.
         # an exception can skip the `return` inside the try: the code after it reads `t`
         "import torch\ndef f():\n    t = torch.zeros(4, 4)\n    y = t.reshape(-1)\n    try:\n        y[0] = 1\n"
         "        return y.cuda()\n    except RuntimeError:\n        pass\n    return t\n",
+        # the argument's name is rebound after the write (torchrl's tic-tac-toe env): the caller's tensor was
+        # written all the same; a rebinding stores nothing into it
+        "import torch\ndef step(state):\n    board = state['board']\n"
+        "    board.flatten(-2, -1).scatter_(-1, state['action'], 1)\n    state = dict(board=board)\n    return state\n",
+        # the write spelled as an option: relu writes the flattened tensor, which may or may not be x's memory
+        "import torch\nimport torch.nn.functional as F\ndef f(x):\n    F.relu(x.flatten(1), inplace=True)\n    return x\n",
+        # a copy that is read after the write; storing it into the object it was copied from writes no base
+        "import torch\ndef step(state):\n    board = state['board'].clone()\n"
+        "    board.flatten(-2, -1).scatter_(-1, state['action'], 1)\n    wins = board.sum(-1)\n"
+        "    state = dict(board=board, wins=wins)\n    return state\n",
     ],
 )
 
@@ -276,35 +292,54 @@ def _arms(expr) -> list:
     return [expr]
 
 
-def _written_back(ctx, facts, target, base, mutation) -> bool:
+def _written_back(ctx, facts, target, call, base, mutation) -> bool:
     """Is the written result stored back into ``base`` after the write (``mod.weight.data = w``,
-    ``base.copy_(w)``, ``setattr(mod, "weight", w)``)? Then the base gets the new values either way."""
+    ``base.copy_(w)``, ``setattr(mod, "weight", w)``)? Then the base gets the new values either way.
+
+    What counts is the base's memory at the write: a store into an object the base was only copied from
+    (``board = state["board"].clone()``), or a rebinding of an argument's name (``state = TensorDict(...)``:
+    the caller's tensor is not written), is no write-back."""
     root = target
     while isinstance(root, (ast.Subscript, ast.Attribute)) or (
         isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute)
     ):
+        if root is call:
+            return False  # `board.flatten(-2, -1).scatter_(...)`: the written result has no name to store back
         root = root.func.value if isinstance(root, ast.Call) else root.value
     if not isinstance(root, ast.Name) or isinstance(base, ast.IfExp):
         return False
     name = root.id
 
-    # The base, and what it was taken from (`w = module.weight.data` ... `w = w.reshape(...)`): storing
-    # the result into any of those is a write-back.
-    wants = {_strip_data(ctx.segment(base))}
+    # The base, and what it was taken from (`w = module.weight.data` ... `w = w.reshape(...)`), up to the first
+    # fresh value: storing the result into any of those is a write-back. A name counts only as a local.
+    wants = set()
     expr, pos = base, start(mutation.node)
     for _ in range(_MAX_DEPTH):
-        if not isinstance(expr, ast.Name):
-            break
-        b = facts.binding_at(expr.id, pos)
-        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
-            break
-        value = b.value
+        if isinstance(expr, ast.Name):
+            b = facts.binding_at(expr.id, pos)
+            if b is None or isinstance(b, str):
+                break  # an argument or a global: rebinding the name writes nothing the caller holds
+            wants.add(expr.id)
+            if b.kind != "assign" or b.value is None:
+                break
+            value, pos = b.value, start(b.stmt)
+        else:
+            wants.add(_strip_data(ctx.segment(expr)))
+            value = expr
+        fresh = False
         while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            fresh = fresh or _is_fresh(ctx, value)
             value = value.func.value  # w.reshape(...).to(...) -> w
+        if fresh or _is_fresh(ctx, value):
+            break  # `board = state["board"].clone()`: new memory, nothing it came from is written
+        if isinstance(value, ast.Subscript) and not isinstance(value.value, ast.Name):
+            wants.add(_strip_data(ctx.segment(value)))
         while isinstance(value, ast.Subscript):
             value = value.value
-        wants.add(_strip_data(ctx.segment(value)))
-        expr, pos = value, start(b.stmt)
+        if not isinstance(value, ast.Name):
+            wants.add(_strip_data(ctx.segment(value)))
+            break
+        expr = value
     after = end(mutation.stmt)
     stores = _store_backs(ctx, facts)
     for want in wants:
@@ -407,6 +442,8 @@ def _view_input(ctx, expr):
 
 
 def _describe(mutation) -> str:
+    if mutation.kind == "option":
+        return mutation.method
     if mutation.kind == "method":
         return f"`{mutation.method}`"
     if mutation.kind == "augassign":
@@ -421,7 +458,7 @@ MAYBE_VIEW_TEXT = re.compile(
     r"\.(?:reshape|reshape_as|flatten|ravel|contiguous|to|type|type_as|float|half|double|bfloat16|int|long|"
     r"short|bool|byte|char|cpu|cuda)\s*\("
 )
-INPLACE_TEXT = re.compile(r"[a-z0-9]_\s*\(|[-+*/%@&|^]=|<<=|>>=|\]\s*=[^=]|\bout\s*=")
+INPLACE_TEXT = re.compile(r"[a-z0-9]_\s*\(|[-+*/%@&|^]=|<<=|>>=|\]\s*=[^=]|\bout\s*=|\binplace\s*=\s*True")
 
 
 def check(ctx):
@@ -437,7 +474,7 @@ def check(ctx):
     for scope in scopes:
         facts = ctx.facts(scope)
         reported = set()
-        for mutation in facts.mutations:
+        for mutation in all_writes(ctx, facts):
             target = written_tensor(ctx, facts, mutation)
             if target is None:
                 continue
@@ -458,18 +495,15 @@ def check(ctx):
                 # A cast aliases only when nothing needs converting; authors usually know the dtypes
                 # differ. Report it only where this function would see the aliasing itself.
                 continue
-            if _written_back(ctx, facts, target, base, mutation):
+            if _written_back(ctx, facts, target, call, base, mutation):
                 continue  # the result is stored back into the base: it gets the new values either way
             reported.add(id(call))
-            # Evidence that the write is meant to reach the base: the base is read again, or the written
-            # result itself never is (then the write can only have been meant for the base).
-            meant_for_base = read_later or not _result_read_after(facts, target, mutation)
             yield Finding(
                 mutation.node,
                 f"in-place {_describe(mutation)} writes to the result of `{op}`, a view of {who} or a copy: make it "
                 f"explicit (`view` or `.clone()`)\n"
                 f"which one depends on strides, dtype and device; compiled code may differ from eager here",
-                _fixes(ctx, call, op, meant_for_base),
+                _fixes(ctx, facts, call, op, base, read_later, _result_read_after(facts, target, mutation)),
             )
 
 
@@ -486,16 +520,37 @@ def _result_read_after(facts, target, mutation) -> bool:
 # -- fixes ----------------------------------------------------------------------------------------
 
 
-def _fixes(ctx, call, op, meant_for_base) -> tuple[FixRequest, ...]:
+def _fixes(ctx, facts, call, op, base, base_read_later, result_read_later) -> tuple[FixRequest, ...]:
+    """The view and the copy, ordered by the evidence of intent.
+
+    The written result never read again: the write can only have been meant for the base (filling the caller's
+    buffer through ``freqs.flatten(0, -2)``), so the copy would make it dead code; it is shown, never applied.
+    The base never read again and the result read: the copy is the likelier intent and comes first."""
     fixes = []
     view = _view_rewrite(ctx, call, op)
     if view is not None:
-        fixes.append(FixRequest("Make the aliasing explicit (use `view`)", call, view, text_rewrite=getattr(view, "text", None)))
-    fixes.append(FixRequest("Make the copy explicit (append `.clone()`)", call, _append_clone,
-                            text_rewrite=_text_append_clone))
-    if not meant_for_base:
+        title = "Make the aliasing explicit (use `view`)"
+        arg = _jitted_input_behind(ctx, facts, base, call)
+        if arg is not None:
+            title = f"Make the aliasing explicit (use `view`; TL102 then reports the write to the input `{arg}`)"
+        fixes.append(FixRequest(title, call, view, text_rewrite=getattr(view, "text", None)))
+    if result_read_later:
+        clone = FixRequest("Make the copy explicit (append `.clone()`)", call, _append_clone,
+                           text_rewrite=_text_append_clone)
+    else:
+        clone = FixRequest("Make the copy explicit (append `.clone()`; the write would then reach nothing)", call, _append_clone, "display", text_rewrite=_text_append_clone)
+    fixes.append(clone)
+    if result_read_later and not base_read_later:
         fixes.reverse()  # the result is used and nobody reads the input again: the copy is the likelier intent
     return tuple(fixes)
+
+
+def _jitted_input_behind(ctx, facts, base, call) -> str | None:
+    """The argument of a jitted function that ``base`` is (or is a view of): after the `view` fix the write
+    goes through a view of that input, which TL102 reports."""
+    if not any(t.info.node is facts.node for t in ctx.jitted):
+        return None
+    return _view_of_argument(facts, base, start(call), through_view=True)
 
 
 def _append_clone(node):
@@ -534,8 +589,8 @@ def _view_rewrite(ctx, call, op):
         return None
     start_dim = dims[0] if dims else 0
     end_dim = dims[1] if len(dims) > 1 else -1
-    if start_dim < 0 or (end_dim < 0 and end_dim != -1) or (end_dim >= 0 and end_dim < start_dim):
-        return None
+    if (start_dim < 0) == (end_dim < 0) and end_dim < start_dim:
+        return None  # flatten raises there; with mixed signs only the tensor's rank can tell
     return _flatten_to_view(is_function, start_dim, end_dim)
 
 
@@ -624,7 +679,7 @@ def _flatten_to_view(is_function, start_dim, end_dim):
             return None  # the shape spelling would evaluate the tensor expression twice
         src = cst.Module([]).code_for_node(tensor)
         parts = []
-        if start_dim > 0:
+        if start_dim != 0:
             parts.append(f"*{src}.shape[:{start_dim}]")
         parts.append("-1")
         if end_dim != -1:

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import ast
 
-from ._torch_api import end, start, written_tensor
+from ._torch_api import (
+    METADATA_ATTRIBUTES,
+    METADATA_METHODS,
+    VIEW_ATTRIBUTES,
+    VIEW_METHODS,
+    end,
+    is_basic_index,
+    is_none_check,
+    start,
+    written_tensor,
+)
 from ._values import Values
+from ._option_writes import all_writes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 
@@ -13,15 +24,20 @@ INFO = RuleInfo(
     code="TL103",
     name="inplace-alias-hazard",
     severity="warning",
-    summary="A jitted function writes an input in place and then reads it again (or writes it twice).",
+    summary="A jitted function writes an input in place and reads it (or a value read from it before) again.",
     docs="""\
 ## What it does
-Inside a jitted function, reports an in-place write into a function argument (`q.index_copy_(...)`,
-`k += v`, `out=q`) when the same argument is read again, or written again, later in the function. The
-trace check (`analyzer.check`, `analyzer.jit`) walks the traced call as the functionalization does: it
-reports each input (arguments, module parameters and buffers) that one op writes and a later op reads,
-views of the input included, at the first write, and lists eager's order of those writes and reads.
-Stores that do not read the input (`out[:, i] = v`, `index_copy_`) and returning the input are no reads.
+Inside a jitted function, reports an in-place write into an input of the compiled function
+(`q.index_copy_(...)`, `k += v`, `out=q`, `F.relu(q, inplace=True)`, a module built with `inplace=True`
+applied to `q`) when the input is read again, or written again, later in the function; or when a value read
+from it before the write is still used after it (`y = torch.log(x); x.log_(); return y`); and an indexed
+update of an input (`y[idx] += y[idx]`), a read-modify-write of the caller's memory whether or not `y` is read
+again. A function the compiled code calls is checked with what its callers pass: its argument is an input
+only where a compiled caller hands it one of its own inputs. The trace check (`analyzer.check`,
+`analyzer.jit`) walks the traced call as the functionalization does: it reports each input (arguments,
+module parameters and buffers) that one op writes and a later op reads, views of the input included, at the
+first write, and lists eager's order of those writes and reads. Stores that do not read the input
+(`out[:, i] = v`, `index_copy_`) and returning the input are no reads.
 
 ## Why is this bad?
 A compiler functionalizes the write (computes a new tensor) and copies the result back into the input
@@ -54,6 +70,9 @@ There is no automatic fix.
 
 ## References
 - [lightning-thunder #1193: prims.copy_to_out_](https://github.com/Lightning-AI/lightning-thunder/pull/1193)
+- [pytorch #93283: `stack` + inplace operator](https://github.com/pytorch/pytorch/issues/93283),
+  [#94777: an inplace op changes the result of the ops before it](https://github.com/pytorch/pytorch/issues/94777),
+  [#174074: advanced indexing with duplicate indices](https://github.com/pytorch/pytorch/issues/174074)
 """,
     valid=[
         # the out-parameter idiom: the written input is only returned
@@ -66,6 +85,15 @@ There is no automatic fix.
         "import thunder\n@thunder.jit\ndef f(x, y):\n    x.add_(y)\n",
         # not jitted
         "import torch\ndef f(q, idx, src):\n    q.index_copy_(2, idx, src)\n    return q.sum()\n",
+        # read before the write for its shape only: no value is read
+        "import torch\n@torch.compile\ndef f(x):\n    n = x.shape[0]\n    x.mul_(2)\n    return n\n",
+        # the read before the write is not used after it
+        "import torch\n@torch.compile\ndef f(x):\n    s = x.sum()\n    x.div_(s)\n    return x\n",
+        # an inplace option on a fresh tensor, and one of another library (pandas writes its receiver)
+        "import torch\nimport torch.nn.functional as F\n@torch.compile\ndef f(x, frame):\n    rt = torch.stack([x])\n"
+        "    F.relu(x * 2, inplace=True)\n    frame.fillna(x, inplace=True)\n    return rt\n",
+        # `counts[k] += 1` on a dict: an indexed update of no tensor
+        "import torch\n@torch.compile\ndef f(x, counts, k):\n    counts[k] += 1\n    return x * 2\n",
     ],
     invalid=[
         # read again inside a loop: the next iteration reads what the write-back must already have stored
@@ -76,6 +104,26 @@ There is no automatic fix.
         "    q.index_copy_(2, idx, src)\n    k.index_copy_(2, idx, src)\n"
         "    return torch.nn.functional.scaled_dot_product_attention(q, k, v, mask)\n",
         "import torch\n@torch.compile\ndef f(x, y):\n    x += y\n    x.mul_(2)\n",
+        # read, then written in place while the read's result is still used (pytorch #94777)
+        "import torch\n@torch.compile\ndef func(x):\n    y = torch.log(x)\n    x.log_()\n    return y\n",
+        # the same with the write spelled as an option (pytorch #93283)
+        "import torch\n@torch.compile\ndef fn(input):\n    rt = torch.stack([input])\n"
+        "    v = torch.nn.functional.silu(input, inplace=True)\n    return rt\n",
+        # an alias of the input taken before the write and read after it
+        "import torch\nimport torch.nn.functional as F\n@torch.compile\ndef f(x):\n    identity = x\n"
+        "    F.relu(x, inplace=True)\n    return identity * 2\n",
+        # an option-spelled write read again after it
+        "import torch\nimport torch.nn.functional as F\n@torch.compile\ndef f(x):\n    F.relu(x, inplace=True)\n"
+        "    return x * 2\n",
+        # a module built with inplace=True applied to the input, which is read again
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.act = nn.ReLU(inplace=True)\n        self.lin = nn.Linear(2, 2)\n    def forward(self, x):\n"
+        "        h = self.lin(x)\n        self.act(x)\n        return h + x\nmodel = torch.compile(Net())\n",
+        # an indexed update of an input: written whether or not it is read again (pytorch #174074)
+        "import torch\nfrom torch.nn import Module\nclass Model(Module):\n    def forward(self, x):\n"
+        "        x[[0, 0]] += x[[0, 0]]\n        return x\ncompiled_model = torch.compile(Model())\n",
+        "import torch\n@torch.compile\ndef f(y: torch.Tensor, idx):\n    y[idx] += y[idx]\n",
+        "import torch\n@torch.compile\ndef f(y, idx: torch.Tensor):\n    y[idx] += 1\n",
     ],
 )
 
@@ -106,33 +154,261 @@ def check(ctx):
         facts = ctx.facts(target.info.node)
         values = None
         reported = set()
-        for mutation in facts.mutations:
+        for mutation in all_writes(ctx, facts):
             written = written_tensor(ctx, facts, mutation)
             if not isinstance(written, ast.Name) or written.id in reported or written.id in ("self", "cls"):
                 continue
             if facts.binding_at(written.id, start(mutation.node)) != "param":
                 continue
-            if mutation.kind == "setitem" and isinstance(mutation.stmt, ast.AugAssign):
-                continue  # `x[i] += v` writes through the view x[i]: TL102's finding
             name = written.id
+            indexed = mutation.kind == "setitem" and isinstance(mutation.stmt, ast.AugAssign)
             if mutation.kind in ("augassign", "setitem"):
                 values = values or Values(ctx, target.info, facts)
-                if name not in values.tensors:
+                if indexed and not indexed_update(values, mutation, name):
+                    continue  # `x[i] += v` writes through the view x[i]: TL102's finding
+                if name not in values.tensors and not (indexed and _tensor_index(values, mutation.node.slice)):
                     continue  # `n += 1` on a number rebinds; `kwargs["k"] = v` writes a dict, not a tensor
-            if not facts.read_after(name, end(mutation.stmt), mutation.loop):
-                continue
-            if _only_returned(target.info.node, facts, name, end(mutation.stmt), mutation.loop):
-                continue  # `x += y; return x`: the out-parameter idiom; no read sees the write-back
+            if indexed:
+                # `y[idx] += y[idx]`: one read-modify-write of the caller's tensor (index_put), read again or not
+                subject = f"{target.subject} updates its input `{name}` in place through an index"
+                hazard = (f"—the read of `{name}[...]` and the write-back into `{name}` are one read-modify-write of "
+                          f"the caller's memory: a compiler that fuses them reads what the write already changed "
+                          f"(pytorch #174074)")
+            else:
+                later = facts.read_after(name, end(mutation.stmt), mutation.loop) and not _only_returned(
+                    target.info.node, facts, name, end(mutation.stmt), mutation.loop)
+                earlier = None if later else _earlier_read_used_after(ctx, facts, name, mutation)
+                if not later and earlier is None:
+                    continue
+                alias = earlier is not None and _is_alias(facts, earlier, name, mutation)
+                if later or alias:
+                    through = f" (through `{earlier}`)" if alias else ""
+                    subject = f"{target.subject} writes its input `{name}` in place and uses it again{through}"
+                    hazard = (f"—the compiler must copy the result back into `{name}` before that use, and reordered or "
+                              f"aliased write-backs make it read the wrong memory")
+                else:
+                    subject = (f"{target.subject} writes its input `{name}` in place while `{earlier}`, read from it "
+                               f"before, is still used")
+                    hazard = (f"—`{earlier}` must be computed from `{name}` before the write reaches it; a compiler that "
+                              f"reorders the write-back gives `{earlier}` the new values (pytorch #93283, #94777)")
+            if not real_input(ctx, target, name):
+                continue  # a helper's argument that its compiled caller computed: no caller's tensor is written
             reported.add(name)
             yield Finding(
                 mutation.node,
-                **compiled_message(
-                    target,
-                    f"{target.subject} writes its input `{name}` in place and uses it again",
-                    "use the out-of-place op and its result",
-                    f"—the compiler must copy the result back into `{name}` before that use, and reordered or "
-                    f"aliased write-backs make it read the wrong memory",
-                    "functionalizes the writes and copies the result back once (the cost: an extra copy of the input)",
-                    "TL103",
-                ),
+                **compiled_message(target, subject, "use the out-of-place op and its result", hazard, TORCH_COMPILE,
+                                   "TL103"),
             )
+
+
+# What torch.compile does with each pattern above: tests/rules/test_rule_tl103_torch_compile.py runs them under the
+# eager, aot_eager and inductor backends against eager PyTorch.
+TORCH_COMPILE = ("matches eager here (torch 2.13): it functionalizes the write, keeps eager's order of the reads "
+                 "around it and stores the new values into the caller's tensor; older releases reordered such "
+                 "writes (pytorch #93283, #94777, #174074)")
+
+
+# Reading these gives metadata, not the values a write changes.
+_METADATA = METADATA_ATTRIBUTES | METADATA_METHODS
+
+
+def indexed_update(values, mutation, name) -> bool:
+    """Is ``name[index] += v`` an indexed update (index_put on the input, TL103's) rather than a write through the
+    view ``name[index]`` (TL102's)? It is when the index is a tensor or a list, or when the update reads ``name``
+    itself (``y[idx] += y[idx]``) with an index that is no constant."""
+    index = mutation.node.slice
+    if is_basic_index(index):
+        return False
+    return _tensor_index(values, index) or _reads_values(mutation.stmt.value, name)
+
+
+def _tensor_index(values, index) -> bool:
+    """An index only a tensor (or an array) takes: a list (``x[[0, 0]]``) or a tensor of indices or a mask."""
+    if isinstance(index, ast.Tuple):
+        return any(_tensor_index(values, e) for e in index.elts)
+    return isinstance(index, ast.List) or (isinstance(index, ast.Name) and index.id in values.tensors)
+
+
+def _reads_values(expr, name) -> bool:
+    """Does ``expr`` read the values of the tensor ``name`` (not only its shape, dtype or identity)?"""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            if node.id == name:
+                return True
+            continue
+        if isinstance(node, ast.Attribute) and node.attr in _METADATA and isinstance(node.value, ast.Name):
+            continue  # `x.shape`, `x.size(0)`, `x.dtype`
+        if is_none_check(node):
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("len", "isinstance"):
+            continue
+        if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _earlier_read_used_after(ctx, facts, name, mutation) -> str | None:
+    """A local computed from the input ``name`` before its in-place write and used after it (``rt =
+    torch.stack([x]); F.silu(x, inplace=True); return rt``): the name of that local, or None."""
+    write_at, after = start(mutation.stmt), end(mutation.stmt)
+    for other, bindings in facts.bindings.items():
+        if other == name:
+            continue
+        for b in bindings:
+            if b.kind != "assign" or b.value is None or not b.pos <= write_at:
+                continue
+            if not facts.reachable(b.pos, write_at) or not _reads_values(b.value, name):
+                continue
+            if facts.read_after(other, after, mutation.loop, since=b.pos):
+                return other
+    return None
+
+
+def _is_alias(facts, other, name, mutation) -> bool:
+    """Does ``other`` hold ``name`` itself or a view of it at the write (``identity = x``, ``row = x[0]``)?"""
+    b = facts.binding_at(other, start(mutation.stmt))
+    root = _view_root(getattr(b, "value", None))
+    return isinstance(root, ast.Name) and root.id == name
+
+
+_INPUT_DEPTH = 4
+
+
+def real_input(ctx, target, name, depth=0, seen=None) -> bool:
+    """Is the parameter ``name`` of ``target`` an input of the compiled function (a tensor its caller holds)?
+
+    A compiled entry point's parameters are. A function the compiled code calls (a helper, a method, a
+    submodule's forward) gets what its callers pass: an input only where a compiled caller in this file passes
+    one of its own inputs. A function reached from another file's compiled code, whose call is not in sight,
+    is not reported."""
+    how = getattr(target, "how", "")
+    if how != "reached" and not how.startswith("submodule of"):
+        return True  # named by a compile call (or a decorator): its parameters are what the caller passes in
+    seen = set() if seen is None else seen
+    key = (id(target.info.node), name)
+    if depth > _INPUT_DEPTH or key in seen:
+        return False
+    seen.add(key)
+    for caller, call in _call_sites(ctx, target):
+        arg = _view_root(_argument_for(target.info, call, name))
+        if not isinstance(arg, ast.Name) or arg.id in ("self", "cls"):
+            continue
+        if not _may_hold_argument(ctx.facts(caller.info.node), arg.id, start(call)):
+            continue
+        if real_input(ctx, caller, arg.id, depth + 1, seen):
+            return True
+    return False
+
+
+def _view_root(expr):
+    """``x`` for ``x``, ``x[0]``, ``x.T``, ``x.view(-1)[1:]``: the tensor whose memory a view of it shares."""
+    for _ in range(8):
+        if isinstance(expr, ast.Subscript) and is_basic_index(expr.slice):
+            expr = expr.value
+        elif isinstance(expr, ast.Attribute) and expr.attr in VIEW_ATTRIBUTES:
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in VIEW_METHODS:
+            expr = expr.func.value
+        else:
+            break
+    return expr
+
+
+def _may_hold_argument(facts, name, pos) -> bool:
+    """May ``name`` still hold its argument at ``pos``: a parameter rebound before only inside a branch or a
+    loop that ``pos`` is not in (``if input.shape[1] == 1: input = input.repeat(...)``: the other path passes the
+    caller's tensor on)?"""
+    if name not in facts.params:
+        return False
+    if facts.binding_at(name, pos) == "param":
+        return True
+    blocks = _conditional_blocks(facts)
+    for b in facts.bindings.get(name, ()):
+        if b.pos >= pos:
+            break
+        at = start(b.stmt)
+        if not any(lo <= at <= hi and not lo <= pos <= hi for lo, hi in blocks):
+            return False  # rebound on every path to the call
+    return True
+
+
+def _conditional_blocks(facts):
+    """Spans of the blocks of ``facts``' function that a run may skip: if/else arms (not both, when both rebind
+    the same name: then the name is rebound either way, which the caller's check of each binding sees as two
+    skippable arms; rare enough to accept) and loop bodies."""
+    cached = getattr(facts, "_tl103_blocks", None)
+    if cached is None:
+        cached = []
+        for node in ast.walk(facts.node):
+            if isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)):
+                for block in (node.body, node.orelse):
+                    if block:
+                        cached.append((start(block[0]), end(block[-1])))
+        facts._tl103_blocks = cached
+    return cached
+
+
+def _call_sites(ctx, target):
+    """(compiled caller, call) for each call of ``target`` in this file's other compiled functions: by plain name,
+    as ``self.<name>(...)`` from its own class, and, for a ``forward``, as ``self.<attr>(...)`` where the caller's
+    class holds an instance of ``target``'s class in ``self.<attr>``."""
+    info = target.info
+    holders = {}
+    for caller in ctx.jitted:
+        if caller.info.node is info.node:
+            continue
+        facts = ctx.facts(caller.info.node)
+        for call in facts.calls:
+            f = call.func
+            if info.class_node is None:
+                if isinstance(f, ast.Name) and f.id == info.name and not facts.is_local(f.id) and not info.parents:
+                    yield caller, call
+                continue
+            if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self"):
+                continue
+            if caller.info.class_node is info.class_node:
+                if f.attr == info.name:
+                    yield caller, call
+            elif info.name == "forward" and caller.info.class_node is not None:
+                key = id(caller.info.class_node)
+                if key not in holders:
+                    holders[key] = _attributes_holding(caller.info.class_node, info.class_node.name)
+                if f.attr in holders[key]:
+                    yield caller, call
+
+
+def _attributes_holding(cls, held: str) -> set[str]:
+    """``self.<attr> = <held>(...)`` anywhere in the class ``cls``: its submodules of the class named ``held``."""
+    out = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            f = node.value.func
+            if isinstance(f, ast.Name) and f.id == held:
+                out.update(t.attr for t in node.targets if isinstance(t, ast.Attribute)
+                           and isinstance(t.value, ast.Name) and t.value.id == "self")
+    return out
+
+
+def _argument_for(info, call, name):
+    """The expression ``call`` passes for the parameter ``name`` of ``info``'s function (None if unknown)."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    args = info.node.args
+    params = [a.arg for a in (*args.posonlyargs, *args.args)]
+    if info.class_node is not None and params and not _is_static(info.node):
+        params = params[1:]  # `self.helper(h)`: h is the parameter after self
+    if name not in params:
+        return None
+    i = params.index(name)
+    for a in call.args[: i + 1]:
+        if isinstance(a, ast.Starred):
+            return None
+    return call.args[i] if i < len(call.args) else None
+
+
+def _is_static(func) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in func.decorator_list)

@@ -544,7 +544,7 @@ class ProjectIndex:
     # What linting one file needs.
     def facts_for(self, module: str, path: str) -> tuple:
         """Compiled functions of ``module`` that its own text does not compile directly, as sorted plain
-        tuples ``(qualname, compiler, symbolic, how, assumed)``; part of the file's cache key."""
+        tuples ``(qualname, compiler, symbolic, how, assumed, entry)``; part of the file's cache key."""
         out = []
         for (mod, qual), c in self.compiled.items():
             if mod != module:
@@ -553,7 +553,8 @@ class ProjectIndex:
                 continue  # the file's own entry point: the per-file analysis sees it already
             # (a reached function's scalar arguments come from its callers, not from the compiled call's inputs:
             # only the sizes it reads itself are symbolic there)
-            out.append((qual, c.compiler, c.symbolic if c.entry or not c.symbolic else "sizes", c.how, c.assumed))
+            out.append((qual, c.compiler, c.symbolic if c.entry or not c.symbolic else "sizes", c.how, c.assumed,
+                        c.entry))
         return tuple(sorted(out))
 
 

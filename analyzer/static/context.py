@@ -31,7 +31,7 @@ class FileContext:
         self.source = source
         self.tree = tree
         self.jit_decorators = tuple(jit_decorators)
-        # (qualname, compiler, symbolic, how, assumed) from the project index: functions of this file that other
+        # (qualname, compiler, symbolic, how, assumed, entry) from the project index: functions of this file that other
         # files (or `assume-compiled`) compile
         self.compiled_elsewhere = tuple(compiled_elsewhere)
         self.target = target
@@ -50,11 +50,14 @@ class FileContext:
             for info in self.index.functions:
                 by_qualname.setdefault(info.qualname, info)
             have = {id(t.info.node) for t in targets}
-            for qual, compiler, symbolic, how, assumed in self.compiled_elsewhere:
+            for qual, compiler, symbolic, how, assumed, *entry in self.compiled_elsewhere:
                 info = by_qualname.get(qual)
                 if info is not None and id(info.node) not in have:
                     have.add(id(info.node))
-                    targets.append(JitTarget(info, symbolic, "project", compiler=compiler, elsewhere=how, assumed=assumed))
+                    # "reached": called by compiled code, not named by the compile call (its arguments are the
+                    # caller's values, not necessarily the compiled function's inputs)
+                    kind = "project" if not entry or entry[0] else "reached"
+                    targets.append(JitTarget(info, symbolic, kind, compiler=compiler, elsewhere=how, assumed=assumed))
         if self.target != "any":
             for t in targets:
                 t.compiler = self.target

@@ -43,7 +43,7 @@ class Net(nn.Module):
     def forward(self, x):
         flat = x.reshape(-1)
         note = "ünïcode 😀"; flat.add_(1)
-        return self.proj(x) * scale
+        return self.proj(x) * scale + flat.mean()
 '''
 TRAIN = '''\
 import torch

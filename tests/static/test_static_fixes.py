@@ -139,11 +139,19 @@ def test_fixes_keep_eager_semantics_on_real_tensors(name):
     input the view fix aliases or fails loudly, but never silently drops the write."""
     import torch
 
+    import dataclasses
+
+    from analyzer.diagnostics import Applicability
+
     src = "import torch\n" + FIXABLE_FUNCTIONS[name]
     (d,) = lint_source(src)
     variants = {}
     for fix in d.fixes:
-        out = apply_fixes(src, [d.__class__(**{**d.__dict__, "fixes": (fix,)})], unsafe=True)[0]
+        # the written result is never read again: the copy would make the write dead, so it is only shown
+        # (issue 31); applied here by force to show what it would do
+        assert (fix.applicability is Applicability.DISPLAY) == fix.title.startswith("Make the copy explicit")
+        forced = dataclasses.replace(fix, applicability=Applicability.UNSAFE)
+        out = apply_fixes(src, [d.__class__(**{**d.__dict__, "fixes": (forced,)})], unsafe=True)[0]
         variants[fix.title.split(" (")[0]] = out
     assert set(variants) == {"Make the aliasing explicit", "Make the copy explicit"}
 
@@ -203,7 +211,7 @@ def test_simple_fixes_need_no_libcst():
     import subprocess
     import sys
 
-    src = "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y.mul_(2)\n    return x\n"
+    src = "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y.mul_(2)\n    return x + y\n"
     code = (
         "import sys\nfrom analyzer.static import lint_source\n"
         f"ds = lint_source({src!r})\n"

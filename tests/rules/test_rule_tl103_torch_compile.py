@@ -1,0 +1,67 @@
+"""What torch.compile does with the writes TL103 and TL102 report, run on CPU under three backends (issue 31).
+
+TL103's torch.compile note says: "matches eager here (torch 2.13): it functionalizes the write, keeps eager's
+order of the reads around it and stores the new values into the caller's tensor". Each form below is one the
+rules report (checked here too), taken from a public report where torch.compile once got it wrong; each is run
+eagerly and compiled with the eager, aot_eager and inductor backends, and both the result and the caller's
+tensor after the call must equal eager's.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from analyzer.static import lint_source
+from rules.tl102_view_inplace_input import TORCH_COMPILE as TL102_TORCH_COMPILE
+from rules.tl103_inplace_alias_hazard import TORCH_COMPILE
+
+HEADER = "import torch\nimport torch.nn.functional as F\n"
+
+# name: (code, source defining f, a function making a fresh input)
+FORMS = {
+    # pytorch #93283: the stacked copy must not see the in-place silu
+    "stack, then an inplace option": ("TL103", "def f(x):\n    rt = torch.stack([x])\n"
+                                      "    F.silu(x, inplace=True)\n    return rt\n",
+                                      lambda: torch.tensor([1.0, 1.0])),
+    # pytorch #94777: log computed before log_
+    "read, then written": ("TL103", "def f(x):\n    y = torch.log(x)\n    x.log_()\n    return y\n",
+                           lambda: torch.tensor([3.0, 5.0])),
+    # pytorch #174074: one read-modify-write with duplicate indices
+    "indexed update": ("TL103", "def f(x: torch.Tensor):\n    x[[0, 0]] += x[[0, 0]]\n    return x\n",
+                       lambda: torch.tensor([[-0.8716, 0.1114]], dtype=torch.float64)),
+    "written, then read": ("TL103", "def f(q):\n    q.mul_(2)\n    return q + 1\n", lambda: torch.arange(3.0)),
+    "inplace option, then read": ("TL103", "def f(x):\n    F.relu(x, inplace=True)\n    return x * 2\n",
+                                  lambda: torch.tensor([-1.0, 2.0, -3.0])),
+    "inplace option on a view": ("TL102", "def f(x):\n    F.relu(x[0], inplace=True)\n    return x.sum()\n",
+                                 lambda: torch.tensor([[-1.0, 2.0], [-3.0, 4.0]])),
+}
+
+
+def _function(source):
+    ns = {}
+    exec(compile(HEADER + source, "<tl103>", "exec"), ns)
+    return ns["f"]
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_the_form_is_reported_with_torch_compiles_behaviour(form):
+    code, source, _ = FORMS[form]
+    found = [d for d in lint_source(HEADER + "@torch.compile\n" + source, "m.py") if d.code == code]
+    assert found, form
+    note = TORCH_COMPILE if code == "TL103" else TL102_TORCH_COMPILE
+    assert f"torch.compile {note}" in found[0].message
+    assert found[0].severity.value == "warning"
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_torch_compile_matches_eager_on_the_reported_forms(backend):
+    for form, (_, source, make) in sorted(FORMS.items()):
+        torch._dynamo.reset()
+        f = _function(source)
+        x_eager, x_compiled = make(), make()
+        expected = f(x_eager)
+        got = torch.compile(f, backend=backend, fullgraph=True)(x_compiled)
+        assert torch.equal(got, expected), (form, backend, got, expected)
+        assert torch.equal(x_compiled, x_eager), (form, backend)  # the caller's tensor got eager's new values
+        assert not torch.equal(x_eager, make()), form  # and the write did reach it

@@ -138,6 +138,18 @@ BEHAVIOUR = {
         "matches eager: the print runs on every call",
         "eager",
     ),
+    "TL205": Behaviour(
+        "import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.counter = 0\n    def forward(self, x):\n        self.counter += 1\n        return x + self.counter\n"
+        "net = Net()\ndef f(x):\n    return net(x)\n",
+        ((3,), (3,), (3,)),
+        "the value read while tracing is baked into the trace, and a cached trace does not repeat the write",
+        "treats the module's int attribute as a constant and guards it: the count is right, at the cost of a "
+        "recompile on every call (and eager fallback once the recompile limit, 8, is hit)",
+        ("eager", "recompiles"),
+        "matches eager: the attribute is checked by the prologue and the write replayed after each call",
+        "eager",
+    ),
     "TL301": Behaviour(
         "def f(x):\n    if x.shape[0] > 2:\n        return x + 1\n    return x - 1\n",
         ((1,), (4,)),

@@ -46,6 +46,7 @@ class ClassState:
     python: set[str] = field(default_factory=set)  # attributes with evidence of a Python value
     numbers: set[str] = field(default_factory=set)  # of those, the ints and floats (unbounded values)
     tensors: set[str] = field(default_factory=set)  # buffers, parameters, tensors
+    buffers: set[str] = field(default_factory=set)  # registered with register_buffer
     stores: dict[str, list[Store]] = field(default_factory=dict)  # attribute -> stores through `self`
     held: dict[str, str] = field(default_factory=dict)  # attribute -> class name of `self.attr = Cls(...)`
     self_calls: dict[str, set[str]] = field(default_factory=dict)  # method -> methods it calls as self.m()
@@ -136,6 +137,8 @@ def class_state(cls: ast.ClassDef, classes: dict) -> ClassState:
                         first = node.args[0]
                         if isinstance(first, ast.Constant) and isinstance(first.value, str):
                             state.tensors.add(first.value)
+                            if f.attr == "register_buffer":
+                                state.buffers.add(first.value)
                     else:
                         calls.add(f.attr)
     state.python -= state.tensors

@@ -22,6 +22,9 @@ Looks at the compiled methods of a class (a compiled module's `forward`) and rep
 - a change of a Python attribute (a number, bool or string, not a tensor) of `self` or of an object `self`
   holds: `self.counter += 1`, `self.cache.pos += n`, `self.seen = n`, or a call of a method that does one
   (`self.cache.advance(n)`); storing the same constant on every call (`self.ready = True`) is no change;
+- a registered buffer rebound inside the compiled code (`self.buf = self.buf.to(x.dtype)`, a lazily
+  created `self.buf = torch.randn(...)`): thunder keeps the buffers it found (an in-place update is fine);
+  torch.compile stores the new tensor like eager, so under torch.compile this one stays quiet;
 - a read of a Python number that other code changes between calls: a method of the class that is not part
   of construction (`def advance(self, n): self.pos += n`), or code that stores it on the object
   (`model.epoch = epoch`, `setattr(m, "epoch", e)`);
@@ -80,6 +83,8 @@ There is no automatic fix.
 - [pytorch #115711: nn.Module int/float attributes caused re-compile](https://github.com/pytorch/pytorch/issues/115711)
 - [pytorch #128319: recompilation on a counter-like attribute of nn module](https://github.com/pytorch/pytorch/issues/128319)
 - [pytorch #120248: stateful `int` is not updated when using `torch.compile`](https://github.com/pytorch/pytorch/issues/120248)
+- [lightning-thunder #646: updating Module.buffer leads to crash in thunder.jit](https://github.com/Lightning-AI/lightning-thunder/issues/646)
+- [lightning-thunder #1951: thunder.jit ignores conditional update to buffer](https://github.com/Lightning-AI/lightning-thunder/issues/1951)
 """,
     valid=[
         # configuration set in __init__ (and a setup helper only __init__ calls) and never changed: quiet
@@ -123,6 +128,11 @@ There is no automatic fix.
         "net = Net()\n",
     ],
     invalid=[
+        # a registered buffer rebound inside the compiled forward (lightning-thunder #646, #1951, #1637)
+        "import thunder\nimport torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('buf', None, persistent=False)\n    def forward(self, x):\n"
+        "        if self.buf is None:\n            self.buf = torch.randn(1, 2, device=x.device)\n        return x + self.buf\n"
+        "m = thunder.jit(Net())\n",
         # a counter in forward: a recompile on every call under torch.compile (pytorch #115711)
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.counter = 0\n        self.lin = nn.Linear(4, 4)\n    def forward(self, x):\n        self.counter += 1\n"
@@ -160,6 +170,10 @@ _TC_WRITE = ("guards the attribute's value (a module's int attributes are consta
              "recompiles, a recompile per call for a counter, and eager fallback past the recompile limit")
 _HAZARD_READ = "—a compiled trace keeps the value it saw while tracing after that code changes it"
 _TC_READ = "guards the attribute's value: a recompile per value it takes (eager fallback past the recompile limit)"
+_FIX_BUFFER = "update it in place, or create it in __init__"
+_HAZARD_BUFFER = ("—the compiled module keeps the buffers it found: a rebinding inside the trace can fail or be "
+                  "dropped, leaving the module's buffer stale (lightning-thunder #646, #1951)")
+_TC_BUFFER = "stores the new tensor on the module after the graph: matches eager (a recompile when a None buffer is filled)"
 _FIX_WRITE = "keep it outside compiled code, or make it a buffer"
 _FIX_READ = "pass it in as an argument instead"
 
@@ -289,6 +303,11 @@ def check(ctx):
                         if t.value.attr in st.tensors:
                             continue
                     else:
+                        continue
+                    if owner is st and not aug and t.attr in st.buffers and key not in done:
+                        if target.compiler != "torch.compile":  # torch.compile stores the new tensor (tested)
+                            yield report(t, key, f"rebinds the buffer `self.{t.attr}`", _FIX_BUFFER, _HAZARD_BUFFER,
+                                         _TC_BUFFER)
                         continue
                     restore = isinstance(value, ast.Name) and saved.get(value.id) == t.attr and owner is st
                     if key not in done and _number_change(owner, t.attr, value, aug, restore):

@@ -184,3 +184,37 @@ def test_a_counter_falls_back_to_eager_past_the_recompile_limit():
     got = _run(COUNTER, use_compiled=True, calls=limit + 3)
     assert [n for _, n in got] == [1] * limit + [0] * 3  # past the limit dynamo stops compiling: eager
     assert [r for r, _ in got][-1] == [limit + 3.0, limit + 4.0, limit + 5.0]
+
+
+REBOUND_BUFFER = """\
+import torch
+from torch import nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("buf", None, persistent=False)
+        self.register_buffer("count", torch.tensor([1.0]))
+    def forward(self, x):
+        if self.buf is None:
+            self.buf = torch.ones(3) * 3
+        self.count = self.count + 1
+        return x + self.buf + self.count
+def step(model, i):
+    pass
+model = Net()
+compiled = torch.compile(model)
+"""
+
+
+def test_a_rebound_buffer_is_stored_like_eager_under_torch_compile_and_not_reported_there():
+    # thunder drops or fails on the rebinding (lightning-thunder #646, #1951): reported for thunder, while
+    # torch.compile stores the new tensors on the module after the graph, as eager does
+    thunder_src = REBOUND_BUFFER.replace("torch.compile(model)", "thunder.jit(model)").replace(
+        "import torch\n", "import torch\nimport thunder\n", 1)
+    assert [d.code for d in lint_source(thunder_src, "m.py")].count("TL205") == 2
+    assert not _reported(REBOUND_BUFFER)
+    eager = _run(REBOUND_BUFFER, use_compiled=False)
+    torch._dynamo.reset()
+    compiled = _run(REBOUND_BUFFER, use_compiled=True)
+    assert [r for r, _ in compiled] == [r for r, _ in eager]
+    assert sum(n for _, n in compiled) <= 2  # the None buffer filled: at most one recompile

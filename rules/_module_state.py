@@ -6,11 +6,12 @@ annotation. Tensors (buffers, parameters, ``torch.*`` results) are not Python st
 evidence either way (``self.eps = eps``) is left alone: that is what keeps configuration quiet.
 
 Who changes it between calls: for a number (a counter, a position, an epoch: values without bound), a method
-that is not part of construction (``__init__`` and the methods only it calls) or code outside the class that
-stores the attribute on some object (``model.epoch = epoch``, ``setattr(m, "epoch", e)``). For a bool or a
-string (a switch: a compiled graph per value, two at most for a bool), only code outside every class (a
-script, the training loop) that stores it or calls a method that changes it: a setter only the library's own
-classes call (``set_grad_checkpointing``) is configuration.
+that is not part of construction (``__init__`` and the methods only it calls) and makes the new value from
+the old one (``self.pos += n``), or code outside the class that stores the attribute on some object
+(``model.epoch = epoch``, ``setattr(m, "epoch", e)``). A setter (``def set_chunks(self, n): self.chunks = n``)
+and a bool or string switch (a compiled graph per value, two at most for a bool) count only when code outside
+every class (a script, the training loop) calls or stores them: a setter only the library's own classes call
+(``set_grad_checkpointing``, a recipe's setup) is configuration chosen before use.
 """
 
 from __future__ import annotations
@@ -80,11 +81,30 @@ def python_value(value) -> bool:
 
 
 def tensor_value(value) -> bool:
+    """A tensor factory (``torch.zeros(...)``, ``nn.Parameter(...)``), or an expression with a ``torch.*`` / ``F.*``
+    call in it (``1 - torch.mean(skip)``): a tensor, not a Python number."""
     if isinstance(value, ast.Call):
         f = value.func
         name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-        return name in _TENSOR_FACTORIES
+        if name in _TENSOR_FACTORIES:
+            return True
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            root = node.func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in ("torch", "F"):
+                return True
     return False
+
+
+def progressive(store: "Store", attr: str) -> bool:
+    """``self.pos += n``, ``self.step = self.step + 1``: a new value from the old one on every call (a counter,
+    a position), unlike a setter that stores what it is given."""
+    if store.aug:
+        return True
+    return store.value is not None and any(
+        isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.value, ast.Name) for n in ast.walk(store.value))
 
 
 def _annotation_name(ann) -> str:

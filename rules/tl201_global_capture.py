@@ -50,6 +50,7 @@ There is no automatic fix.
 
 ## References
 - [lightning-thunder #132: functional jit loading closures sharp edge](https://github.com/Lightning-AI/lightning-thunder/issues/132)
+- [lightning-thunder #1464: a global (a ContextVar) treated as a constant without a check in the prologue](https://github.com/Lightning-AI/lightning-thunder/issues/1464)
 """,
     valid=[
         "import thunder\nimport torch\nSCALE = 5\n@thunder.jit\ndef f(x):\n    return torch.sin(x) * SCALE\n",
@@ -98,6 +99,10 @@ There is no automatic fix.
         # a private global bound once, whose object a function changes
         "import torch\nclass _State:\n    def __init__(self):\n        self.scale = 1.0\n_state = _State()\n"
         "def set_scale(v):\n    _state.scale = v\n@torch.compile\ndef f(x):\n    return x * _state.scale\n",
+        # a ContextVar set between calls (lightning-thunder #1464: thunder baked in the first value)
+        "import torch\nimport thunder\nfrom contextvars import ContextVar\n_compile_data = ContextVar('compile_data', default=1)\n"
+        "def fn(x):\n    return x + _compile_data.get()\njfn = thunder.jit(fn)\ndef run():\n    jfn(torch.ones(3))\n"
+        "    _compile_data.set(2)\n    return jfn(torch.ones(3))\n",
         # made once by a helper, but filled in later: data
         "import torch\nregistry = dict_factory()\ndef register(k, v):\n    registry[k] = v\n@torch.compile\ndef f(x):\n"
         "    return x * registry['scale']\n",

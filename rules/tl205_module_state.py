@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ._module_state import (CONSTRUCTION, EXPECTED, saved_names, class_state, is_self_attr, outside_code, self_name,
-                            tensor_value)
+from ._module_state import (CONSTRUCTION, EXPECTED, class_state, is_self_attr, outside_code, progressive, saved_names,
+                            self_name, tensor_value)
 from ._torch_api import eager_only_spans, in_spans
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -118,6 +118,15 @@ There is no automatic fix.
         "    def set_grad_checkpointing(self, enable=True):\n        for s in self.stages:\n"
         "            s.grad_checkpointing = enable\n    def forward(self, x):\n        for s in self.stages:\n"
         "            x = s(x)\n        return x\nm = torch.compile(Net())\n",
+        # a setter a recipe's setup calls once (torchtune's set_num_output_chunks), and an attribute that holds a
+        # tensor computed in forward (`1 - torch.mean(skip)`), though a float in eval
+        "import torch\nfrom torch import nn\nclass Decoder(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.num_output_chunks = 0\n        self.inferred = 1.0\n    def set_num_output_chunks(self, n):\n"
+        "        self.num_output_chunks = n\n    def forward(self, x):\n        if not self.training:\n"
+        "            self.inferred = 1.0\n            return x\n        self.inferred = 1 - torch.mean(x)\n"
+        "        if self.num_output_chunks > 0:\n            return x.chunk(self.num_output_chunks)[0]\n        return x\n"
+        "class Recipe:\n    def setup(self, model):\n        self._model = torch.compile(model)\n"
+        "        model.set_num_output_chunks(8)\n",
         # the same constant stored on every call is no change (`self.pos = 0` resets a slot each call)
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.ready = False\n    def forward(self, x):\n        self.ready = True\n        return x * 2\n"
@@ -241,12 +250,11 @@ def _changer(facts, st, attr, compiled: set[str], func) -> str:
         for s in st.writers(attr):
             m = s.method
             if m and m not in st.construction and m not in compiled and m not in ("train", "eval") and \
-                    _number_change(st, attr, s.value, s.aug, s.restore):
+                    _number_change(st, attr, s.value, s.aug, s.restore) and progressive(s, attr):
                 return f"`{m}`"
         for node, where, value in outside.stores.get(attr, ()):
             if where != "construction" and not _inside(node, func) and not isinstance(value, ast.Constant):
                 return f"line {node.lineno}"
-        return ""
     for node, where, _ in outside.stores.get(attr, ()):
         if where == "free":
             return f"line {node.lineno}"

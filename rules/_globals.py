@@ -106,6 +106,9 @@ def global_changes(tree: ast.Module) -> dict[str, list[Change]]:
             continue
         if isinstance(node, ast.ClassDef):
             work.extend((s, shadowed, between) for s in node.body)  # a class body's own names are class attributes
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_classmethod(item):
+                    _classmethod_changes(item, node.name, out)
             continue
         for t in _targets(node):
             got = change_of(t)
@@ -119,6 +122,22 @@ def global_changes(tree: ast.Module) -> dict[str, list[Change]]:
         for child in ast.iter_child_nodes(node):
             work.append((child, shadowed, between or loop))
     return out
+
+
+def _is_classmethod(func) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "classmethod" for d in func.decorator_list)
+
+
+def _classmethod_changes(func, cls_name: str, out: dict) -> None:
+    """``cls.factor = f`` in a classmethod of ``GlobalState``: a change of ``GlobalState.factor``."""
+    args = func.args.posonlyargs + func.args.args
+    if not args:
+        return
+    me = args[0].arg
+    for node in ast.walk(func):
+        for t in _targets(node):
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me:
+                out.setdefault(cls_name, []).append(Change(cls_name, t.attr, t, "attribute", True))
 
 
 def bound_once_by_call(index, name: str) -> str | None:

@@ -96,6 +96,9 @@ There is no automatic fix.
         # a class attribute the training loop changes between calls (issue 31's `GlobalState.factor`)
         "import torch\nclass GlobalState:\n    factor = 1.0\n@torch.compile\ndef f(x):\n    return x * GlobalState.factor\n"
         "def train():\n    for i in range(3):\n        GlobalState.factor = i * 0.5\n        f(torch.ones(2))\n",
+        # the same, changed through a classmethod
+        "import torch\nclass GlobalState:\n    factor = 1.0\n    @classmethod\n    def set_factor(cls, f):\n"
+        "        cls.factor = f\n@torch.compile\ndef f(x):\n    return x * GlobalState.factor\n",
         # a private global bound once, whose object a function changes
         "import torch\nclass _State:\n    def __init__(self):\n        self.scale = 1.0\n_state = _State()\n"
         "def set_scale(v):\n    _state.scale = v\n@torch.compile\ndef f(x):\n    return x * _state.scale\n",

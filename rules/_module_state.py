@@ -52,6 +52,7 @@ class ClassState:
     held: dict[str, str] = field(default_factory=dict)  # attribute -> class name of `self.attr = Cls(...)`
     self_calls: dict[str, set[str]] = field(default_factory=dict)  # method -> methods it calls as self.m()
     construction: set[str] = field(default_factory=set)  # __init__ and the methods only construction calls
+    saved: dict[str, dict[str, str]] = field(default_factory=dict)  # method -> {`tmp` of `tmp = self.x`: "x"}
 
     def writers(self, attr: str) -> list[Store]:
         return self.stores.get(attr, [])
@@ -88,7 +89,7 @@ def tensor_value(value) -> bool:
         name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
         if name in _TENSOR_FACTORIES:
             return True
-    for node in ast.walk(value):
+    for node in fast_walk(value):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             root = node.func
             while isinstance(root, ast.Attribute):
@@ -117,6 +118,41 @@ def _annotation_name(ann) -> str:
     return ""
 
 
+def fast_walk(node):
+    """``ast.walk`` without its generic field iteration (a third of TL205's time on a large model zoo)."""
+    stack = [node]
+    AST = ast.AST
+    while stack:
+        n = stack.pop()
+        yield n
+        for name in n._fields:
+            v = getattr(n, name, None)
+            if type(v) is list:
+                stack.extend(x for x in v if isinstance(x, AST))
+            elif isinstance(v, AST):
+                stack.append(v)
+
+
+_STMT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements_and_calls(func):
+    """The statements of ``func`` (nested blocks included, nested functions too) and the calls that are a
+    statement's whole value (``self._setup()``, ``x = self.helper(x)``, ``return self.step(x)``): what a class's
+    state needs, without visiting every expression of every method (the compiled ones are walked in full)."""
+    stack = list(reversed(func.body))
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        value = getattr(stmt, "value", None)
+        if type(value) is ast.Call:
+            yield value
+        for name in _STMT_LISTS:
+            block = getattr(stmt, name, None)
+            if type(block) is list:
+                stack.extend(reversed(block))
+
+
 def class_state(cls: ast.ClassDef, classes: dict) -> ClassState:
     state = ClassState(cls)
     for stmt in cls.body:
@@ -132,27 +168,21 @@ def class_state(cls: ast.ClassDef, classes: dict) -> ClassState:
         calls = state.self_calls.setdefault(name, set())
         if me is None:
             continue
-        saved = saved_names(func, me)
-        for node in ast.walk(func):
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    for leaf in _leaves(t):
+        saved = state.saved.setdefault(name, {})
+        stores = []
+        for node in _statements_and_calls(func):
+            t = type(node)
+            if t is ast.Assign or t is ast.AugAssign or t is ast.AnnAssign:
+                targets = node.targets if t is ast.Assign else [node.target]
+                if t is ast.Assign and len(targets) == 1 and type(targets[0]) is ast.Name and is_self_attr(node.value, me):
+                    saved[targets[0].id] = node.value.attr  # `tmp = self.x`: put back later, no change
+                for target in targets:
+                    for leaf in _leaves(target):
                         if is_self_attr(leaf, me):
-                            attr = leaf.attr
-                            aug = isinstance(node, ast.AugAssign)
-                            restore = isinstance(node.value, ast.Name) and saved.get(node.value.id) == attr
-                            state.stores.setdefault(attr, []).append(Store(name, leaf, node.value, aug, restore))
-                            value = node.value if len(targets) == 1 and leaf is t else None
-                            if aug and isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, float)):
-                                state.python.add(attr)
-                                state.numbers.add(attr)
-                            _note_value(state, attr, value, getattr(node, "annotation", None))
-                            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in classes:
-                                state.held[attr] = value.func.id
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                            stores.append((node, leaf, leaf is target and len(targets) == 1))
+            elif t is ast.Call and type(node.func) is ast.Attribute:
                 f = node.func
-                if isinstance(f.value, ast.Name) and f.value.id == me:
+                if type(f.value) is ast.Name and f.value.id == me:
                     if f.attr in ("register_buffer", "register_parameter") and node.args:
                         first = node.args[0]
                         if isinstance(first, ast.Constant) and isinstance(first.value, str):
@@ -161,6 +191,18 @@ def class_state(cls: ast.ClassDef, classes: dict) -> ClassState:
                                 state.buffers.add(first.value)
                     else:
                         calls.add(f.attr)
+        for node, leaf, single in stores:
+            attr = leaf.attr
+            aug = type(node) is ast.AugAssign
+            restore = isinstance(node.value, ast.Name) and saved.get(node.value.id) == attr
+            state.stores.setdefault(attr, []).append(Store(name, leaf, node.value, aug, restore))
+            value = node.value if single else None
+            if aug and isinstance(node.value, ast.Constant) and isinstance(node.value.value, (int, float)):
+                state.python.add(attr)
+                state.numbers.add(attr)
+            _note_value(state, attr, value, getattr(node, "annotation", None))
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in classes:
+                state.held[attr] = value.func.id
     state.python -= state.tensors
     state.numbers &= state.python
     state.construction = _construction(state)
@@ -232,19 +274,26 @@ class Outside:
     calls: dict[str, list[tuple[ast.AST, str]]] = field(default_factory=dict)  # x.m(...), x not `self`
 
 
-def outside_code(tree: ast.Module) -> Outside:
+def outside_code(tree: ast.Module, lines=None) -> Outside:
+    """``lines``: only statements holding one of these lines are walked (those a text search found)."""
     out = Outside()
-    work = [(stmt, "free") for stmt in tree.body]
+
+    def holds(stmt) -> bool:
+        return lines is None or any(stmt.lineno <= n <= (stmt.end_lineno or stmt.lineno) for n in lines)
+
+    work = [(stmt, "free") for stmt in tree.body if holds(stmt)]
     while work:
         stmt, where = work.pop()
         if isinstance(stmt, ast.ClassDef):
             for item in stmt.body:
+                if not holds(item):
+                    continue
                 if isinstance(item, _FUNC):
                     work.append((item, "construction" if item.name in CONSTRUCTION else "class"))
                 else:
                     work.append((item, "class"))
             continue
-        for node in ast.walk(stmt):
+        for node in fast_walk(stmt):
             if isinstance(node, (ast.Assign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import bisect
+import re
 
-from ._module_state import (CONSTRUCTION, EXPECTED, class_state, is_self_attr, outside_code, progressive, saved_names,
+from ._module_state import (CONSTRUCTION, EXPECTED, class_state, fast_walk, is_self_attr, outside_code, progressive,
                             self_name, tensor_value)
-from ._torch_api import eager_only_spans, in_spans
+from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 
@@ -194,6 +196,7 @@ class _Facts:
         self.ctx = ctx
         self._states = {}
         self._outside = None
+        self._line_starts = None
 
     def state(self, cls):
         got = self._states.get(id(cls))
@@ -207,11 +210,26 @@ class _Facts:
         cls = self.ctx.index.classes.get(name) if name else None
         return self.state(cls) if cls is not None else None
 
-    @property
-    def outside(self):
-        if self._outside is None:
-            self._outside = outside_code(self.ctx.tree)
-        return self._outside
+    def outside(self, attr: str, setters) -> object | None:
+        """Stores of ``attr`` and calls of ``setters`` outside the class, from the statements on the lines where
+        the text has them; None when it has none (most attributes: no walk at all)."""
+        text = self.ctx.source.text
+        pattern = rf"(?<!\bself)\.\s*{re.escape(attr)}\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)"
+        if setters:
+            pattern += "|" + "|".join(rf"\.\s*{re.escape(m)}\s*\(" for m in setters)
+        if "setattr" in text:
+            pattern += r"|\bsetattr\s*\("
+        if self._line_starts is None:
+            self._line_starts = [m.end() for m in re.finditer("\n", text)]
+        lines = {bisect.bisect_right(self._line_starts, m.start()) + 1 for m in re.finditer(pattern, text)}
+        if not lines:
+            return None
+        key = frozenset(lines)
+        got = self._outside.get(key) if self._outside else None
+        if got is None:
+            self._outside = self._outside or {}
+            got = self._outside[key] = outside_code(self.ctx.tree, lines)
+        return got
 
 
 def _number_change(st, attr, value, aug, restore=False) -> bool:
@@ -245,21 +263,24 @@ def _method_writes(st, method) -> list[str]:
 
 def _changer(facts, st, attr, compiled: set[str], func) -> str:
     """Who changes ``attr`` of ``st``'s objects between calls ("" when nothing does): see _module_state."""
-    outside = facts.outside
     if attr in st.numbers:
         for s in st.writers(attr):
             m = s.method
             if m and m not in st.construction and m not in compiled and m not in ("train", "eval") and \
                     _number_change(st, attr, s.value, s.aug, s.restore) and progressive(s, attr):
                 return f"`{m}`"
+    setters = sorted({s.method for s in st.writers(attr) if s.method and s.method not in st.construction} - compiled)
+    outside = facts.outside(attr, setters)
+    if outside is None:
+        return ""  # no store of the attribute, no call of a setter anywhere in the text
+    if attr in st.numbers:
         for node, where, value in outside.stores.get(attr, ()):
             if where != "construction" and not _inside(node, func) and not isinstance(value, ast.Constant):
                 return f"line {node.lineno}"
     for node, where, _ in outside.stores.get(attr, ()):
         if where == "free":
             return f"line {node.lineno}"
-    setters = {s.method for s in st.writers(attr) if s.method and s.method not in st.construction}
-    for m in sorted(setters - compiled):
+    for m in setters:
         for node, where in outside.calls.get(m, ()):
             if where == "free":
                 return f"`{m}` (called at line {node.lineno})"
@@ -267,7 +288,7 @@ def _changer(facts, st, attr, compiled: set[str], func) -> str:
 
 
 def _in_order(func):
-    nodes = [n for n in ast.walk(func) if hasattr(n, "lineno")]
+    nodes = [n for n in fast_walk(func) if hasattr(n, "lineno")]
     nodes.sort(key=lambda n: (n.lineno, n.col_offset))
     return nodes
 
@@ -283,9 +304,12 @@ def check(ctx):
         if me is None:
             continue
         st = facts.state(target.info.class_node)
-        compiled = {func.name} | _compiled_helpers(st, func.name)
-        spans = eager_only_spans(func)
-        saved = saved_names(func, me)
+        nodes = _in_order(func)
+        called = {n.func.attr for n in nodes if type(n) is ast.Call and is_self_attr(n.func, me)}
+        compiled = {func.name} | _compiled_helpers(st, called)
+        spans = eager_only_spans(func, [n for n in nodes if type(n) is ast.If]) if mentions_compiling_checks(
+            ctx.segment(func)) else []
+        saved = st.saved.get(func.name, {})
         done: set[str] = set()
 
         def report(node, key, subject, fix, hazard, tc):
@@ -293,7 +317,7 @@ def check(ctx):
             return Finding(node, **compiled_message(target, f"{target.subject} {subject}", fix, hazard, tc, "TL205"))
 
         stores = set()
-        for node in _in_order(func):
+        for node in nodes:
             if spans and in_spans(node, spans):
                 continue
             if isinstance(node, (ast.Assign, ast.AugAssign)):
@@ -357,14 +381,15 @@ def check(ctx):
                              _TC_READ)
 
 
-def _compiled_helpers(st, method: str) -> set[str]:
-    """Methods the compiled ``method`` calls as ``self.m()`` (transitively): compiled with it."""
+def _compiled_helpers(st, called: set[str]) -> set[str]:
+    """The methods a compiled method calls as ``self.m()`` (``called``), and those they call: compiled with it."""
     seen: set[str] = set()
-    frontier = [method]
+    frontier = [m for m in called if m in st.methods]
+    seen.update(frontier)
     while frontier:
         m = frontier.pop()
         for callee in st.self_calls.get(m, ()):
-            if callee in st.methods and callee not in seen and callee != method:
+            if callee in st.methods and callee not in seen:
                 seen.add(callee)
                 frontier.append(callee)
     return seen

@@ -11,6 +11,7 @@ Only this file is seen: a change made from another module is not (the project in
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 # Methods that change the object they are called on (lists, dicts, sets, deques, queues, ContextVars).
@@ -27,6 +28,20 @@ class Change:
     node: ast.AST  # where
     how: str  # "item" | "attribute" | "call"
     between_calls: bool = True  # in a function or a module-level loop; False: straight-line import-time code
+
+
+def might_change(text: str, name: str) -> bool:
+    """Could the text change global ``name``'s object (a store into it, a mutating call, setattr, a classmethod's
+    ``cls.x = v``)? A cheap test before the file's walk; False means it certainly does not."""
+    if name not in text:
+        return False
+    if "setattr" in text or "classmethod" in text:
+        return True
+    n = re.escape(name)
+    store = rf"\b{n}\s*(?:\.\s*\w+|\[[^\n]*\])\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)"
+    call = rf"\b{n}\s*\.\s*(?:{'|'.join(sorted(MUTATORS))})\s*\("
+    return re.search(store, text) is not None or re.search(call, text) is not None or re.search(
+        rf"\bdel\s+{n}\s*[\[.]", text) is not None
 
 
 def is_data_global(index, name: str) -> bool:

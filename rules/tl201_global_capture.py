@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ._globals import bound_once_by_call, global_changes, is_data_global
+from ._globals import bound_once_by_call, global_changes, is_data_global, might_change
 from ._jit_scopes import free_reads, jitted_scopes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -115,19 +115,35 @@ There is no automatic fix.
 )
 
 
+class _Changes:
+    """The file's changes of module globals (rules/_globals.py), walked only when a read needs them and the
+    text holds a change of one of the names asked about (most files change none of their globals)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self._all = None
+
+    def of(self, names) -> dict:
+        if self._all is None:
+            text = self.ctx.source.text
+            if not any(might_change(text, n) for n in names):
+                return {}
+            self._all = global_changes(self.ctx.tree)
+        return self._all
+
+
 def check(ctx):
-    changes = None
+    changes = _Changes(ctx)
     for target, scope in jitted_scopes(ctx):
-        if changes is None:
-            changes = global_changes(ctx.tree)
         reported = set()
         for node, kind, _ in free_reads(ctx, scope):
             if kind != "global":
                 continue
             name = node.id
-            once = bound_once_by_call(ctx.index, name) if name not in changes else None
-            if once == "import" or (once == "call" and _used_as_code(scope, name)):
-                continue  # `Matcher, _ = optional_import(...)`: a class, function or module chosen once at import
+            once = bound_once_by_call(ctx.index, name)
+            if once is not None and name not in changes.of([name]):
+                if once == "import" or (once == "call" and _used_as_code(scope, name)):
+                    continue  # `Matcher, _ = optional_import(...)`: a class, function or module chosen at import
             reported.add(name)
             yield _finding(target, node, f"reads the module global `{name}`, a hidden input")
         for node, change in _changed_constants(ctx, scope, changes, reported):
@@ -160,10 +176,19 @@ def _changed_constants(ctx, jit_scope, changes, reported):
     """Reads of globals that look constant (a private name bound once, a value made once by a call, a class) but
     whose object the file changes: ``_state.scale = v``, ``GlobalState.factor = f``. (node, first change)."""
     loads = {}
+    index = ctx.index
     for scope in jit_scope.walk():
         for node in scope.loads:
-            if node.id in changes and node.id not in reported and node.id not in loads and scope.owner_of(node.id) is None:
-                loads[node.id] = node
+            name = node.id
+            if name in reported or name in loads or scope.owner_of(name) is not None:
+                continue
+            kinds = index.bindings.get(name)
+            if kinds == ["class"] or (is_data_global(index, name) and index.module_name_kind(name) == "static"):
+                loads[name] = node
+    if not loads:
+        return
+    changes = changes.of(list(loads))
+    loads = {n: node for n, node in loads.items() if n in changes}
     if not loads:
         return
     attrs = _attribute_reads(jit_scope, loads)

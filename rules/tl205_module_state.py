@@ -7,7 +7,7 @@ import bisect
 import re
 
 from ._module_state import (CONSTRUCTION, EXPECTED, class_state, fast_walk, is_self_attr, outside_code, progressive,
-                            self_name, tensor_value)
+                            python_value, self_name, tensor_value)
 from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -162,6 +162,10 @@ There is no automatic fix.
         "        self.epoch = 0\n    def forward(self, x):\n        return x * min(1.0, self.epoch / 10)\n"
         "model = Sched()\ncmodel = torch.compile(model)\nfor epoch in range(3):\n    model.epoch = epoch\n"
         "    cmodel(torch.ones(2))\n",
+        # an attribute set from a constructor argument, which the script sets to another number between calls
+        "import torch\nfrom torch import nn\nclass Scaled(nn.Module):\n    def __init__(self, scale):\n        super().__init__()\n"
+        "        self.scale = scale\n    def forward(self, x):\n        return x * self.scale\nmodel = Scaled(1.0)\n"
+        "cmodel = torch.compile(model)\ncmodel(torch.ones(2))\nmodel.scale = 0.5\ncmodel(torch.ones(2))\n",
         # a cache object's int position, advanced by a method the compiled forward calls (pytorch #120248)
         "import torch\nfrom torch import nn\nclass KVCache:\n    def __init__(self, n):\n        self.k = torch.zeros(n, 4)\n"
         "        self.pos = 0\n    def append(self, k):\n        self.k[self.pos] = k\n        self.pos += 1\n"
@@ -196,7 +200,7 @@ class _Facts:
         self.ctx = ctx
         self._states = {}
         self._outside = None
-        self._line_starts = None
+        self._stores = None
 
     def state(self, cls):
         got = self._states.get(id(cls))
@@ -210,18 +214,43 @@ class _Facts:
         cls = self.ctx.index.classes.get(name) if name else None
         return self.state(cls) if cls is not None else None
 
+    def _index_text(self):
+        """One pass of the text: the lines of ``x.attr = v`` stores (x not ``self``), of ``.m(`` calls, and of
+        ``setattr(``; TL205 asks about many attributes, each then a lookup."""
+        text = self.ctx.source.text
+        starts = [m.end() for m in re.finditer("\n", text)]
+
+        def line(pos):
+            return bisect.bisect_right(starts, pos) + 1
+
+        self._stores, self._calls, self._setattr = {}, None, []
+        for m in re.finditer(r"(?<!\bself)\.\s*(\w+)\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)", text):
+            self._stores.setdefault(m.group(1), set()).add(line(m.start()))
+        self._setattr = {line(m.start()) for m in re.finditer(r"\bsetattr\s*\(", text)}
+        self._line = line
+
+    def _calls_of(self, method: str) -> set:
+        """Lines of ``.method(`` calls (all calls indexed on the first question: few files ask)."""
+        if self._calls is None:
+            self._calls = {}
+            for m in re.finditer(r"\.\s*(\w+)\s*\(", self.ctx.source.text):
+                self._calls.setdefault(m.group(1), set()).add(self._line(m.start()))
+        return self._calls.get(method, set())
+
+    def script_stored(self) -> set:
+        """Attribute names the text stores on something other than ``self`` (``model.scale = ...``)."""
+        if self._stores is None:
+            self._index_text()
+        return self._stores.keys()
+
     def outside(self, attr: str, setters) -> object | None:
         """Stores of ``attr`` and calls of ``setters`` outside the class, from the statements on the lines where
         the text has them; None when it has none (most attributes: no walk at all)."""
-        text = self.ctx.source.text
-        pattern = rf"(?<!\bself)\.\s*{re.escape(attr)}\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)"
-        if setters:
-            pattern += "|" + "|".join(rf"\.\s*{re.escape(m)}\s*\(" for m in setters)
-        if "setattr" in text:
-            pattern += r"|\bsetattr\s*\("
-        if self._line_starts is None:
-            self._line_starts = [m.end() for m in re.finditer("\n", text)]
-        lines = {bisect.bisect_right(self._line_starts, m.start()) + 1 for m in re.finditer(pattern, text)}
+        if self._stores is None:
+            self._index_text()
+        lines = set(self._stores.get(attr, ())) | set(self._setattr)
+        for m in setters:
+            lines |= self._calls_of(m)
         if not lines:
             return None
         key = frozenset(lines)
@@ -284,6 +313,18 @@ def _changer(facts, st, attr, compiled: set[str], func) -> str:
         for node, where in outside.calls.get(m, ()):
             if where == "free":
                 return f"`{m}` (called at line {node.lineno})"
+    return ""
+
+
+def _set_by_script(facts, st, attr) -> str:
+    """An attribute the class sets without evidence of its type, which code outside every class (a script, the
+    training loop) sets to a number, bool or string constant: Python state that changes between calls."""
+    if attr in st.tensors or attr not in st.stores or attr not in facts.script_stored():
+        return ""
+    outside = facts.outside(attr, ())
+    for node, where, value in outside.stores.get(attr, ()) if outside is not None else ():
+        if where == "free" and value is not None and python_value(value):
+            return f"line {node.lineno}"
     return ""
 
 
@@ -372,9 +413,13 @@ def check(ctx):
                     key, attr, shown = f"{node.value.attr}.{node.attr}", node.attr, ctx.segment(node)
                 else:
                     continue
-                if key in done or owner is None or attr not in owner.python or attr in EXPECTED:
+                if key in done or owner is None or attr in EXPECTED:
                     continue
-                by = _changer(facts, owner, attr, compiled if owner is st else set(), func)
+                if attr not in owner.python:
+                    # `self.scale = scale` in __init__ (no evidence), `model.scale = 0.5` in the script: a number
+                    by = _set_by_script(facts, owner, attr)
+                else:
+                    by = _changer(facts, owner, attr, compiled if owner is st else set(), func)
                 if not by:
                     continue
                 yield report(node, key, f"reads `{shown}`, which {by} changes between calls", _FIX_READ, _HAZARD_READ,

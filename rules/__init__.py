@@ -17,6 +17,7 @@ from . import (
     tl202_closure_capture,
     tl203_captured_write,
     tl204_side_effect_call,
+    tl205_module_state,
     tl301_symbolic_control_flow,
     tl302_data_dependent_control_flow,
 )
@@ -34,6 +35,7 @@ _MODULES = (
     tl202_closure_capture,
     tl203_captured_write,
     tl204_side_effect_call,
+    tl205_module_state,
     tl301_symbolic_control_flow,
     tl302_data_dependent_control_flow,
 )
@@ -41,7 +43,7 @@ _MODULES = (
 RULES: dict[str, RuleInfo] = {m.INFO.code: m.INFO for m in sorted(_MODULES, key=lambda m: m.INFO.code)}
 STATIC_CHECKS = {m.INFO.code: m.check for m in _MODULES if hasattr(m, "check")}
 # The rules whose checks only look at jitted functions (the engine skips them when a file has none).
-JIT_ONLY = frozenset({"TL102", "TL103", "TL201", "TL202", "TL203", "TL204", "TL301", "TL302"})
+JIT_ONLY = frozenset({"TL102", "TL103", "TL201", "TL202", "TL203", "TL204", "TL205", "TL301", "TL302"})
 
 
 def render_docs(code: str) -> str:

@@ -67,6 +67,7 @@ class Behaviour:
     ours_claim: str  # "eager" or the name of the error compiler.jit raises
     dynamic: bool = False  # compiled with dynamic shapes / symbolic values
     message_follows_compiler: bool = True  # TL101 is reported the same everywhere (eager code too)
+    traced: bool = True  # analyzer.jit's trace check reports it too (TL205 has a static check only)
 
 
 BEHAVIOUR = {
@@ -138,6 +139,19 @@ BEHAVIOUR = {
         "matches eager: the print runs on every call",
         "eager",
     ),
+    "TL205": Behaviour(
+        "import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.counter = 0\n    def forward(self, x):\n        self.counter += 1\n        return x + self.counter\n"
+        "net = Net()\ndef f(x):\n    return net(x)\n",
+        ((3,), (3,), (3,)),
+        "the value read while tracing is baked into the trace, and a cached trace does not repeat the write",
+        "treats the module's int attribute as a constant and guards it: the count is right, at the cost of a "
+        "recompile on every call (and eager fallback once the recompile limit, 8, is hit)",
+        ("eager", "recompiles"),
+        "matches eager: the count is right on every call",
+        "eager",
+        traced=False,
+    ),
     "TL301": Behaviour(
         "def f(x):\n    if x.shape[0] > 2:\n        return x + 1\n    return x - 1\n",
         ((1,), (4,)),
@@ -180,7 +194,9 @@ def render_behaviour(code: str) -> str:
         f"- thunder: {b.thunder}." + (" Reported at the rule's severity." if b.message_follows_compiler else ""),
         f"- torch.compile{' (dynamic=True)' if b.dynamic else ''}: {b.torch_compile}."
         + (" Reported as a warning that names the cost." if b.message_follows_compiler else ""),
-        f"- compiler.jit (this project's compiler): {b.ours}; `analyzer.jit(sharp_edges=...)` reports the hazard.",
+        f"- compiler.jit (this project's compiler): {b.ours}; "
+        + ("`analyzer.jit(sharp_edges=...)` reports the hazard." if b.traced else
+           "the linter's static check reports it (`analyzer.jit` has no trace check for it)."),
     ]
     if b.message_follows_compiler:
         lines.append("- unknown compiler (configured decorators, `assume-compiled`): the message says both.")

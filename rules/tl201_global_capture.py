@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+
+from ._globals import bound_once_by_call, global_changes, is_data_global, might_change
 from ._jit_scopes import free_reads, jitted_scopes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -15,6 +18,10 @@ INFO = RuleInfo(
 ## What it does
 Reports the first read, inside a jitted function, of a module-level variable that is not a module, a
 function, a class, or an UPPER_CASE constant assigned exactly once. A lowercase `x = 5` is a variable.
+A name bound once at import by a call (`Matcher, _ = optional_import("...")`) and never touched again is
+a constant. Something that changes between calls makes any global a hidden input: a rebinding, a `global`
+write, an item or attribute store (`_state.scale = v`, `GlobalState.factor = f` in a function or a loop),
+or a mutating call (`.append`, `.update`, a ContextVar's `.set`) on it in this file.
 
 ## Why is this bad?
 A global is a hidden input. A compiler that bakes its value into the compiled trace keeps returning
@@ -43,6 +50,7 @@ There is no automatic fix.
 
 ## References
 - [lightning-thunder #132: functional jit loading closures sharp edge](https://github.com/Lightning-AI/lightning-thunder/issues/132)
+- [lightning-thunder #1464: a global (a ContextVar) treated as a constant without a check in the prologue](https://github.com/Lightning-AI/lightning-thunder/issues/1464)
 """,
     valid=[
         "import thunder\nimport torch\nSCALE = 5\n@thunder.jit\ndef f(x):\n    return torch.sin(x) * SCALE\n",
@@ -58,6 +66,17 @@ There is no automatic fix.
         "import torch\nimport torch.nn.functional as F\nclass Detach(torch.autograd.Function):\n    @staticmethod\n"
         "    def forward(ctx, x):\n        return x.detach()\ndetach = Detach.apply\ngelu = F.gelu\n@torch.compile\n"
         "def f(x):\n    return gelu(detach(x))\n",
+        # chosen once at import by a helper, never touched again: a class, a function or a module (issue 31)
+        "import torch\nfrom typing import TYPE_CHECKING\nfrom torch import nn\nfrom monai.utils import optional_import\n"
+        "if TYPE_CHECKING:\n    from torchvision.models.detection._utils import Matcher\nelse:\n"
+        "    Matcher, _ = optional_import('torchvision.models.detection._utils', name='Matcher')\n"
+        "rearrange, has_einops = optional_import('einops', name='rearrange')\n"
+        "box_ops = optional_import('torchvision.ops')[0]\nclass Head(nn.Module):\n    def forward(self, x):\n"
+        "        if isinstance(x, Matcher) or not has_einops:\n            return x\n"
+        "        return box_ops.box_area(rearrange(x, 'b c -> c b'))\n"
+        "model = torch.compile(Head())\n",
+        # a class attribute set once at import is configuration
+        "import torch\nclass Cfg:\n    factor = 1.0\nCfg.factor = 2.0\n@torch.compile\ndef f(x):\n    return x * Cfg.factor\n",
         # a constant bound once on every path
         "import torch\ntry:\n    import apex\n    HAS_APEX = True\nexcept ImportError:\n    HAS_APEX = False\n"
         "@torch.compile\ndef f(x):\n    return x * 2 if HAS_APEX else x\n",
@@ -74,25 +93,139 @@ There is no automatic fix.
         # an attribute of a data global is data
         "import torch\nclass Cfg:\n    scale = 1.0\ncfg = Cfg()\nscale = cfg.scale\n@torch.compile\ndef f(x):\n"
         "    return x * scale\n",
+        # a class attribute the training loop changes between calls (issue 31's `GlobalState.factor`)
+        "import torch\nclass GlobalState:\n    factor = 1.0\n@torch.compile\ndef f(x):\n    return x * GlobalState.factor\n"
+        "def train():\n    for i in range(3):\n        GlobalState.factor = i * 0.5\n        f(torch.ones(2))\n",
+        # the same, changed through a classmethod
+        "import torch\nclass GlobalState:\n    factor = 1.0\n    @classmethod\n    def set_factor(cls, f):\n"
+        "        cls.factor = f\n@torch.compile\ndef f(x):\n    return x * GlobalState.factor\n",
+        # a private global bound once, whose object a function changes
+        "import torch\nclass _State:\n    def __init__(self):\n        self.scale = 1.0\n_state = _State()\n"
+        "def set_scale(v):\n    _state.scale = v\n@torch.compile\ndef f(x):\n    return x * _state.scale\n",
+        # a ContextVar set between calls (lightning-thunder #1464: thunder baked in the first value)
+        "import torch\nimport thunder\nfrom contextvars import ContextVar\n_compile_data = ContextVar('compile_data', default=1)\n"
+        "def fn(x):\n    return x + _compile_data.get()\njfn = thunder.jit(fn)\ndef run():\n    jfn(torch.ones(3))\n"
+        "    _compile_data.set(2)\n    return jfn(torch.ones(3))\n",
+        # made once by a helper, but filled in later: data
+        "import torch\nregistry = dict_factory()\ndef register(k, v):\n    registry[k] = v\n@torch.compile\ndef f(x):\n"
+        "    return x * registry['scale']\n",
         # an alias of a mutable global is just as mutable
         "import torch\ncounter = 0\nalias = counter\n@torch.compile\ndef f(x):\n    return x + alias\n",
     ],
 )
 
 
+class _Changes:
+    """The file's changes of module globals (rules/_globals.py), walked only when a read needs them and the
+    text holds a change of one of the names asked about (most files change none of their globals)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self._all = None
+
+    def of(self, names) -> dict:
+        if self._all is None:
+            text = self.ctx.source.text
+            if not any(might_change(text, n) for n in names):
+                return {}
+            self._all = global_changes(self.ctx.tree)
+        return self._all
+
+
 def check(ctx):
+    changes = _Changes(ctx)
     for target, scope in jitted_scopes(ctx):
+        reported = set()
         for node, kind, _ in free_reads(ctx, scope):
-            if kind == "global":
-                yield Finding(
-                    node,
-                    **compiled_message(
-                        target,
-                        f"{target.subject} reads the module global `{node.id}`, a hidden input",
-                        "pass it in, or make it a constant",
-                        "—a hidden input that a compiled trace may bake in and keep using after it changes",
-                        "guards on its value: every new value recompiles the function (a recompile per change, "
-                        "and eager fallback past the recompile limit)",
-                        "TL201",
-                    ),
-                )
+            if kind != "global":
+                continue
+            name = node.id
+            once = bound_once_by_call(ctx.index, name)
+            if once is not None and name not in changes.of([name]):
+                if once == "import" or (once == "call" and _used_as_code(scope, name)):
+                    continue  # `Matcher, _ = optional_import(...)`: a class, function or module chosen at import
+            reported.add(name)
+            yield _finding(target, node, f"reads the module global `{name}`, a hidden input")
+        for node, change in _changed_constants(ctx, scope, changes, reported):
+            what = f"`{node.id}.{change.attr}`" if change.attr and isinstance(ctx.index.bindings.get(node.id), list) \
+                and ctx.index.bindings[node.id] == ["class"] else f"the module global `{node.id}`"
+            yield _finding(target, node, f"reads {what}, which line {change.node.lineno} changes")
+
+
+def _used_as_code(jit_scope, name: str) -> bool:
+    """Is every read of global ``name`` in the jitted function a use of code: called (``rearrange(x)``), an
+    attribute taken (``box_ops.box_area``), a class tested (``isinstance(x, Matcher)``), or ``is None``?
+    A value used as data (``if flag:``, ``x * scale``) stays a hidden input however it was bound."""
+    code = set()
+    for node in ast.walk(jit_scope.node):
+        if isinstance(node, ast.Call):
+            code.add(id(node.func))
+            f = node.func
+            if isinstance(f, ast.Name) and f.id in ("isinstance", "issubclass") and len(node.args) == 2:
+                classes = node.args[1]
+                code.update(id(e) for e in (classes.elts if isinstance(classes, ast.Tuple) else [classes]))
+        elif isinstance(node, ast.Attribute):
+            code.add(id(node.value))
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            if isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None:
+                code.add(id(node.left))
+    return all(id(n) in code for s in jit_scope.walk() for n in s.loads if n.id == name and s.owner_of(name) is None)
+
+
+def _changed_constants(ctx, jit_scope, changes, reported):
+    """Reads of globals that look constant (a private name bound once, a value made once by a call, a class) but
+    whose object the file changes: ``_state.scale = v``, ``GlobalState.factor = f``. (node, first change)."""
+    loads = {}
+    index = ctx.index
+    for scope in jit_scope.walk():
+        for node in scope.loads:
+            name = node.id
+            if name in reported or name in loads or scope.owner_of(name) is not None:
+                continue
+            kinds = index.bindings.get(name)
+            if kinds == ["class"] or (is_data_global(index, name) and index.module_name_kind(name) == "static"):
+                loads[name] = node
+    if not loads:
+        return
+    changes = changes.of(list(loads))
+    loads = {n: node for n, node in loads.items() if n in changes}
+    if not loads:
+        return
+    attrs = _attribute_reads(jit_scope, loads)
+    for name, node in sorted(loads.items(), key=lambda kv: (kv[1].lineno, kv[1].col_offset)):
+        kinds = ctx.index.bindings.get(name)
+        inside = jit_scope.node
+        outside = [c for c in changes[name]
+                   if c.between_calls and not inside.lineno <= c.node.lineno <= inside.end_lineno]
+        if kinds == ["class"]:
+            # a class attribute that code outside the class body stores between calls
+            read = attrs.get(name, set())
+            hit = [c for c in outside if c.how == "attribute" and c.attr in read]
+            if hit:
+                yield node, hit[0]
+        elif is_data_global(ctx.index, name) and ctx.index.module_name_kind(name) == "static" and outside:
+            yield node, outside[0]
+
+
+def _attribute_reads(jit_scope, names) -> dict[str, set[str]]:
+    """name -> attributes read from it (``GlobalState.factor``) in the jitted function."""
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(jit_scope.node):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in names:
+            out.setdefault(node.value.id, set()).add(node.attr)
+    return out
+
+
+def _finding(target, node, what):
+    return Finding(
+        node,
+        **compiled_message(
+            target,
+            f"{target.subject} {what}",
+            "pass it in, or make it a constant",
+            "—a hidden input that a compiled trace may bake in and keep using after it changes",
+            "guards on its value: every new value recompiles the function (a recompile per change, "
+            "and eager fallback past the recompile limit)",
+            "TL201",
+        ),
+    )

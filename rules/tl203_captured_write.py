@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+
+from ._globals import change_of, is_data_global
 from ._jit_scopes import jitted_scopes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -14,7 +17,9 @@ INFO = RuleInfo(
     docs="""\
 ## What it does
 Reports an assignment, augmented assignment or `del` of a name declared `global` inside a jitted
-function, or declared `nonlocal` where the variable belongs to a function outside the jitted one.
+function, or declared `nonlocal` where the variable belongs to a function outside the jitted one; a write
+into the object a module global names (`_stats["n"] += 1`, `_seen.append(n)`, `_state.step = n`); and a
+call of an enclosing function's nested function that makes such a write (`bump()` with `nonlocal count`).
 A nested function writing a `nonlocal` of the jitted function itself is part of the computation and fine.
 
 ## Why is this bad?
@@ -49,12 +54,25 @@ There is no automatic fix.
 - [lightning-thunder #132: functional jit loading closures sharp edge](https://github.com/Lightning-AI/lightning-thunder/issues/132)
 """,
     valid=[
+        # the compiled function's own dict, and a module's configuration namespace
+        "import torch\nimport numpy as np\n@torch.compile\ndef f(x):\n    stats = {}\n    stats['n'] = 1\n"
+        "    np.seterr(all='ignore')\n    return x * stats['n']\n",
+        # a helper's nonlocal belongs to a function the compiled one defines: part of the computation
+        "import torch\n@torch.compile\ndef f(x):\n    n = 0\n    def bump():\n        nonlocal n\n        n += 1\n"
+        "    bump()\n    return x * n\n",
         # the nonlocal belongs to the jitted function itself
         "import thunder\n@thunder.jit\ndef foo():\n    a = 5\n    def bar():\n        nonlocal a\n        del a\n    bar()\n    return 1\n",
         "import thunder\ncounter = 0\n@thunder.jit\ndef f(x):\n    global counter\n    return x\n",
     ],
     invalid=[
         "import thunder\ncounter = 0\n@thunder.jit\ndef f(x):\n    global counter\n    counter += 1\n    return x\n",
+        # a module-level container written inside compiled code: a write, not only a read (issue 31)
+        "import torch\n_stats = {'n': 0}\n@torch.compile\ndef f(x):\n    _stats['n'] += 1\n    return x * 2\n",
+        "import torch\n_seen = []\ndef record(x):\n    _seen.append(x.shape[0])\n@torch.compile\ndef f(x):\n"
+        "    record(x)\n    return x * 2\n",
+        # a nested function the compiled function calls writes a variable of the enclosing function
+        "import torch\ndef make():\n    count = 0\n    def bump():\n        nonlocal count\n        count += 1\n"
+        "    @torch.compile\n    def f(x):\n        bump()\n        return x * 2\n    return f\n",
         "import thunder\ndef outer():\n    lst = None\n    def inner():\n        nonlocal lst\n        if lst is None:\n"
         "            lst = []\n        lst.append('#')\n        return lst\n    tj = thunder.jit(inner)\n    return tj()\n",
     ],
@@ -74,15 +92,87 @@ def check(ctx):
                     what = "captured"
                 else:
                     continue
-                yield Finding(
-                    node,
-                    **compiled_message(
-                        target,
-                        f"{target.subject} writes the {what} variable `{name}`",
-                        "return the new value and assign it outside",
-                        "—a cached trace does not repeat this side effect on every call",
-                        "replays the write after every call (right results), and guards on the value it reads: "
-                        "a recompile whenever it changes",
-                        "TL203",
-                    ),
-                )
+                yield _finding(target, node, f"writes the {what} variable `{name}`")
+        yield from _object_writes(ctx, target, jit_scope)
+        yield from _called_closure_writes(ctx, target, jit_scope)
+
+
+def _object_writes(ctx, target, jit_scope):
+    """``_stats["n"] += 1``, ``_cache.append(x)``, ``_state.step = n`` on a module global: a write of state the
+    compiled function does not own, as much as a ``global`` assignment is."""
+    changed = {}
+    for node in ast.walk(jit_scope.node):
+        for t in _store_targets(node):
+            got = change_of(t)
+            if got:
+                changed[id(got[0])] = (t, got)
+        if isinstance(node, ast.Call):
+            got = change_of(node)
+            if got:
+                changed[id(got[0])] = (node, got)
+    if not changed:
+        return
+    seen = set()
+    for scope in jit_scope.walk():
+        for name_node in scope.loads:
+            hit = changed.get(id(name_node))
+            name = name_node.id
+            if hit is None or name in seen or scope.owner_of(name) is not None or not is_data_global(ctx.index, name):
+                continue
+            seen.add(name)
+            node, (_, attr, how) = hit
+            what = {"item": "an item of", "attribute": f"the attribute `{attr}` of", "call": "into"}[how]
+            yield _finding(target, node, f"writes {what} the module global `{name}`")
+
+
+def _store_targets(node):
+    if isinstance(node, ast.Assign):
+        yield from node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        yield node.target
+    elif isinstance(node, ast.Delete):
+        yield from node.targets
+
+
+def _called_closure_writes(ctx, target, jit_scope):
+    """A function of an enclosing scope that the compiled function calls (``bump()``) runs compiled: its
+    ``nonlocal``/``global`` writes of variables outside the compiled function are the compiled function's."""
+    for scope in jit_scope.walk():
+        for call in scope.calls:
+            if not isinstance(call.func, ast.Name):
+                continue
+            owner = scope.owner_of(call.func.id)
+            if owner is None or owner.is_within(jit_scope):
+                continue
+            for helper in owner.children:
+                if getattr(helper.node, "name", None) != call.func.id or helper.kind != "function":
+                    continue
+                for inner in helper.walk():
+                    for name, node in inner.writes:
+                        if name in inner.nonlocals:
+                            var_owner = inner.parent.owner_of(name) if inner.parent is not None else None
+                            if var_owner is not None and (var_owner.is_within(helper) or var_owner.is_within(jit_scope)):
+                                continue
+                        elif name not in inner.globals:
+                            continue
+                        kind = "global" if name in inner.globals else "captured"
+                        yield _finding(target, call, f"calls `{call.func.id}`, which writes the {kind} variable `{name}`")
+                        break
+                    else:
+                        continue
+                    break
+
+
+def _finding(target, node, subject):
+    return Finding(
+        node,
+        **compiled_message(
+            target,
+            f"{target.subject} {subject}",
+            "return the new value and assign it outside",
+            "—a cached trace does not repeat this side effect on every call",
+            "replays the write after every call (right results), and guards on the value it reads: "
+            "a recompile whenever it changes",
+            "TL203",
+        ),
+    )

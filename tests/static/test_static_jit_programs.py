@@ -40,6 +40,7 @@ EXPECTED = {
         ("TL203", "count += 1"),
         ("TL204", "return x + random.random()"),
         ("TL201", "_cache[key] = torch.zeros_like(x)"),
+        ("TL203", "_cache[key] = torch.zeros_like(x)"),  # a write into a module-level dict (issue 31)
         ("TL102", "flat.sub_(flat.mean())"),
         ("TL102", "x.diagonal().fill_(value)"),
         ("TL101", "y.sub_(1)"),

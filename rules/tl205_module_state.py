@@ -1,0 +1,444 @@
+"""TL205 module-state: a compiled method writes Python state of its module, or reads state that changes between calls."""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+
+from ._module_state import (CONSTRUCTION, EXPECTED, class_state, fast_walk, is_self_attr, outside_code, progressive,
+                            python_value, self_name, tensor_value)
+from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
+from .compilers import compiled_message
+from .base import Finding, RuleInfo
+
+INFO = RuleInfo(
+    code="TL205",
+    name="module-state",
+    severity="warning",
+    summary="A compiled method writes a Python attribute of its module (or of an object it holds), or reads one "
+    "that other code changes between calls.",
+    docs="""\
+## What it does
+Looks at the compiled methods of a class (a compiled module's `forward`) and reports:
+- a change of a Python attribute (a number, bool or string, not a tensor) of `self` or of an object `self`
+  holds: `self.counter += 1`, `self.cache.pos += n`, `self.seen = n`, or a call of a method that does one
+  (`self.cache.advance(n)`); storing the same constant on every call (`self.ready = True`) is no change;
+- a registered buffer rebound inside the compiled code (`self.buf = self.buf.to(x.dtype)`, a lazily
+  created `self.buf = torch.randn(...)`): thunder keeps the buffers it found (an in-place update is fine);
+  torch.compile stores the new tensor like eager, so under torch.compile this one stays quiet;
+- a read of a Python number that other code changes between calls: a method of the class that is not part
+  of construction (`def advance(self, n): self.pos += n`), or code that stores it on the object
+  (`model.epoch = epoch`, `setattr(m, "epoch", e)`);
+- a read of a Python bool or string that a script or the training loop changes between calls, directly
+  (`model.use_cache = True`) or through a method (`gate.set_switch(i % 2 == 0)`). A switch only the
+  library's own methods set (`set_grad_checkpointing`) is configuration chosen before use: at most a graph
+  per value, and quiet.
+
+An attribute is Python state when something assigns it a number, bool or string constant, adds a number to
+it, or annotates it `int`/`float`/`bool`/`str`. Buffers, parameters and tensors are not Python state (an
+in-place update of a buffer is data in the graph); `self.training`, which `train()`/`eval()` toggle, is
+expected. Attributes set in `__init__` (or the methods only `__init__` calls) and never changed afterwards
+are configuration and stay quiet.
+
+## Why is this bad?
+The attribute is a hidden input (or output) of the compiled code. torch.compile treats a module's int
+attributes as constants and guards them: a counter incremented by `forward` recompiles the function on every
+call until the recompile limit, after which the module runs eagerly; a flag another method toggles compiles
+once per value (a number that keeps changing: a recompile per call). A compiler that bakes the value into its trace (thunder) keeps the value it saw while
+tracing, and a cached trace does not repeat the Python write on every call.
+
+## Example
+```python
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = 0
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        self.steps += 1
+        return self.lin(x)
+
+net = torch.compile(Net())
+```
+
+## Use instead
+Keep the count outside the compiled code, or make it a tensor that the graph updates in place:
+```python
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        self.steps += 1
+        return self.lin(x)
+```
+Pass a flag that changes between calls as an argument of `forward`.
+
+## Fix safety
+There is no automatic fix.
+
+## References
+- [pytorch #115711: nn.Module int/float attributes caused re-compile](https://github.com/pytorch/pytorch/issues/115711)
+- [pytorch #128319: recompilation on a counter-like attribute of nn module](https://github.com/pytorch/pytorch/issues/128319)
+- [pytorch #120248: stateful `int` is not updated when using `torch.compile`](https://github.com/pytorch/pytorch/issues/120248)
+- [lightning-thunder #646: updating Module.buffer leads to crash in thunder.jit](https://github.com/Lightning-AI/lightning-thunder/issues/646)
+- [lightning-thunder #1951: thunder.jit ignores conditional update to buffer](https://github.com/Lightning-AI/lightning-thunder/issues/1951)
+""",
+    valid=[
+        # configuration set in __init__ (and a setup helper only __init__ calls) and never changed: quiet
+        "import torch\nfrom torch import nn\nclass Attn(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
+        "        self.heads = 8\n        self.causal = True\n        self._setup()\n    def _setup(self):\n"
+        "        self.scale = 0.125\n    def forward(self, x):\n        if self.causal:\n"
+        "            x = x * self.scale\n        return x.reshape(x.shape[0], self.heads, -1)\nm = torch.compile(Attn(64))\n",
+        # `training`, toggled by train()/eval(), is expected
+        "import torch\nfrom torch import nn\nclass Drop(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.p = 0.1\n    def forward(self, x):\n        if self.training:\n            return x * 0.9\n"
+        "        return x\nm = torch.compile(Drop())\nm.eval()\nm.training = False\n",
+        # a buffer updated in place is data in the graph, not Python state
+        "import torch\nfrom torch import nn\nclass Norm(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.register_buffer('steps', torch.zeros((), dtype=torch.long))\n"
+        "        self.register_buffer('mean', torch.zeros(4))\n    def forward(self, x):\n        self.steps += 1\n"
+        "        self.mean.mul_(0.9).add_(x.mean(0), alpha=0.1)\n        return x - self.mean\nm = torch.compile(Norm())\n",
+        # a tensor kept on the module for inspection is no Python state; nor is an attribute with no evidence
+        "import torch\nfrom torch import nn\nclass Attn(nn.Module):\n    def __init__(self, eps):\n        super().__init__()\n"
+        "        self.eps = eps\n        self.last_attn = None\n    def set_eps(self, eps):\n        self.eps = eps\n"
+        "    def forward(self, q, k):\n        a = (q @ k.T).softmax(-1)\n        self.last_attn = a.detach()\n"
+        "        return a + self.eps\nm = torch.compile(Attn(1e-5))\n",
+        # the write runs only in eager mode
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.calls = 0\n    def forward(self, x):\n        if not torch.compiler.is_compiling():\n"
+        "            self.calls += 1\n        return x * 2\nm = torch.compile(Net())\n",
+        # a switch only the library's own setters change (configuration before use): a graph per value at most
+        "import torch\nfrom torch import nn\nclass Stage(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.grad_checkpointing = False\n    def forward(self, x):\n        if self.grad_checkpointing:\n"
+        "            return torch.utils.checkpoint.checkpoint(torch.sin, x, use_reentrant=False)\n        return torch.sin(x)\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.stages = nn.ModuleList([Stage()])\n"
+        "    def set_grad_checkpointing(self, enable=True):\n        for s in self.stages:\n"
+        "            s.grad_checkpointing = enable\n    def forward(self, x):\n        for s in self.stages:\n"
+        "            x = s(x)\n        return x\nm = torch.compile(Net())\n",
+        # a setter a recipe's setup calls once (torchtune's set_num_output_chunks), and an attribute that holds a
+        # tensor computed in forward (`1 - torch.mean(skip)`), though a float in eval
+        "import torch\nfrom torch import nn\nclass Decoder(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.num_output_chunks = 0\n        self.inferred = 1.0\n    def set_num_output_chunks(self, n):\n"
+        "        self.num_output_chunks = n\n    def forward(self, x):\n        if not self.training:\n"
+        "            self.inferred = 1.0\n            return x\n        self.inferred = 1 - torch.mean(x)\n"
+        "        if self.num_output_chunks > 0:\n            return x.chunk(self.num_output_chunks)[0]\n        return x\n"
+        "class Recipe:\n    def setup(self, model):\n        self._model = torch.compile(model)\n"
+        "        model.set_num_output_chunks(8)\n",
+        # the same constant stored on every call is no change (`self.pos = 0` resets a slot each call)
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.ready = False\n    def forward(self, x):\n        self.ready = True\n        return x * 2\n"
+        "m = torch.compile(Net())\n",
+        # nothing compiles the module: its state is eager
+        "from torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.calls = 0\n    def forward(self, x):\n        self.calls += 1\n        return x * 2\n"
+        "net = Net()\n",
+    ],
+    invalid=[
+        # a registered buffer rebound inside the compiled forward (lightning-thunder #646, #1951, #1637)
+        "import thunder\nimport torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('buf', None, persistent=False)\n    def forward(self, x):\n"
+        "        if self.buf is None:\n            self.buf = torch.randn(1, 2, device=x.device)\n        return x + self.buf\n"
+        "m = thunder.jit(Net())\n",
+        # a counter in forward: a recompile on every call under torch.compile (pytorch #115711)
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.counter = 0\n        self.lin = nn.Linear(4, 4)\n    def forward(self, x):\n        self.counter += 1\n"
+        "        return self.lin(x)\nm = torch.compile(Net())\n",
+        # a flag that the training loop toggles through a method between calls
+        "import torch\nfrom torch import nn\nclass Gate(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.switch = False\n    def set_switch(self, on):\n        self.switch = on\n    def forward(self, x):\n"
+        "        if self.switch:\n            return x + 1\n        return x - 1\ngate = Gate()\nm = torch.compile(gate)\n"
+        "def train(batches):\n    for i, x in enumerate(batches):\n        gate.set_switch(i % 2 == 0)\n        m(x)\n",
+        # a counter another method advances between calls (a position, a step)
+        "import torch\nfrom torch import nn\nclass Decoder(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.pos = 0\n    def advance(self, n):\n        self.pos += n\n    def forward(self, x):\n"
+        "        return x[:, self.pos:]\nm = torch.compile(Decoder())\n",
+        # an int attribute the training loop changes between calls
+        "import torch\nfrom torch import nn\nclass Sched(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.epoch = 0\n    def forward(self, x):\n        return x * min(1.0, self.epoch / 10)\n"
+        "model = Sched()\ncmodel = torch.compile(model)\nfor epoch in range(3):\n    model.epoch = epoch\n"
+        "    cmodel(torch.ones(2))\n",
+        # an attribute set from a constructor argument, which the script sets to another number between calls
+        "import torch\nfrom torch import nn\nclass Scaled(nn.Module):\n    def __init__(self, scale):\n        super().__init__()\n"
+        "        self.scale = scale\n    def forward(self, x):\n        return x * self.scale\nmodel = Scaled(1.0)\n"
+        "cmodel = torch.compile(model)\ncmodel(torch.ones(2))\nmodel.scale = 0.5\ncmodel(torch.ones(2))\n",
+        # a cache object's int position, advanced by a method the compiled forward calls (pytorch #120248)
+        "import torch\nfrom torch import nn\nclass KVCache:\n    def __init__(self, n):\n        self.k = torch.zeros(n, 4)\n"
+        "        self.pos = 0\n    def append(self, k):\n        self.k[self.pos] = k\n        self.pos += 1\n"
+        "class Decoder(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.cache = KVCache(16)\n"
+        "    def forward(self, k):\n        self.cache.append(k)\n        return self.cache.k.sum(0)\n"
+        "m = torch.compile(Decoder())\n",
+        # the position written through the held object directly
+        "import torch\nfrom torch import nn\nclass Cache:\n    def __init__(self):\n        self.seen = 0\n"
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.cache = Cache()\n"
+        "    def forward(self, x):\n        self.cache.seen += x.shape[0]\n        return x * 2\nm = torch.compile(Net())\n",
+    ],
+)
+
+_TENSOR_FLAGS = frozenset({"requires_grad", "data", "grad"})  # attributes of a tensor, never Python state of ours
+_HAZARD_WRITE = "—a cached trace does not repeat the write on every call, and keeps the value it read while tracing"
+_TC_WRITE = ("guards the attribute's value (a module's int attributes are constants to it): every new value "
+             "recompiles, a recompile per call for a counter, and eager fallback past the recompile limit")
+_HAZARD_READ = "—a compiled trace keeps the value it saw while tracing after that code changes it"
+_TC_READ = "guards the attribute's value: a recompile per value it takes (eager fallback past the recompile limit)"
+_FIX_BUFFER = "update it in place, or create it in __init__"
+_HAZARD_BUFFER = ("—the compiled module keeps the buffers it found: a rebinding inside the trace can fail or be "
+                  "dropped, leaving the module's buffer stale (lightning-thunder #646, #1951)")
+_TC_BUFFER = "stores the new tensor on the module after the graph: matches eager (a recompile when a None buffer is filled)"
+_FIX_WRITE = "keep it outside compiled code, or make it a buffer"
+_FIX_READ = "pass it in as an argument instead"
+
+
+class _Facts:
+    """Class states and the file's outside stores, built once per file and only when asked."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self._states = {}
+        self._outside = None
+        self._stores = None
+
+    def state(self, cls):
+        got = self._states.get(id(cls))
+        if got is None:
+            got = self._states[id(cls)] = class_state(cls, self.ctx.index.classes)
+        return got
+
+    def held(self, st, attr):
+        """The state of the class of ``self.attr = Cls(...)`` when ``Cls`` is a class of this file."""
+        name = st.held.get(attr)
+        cls = self.ctx.index.classes.get(name) if name else None
+        return self.state(cls) if cls is not None else None
+
+    def _index_text(self):
+        """One pass of the text: the lines of ``x.attr = v`` stores (x not ``self``), of ``.m(`` calls, and of
+        ``setattr(``; TL205 asks about many attributes, each then a lookup."""
+        text = self.ctx.source.text
+        starts = [m.end() for m in re.finditer("\n", text)]
+
+        def line(pos):
+            return bisect.bisect_right(starts, pos) + 1
+
+        self._stores, self._calls, self._setattr = {}, None, []
+        for m in re.finditer(r"(?<!\bself)\.\s*(\w+)\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)", text):
+            self._stores.setdefault(m.group(1), set()).add(line(m.start()))
+        self._setattr = {line(m.start()) for m in re.finditer(r"\bsetattr\s*\(", text)}
+        self._line = line
+
+    def _calls_of(self, method: str) -> set:
+        """Lines of ``.method(`` calls (all calls indexed on the first question: few files ask)."""
+        if self._calls is None:
+            self._calls = {}
+            for m in re.finditer(r"\.\s*(\w+)\s*\(", self.ctx.source.text):
+                self._calls.setdefault(m.group(1), set()).add(self._line(m.start()))
+        return self._calls.get(method, set())
+
+    def script_stored(self) -> set:
+        """Attribute names the text stores on something other than ``self`` (``model.scale = ...``)."""
+        if self._stores is None:
+            self._index_text()
+        return self._stores.keys()
+
+    def outside(self, attr: str, setters) -> object | None:
+        """Stores of ``attr`` and calls of ``setters`` outside the class, from the statements on the lines where
+        the text has them; None when it has none (most attributes: no walk at all)."""
+        if self._stores is None:
+            self._index_text()
+        lines = set(self._stores.get(attr, ())) | set(self._setattr)
+        for m in setters:
+            lines |= self._calls_of(m)
+        if not lines:
+            return None
+        key = frozenset(lines)
+        got = self._outside.get(key) if self._outside else None
+        if got is None:
+            self._outside = self._outside or {}
+            got = self._outside[key] = outside_code(self.ctx.tree, lines)
+        return got
+
+
+def _number_change(st, attr, value, aug, restore=False) -> bool:
+    """Does this store change a Python number of ``st``'s objects (``st`` None: a class we cannot see)?
+
+    Numbers are what keeps recompiling: a counter, a position, a step. A constant stored on every call
+    (``self.pos = 0``) is the same value each time, a saved value put back (``self.x = saved``) is no change, and
+    a bool or a string takes at most a few values (a compiled graph each), as does a tensor none.
+    """
+    if attr in EXPECTED or attr in _TENSOR_FLAGS or (st is not None and attr in st.tensors):
+        return False
+    if value is not None and tensor_value(value):
+        return False
+    if aug:
+        return (isinstance(value, ast.Constant) and type(value.value) in (int, float)) or (
+            st is not None and attr in st.numbers)
+    if value is None or isinstance(value, ast.Constant) or restore:
+        return False
+    return st is not None and attr in st.numbers
+
+
+def _method_writes(st, method) -> list[str]:
+    """Python attributes that ``method`` of ``st`` writes through ``self``."""
+    out = []
+    for attr, stores in st.stores.items():
+        for s in stores:
+            if s.method == method and _number_change(st, attr, s.value, s.aug, s.restore) and attr not in out:
+                out.append(attr)
+    return out
+
+
+def _changer(facts, st, attr, compiled: set[str], func) -> str:
+    """Who changes ``attr`` of ``st``'s objects between calls ("" when nothing does): see _module_state."""
+    if attr in st.numbers:
+        for s in st.writers(attr):
+            m = s.method
+            if m and m not in st.construction and m not in compiled and m not in ("train", "eval") and \
+                    _number_change(st, attr, s.value, s.aug, s.restore) and progressive(s, attr):
+                return f"`{m}`"
+    setters = sorted({s.method for s in st.writers(attr) if s.method and s.method not in st.construction} - compiled)
+    outside = facts.outside(attr, setters)
+    if outside is None:
+        return ""  # no store of the attribute, no call of a setter anywhere in the text
+    if attr in st.numbers:
+        for node, where, value in outside.stores.get(attr, ()):
+            if where != "construction" and not _inside(node, func) and not isinstance(value, ast.Constant):
+                return f"line {node.lineno}"
+    for node, where, _ in outside.stores.get(attr, ()):
+        if where == "free":
+            return f"line {node.lineno}"
+    for m in setters:
+        for node, where in outside.calls.get(m, ()):
+            if where == "free":
+                return f"`{m}` (called at line {node.lineno})"
+    return ""
+
+
+def _set_by_script(facts, st, attr) -> str:
+    """An attribute the class sets without evidence of its type, which code outside every class (a script, the
+    training loop) sets to a number, bool or string constant: Python state that changes between calls."""
+    if attr in st.tensors or attr not in st.stores or attr not in facts.script_stored():
+        return ""
+    outside = facts.outside(attr, ())
+    for node, where, value in outside.stores.get(attr, ()) if outside is not None else ():
+        if where == "free" and value is not None and python_value(value):
+            return f"line {node.lineno}"
+    return ""
+
+
+def _in_order(func):
+    nodes = [n for n in fast_walk(func) if hasattr(n, "lineno")]
+    nodes.sort(key=lambda n: (n.lineno, n.col_offset))
+    return nodes
+
+
+def check(ctx):
+    targets = [t for t in ctx.jitted if t.info.class_node is not None]
+    if not targets:
+        return
+    facts = _Facts(ctx)
+    for target in targets:
+        func = target.info.node
+        me = self_name(func) if not isinstance(func, ast.Lambda) else None
+        if me is None:
+            continue
+        st = facts.state(target.info.class_node)
+        nodes = _in_order(func)
+        called = {n.func.attr for n in nodes if type(n) is ast.Call and is_self_attr(n.func, me)}
+        compiled = {func.name} | _compiled_helpers(st, called)
+        spans = eager_only_spans(func, [n for n in nodes if type(n) is ast.If]) if mentions_compiling_checks(
+            ctx.segment(func)) else []
+        saved = st.saved.get(func.name, {})
+        done: set[str] = set()
+
+        def report(node, key, subject, fix, hazard, tc):
+            done.add(key)
+            return Finding(node, **compiled_message(target, f"{target.subject} {subject}", fix, hazard, tc, "TL205"))
+
+        stores = set()
+        for node in nodes:
+            if spans and in_spans(node, spans):
+                continue
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                targets_ = node.targets if isinstance(node, ast.Assign) else [node.target]
+                aug = isinstance(node, ast.AugAssign)
+                for t in targets_:
+                    if not isinstance(t, ast.Attribute):
+                        continue
+                    stores.add(id(t))
+                    value = node.value
+                    if is_self_attr(t, me):
+                        key, owner, shown = t.attr, st, f"self.{t.attr}"
+                    elif is_self_attr(t.value, me):
+                        key, owner, shown = f"{t.value.attr}.{t.attr}", facts.held(st, t.value.attr), ctx.segment(t)
+                        if t.value.attr in st.tensors:
+                            continue
+                    else:
+                        continue
+                    if owner is st and not aug and t.attr in st.buffers and key not in done:
+                        if target.compiler != "torch.compile":  # torch.compile stores the new tensor (tested)
+                            yield report(t, key, f"rebinds the buffer `self.{t.attr}`", _FIX_BUFFER, _HAZARD_BUFFER,
+                                         _TC_BUFFER)
+                        continue
+                    restore = isinstance(value, ast.Name) and saved.get(value.id) == t.attr and owner is st
+                    if key not in done and _number_change(owner, t.attr, value, aug, restore):
+                        yield report(t, key, f"writes the Python attribute `{shown}`", _FIX_WRITE, _HAZARD_WRITE,
+                                     _TC_WRITE)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                f = node.func
+                if is_self_attr(f, me) and f.attr in st.methods and f.attr not in CONSTRUCTION:
+                    written = [a for a in _method_writes(st, f.attr) if a not in done]
+                    if written:
+                        for a in written:
+                            done.add(a)
+                        yield report(node, f"call {f.attr}", f"calls `self.{f.attr}`, which writes the Python attribute "
+                                     f"`self.{written[0]}`", _FIX_WRITE, _HAZARD_WRITE, _TC_WRITE)
+                elif is_self_attr(f.value, me):
+                    held = facts.held(st, f.value.attr)
+                    if held is not None and f.attr in held.methods:
+                        written = [a for a in _method_writes(held, f.attr) if f"{f.value.attr}.{a}" not in done]
+                        if written:
+                            for a in written:
+                                done.add(f"{f.value.attr}.{a}")
+                            yield report(node, f"call {f.value.attr}.{f.attr}",
+                                         f"calls `self.{f.value.attr}.{f.attr}`, which writes the Python attribute "
+                                         f"`self.{f.value.attr}.{written[0]}`", _FIX_WRITE, _HAZARD_WRITE, _TC_WRITE)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and id(node) not in stores:
+                if is_self_attr(node, me):
+                    key, owner, attr, shown = node.attr, st, node.attr, f"self.{node.attr}"
+                elif is_self_attr(node.value, me):
+                    owner = facts.held(st, node.value.attr)
+                    key, attr, shown = f"{node.value.attr}.{node.attr}", node.attr, ctx.segment(node)
+                else:
+                    continue
+                if key in done or owner is None or attr in EXPECTED:
+                    continue
+                if attr not in owner.python:
+                    # `self.scale = scale` in __init__ (no evidence), `model.scale = 0.5` in the script: a number
+                    by = _set_by_script(facts, owner, attr)
+                else:
+                    by = _changer(facts, owner, attr, compiled if owner is st else set(), func)
+                if not by:
+                    continue
+                yield report(node, key, f"reads `{shown}`, which {by} changes between calls", _FIX_READ, _HAZARD_READ,
+                             _TC_READ)
+
+
+def _compiled_helpers(st, called: set[str]) -> set[str]:
+    """The methods a compiled method calls as ``self.m()`` (``called``), and those they call: compiled with it."""
+    seen: set[str] = set()
+    frontier = [m for m in called if m in st.methods]
+    seen.update(frontier)
+    while frontier:
+        m = frontier.pop()
+        for callee in st.self_calls.get(m, ()):
+            if callee in st.methods and callee not in seen:
+                seen.add(callee)
+                frontier.append(callee)
+    return seen
+
+
+def _inside(node, func) -> bool:
+    return func.lineno <= node.lineno <= func.end_lineno

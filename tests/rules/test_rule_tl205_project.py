@@ -1,0 +1,73 @@
+"""TL205 on a project: the model in one file, the compile call and the training loop in another.
+
+The project index says which forward is compiled (train.py compiles models.Net); TL205 then reads the class's
+own methods and the objects it holds in models.py. What train.py does to the model between calls is another
+file's code, which TL205 does not see (see rules/_module_state.py).
+"""
+
+from __future__ import annotations
+
+from analyzer import lint_paths
+
+MODELS = """\
+import torch
+from torch import nn
+
+
+class KVCache:
+    def __init__(self, n):
+        self.k = torch.zeros(n, 4)
+        self.pos = 0
+
+    def append(self, k):
+        self.k[self.pos] = k
+        self.pos += 1
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cache = KVCache(16)
+        self.heads = 4
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+
+    def forward(self, k):
+        self.steps += 1
+        self.cache.append(k)
+        return self.cache.k.sum(0) / self.heads
+
+
+class Unused(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return x
+"""
+
+TRAIN = """\
+import torch
+from models import Net
+
+model = torch.compile(Net())
+for step in range(3):
+    model(torch.ones(4))
+"""
+
+
+def test_a_forward_compiled_in_another_file_reports_its_module_state(tmp_path):
+    (tmp_path / "models.py").write_text(MODELS)
+    (tmp_path / "train.py").write_text(TRAIN)
+    found = [d for d in lint_paths([str(tmp_path)], select=["TL205"], cache=False)]
+    # the call in the compiled forward, and the write itself in KVCache.append, which the index says forward
+    # reaches (compiled with it); the buffer updated in place, `heads` and the uncompiled Unused stay quiet
+    assert [(d.path.rsplit("/", 1)[-1], d.line) for d in found] == [("models.py", 12), ("models.py", 24)], \
+        [d.message for d in found]
+    first, *notes = found[1].message.split("\n")
+    assert "`self.cache.append`" in first and "`self.cache.pos`" in first
+    assert any("train.py:4" in n for n in notes), notes  # where it is compiled
+    # the compile call is torch.compile: its note names the recompile
+    assert any(n.startswith("torch.compile ") and "recompile" in n for n in notes), notes
+    assert "`self.pos`" in found[0].message.split("\n")[0]

@@ -6,19 +6,15 @@
   ``setup(GPT(cfg))`` (or of a name bound to an instance) is a compile site, also through wrappers of wrappers;
 - the library default's test: which classes are ``nn.Module`` subclasses.
 
-Each works on the project index (duck-typed: ``modules``, ``resolve``, ``function_text``, ``lines_of``) from
-the text of the few functions it needs, read when asked.
+Each works on the project index (duck-typed: ``modules``, ``resolve``, ``tree_of``) from the facts the
+summaries took from the syntax tree; only a wrapper's callers are parsed again, when there is a wrapper.
 """
 
 from __future__ import annotations
 
 import ast
-import re
-import textwrap
 from dataclasses import replace
 
-_RETURN_CALL = re.compile(r"\breturn\s+([A-Za-z_][\w.]*)\s*\(")
-_RETURN_NAME = re.compile(r"\breturn\s+([A-Za-z_]\w*)\s*$", re.M)
 _NOT_MODULE_ROOTS = frozenset({"abc", "typing", "typing_extensions", "enum", "dataclasses", "collections",
                                "object", "Exception", "ABC", "Protocol", "NamedTuple", "Generic"})
 _WRAPPER_DEPTH = 3  # a wrapper of a wrapper of a wrapper
@@ -57,17 +53,20 @@ def is_module_class(index, module: str, cls: str, depth: int = 0) -> bool:
 
 
 def returned_classes(index, module: str, qual: str, depth: int = 0) -> list[tuple[str, str]]:
-    """(module, class) of what a factory function or classmethod returns, from its text."""
+    """(module, class) of what a factory function or classmethod returns (its summary's ``returns``), and
+    (module, "factory.inner") for a nested function it returns (``def make_op(): def op(x): ...; return op``)."""
     if depth > 3:
         return []
-    text = index.function_text(module, qual)
-    refs = list(_RETURN_CALL.findall(text))
-    for name in _RETURN_NAME.findall(text):
-        refs += re.findall(r"\b%s\s*=\s*([A-Za-z_][\w.]*)\s*\(" % re.escape(name), text)
+    rec = index.modules[module]["functions"].get(qual)
+    if rec is None or len(rec) < 5:
+        return []
     out = []
     owner = qual.rsplit(".", 1)[0] if "." in qual else None
-    for ref in refs:
-        if ref in ("cls", "self.__class__", "type(self)") and owner:
+    for ref in rec[4]:
+        if ref.startswith("def:"):
+            out.append((module, f"{qual}.{ref[4:]}"))
+            continue
+        if ref in ("cls", "self.__class__") and owner:
             ref = owner
         where = index.resolve(module, ref)
         if where is None:
@@ -81,48 +80,22 @@ def returned_classes(index, module: str, qual: str, depth: int = 0) -> list[tupl
 
 
 # --- wrappers --------------------------------------------------------------------------------------
-def _arguments(text: str, open_paren: int) -> list[str] | None:
-    """The top-level argument texts of the call whose ``(`` is at ``open_paren``; None if it never closes."""
-    depth, start, out, quote = 0, open_paren + 1, [], None
-    i = open_paren
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                out.append(text[start:i])
-                return [a.strip() for a in out if a.strip()]
-        elif c == "," and depth == 1:
-            out.append(text[start:i])
-            start = i + 1
-        i += 1
+def _function_node(index, module: str, qual: str):
+    """The FunctionDef of ``qual`` in its file's tree (parsed again on demand), or None."""
+    s = index.modules[module]
+    rec = s["functions"].get(qual)
+    tree = index.tree_of(s["path"]) if rec else None
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == rec[0] and node.name == qual.rsplit(".", 1)[-1]:
+            return node
     return None
 
 
-def _argument(args: list[str], position: int, name: str) -> str | None:
-    for a in args:
-        if re.match(r"%s\s*=[^=]" % re.escape(name), a):
-            return a.split("=", 1)[1].strip()
-    positional = [a for a in args if not re.match(r"[A-Za-z_]\w*\s*=[^=]", a) and not a.startswith("*")]
-    return positional[position] if 0 <= position < len(positional) else None
-
-
 def _params(index, module: str, qual: str) -> list[str]:
-    """Parameter names of a function (self/cls left out), from its text."""
-    try:
-        tree = ast.parse(textwrap.dedent(index.function_text(module, qual)))
-    except SyntaxError:
-        return []
-    fn = tree.body[0] if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    """Parameter names of a function (self/cls left out)."""
+    fn = _function_node(index, module, qual)
     if fn is None:
         return []
     names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
@@ -140,25 +113,39 @@ def _enclosing(index, module: str, line: int) -> str | None:
 
 
 def _callers(index, wmod: str, wqual: str):
-    """(module, the text a call of the wrapper starts with) for every module that can call it."""
+    """(module, test of a call's callee) for every module that can call the wrapper: the callee's dotted
+    name is a local alias of it, ``module_alias.name``, or (a method) any ``obj.name``."""
     name = wqual.rsplit(".", 1)[-1]
-    method = "." in wqual
-    for mod, s in index.modules.items():
-        if method:
+    for mod, s in sorted(index.modules.items()):
+        if "." in wqual:
             owner = wqual.rsplit(".", 1)[0]
             if mod == wmod or any(index.resolve(mod, local) == (wmod, owner) for local in s["imports"]):
-                yield mod, re.compile(r"\.\s*%s\s*\(" % re.escape(name))
+                yield mod, (lambda d, n=name: d is not None and d.rsplit(".", 1)[-1] == n and "." in d)
             continue
-        aliases = [name] if mod == wmod else [local for local in s["imports"] if index.resolve(mod, local) == (wmod, wqual)]
-        modules = [local for local, origin in s["imports"].items() if origin == wmod]
-        patterns = [re.escape(a) for a in aliases] + [r"%s\s*\.\s*%s" % (re.escape(m), re.escape(name)) for m in modules]
-        if patterns:
-            yield mod, re.compile(r"(?<![\w.])(?:%s)\s*\(" % "|".join(patterns))
+        names = {name} if mod == wmod else {local for local in s["imports"] if index.resolve(mod, local) == (wmod, wqual)}
+        names |= {f"{local}.{name}" for local, origin in s["imports"].items() if origin == wmod}
+        if names:
+            yield mod, names.__contains__
+
+
+def _call_argument(call: ast.Call, position: int, name: str):
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    positional = []
+    for a in call.args:
+        if isinstance(a, ast.Starred):
+            break  # *args: positions past it are unknown
+        positional.append(a)
+    return positional[position] if 0 <= position < len(positional) else None
 
 
 def through_wrappers(index, wrappers):
     """((module, qualname), Compiled, the caller's path) for what each wrapper's callers pass it: ``setup(GPT(cfg))`` compiles
-    GPT.forward; a caller that passes its own parameter on is a wrapper too."""
+    GPT.forward; a caller that passes its own parameter on is a wrapper too. Calls are found in the callers'
+    syntax trees (a comment or a string that names the wrapper is no call)."""
+    from ..static.module_index import dotted_name
+
     found = []
     seen = set()
     frontier = list(wrappers)
@@ -168,21 +155,25 @@ def through_wrappers(index, wrappers):
             if (wmod, wqual, position) in seen:
                 continue
             seen.add((wmod, wqual, position))
-            for mod, pattern in _callers(index, wmod, wqual):
+            short = wqual.rsplit(".", 1)[-1]
+            for mod, is_callee in _callers(index, wmod, wqual):
                 s = index.modules[mod]
-                lines = index.lines_of(s["path"])
-                text = "\n".join(lines)
-                for m in pattern.finditer(text):
-                    line = text.count("\n", 0, m.start()) + 1
-                    if (mod, wqual) == (wmod, wqual) and _enclosing(index, mod, line) == wqual:
+                if not any(short in line for line in index.lines_of(s["path"])):
+                    continue  # (a text test first: most modules never name it, and need no parse)
+                tree = index.tree_of(s["path"])
+                if tree is None:
+                    continue
+                calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and is_callee(dotted_name(n.func))]
+                for call in sorted(calls, key=lambda n: (n.lineno, n.col_offset)):
+                    line = call.lineno
+                    if mod == wmod and _enclosing(index, mod, line) == wqual:
                         continue  # its own body
-                    if lines[line - 1].lstrip().startswith(("def ", "async def ")):
+                    arg = _call_argument(call, position, param)
+                    if arg is None:
                         continue
-                    args = _arguments(text, m.end() - 1)
-                    arg = _argument(args, position, param) if args else None
-                    if not arg:
-                        continue
-                    label = " ".join(text[m.start():m.end()].split()).lstrip(".") + (arg if len(arg) < 40 else "...") + ")"
+                    text = ast.unparse(arg)
+                    callee = dotted_name(call.func)
+                    label = f"{callee.rsplit('.', 1)[-1] if '.' in wqual else callee}({text if len(text) < 40 else '...'})"
                     inner = how.how.split(" at ")[0].replace("compiled by ", "")
                     where_how = replace(how, how=f"compiled by `{label}` at {index.rel(s['path'])}:{line} (through {inner})")
                     for target in _argument_targets(index, mod, arg, line):
@@ -194,27 +185,17 @@ def through_wrappers(index, wrappers):
     return found
 
 
-def _argument_targets(index, module: str, arg: str, line: int) -> list[tuple]:
-    """What one argument text passes: ("instance", ref) for ``Net(...)``/a name bound to one, ("ref", f) for a
+def _argument_targets(index, module: str, expr, line: int) -> list[tuple]:
+    """What one argument passes: ("instance", ref) for ``Net(...)``/a name bound to one, ("ref", f) for a
     function, ("wrapper", ...) for a parameter of the calling function."""
-    try:
-        expr = ast.parse(arg, mode="eval").body
-    except SyntaxError:
-        return []
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in (
-            "to", "cuda", "cpu", "eval", "train", "half", "float", "bfloat16", "requires_grad_", "to_empty"):
-        expr = expr.func.value
+    from ..static.module_index import dotted_name, strip_self_returning
+
+    expr = strip_self_returning(expr)
     if isinstance(expr, ast.Call):
-        func = expr.func
-        parts = []
-        while isinstance(func, ast.Attribute):
-            parts.append(func.attr)
-            func = func.value
-        if isinstance(func, ast.Name):
-            return [("instance", ".".join([func.id, *reversed(parts)]))]
-        return []
+        name = dotted_name(expr.func)
+        return [("instance", name)] if name else []
     if isinstance(expr, ast.Attribute) and expr.attr == "forward":
-        return _argument_targets(index, module, ast.unparse(expr.value), line)
+        return _argument_targets(index, module, expr.value, line)
     if isinstance(expr, ast.Name):
         around = _enclosing(index, module, line)
         if around is not None:

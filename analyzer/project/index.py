@@ -26,8 +26,6 @@ from .compile_sites import is_module_class, returned_classes, through_wrappers
 # Said once after the findings when the library default applied, with why ("no compile call found").
 LIBRARY_DEFAULT_NOTE = "{}: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
 REACH_DEPTH = 6  # calls followed from an entry point: deep enough for model -> block -> attention -> helper
-_CALL = re.compile(r"\b((?:[A-Za-z_]\w*+\.)*+[A-Za-z_]\w*+)\s*+\(")  # possessive: no backtracking
-_SELF_ATTR = re.compile(r"\bself\.([A-Za-z_]\w*+)")
 
 
 
@@ -170,39 +168,38 @@ def _word_lines(text: str, words) -> set[int]:
     return out
 
 
-def _docstring_lines(fn) -> list[int]:
-    """[first, last] line of a function's docstring where those lines hold nothing else and a statement follows,
-    else []: its text is no code (`Checks can be disabled with `disable_checks()`` is not a call), so what a
-    function calls is read without it."""
-    body = fn.body
-    if len(body) < 2 or not (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                             and isinstance(body[0].value.value, str)):
-        return []
-    doc, after = body[0], body[1]
-    if doc.lineno <= fn.lineno or after.lineno <= doc.end_lineno or doc.col_offset != after.col_offset:
-        return []  # (on the `def` line, shares a line with code, or not at the start of its line)
-    return [doc.lineno, doc.end_lineno]
-
-
 def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_decorators=()) -> dict:
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
+    from rules._jit_scopes import disabler_aliases, eager_decorator
+
     from ..static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
     from ..static.module_index import dotted_name
+    from .calls import function_facts
     from .submodules import held_classes
 
     is_package = os.path.basename(path) == "__init__.py"
     lines = _ast_line_ends(text).split("\n")
-    # Functions keep only their line span: what one calls is read from its text when the index reaches it
-    # (most functions are never reached, and scanning all of them cost as much as the parse).
+    disablers = disabler_aliases(tree, index.resolve)
+    # Each function and method (a nested function belongs to the one around it): its line span and what it
+    # calls, from its syntax tree: [start, end, calls, self attrs read, returns, eager], see calls.py.
     functions: dict[str, list] = {}
     classes: dict[str, list] = {}
+    narrowed: dict[str, dict[str, list]] = {}  # class -> attr -> classes isinstance() narrows it to
     for info in index.functions:
         if any(not isinstance(p, ast.ClassDef) for p in info.parents):
             continue  # a nested function: its lines are its enclosing function's
-        functions[info.qualname] = [info.node.lineno, info.node.end_lineno, *_docstring_lines(info.node)]
+        calls, attrs, narrows, returns = function_facts(info.node)
+        eager = next((k for k in (eager_decorator(d, index.resolve, disablers) for d in info.node.decorator_list) if k), "")
+        functions[info.qualname] = [info.node.lineno, info.node.end_lineno, calls, attrs, returns, eager]
+        if info.class_node is not None and narrows:
+            for attr, refs in narrows.items():
+                narrowed.setdefault(info.class_node.name, {}).setdefault(attr, []).extend(refs)
     for name, cls in index.classes.items():
         bases = [b for b in (dotted_name(x) for x in cls.bases) if b]
-        classes[name] = [bases, held_classes(cls)]
+        held = held_classes(cls)
+        for attr, refs in narrowed.get(name, {}).items():
+            held[attr] = sorted(set(held.get(attr, [])) | set(refs))
+        classes[name] = [bases, held]
 
     entries = []
     words = ["jit", "compile"] + [d.rsplit(".", 1)[-1].lstrip("@") for d in jit_decorators if d.strip()]
@@ -260,6 +257,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
                         entries.append([list(target), compiler, is_symbolic(keywords), label(node), node.lineno, False])
     return {
         "module": module,
+        "disablers": disablers,
         "path": path,
         "package": is_package,
         "imports": _imports(tree, index, module, is_package),
@@ -305,6 +303,7 @@ class ProjectIndex:
         self.library_default = ""
         self.compiled: dict[tuple[str, str], Compiled] = {}
         self._reach_cache: dict[tuple[str, str], list] = {}
+        self._trees: dict[str, ast.Module | None] = {}
         self._roots: set[tuple[str, str, str]] = set()  # (module, qualname, entry path): direct targets
         self._build()
 
@@ -434,10 +433,15 @@ class ProjectIndex:
             stack = [(root, 0)]
             while stack:
                 where, depth = stack.pop()
+                eager = self.eager(where)
+                if eager == "recursive":
+                    continue  # @torch.compiler.disable: run eagerly, and everything it calls
                 key = (how.assumed, where[0] != root[0], rank)
-                if where not in best or key < best[where][0]:
+                if eager:
+                    pass  # disable(recursive=False): its own frame runs eagerly, what it calls is compiled
+                elif where not in best or key < best[where][0]:
                     best[where] = (key, how if depth == 0 else replace(how, entry=False))
-                if not how.assumed:
+                if not how.assumed and not eager:
                     compilers.setdefault(where, set()).add(how.compiler)
                 if depth < REACH_DEPTH:
                     for nxt in self._reached_once(*where):
@@ -473,8 +477,11 @@ class ProjectIndex:
             return []
         if kind == "instance":  # `torch.compile(GPT.from_name(...))`, `model = build(cfg)`: what it builds
             out = []
-            for cls in returned_classes(self, *where):
-                fwd = self._method(cls[0], cls[1], "forward")
+            for made in returned_classes(self, *where):
+                if made[1].startswith(where[1] + "."):  # a nested function the factory returns
+                    out.append((made, False))
+                    continue
+                fwd = self._method(made[0], made[1], "forward")
                 if fwd:
                     out.append((fwd, False))
             return out
@@ -494,52 +501,85 @@ class ProjectIndex:
             self._lines[path] = lines
         return lines
 
-    def function_text(self, module: str, qual: str) -> str:
-        s = self.modules[module]
-        start, end, *doc = s["functions"][qual]
-        lines = self.lines_of(s["path"])[start - 1 : end]
-        if doc:  # (the docstring's lines left out: its text is no code)
-            lines = lines[: doc[0] - start] + lines[doc[1] - start + 1 :]
-        return "\n".join(lines)
+    def tree_of(self, path: str) -> ast.Module | None:
+        """A linted file's syntax tree, parsed again only when asked (the callers of a wrapper: few files)."""
+        if path not in self._trees:
+            try:
+                self._trees[path] = ast.parse("\n".join(self.lines_of(path)))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._trees[path] = None
+        return self._trees[path]
 
-    def _calls(self, module: str, qual: str) -> tuple[set, set]:
-        """(names called, `self.<attr>` mentioned) in a function, by a regex over its text: an
-        over-approximation (a call in a string counts too) that only ever marks more code as reached."""
-        body = self.function_text(module, qual)
-        return set(_CALL.findall(body)), set(_SELF_ATTR.findall(body))
+    def _record(self, module: str, qual: str) -> list | None:
+        """A function's summary record; a nested function (``make_op.inner``, returned by a factory) has its
+        enclosing function's: its calls are among those."""
+        functions = self.modules[module]["functions"]
+        while qual not in functions and "." in qual:
+            qual = qual.rsplit(".", 1)[0]
+        return functions.get(qual)
+
+    def eager(self, where) -> str:
+        """"recursive" / "frame" for a function under ``@torch.compiler.disable`` (see calls.py), else ""."""
+        rec = self.modules[where[0]]["functions"].get(where[1])
+        return rec[5] if rec is not None and len(rec) > 5 else ""
 
     def _reached(self, module: str, qual: str) -> list[tuple[str, str]]:
-        calls, self_attrs = self._calls(module, qual)
+        """What a function calls, from the facts its summary took from the syntax tree (calls.py)."""
+        rec = self._record(module, qual)
+        if rec is None:
+            return []
+        calls, self_attrs = rec[2], rec[3]
         out = []
         cls = qual.rsplit(".", 1)[0] if "." in qual else None
         subs = self._submodule_classes(module, cls) if cls else {}
         for call in calls:
-            if call.startswith("self."):
+            kind, _, ref = call.partition(":")
+            if kind == "s":  # self.name(...) / self.attr.meth(...)
                 if cls is None:
                     continue
-                name = call[5:]
-                if "." in name:
-                    attr, _, meth = name.partition(".")
+                attr, _, meth = ref.partition(".")
+                if meth:
                     for sub in subs.get(attr, ()):
                         found = self._method(sub[0], sub[1], meth)
                         if found:
                             out.append(found)
                     continue
-                found = self._method(module, cls, name)
+                found = self._method(module, cls, attr)
                 if found:
                     out.append(found)
-                continue
-            where = self.resolve(module, call)
-            if where is None:
-                continue
-            if where[1] in self.modules[where[0]]["functions"]:
-                out.append(where)
+            elif kind == "p":  # super().meth(...): the first base that has it
+                info = self._class_info(module, cls) if cls else None
+                for base in info[0] if info else ():
+                    where = self.resolve(module, base)
+                    found = where and self._class_info(*where) is not None and self._method(where[0], where[1], ref)
+                    if found:
+                        out.append(found)
+                        break
+            elif kind == "t":  # a method of a value of a stated class (annotation, isinstance, `v = C(...)`)
+                cref, _, meth = ref.rpartition(":")
+                where = self.resolve(module, cref)
+                if where and self._class_info(*where) is not None:
+                    found = self._method(where[0], where[1], meth)
+                    if found:
+                        out.append(found)
+            elif kind == "f":
+                where = self.resolve(module, ref)
+                if where is None:
+                    continue
+                if where[1] in self.modules[where[0]]["functions"]:
+                    out.append(where)
+                elif "." in where[1]:  # Cls.method(...) where Cls inherits it
+                    owner, _, meth = where[1].rpartition(".")
+                    if self._class_info(where[0], owner) is not None:
+                        found = self._method(where[0], owner, meth)
+                        if found:
+                            out.append(found)
         for attr in [*self_attrs, "*"]:  # "*": added under a computed name (`add_module(f"l{i}", ...)`)
             for sub in subs.get(attr, ()):
                 found = self._method(sub[0], sub[1], "forward")
                 if found:
                     out.append(found)
-        return out
+        return sorted(set(out))
 
     # What linting one file needs.
     def facts_for(self, module: str, path: str) -> tuple:

@@ -6,6 +6,8 @@ import ast
 import re
 from dataclasses import replace
 
+from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
+
 
 _HELPER_DEPTH = 2  # helpers of helpers are followed this far
 
@@ -41,11 +43,14 @@ def jitted_scopes(ctx, follow_helpers: bool = True):
 def _called_helpers(ctx, jit_scope):
     """Module-level functions called by plain name from anywhere in ``jit_scope``."""
     out = []
+    eager_only = _eager_only(ctx, jit_scope)
     for scope in jit_scope.walk():
         for call in scope.calls:
             func = call.func
             if not isinstance(func, ast.Name) or scope.owner_of(func.id) is not None:
                 continue
+            if eager_only and in_spans(call, eager_only):
+                continue  # under `if not torch.compiler.is_compiling():`: never traced
             if ctx.index.bindings.get(func.id) != ["def"]:
                 continue  # rebound, or not a function at all
             for info in ctx.index.top_functions.get(func.id, ()):
@@ -54,9 +59,21 @@ def _called_helpers(ctx, jit_scope):
     return out
 
 
+def _eager_only(ctx, jit_scope) -> list:
+    """Spans of the jitted function that run only eagerly (``if not torch.compiler.is_compiling():``)."""
+    node = jit_scope.node
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not mentions_compiling_checks(
+            ctx.source.text):
+        return []
+    return eager_only_spans(node, ctx.facts(node).all_ifs)
+
+
 def _runs_eagerly(ctx, node) -> bool:
     """``@torch.compiler.disable`` / ``@torch._dynamo.disable`` (or a module-level alias of either): the
     compiler calls it without tracing it."""
+    info = ctx.index.function_of.get(id(node))
+    if info is not None and info.qualname in getattr(ctx, "eager_elsewhere", ()):
+        return True  # the project index: a decorator imported from another module disables it
     aliases = disabler_aliases(ctx.index.tree, ctx.resolve)
     return any(eager_decorator(d, ctx.resolve, aliases) for d in node.decorator_list)
 

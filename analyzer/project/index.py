@@ -25,6 +25,7 @@ from .compile_sites import is_module_class, returned_classes, through_wrappers
 
 # Said once after the findings when the library default applied, with why ("no compile call found").
 LIBRARY_DEFAULT_NOTE = "{}: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
+EAGER = "eager"  # a fact's compiler for a function run eagerly by a decorator imported from another module
 REACH_DEPTH = 6  # calls followed from an entry point: deep enough for model -> block -> attention -> helper
 
 
@@ -190,7 +191,10 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
             continue  # a nested function: its lines are its enclosing function's
         calls, attrs, narrows, returns = function_facts(info.node)
         eager = next((k for k in (eager_decorator(d, index.resolve, disablers) for d in info.node.decorator_list) if k), "")
-        functions[info.qualname] = [info.node.lineno, info.node.end_lineno, calls, attrs, returns, eager]
+        # decorators from other modules (`from .utils import no_compile`): the index asks their modules
+        decorators = [] if eager else sorted({n for n in (dotted_name(d.func if isinstance(d, ast.Call) else d)
+                                                          for d in info.node.decorator_list) if n and n in index.imports})
+        functions[info.qualname] = [info.node.lineno, info.node.end_lineno, calls, attrs, returns, eager, decorators]
         if info.class_node is not None and narrows:
             for attr, refs in narrows.items():
                 narrowed.setdefault(info.class_node.name, {}).setdefault(attr, []).extend(refs)
@@ -521,7 +525,17 @@ class ProjectIndex:
     def eager(self, where) -> str:
         """"recursive" / "frame" for a function under ``@torch.compiler.disable`` (see calls.py), else ""."""
         rec = self.modules[where[0]]["functions"].get(where[1])
-        return rec[5] if rec is not None and len(rec) > 5 else ""
+        if rec is None or len(rec) < 7:
+            return ""
+        if rec[5] or not rec[6]:
+            return rec[5]
+        for dec in rec[6]:  # an alias another module binds: `no_compile = torch._dynamo.disable` in utils.py
+            origin = self.resolve(where[0], dec)
+            if origin is not None:
+                kind = self.modules[origin[0]].get("disablers", {}).get(origin[1])
+                if kind:
+                    return kind
+        return ""
 
     def _reached(self, module: str, qual: str) -> list[tuple[str, str]]:
         """What a function calls, from the facts its summary took from the syntax tree (calls.py)."""
@@ -594,6 +608,10 @@ class ProjectIndex:
             # (a reached function's scalar arguments come from its callers, not from the compiled call's inputs:
             # only the sizes it reads itself are symbolic there)
             out.append((qual, c.compiler, c.symbolic if c.entry or not c.symbolic else "sizes", c.how, c.assumed))
+        s = self.modules.get(module)
+        for qual, rec in (s["functions"].items() if s else ()):
+            if len(rec) > 6 and rec[6] and not rec[5] and self.eager((module, qual)):
+                out.append((qual, EAGER, False, "", False))
         return tuple(sorted(out))
 
 
@@ -638,7 +656,11 @@ class ProjectFile:
                                target=self.target, texts={self.path: ctx.source.text})
             facts = one.facts_for(self.module, self.path)
             self.library_default = one.library_default
-        self.used = ctx.compiled_elsewhere = normalize_facts(facts)
+        self.used = normalize_facts(facts)
+        # functions another module's decorator runs eagerly (`from .utils import no_compile`): the jit rules do
+        # not follow a call into them (rules/_jit_scopes.py reads `eager_elsewhere`)
+        ctx.compiled_elsewhere = tuple(f for f in self.used if f[1] != EAGER)
+        ctx.eager_elsewhere = frozenset(f[0] for f in self.used if f[1] == EAGER)
         ctx.target = self.target
 
 

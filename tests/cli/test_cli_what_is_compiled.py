@@ -1,0 +1,199 @@
+"""Issue 31, what is compiled: multi-file projects shaped like the real code where the index was wrong.
+
+Each test has the false (or missed) shape and, beside it, the shape that must still be found, so that a
+test cannot pass by reporting nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+from cli_helpers import write
+
+
+def findings(cli, *args):
+    r = cli(*args, "--format", "json", "--no-cache")
+    assert r.code in (0, 1), r.err
+    return [(d["path"], d["code"], d["line"], d["message"]) for d in json.loads(r.out)]
+
+
+def where(got):
+    return {(p, c, line) for p, c, line, _ in got}
+
+
+def project(tmp_path, model: str, train: str = "import torch\nfrom pkg.model import Net\n\nmodel = torch.compile(Net())\n"):
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "model.py", model)
+    write(tmp_path / "train.py", train)
+
+
+# --- false class 1: what a function calls comes from its syntax tree --------------------------------
+def test_comments_strings_and_docstrings_name_no_call(cli, tmp_path):
+    project(tmp_path, '''\
+import torch
+from torch import nn
+
+
+def debug_stats(x):
+    print("stats", x.mean())
+
+
+def used(x):
+    print("used", x.shape)
+    return x
+
+
+class Net(nn.Module):
+    def set_regular_matcher(self, m):
+        print("matcher set")
+        self.m = m
+
+    def forward(self, x):
+        """Call debug_stats(x) by hand when debugging."""
+        # debug_stats(x)
+        if x is None:
+            raise ValueError("call self.set_regular_matcher(*) first")
+        return used(x)
+''')
+    # only `used` is called: the comment, the string and the docstring name no call
+    assert where(findings(cli, ".")) == {("pkg/model.py", "TL204", 10)}
+
+
+# --- false class 2: torch.compiler.disable ends compiled code ------------------------------------------
+DISABLED = '''\
+import torch
+from torch import nn
+
+from .utils import no_compile
+
+disable_compiler = torch.compiler.disable
+
+
+@torch.compiler.disable
+def log_a(x):
+    print("a", x.shape)
+
+
+@torch._dynamo.disable(reason="logging")
+def log_b(x):
+    print("b", x.shape)
+    inner_b(x)
+
+
+def inner_b(x):
+    print("inner b", x.shape)
+
+
+@disable_compiler
+def log_c(x):
+    print("c", x.shape)
+
+
+@no_compile
+def log_d(x):
+    print("d", x.shape)
+
+
+@torch.compiler.disable(recursive=False)
+def frame_only(x):
+    print("frame", x.shape)
+    return traced(x)
+
+
+def traced(x):
+    print("traced", x.shape)
+    return x
+
+
+class Net(nn.Module):
+    @torch.compiler.disable
+    def report(self, x):
+        print("report", x.shape)
+
+    def forward(self, x):
+        log_a(x)
+        log_b(x)
+        log_c(x)
+        log_d(x)
+        self.report(x)
+        return frame_only(x)
+'''
+
+
+def test_disable_as_decorator_call_alias_and_recursive_false(cli, tmp_path):
+    project(tmp_path, DISABLED)
+    write(tmp_path / "pkg" / "utils.py", "import torch\n\nno_compile = torch._dynamo.disable\n")
+    # recursive=False skips only its own frame: `traced`, which it calls, is compiled again
+    assert where(findings(cli, ".")) == {("pkg/model.py", "TL204", 41)}
+
+
+def test_a_disabled_forward_is_not_compiled(cli, tmp_path):
+    project(tmp_path, '''\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    @torch.compiler.disable
+    def forward(self, x):
+        print("eager", x.shape)
+        return x
+
+
+class Other(nn.Module):
+    def forward(self, x):
+        print("compiled", x.shape)
+        return x
+''', "import torch\nfrom pkg.model import Net, Other\n\nmodel = torch.compile(Net())\nother = torch.compile(Other())\n")
+    assert where(findings(cli, ".")) == {("pkg/model.py", "TL204", 14)}
+
+
+# --- false class 6: code that runs only eagerly ------------------------------------------------------------
+def test_is_compiling_branches_reach_nothing(cli, tmp_path):
+    project(tmp_path, '''\
+import torch
+from torch import nn
+
+
+def log_stats(x):
+    print("stats", x.shape)
+
+
+def scripted_only(x):
+    print("scripting", x.shape)
+
+
+def compiled_path(x):
+    print("compiled", x.shape)
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        if not torch.compiler.is_compiling():
+            log_stats(x)
+        if torch.jit.is_scripting():
+            scripted_only(x)
+        if torch._dynamo.is_compiling():
+            compiled_path(x)
+        else:
+            log_stats(x)
+        return x
+''')
+    # `is_scripting()` is false under torch.compile: its branch is never traced either way, so only the
+    # `is_compiling()` branch is compiled code
+    assert where(findings(cli, ".")) == {("pkg/model.py", "TL204", 14)}
+
+
+def test_is_scripting_is_false_and_is_compiling_true_under_torch_compile():
+    """The facts the eager-only branches rest on, from the real torch.compile (CPU, eager backend)."""
+    import torch
+
+    def scripting(x):
+        return x + 1 if torch.jit.is_scripting() else x - 1
+
+    def compiling(x):
+        return x + 1 if torch.compiler.is_compiling() else x - 1
+
+    torch._dynamo.reset()
+    assert torch.compile(scripting, backend="eager")(torch.zeros(1)).item() == -1.0
+    assert torch.compile(compiling, backend="eager")(torch.zeros(1)).item() == 1.0

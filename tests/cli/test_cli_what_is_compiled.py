@@ -197,3 +197,55 @@ def test_is_scripting_is_false_and_is_compiling_true_under_torch_compile():
     torch._dynamo.reset()
     assert torch.compile(scripting, backend="eager")(torch.zeros(1)).item() == -1.0
     assert torch.compile(compiling, backend="eager")(torch.zeros(1)).item() == 1.0
+
+
+# --- miss 2: reachability through typed attributes and annotated parameters -------------------------------
+def test_typed_attributes_isinstance_and_annotated_parameters_reach(cli, tmp_path):
+    project(tmp_path, '''\
+import torch
+from torch import nn
+from typing import Optional
+
+
+class KVCache(nn.Module):
+    def update(self, k):
+        n = int(self.pos.item())
+        return k[:n]
+
+
+class RotaryCache:
+    def get(self, x):
+        return x[: int(x.sum().item())]
+
+
+class Norm(nn.Module):
+    def forward(self, x):
+        print("norm", x.shape)
+        return x
+
+
+class GPT(nn.Module):
+    rope: Optional[RotaryCache]
+
+    def __init__(self):
+        super().__init__()
+        self.kv_cache: KVCache | None = None
+        self.norm = None
+        self.rope = None
+
+    def setup_caches(self):
+        self.kv_cache = KVCache()
+
+    def forward(self, x):
+        if isinstance(self.norm, Norm):
+            x = self.norm(x)
+        if self.kv_cache is not None:
+            x = self.kv_cache.update(x)
+        return self.rope.get(x)
+
+
+def next_token(model: GPT, x):
+    return model(x)
+''', "import torch\nfrom pkg.model import next_token\n\nstep = torch.compile(next_token)\n")
+    assert where(findings(cli, ".")) == {("pkg/model.py", "TL302", 8), ("pkg/model.py", "TL302", 14),
+                                         ("pkg/model.py", "TL204", 19)}

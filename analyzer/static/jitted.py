@@ -267,7 +267,8 @@ def _functions_named_by(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
         parents = enclosing[0].parents + (enclosing[0].node,) if enclosing else ()
         return [FunctionInfo(expr, parents, None)]
     if isinstance(expr, ast.Name):
-        # A function defined in the scope of the call, else at module level.
+        # A function defined in a scope the call sees (an enclosing function's, innermost first), else at
+        # module level: never a function of the same name nested in another function or class.
         candidates = [i for i in index.functions if i.node.name == expr.id and i.class_node is None]
         enclosing = _enclosing_functions(stmt, index)
         for scope in enclosing:
@@ -277,8 +278,6 @@ def _functions_named_by(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
         top = [i for i in candidates if not i.parents]
         if top:
             return top
-        if candidates:
-            return candidates
         return _forward_of(expr, stmt, index)
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
         # torch.compile(self.forward) inside a method: that class's method of this name

@@ -249,3 +249,37 @@ def next_token(model: GPT, x):
 ''', "import torch\nfrom pkg.model import next_token\n\nstep = torch.compile(next_token)\n")
     assert where(findings(cli, ".")) == {("pkg/model.py", "TL302", 8), ("pkg/model.py", "TL302", 14),
                                          ("pkg/model.py", "TL204", 19)}
+
+
+# --- false class 8: a compile call names the function its scope sees -------------------------------------
+def test_compile_target_resolved_in_its_scope_not_by_name(cli, tmp_path):
+    write(tmp_path / "ops.py", "def scan_fn(x):\n    return x.cumsum(0)\n")
+    write(tmp_path / "layers.py", '''\
+import torch
+from ops import scan_fn
+
+
+class Scanner:
+    def run(self, x):
+        return torch.compile(scan_fn)(x)
+
+
+class Other:
+    def build(self):
+        def scan_fn(x):
+            print("eager scan", x.shape)
+            return x
+
+        return scan_fn
+
+
+class Local:
+    def build(self):
+        def scan_fn(x):
+            print("compiled scan", x.shape)
+            return x
+
+        return torch.compile(scan_fn)
+''')
+    # Scanner compiles ops.scan_fn; only Local's own nested scan_fn is the one its call names
+    assert where(findings(cli, ".")) == {("layers.py", "TL204", 22)}

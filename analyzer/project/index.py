@@ -107,41 +107,127 @@ def _param_position(info, name: str) -> int | None:
     return None
 
 
-def _entry_target(expr, stmt, index, func_qualnames) -> tuple | None:
-    """What a jit call's first argument names: ("instance", class or factory ref), ("ref", function/method
-    ref), or ("wrapper", function, position, parameter) when it is a parameter of the function around the
-    call (``def setup(model): return torch.compile(model)``: its callers say what is compiled)."""
+def _scope_statements(scope):
+    """Statements of a function (or module) body, nested blocks included, never nested defs or classes."""
+    stack = list(reversed(scope.body))
+    while stack:
+        s = stack.pop()
+        yield s
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        nested = []
+        for attr in ("body", "orelse", "finalbody"):
+            v = getattr(s, attr, None)
+            if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
+                nested.extend(v)
+        for h in getattr(s, "handlers", ()) or ():
+            nested.extend(h.body)
+        for c in getattr(s, "cases", ()) or ():
+            nested.extend(c.body)
+        stack.extend(reversed(nested))
+
+
+def _bindings(name: str, stmt, index):
+    """What ``name`` is bound to in the scope of ``stmt`` (its function, else the module): the values of
+    ``name = ...`` and the iterables of ``for name in ...`` whose loop holds ``stmt``, in source order."""
+    around = _enclosing_function(stmt, index)
+    scope = around.node if around is not None else index.tree
+    values, loops = [], []
+    for s in _scope_statements(scope):
+        if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets):
+            values.append(s.value)
+        elif isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == name and s.value:
+            values.append(s.value)
+        elif isinstance(s, (ast.For, ast.AsyncFor)) and isinstance(s.target, ast.Name) and s.target.id == name:
+            if s.lineno <= stmt.lineno <= s.end_lineno:
+                loops.append(s.iter)
+    before = [v for v in values if v.lineno < stmt.lineno]  # `m = Net(); m = torch.compile(m)`: the first
+    return before, loops, around
+
+
+def _chain(expr):
+    """(root name, attributes) of ``a.b[i].c``: an item of a container holds what the container holds."""
+    attrs = []
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        if isinstance(expr, ast.Attribute):
+            attrs.append(expr.attr)
+        expr = expr.value
+    return (expr.id, list(reversed(attrs))) if isinstance(expr, ast.Name) else (None, [])
+
+
+def _entry_target(expr, stmt, index, func_qualnames, depth: int = 0) -> tuple | None:
+    """What a jit call's first argument names, resolved in the call's scope:
+
+    - ("instance", class or factory ref): ``Net(...)``, a name bound to one;
+    - ("ref", function/method ref): a function, ``ops.fused_step``;
+    - ("wrapper", function, position, parameter): a parameter of the function around the call
+      (``def setup(model): return torch.compile(model)``: its callers say what is compiled);
+    - ("chain", root kind, root ref, attributes): an attribute chain on an instance, ``self`` or an annotated
+      parameter (``pipe.unet``, ``self.fn``, ``model.layers[i]``, ``model.train_step``, a loop variable over
+      ``model.layers``), followed by the index through what each class holds.
+    None: nothing the index can follow (the summary names it as unresolved)."""
     from ..static.module_index import dotted_name, strip_self_returning
 
+    from .calls import annotation_classes
+
     expr = strip_self_returning(expr)
+    if depth > 4:
+        return None
     if isinstance(expr, ast.Call):
         if index.resolve(expr.func) in ("functools.partial", "partial") and expr.args:
-            return _entry_target(expr.args[0], stmt, index, func_qualnames)  # torch.compile(partial(f, k=1))
+            return _entry_target(expr.args[0], stmt, index, func_qualnames, depth + 1)  # torch.compile(partial(f, k=1))
         name = dotted_name(expr.func)
         return ("instance", name) if name else None
-    if isinstance(expr, ast.Name):
-        around = _enclosing_function(stmt, index)
-        if around is not None and around.parents == (around.class_node,) * len(around.parents):
-            pos = _param_position(around, expr.id)
-            if pos is not None:
-                return ("wrapper", around.qualname, pos, expr.id)
-        for callee in index.instances.get(expr.id, ()):
-            return ("instance", callee)
-        return ("ref", expr.id)
-    if isinstance(expr, ast.Attribute):
-        if expr.attr == "forward":
-            inner = _entry_target(expr.value, stmt, index, func_qualnames)
-            if inner and inner[0] in ("instance", "wrapper"):
-                return inner
-        if isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            for info in index.functions:  # self.step inside a method: that class's method
-                n = info.node
-                if info.class_node is not None and n.lineno <= stmt.lineno <= n.end_lineno:
-                    return ("ref", f"{info.class_node.name}.{expr.attr}")
+    if isinstance(expr, ast.Attribute) and expr.attr == "forward":
+        inner = _entry_target(expr.value, stmt, index, func_qualnames, depth + 1)
+        if inner and inner[0] in ("instance", "wrapper", "chain"):
+            return inner
+    root, attrs = _chain(expr)
+    if root is None:
+        return None
+    around = _enclosing_function(stmt, index)
+    if root in ("self", "cls") and around is not None and around.class_node is not None:
+        return ("chain", "class", around.class_node.name, attrs)
+    values, loops, around = _bindings(root, stmt, index) if root not in index.imports else ([], [], around)
+    # `model = model.to(device)`, `model = model.cuda()`: the same object
+    values = [v for v in values if not (isinstance(strip_self_returning(v), ast.Name) and strip_self_returning(v).id == root)]
+    if around is not None and around.parents == (around.class_node,) * len(around.parents) and not values and not loops:
+        pos = _param_position(around, root)
+        if pos is not None:
+            args = around.node.args
+            ann = next((a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg == root), None)
+            classes = annotation_classes(ann) if ann is not None else []
+            if classes:  # def step(model: GPT): torch.compile(model.train_step)
+                return ("chain", "class", classes[0], attrs)
+            if not attrs:
+                return ("wrapper", around.qualname, pos, root)
             return None
-        name = dotted_name(expr)
-        return ("ref", name) if name else None
-    return None
+    for value in reversed(loops + values):  # the loop around the call, else the last binding in the scope
+        inner = _entry_target(value, stmt, index, func_qualnames, depth + 1)
+        if inner is None:
+            continue
+        if loops and value is loops[-1]:
+            # `for block in model.layers`: an item of what the chain holds
+            if inner[0] == "chain":
+                return ("chain", inner[1], inner[2], inner[3] + attrs)
+            return None
+        if inner[0] == "instance":
+            return ("chain", "instance", inner[1], attrs) if attrs else inner
+        if inner[0] == "chain":
+            return ("chain", inner[1], inner[2], inner[3] + attrs)
+        if inner[0] == "ref" and not attrs:
+            return inner
+        return None
+    if values or loops:
+        return None
+    if not attrs:
+        for callee in index.instances.get(root, ()):  # bound in another scope of the file
+            return ("instance", callee)
+        return ("ref", root)
+    if root in index.imports or root in index.classes or root in index.top_functions:
+        return ("ref", dotted_name(expr)) if dotted_name(expr) else None  # ops.fused_step, Net.forward
+    callees = index.instances.get(root, ())
+    return ("chain", "instance", callees[0], attrs) if callees else None
 
 
 def _ast_line_ends(text: str) -> str:
@@ -248,17 +334,19 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
                         if index.resolve(node.func) in ("re.compile", "torch.compile"):
                             continue
                         target = _entry_target(node.func.value, stmt, index, functions)
-                        if target and target[0] in ("instance", "wrapper"):
-                            entries.append([list(target), "torch.compile", is_symbolic(node.keywords), label(node), node.lineno, False])
+                        if not target or target[0] not in ("instance", "wrapper", "chain"):
+                            if not any(o.split(".")[0] == "torch" for o in index.imports.values()):
+                                continue  # (Keras' model.compile(), a query's .compile(): no torch here)
+                            target = ("unresolved",)
+                        entries.append([list(target), "torch.compile", is_symbolic(node.keywords), label(node), node.lineno, False])
                         continue
                     else:
                         continue
                     if not node.args:
                         continue
-                    target = _entry_target(node.args[0], stmt, index, functions)
-                    if target:
-                        compiler = compiler_of(index.resolve(jit_expr) or "")
-                        entries.append([list(target), compiler, is_symbolic(keywords), label(node), node.lineno, False])
+                    target = _entry_target(node.args[0], stmt, index, functions) or ("unresolved",)
+                    compiler = compiler_of(index.resolve(jit_expr) or "")
+                    entries.append([list(target), compiler, is_symbolic(keywords), label(node), node.lineno, False])
     return {
         "module": module,
         "disablers": disablers,
@@ -309,6 +397,8 @@ class ProjectIndex:
         self._reach_cache: dict[tuple[str, str], list] = {}
         self._trees: dict[str, ast.Module | None] = {}
         self._roots: set[tuple[str, str, str]] = set()  # (module, qualname, entry path): direct targets
+        # compile calls whose target the index cannot follow into the project's code: (path, line, label)
+        self.unresolved: list[tuple[str, int, str]] = []
         self._build()
 
     # Resolving names across modules.
@@ -397,7 +487,10 @@ class ProjectIndex:
                 if target[0] == "wrapper":
                     wrappers.append((mod, target[1], target[2], target[3], how))
                     continue
-                for where, direct in self.compiled_by(mod, target[0], target[1]):
+                got = self.compiled_by(mod, *target)
+                if not got and self._project_code(mod, target):
+                    self.unresolved.append((self.rel(s["path"]), line, label))
+                for where, direct in got:
                     if direct:
                         self._roots.add((where[0], where[1], s["path"]))
                     pending.append((where, how, 0))
@@ -426,7 +519,7 @@ class ProjectIndex:
                     if f"{cls}.forward" in s["functions"] and is_module_class(self, mod, cls):
                         pending.append(((mod, f"{cls}.forward"), Compiled(compiler, False, f"if `{cls}` is compiled", True), 0))
                         # said only where it changes something: there is a module to lint as compiled
-                        self.library_default = "no compile call found" if not deciding else "no nn.Module compile call found"
+                        self.library_default = self._why_default(bool(deciding))
         # What each entry point reaches, each walked on its own; a function keeps the entry point that says most
         # about it: a compile call before the library default, then one in its own module (so that its file's
         # findings read the same linted alone or with the project), then the first in the text.
@@ -457,6 +550,28 @@ class ProjectIndex:
                 how = replace(how, compiler="unknown")
             self.compiled[where] = how
 
+    def _why_default(self, compiles_something: bool) -> str:
+        """Why the library default applies, naming the compile calls the index could not follow (the first
+        three by place): "no compile call found" only where there is none."""
+        if not self.unresolved:
+            return "no nn.Module compile call found" if compiles_something else "no compile call found"
+        places = ", ".join(f"{p}:{line} `{label}`" for p, line, label in sorted(self.unresolved)[:3])
+        more = f" and {len(self.unresolved) - 3} more" if len(self.unresolved) > 3 else ""
+        n = len(self.unresolved)
+        return f"{n} compile call{'s' if n > 1 else ''} not resolved to the project's code ({places}{more})"
+
+    def _project_code(self, module: str, target) -> bool:
+        """May this unresolved target be the project's own code? Not a function of another library
+        (``torch.compile(F.scaled_dot_product_attention)``, ``torch.compile(torch.add)``)."""
+        if target[0] not in ("ref", "instance"):
+            return True
+        imports = self.modules[module]["imports"]
+        head = target[1].split(".")[0]
+        if head not in imports:
+            return True
+        top = imports[head].split(".")[0]
+        return any(m.split(".")[0] == top for m in self.modules)
+
     def _reached_once(self, module: str, qual: str) -> list[tuple[str, str]]:
         key = (module, qual)
         got = self._reach_cache.get(key)
@@ -468,9 +583,45 @@ class ProjectIndex:
         mod, qual = where
         return qual.endswith(".forward") and is_module_class(self, mod, qual.rsplit(".", 1)[0])
 
-    def compiled_by(self, module: str, kind: str, ref: str) -> list[tuple[tuple[str, str], bool]]:
+    def _chain_targets(self, module: str, root_kind: str, root: str, attrs: list[str]) -> list[tuple[str, str]]:
+        """What ``root.a.b`` names: the classes the root is (a class, or what a factory returns), then what
+        each holds in the attribute (containers' items included); a last attribute that is a method of the
+        class (``model.train_step``, ``self.fn``) names that method. A module class stands for its forward."""
+        where = self.resolve(module, root)
+        if where is None:
+            return []
+        if self._class_info(*where) is not None and where[1].rsplit(".", 1)[-1] in self.modules[where[0]]["classes"]:
+            classes = [where]
+        elif root_kind == "instance" and where[1] in self.modules[where[0]]["functions"]:
+            classes = [c for c in returned_classes(self, *where) if self._class_info(*c) is not None]
+        else:
+            return []
+        out = []
+        for k, attr in enumerate(attrs):
+            nxt = []
+            for cls in classes:
+                held = self._submodule_classes(cls[0], cls[1]).get(attr)
+                if held:
+                    nxt.extend(held)
+                elif k == len(attrs) - 1:
+                    found = self._method(cls[0], cls[1], attr)
+                    if found:
+                        out.append(found)
+            classes = sorted(set(nxt))
+        for cls in classes:
+            fwd = self._method(cls[0], cls[1], "forward")
+            if fwd:
+                out.append(fwd)
+        return sorted(set(out))
+
+    def compiled_by(self, module: str, kind: str, ref: str = "", *chain) -> list[tuple[tuple[str, str], bool]]:
         """What a jit call in ``module`` compiles: [((module, qualname), is the call's direct target)].
-        A class compiles its ``forward``; an "instance" of a function is what that factory returns."""
+        A class compiles its ``forward``; an "instance" of a function is what that factory returns; a "chain"
+        (``ref`` is the root's kind, ``chain`` its root and attributes) is followed through held classes."""
+        if kind == "chain":
+            return [(w, False) for w in self._chain_targets(module, ref, *chain)]
+        if kind == "unresolved":
+            return []
         where = self.resolve(module, ref)
         if where is None:
             return []

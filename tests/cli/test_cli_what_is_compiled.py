@@ -283,3 +283,105 @@ class Local:
 ''')
     # Scanner compiles ops.scan_fn; only Local's own nested scan_fn is the one its call names
     assert where(findings(cli, ".")) == {("layers.py", "TL204", 22)}
+
+
+# --- miss 1: compile sites behind attribute chains, module lists, loops, self, factories, other methods ----
+SITES_MODEL = '''\
+import torch
+from torch import nn
+
+
+class UNet(nn.Module):
+    def forward(self, x):
+        return x * x.sum().item()
+
+
+class Pipeline:
+    def __init__(self):
+        self.unet = UNet()
+
+
+class Wrapper:
+    def __init__(self):
+        self.pipeline = Pipeline()
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        print("block", x.shape)
+        return x
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([Block() for _ in range(2)])
+
+    def train_step(self, x):
+        return x.max().item()
+
+
+class Scan(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fn = torch.compile(self.scan)
+
+    def scan(self, x):
+        return x.cumsum(0).tolist()
+
+
+def make_op(scale):
+    def op(x):
+        return x * scale.item()
+
+    return op
+
+
+class Unused(nn.Module):
+    def forward(self, x):
+        return x.sum().item()
+'''
+
+
+def test_compile_sites_through_chains_lists_loops_self_factories_and_methods(cli, tmp_path):
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "model.py", SITES_MODEL)
+    write(tmp_path / "train.py", '''\
+import torch
+from pkg.model import Wrapper, Model, make_op
+
+pipe = Wrapper()
+pipe.pipeline.unet = torch.compile(pipe.pipeline.unet)
+
+
+def main():
+    model = Model()
+    for block in model.layers:
+        block.compile()
+    step = torch.compile(model.train_step)
+    op = make_op(torch.ones(1))
+    fast_op = torch.compile(op)
+''')
+    got = findings(cli, ".")
+    assert where(got) == {("pkg/model.py", code, line) for code, line in
+                          [("TL302", 7), ("TL204", 22), ("TL302", 32), ("TL302", 41), ("TL202", 46), ("TL302", 46)]}, got
+    messages = {line: m for _, _, line, m in got}
+    assert "compiled by `torch.compile(pipe.pipeline.unet)` at train.py:5" in messages[7]
+    assert "compiled by `block.compile()` at train.py:11" in messages[22]
+
+
+def test_an_unresolved_compile_site_is_named_not_called_missing(tmp_path):
+    from analyzer.project.index import ProjectIndex, summarize
+    from analyzer.static.module_index import build_module_index
+    import ast
+
+    text = "import torch\nfrom diffusers import load\n\npipe = load()\npipe.unet = torch.compile(pipe.unet)\n" \
+           "fast = torch.compile(torch.nn.functional.gelu)\n\n\nclass Net(torch.nn.Module):\n" \
+           "    def forward(self, x):\n        return x\n"
+    tree = ast.parse(text)
+    s = summarize(text, tree, build_module_index(tree), str(tmp_path / "run.py"), "run")
+    index = ProjectIndex([s], root=str(tmp_path))
+    # the call on a library object it cannot follow is named; compiling torch's own function is not project code
+    assert index.unresolved == [("run.py", 5, "torch.compile(pipe.unet)")]
+    assert index.library_default and "no compile call found" not in index.library_default
+    assert "run.py:5" in index.library_default

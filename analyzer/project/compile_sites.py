@@ -144,6 +144,8 @@ def through_wrappers(index, wrappers):
     """((module, qualname), Compiled, the caller's path) for what each wrapper's callers pass it: ``setup(GPT(cfg))`` compiles
     GPT.forward; a caller that passes its own parameter on is a wrapper too. Calls are found in the callers'
     syntax trees (a comment or a string that names the wrapper is no call)."""
+    if not wrappers:
+        return []
     from ..static.module_index import dotted_name
 
     found = []

@@ -29,13 +29,23 @@ def _absolute(index, module: str, ref: str) -> str:
     return ref
 
 
+# Bases from other libraries that are nn.Modules by name (`LightningModule`, `BaseModule`, `PreTrainedModel`)
+_MODULE_SUFFIXES = ("Module", "PreTrainedModel")
+# Calls in a class's methods that only an nn.Module makes.
+_MODULE_CALLS = frozenset({"s:register_buffer", "s:register_parameter", "s:add_module", "s:register_module",
+                           "f:nn.Parameter", "f:torch.nn.Parameter", "f:Parameter", "f:nn.parameter.Parameter"})
+
+
 def is_module_class(index, module: str, cls: str, depth: int = 0) -> bool:
     """Does ``cls`` derive from ``torch.nn.Module``? Bases in the project are followed; a base from torch
-    answers by being under ``torch.nn``; one from another library (``timm.layers.Mlp``) counts as a module
-    (the caller asks only about classes that define ``forward``), one from the standard library does not."""
+    answers by being under ``torch.nn``; one from another library is a module only where something says
+    so: its name (``LightningModule``, ``PreTrainedModel``) or the class itself (it holds ``torch.nn``
+    layers, registers buffers or parameters). An attention backend's ``AttentionImpl`` with a ``forward``
+    is no module."""
     info = index.modules.get(module, {}).get("classes", {}).get(cls.rsplit(".", 1)[-1])
     if info is None or depth > 8:
         return False
+    unknown = False
     for base in info[0]:
         where = index.resolve(module, base)
         if where is not None and where[1].rsplit(".", 1)[-1] in index.modules[where[0]]["classes"]:
@@ -48,8 +58,78 @@ def is_module_class(index, module: str, cls: str, depth: int = 0) -> bool:
                 return True
             continue  # torch.autograd.Function has a forward too, and is no module
         if origin.split(".")[0] not in _NOT_MODULE_ROOTS and where is None:
-            return True
+            if origin.rsplit(".", 1)[-1].endswith(_MODULE_SUFFIXES):
+                return True
+            unknown = True
+    return unknown and _acts_as_module(index, module, cls)
+
+
+def _acts_as_module(index, module: str, cls: str) -> bool:
+    """Does the class's own code say it is an nn.Module: a ``torch.nn`` layer held in ``self.<attr>``, a
+    registered buffer or parameter?"""
+    s = index.modules[module]
+    info = s["classes"].get(cls.rsplit(".", 1)[-1])
+    for refs in info[1].values():
+        for ref in refs:
+            if _absolute(index, module, ref).startswith("torch.nn."):
+                return True
+    prefix = cls + "."
+    for qual, rec in s["functions"].items():
+        if qual.startswith(prefix) and "." not in qual[len(prefix):] and len(rec) > 2:
+            if any(c in _MODULE_CALLS for c in rec[2]):
+                return True
     return False
+
+
+# --- data pipelines --------------------------------------------------------------------------------
+# Calls that chain data transforms (torchvision, albumentations, kornia, monai): what they hold runs in a loader.
+_PIPELINES = frozenset({"Compose", "RandomApply", "RandomChoice", "RandomOrder", "OneOf", "SomeOf",
+                        "AugmentationSequential", "ImageSequential", "VideoSequential"})
+# Folders and files where data-loader code lives.
+_DATA_PARTS = frozenset({"transforms", "transform", "augmentation", "augmentations", "augment", "augmenters",
+                         "data", "datasets", "dataset", "dataloader", "dataloaders", "preprocessing", "preprocess"})
+_TRANSFORM_NAMES = ("Transform", "Transforms", "Augmentation", "Augment", "Augmenter")
+
+
+def composed_classes(tree, text: str) -> list[str]:
+    """Class references instantiated inside a transform pipeline call (``Compose([RandomFlip(), ...])``)."""
+    from ..static.module_index import dotted_name
+
+    if not any(name in text for name in _PIPELINES):
+        return []
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in _PIPELINES:
+            for inner in ast.walk(node):
+                if inner is not node and isinstance(inner, ast.Call):
+                    name = dotted_name(inner.func)
+                    if name and name.rsplit(".", 1)[-1][:1].isupper():
+                        out.add(name)
+    return sorted(out)
+
+
+def data_pipeline(index, module: str, cls: str, composed) -> str:
+    """Why a module class is data-loader code rather than a model (the library default leaves it out), or "".
+    Evidence: the project puts it in a ``Compose([...])``; or it lives in a data folder or file
+    (``transforms/``, ``augmentation.py``, ``data/``) or is named as a transform (``RandomFlipTransform``)
+    and its forward draws Python's ``random`` (or numpy's: a model draws from torch, in the graph)."""
+    if (module, cls) in composed:
+        return "in a Compose([...])"
+    rec = index.modules[module]["functions"].get(f"{cls}.forward")
+    calls = rec[2] if rec is not None and len(rec) > 2 else []
+    imports = index.modules[module]["imports"]
+    draws_python_random = any(
+        c.startswith("f:") and c[2:].split(".")[0] in imports
+        and _absolute(index, module, c[2:]).startswith(("random.", "numpy.random."))
+        for c in calls)
+    if not draws_python_random:
+        return ""
+    parts = set(module.lower().split("."))
+    if parts & _DATA_PARTS or any(p.endswith(("transforms", "augmentation", "augmentations")) for p in parts):
+        return "draws Python's random in a data module"
+    if cls.endswith(_TRANSFORM_NAMES) or cls.startswith(("Random", "Rand")):
+        return "draws Python's random, named as a transform"
+    return ""
 
 
 def returned_classes(index, module: str, qual: str, depth: int = 0) -> list[tuple[str, str]]:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .compile_sites import is_module_class, returned_classes, through_wrappers
+from .compile_sites import data_pipeline, is_module_class, returned_classes, through_wrappers
 
 # The static engine's helpers are imported where a file is summarized: a run answered wholly from the
 # cache builds (or skips) the index without loading the engine.
@@ -262,6 +262,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     from ..static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
     from ..static.module_index import dotted_name
     from .calls import function_facts
+    from .compile_sites import composed_classes
     from .submodules import held_classes
 
     is_package = os.path.basename(path) == "__init__.py"
@@ -350,6 +351,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     return {
         "module": module,
         "disablers": disablers,
+        "composed": composed_classes(tree, text),
         "path": path,
         "package": is_package,
         "imports": _imports(tree, index, module, is_package),
@@ -386,7 +388,9 @@ class ProjectIndex:
         self._lines: dict[str, list[str]] = {}  # path -> its lines, read when a function there is reached
         for path, text in (texts or {}).items():
             self._lines[path] = _ast_line_ends(text).split("\n")
-        self.modules = {s["module"]: s for s in summaries}
+        # by name (and path, where two files share a module name): every order below follows from it, never
+        # from the order the files were linted in
+        self.modules = {s["module"]: s for s in sorted(summaries, key=lambda s: (s["module"], s["path"]))}
         # None: not configured (the library default applies when no compile call is found); () turns it off
         self.assume_compiled = None if assume_compiled is None else tuple(assume_compiled)
         self.target = target
@@ -399,6 +403,8 @@ class ProjectIndex:
         self._roots: set[tuple[str, str, str]] = set()  # (module, qualname, entry path): direct targets
         # compile calls whose target the index cannot follow into the project's code: (path, line, label)
         self.unresolved: list[tuple[str, int, str]] = []
+        # module classes the library default leaves out as data transforms: (path, class, the evidence)
+        self.pipelines: list[tuple[str, str, str]] = []
         self._build()
 
     # Resolving names across modules.
@@ -514,12 +520,22 @@ class ProjectIndex:
             # A library: nothing here compiles its modules (at most some functions), its users do. Lint every
             # module's forward (and what it reaches) as compiled, saying so.
             compiler = self.target if self.target != "any" else "unknown"
+            composed = self._composed()
             for mod, s in self.modules.items():
                 for cls in s["classes"]:
                     if f"{cls}.forward" in s["functions"] and is_module_class(self, mod, cls):
+                        why = data_pipeline(self, mod, cls, composed)
+                        if why:
+                            self.pipelines.append((self.rel(s["path"]), cls, why))
+                            continue
                         pending.append(((mod, f"{cls}.forward"), Compiled(compiler, False, f"if `{cls}` is compiled", True), 0))
                         # said only where it changes something: there is a module to lint as compiled
                         self.library_default = self._why_default(bool(deciding))
+            if self.library_default and self.pipelines:
+                n = len(self.pipelines)
+                first = ", ".join(f"`{c}`" for _, c, _ in sorted(self.pipelines)[:3])
+                self.library_default += (f"; {n} data transform{'s' if n > 1 else ''} ({first}{', ...' if n > 3 else ''})"
+                                         " taken for data-loader code and left out")
         # What each entry point reaches, each walked on its own; a function keeps the entry point that says most
         # about it: a compile call before the library default, then one in its own module (so that its file's
         # findings read the same linted alone or with the project), then the first in the text.
@@ -549,6 +565,16 @@ class ProjectIndex:
             if len(compilers.get(where, ())) > 1:  # compiled by two compilers: both behaviours apply
                 how = replace(how, compiler="unknown")
             self.compiled[where] = how
+
+    def _composed(self) -> set[tuple[str, str]]:
+        """Classes the project puts in a transform pipeline (``Compose([RandomFlip(), ...])``)."""
+        out = set()
+        for mod, s in self.modules.items():
+            for ref in s.get("composed", ()):
+                where = self.resolve(mod, ref)
+                if where is not None:
+                    out.add(where)
+        return out
 
     def _why_default(self, compiles_something: bool) -> str:
         """Why the library default applies, naming the compile calls the index could not follow (the first

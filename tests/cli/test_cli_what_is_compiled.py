@@ -385,3 +385,56 @@ def test_an_unresolved_compile_site_is_named_not_called_missing(tmp_path):
     assert index.unresolved == [("run.py", 5, "torch.compile(pipe.unet)")]
     assert index.library_default and "no compile call found" not in index.library_default
     assert "run.py:5" in index.library_default
+
+
+# --- false classes 3 and 4: what the library default takes for a model -------------------------------------
+def test_library_default_leaves_out_data_transforms_by_evidence(cli, tmp_path):
+    write(tmp_path / "lib" / "__init__.py", "")
+    write(tmp_path / "lib" / "transforms" / "__init__.py", "")
+    write(tmp_path / "lib" / "transforms" / "spatial.py", '''\
+import random
+from torch import nn
+
+
+class Flip(nn.Module):
+    def forward(self, img):
+        if random.random() < 0.5:
+            return img.flip(-1)
+        return img
+''')
+    write(tmp_path / "lib" / "aug.py", '''\
+import random
+import numpy as np
+from torch import nn
+from torchvision.transforms import Compose
+
+
+class Jitter(nn.Module):
+    def forward(self, img):
+        return img * np.random.uniform(0.9, 1.1)
+
+
+class RandomCrop(nn.Module):
+    def forward(self, img):
+        i = random.randint(0, 4)
+        return img[..., i:]
+
+
+PIPELINE = Compose([Jitter()])
+''')
+    write(tmp_path / "lib" / "net.py", '''\
+import random
+from torch import nn
+
+
+class LayerDrop(nn.Module):
+    def forward(self, x):
+        if random.random() < 0.1:
+            return x
+        return x * 2
+''')
+    got = findings(cli, ".")
+    # a model's layer drop is linted; the transforms are data-loader code: a data folder, a Compose, a name
+    assert where(got) == {("lib/net.py", "TL204", 7)}, got
+    out = cli(".", "--no-cache").out
+    assert "3 data transforms (`Jitter`, `RandomCrop`, `Flip`) taken for data-loader code and left out" in out, out

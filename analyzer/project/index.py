@@ -400,6 +400,8 @@ class ProjectIndex:
         self.compiled: dict[tuple[str, str], Compiled] = {}
         self._reach_cache: dict[tuple[str, str], list] = {}
         self._trees: dict[str, ast.Module | None] = {}
+        self._renames: dict[str, str] = {}
+        self._renames = self._own_names()
         self._roots: set[tuple[str, str, str]] = set()  # (module, qualname, entry path): direct targets
         # compile calls whose target the index cannot follow into the project's code: (path, line, label)
         self.unresolved: list[tuple[str, int, str]] = []
@@ -408,8 +410,34 @@ class ProjectIndex:
         self._build()
 
     # Resolving names across modules.
-    def _split(self, dotted: str, depth: int = 0) -> tuple[str, str] | None:
+    def _own_names(self) -> dict[str, str]:
+        """{name the code imports its package by: the package's module name here} where the two differ: a
+        package linted as the folder itself under another name (``mylib_copy/`` whose modules import
+        ``mylib.nets``). Evidence: the package's absolute imports of that name all (and at least two) name
+        modules or definitions the package has under its own."""
+        tops = {m.split(".")[0] for m in self.modules}
+        hits: dict[tuple[str, str], list[bool]] = {}
+        for mod, s in self.modules.items():
+            top = mod.split(".")[0]
+            if "." not in mod and not s.get("package"):
+                continue  # a script at the top: no package of its own
+            for origin in s["imports"].values():
+                head, _, rest = origin.partition(".")
+                if head in tops or not rest:
+                    continue
+                hits.setdefault((head, top), []).append(self._split(f"{top}.{rest}", rename=False) is not None)
+        out = {}
+        for (head, top), got in sorted(hits.items()):
+            if len(got) >= 2 and all(got) and head not in out:
+                out[head] = top
+        return out
+
+    def _split(self, dotted: str, depth: int = 0, rename: bool = True) -> tuple[str, str] | None:
         """(module, name inside it) for an absolute dotted reference, following re-exports a few times."""
+        if rename and self._renames:
+            head, _, rest = dotted.partition(".")
+            if head in self._renames and rest:
+                dotted = f"{self._renames[head]}.{rest}"
         parts = dotted.split(".")
         for i in range(len(parts) - 1, 0, -1):
             mod = ".".join(parts[:i])
@@ -419,7 +447,7 @@ class ProjectIndex:
                 head = rest.split(".")[0]
                 if head not in s["classes"] and head not in s["functions"] and head in s["imports"] and depth < 4:
                     tail = rest[len(head):]
-                    return self._split(s["imports"][head] + tail, depth + 1)
+                    return self._split(s["imports"][head] + tail, depth + 1, rename)
                 return mod, rest
         return None
 
@@ -500,11 +528,11 @@ class ProjectIndex:
                     if direct:
                         self._roots.add((where[0], where[1], s["path"]))
                     pending.append((where, how, 0))
-                    if not is_test_file(s["path"]):
+                    if not is_test_file(self.rel(s["path"])):
                         deciding.append(where)
         for where, how, path in through_wrappers(self, wrappers):
             pending.append((where, how, 0))
-            if not is_test_file(path):
+            if not is_test_file(self.rel(path)):
                 deciding.append(where)
         self.found_compile_site = bool(deciding)
         # A library's tests compile toy models; only a compile of a module in its own code says how it is used.

@@ -438,3 +438,99 @@ class LayerDrop(nn.Module):
     assert where(got) == {("lib/net.py", "TL204", 7)}, got
     out = cli(".", "--no-cache").out
     assert "3 data transforms (`Jitter`, `RandomCrop`, `Flip`) taken for data-loader code and left out" in out, out
+
+
+# --- results that do not depend on how it is run ----------------------------------------------------------
+PACKAGE = {
+    "__init__.py": "",
+    "blocks.py": '''\
+import torch
+from torch import nn
+
+
+class Attention(nn.Module):
+    def forward(self, x):
+        print("attn", x.shape)
+        return x
+
+
+class Mlp(nn.Module):
+    def forward(self, x):
+        return x * x.sum().item()
+''',
+    "nets/__init__.py": "",
+    "nets/vit.py": '''\
+from torch import nn
+from mylib.blocks import Attention, Mlp
+
+
+class ViT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+        self.mlp = Mlp()
+
+    def forward(self, x):
+        return self.mlp(self.attn(x))
+''',
+    "nets/detr.py": '''\
+from torch import nn
+from mylib.blocks import Attention
+
+
+class Detr(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = Attention()
+
+    def forward(self, x):
+        return self.attn(x)
+''',
+    "train.py": '''\
+import torch
+from mylib.nets.vit import ViT
+from mylib.nets.detr import Detr
+
+vit = torch.compile(ViT())
+detr = torch.compile(Detr())
+''',
+}
+
+
+def lay_out(folder):
+    for name, text in PACKAGE.items():
+        write(folder / name, text)
+
+
+def test_the_folder_name_does_not_change_the_findings(cli, tmp_path):
+    """A package linted as the folder itself (`thunder-lint mylib/`), unzipped under its own name or copied
+    under another, and under a parent folder named `tests`: the same findings at the same places."""
+    runs = {}
+    for name in ("mylib", "mylib_copy", "tests/mylib"):
+        lay_out(tmp_path / name)
+        got = findings(cli, name)
+        runs[name] = sorted((p.split(name + "/", 1)[1], c, line, m.replace(name + "/", "")) for p, c, line, m in got)
+    assert runs["mylib"] == runs["mylib_copy"] == runs["tests/mylib"]
+    assert {(p, c, line) for p, c, line, _ in runs["mylib"]} == {("blocks.py", "TL204", 7), ("blocks.py", "TL302", 13)}
+
+
+def test_output_is_deterministic_across_hash_seeds_and_names_the_root_that_reaches(tmp_path):
+    """Fresh processes with other hash seeds give byte-identical JSON; `Attention` is reached from two compiled
+    roots and the finding names one of them, the same each time (the first compile call in train.py)."""
+    import os
+    import subprocess
+    import sys
+
+    from cli_helpers import REPO
+
+    lay_out(tmp_path / "mylib")
+    outs = []
+    for seed in ("0", "1", "12345", "random"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(REPO))
+        proc = subprocess.run([sys.executable, "-m", "analyzer.cli", "mylib", "--format", "json", "--no-cache"],
+                              cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 1, proc.stderr
+        outs.append(proc.stdout)
+    assert len(set(outs)) == 1, outs
+    attn = [d for d in json.loads(outs[0]) if d["line"] == 7]
+    assert "compiled by `torch.compile(ViT())` at mylib/train.py:5" in attn[0]["message"], attn

@@ -169,11 +169,14 @@ def free_reads(ctx, jit_scope):
     """
     seen = set()
     reads = []
+    eager_only = _eager_only(ctx, jit_scope)
     for scope in jit_scope.walk():
         for node in scope.loads:
             name = node.id
             if name in seen:
                 continue
+            if eager_only and in_spans(node, eager_only):
+                continue  # under `if not torch.compiler.is_compiling():`: never traced
             owner = scope.owner_of(name)
             if owner is not None and owner.is_within(jit_scope):
                 continue

@@ -534,3 +534,21 @@ def test_output_is_deterministic_across_hash_seeds_and_names_the_root_that_reach
     assert len(set(outs)) == 1, outs
     attn = [d for d in json.loads(outs[0]) if d["line"] == 7]
     assert "compiled by `torch.compile(ViT())` at mylib/train.py:5" in attn[0]["message"], attn
+
+
+def test_hidden_inputs_read_only_eagerly_are_not_reported(cli, tmp_path):
+    write(tmp_path / "step.py", '''\
+import torch
+
+calls = []
+scale = 2.0
+
+
+@torch.compile
+def step(x):
+    if not torch.compiler.is_compiling():
+        calls.append(scale)
+    return x * scale
+''')
+    # the read in the eager-only branch is not one; the one in compiled code still is
+    assert [(c, line) for _, c, line, _ in findings(cli, ".")] == [("TL201", 11)]

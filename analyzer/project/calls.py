@@ -22,9 +22,11 @@ import ast
 from rules._jit_scopes import eager_decorator
 from rules._torch_api import eager_only_spans
 
+from ..static.children import child_fields
 from ..static.module_index import dotted_name, strip_self_returning
 
 _FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LEAVES = frozenset({ast.Name, ast.Constant, type(None), ast.Pass, ast.Break, ast.Continue})
 # Annotation wrappers that say "this or nothing": their arguments are the value's classes.
 _WRAPPERS = frozenset({"Optional", "Union", "Final", "Annotated", "ClassVar"})
 
@@ -68,25 +70,12 @@ def _is_self(node) -> bool:
     return isinstance(node, ast.Name) and node.id in ("self", "cls")
 
 
-def _compiled_children(node):
-    """The children of ``node`` a compiler traces: an ``if`` on ``is_compiling()`` loses its eager branch; a
-    nested function run eagerly (``@torch.compiler.disable``) loses its body."""
-    if isinstance(node, ast.If):
-        spans = eager_only_spans(None, [node])
-        if spans:
-            eager_body = bool(node.body) and (node.body[0].lineno, node.body[0].col_offset) == spans[0][0]
-            yield node.test
-            yield from (node.orelse if eager_body else node.body)
-            return
-    elif isinstance(node, _FUNC) and any(eager_decorator(d) for d in node.decorator_list):
-        return
-    yield from ast.iter_child_nodes(node)
-
-
-def function_facts(fn) -> tuple[list[str], list[str], dict[str, list[str]], list[str]]:
+def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[str], dict[str, list[str]], list[str]]:
     """(calls, ``self.<attr>`` names read, attr -> classes ``isinstance(self.attr, C)`` narrows it to, what it
     returns) of a function, nested functions and lambdas included, in one walk; lists sorted (the summary
-    is compared and cached)."""
+    is compared and cached). ``compiling_checks``: the file names an ``is_compiling()``-like check (else no
+    ``if`` needs asking). Code a compiler never traces is left out: the eager branch of an ``if`` on
+    ``is_compiling()``, the body of a nested function under ``@torch.compiler.disable``."""
     types: dict[str, list[str]] = {}  # local name -> the classes the function says it holds
     args = fn.args
     for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
@@ -99,46 +88,81 @@ def function_facts(fn) -> tuple[list[str], list[str], dict[str, list[str]], list
     calls: set[str] = set()
     narrowed: dict[str, list[str]] = {}
     bound: dict[str, list[str]] = {}  # local -> callees of `local = Callee(...)`
-    rets = []  # values returned by fn itself (not by its nested functions)
-    nested = set()
-    stack = [(s, True) for s in fn.body]  # (the decorators and defaults run where the function is defined)
+    rets = []  # return statements, of fn and of the functions nested in it (told apart by line)
+    nested_spans = []
+    fields = {}  # node type -> its child fields (children.py), looked up once per type
+    stack = list(fn.body)  # (the decorators and defaults run where the function is defined)
     while stack:
-        node, own = stack.pop()
-        if isinstance(node, ast.Attribute):
-            if _is_self(node.value):
+        node = stack.pop()
+        t = type(node)
+        if t in _LEAVES:  # names and constants (four nodes in ten), and a dict's ** entry's missing key
+            continue
+        if t is ast.Attribute:
+            value = node.value
+            if type(value) is ast.Name and value.id in ("self", "cls"):
                 attrs.add(node.attr)
-        elif isinstance(node, ast.Call):
-            funcs.append(node.func)
+                continue
+            stack.append(value)
+            continue
+        if t is ast.Call:
+            func = node.func
+            funcs.append(func)
             for arg in node.args:
-                if isinstance(arg, ast.Attribute) and _is_self(arg.value):
+                if type(arg) is ast.Attribute and _is_self(arg.value):
                     calls.add(f"s:{arg.attr}")  # checkpoint(self._forward, x), map(self.block, xs)
-            got = isinstance_classes(node)
+            got = isinstance_classes(node) if type(func) is ast.Name and func.id == "isinstance" else None
             if got and isinstance(got[0], ast.Attribute) and _is_self(got[0].value):
                 narrowed.setdefault(got[0].attr, []).extend(got[1])
             elif got and isinstance(got[0], ast.Name):
                 types.setdefault(got[0].id, []).extend(got[1])
-        elif isinstance(node, ast.Assign):
-            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        elif t is ast.Assign:
+            if len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
                 value = strip_self_returning(node.value)
-                name = dotted_name(value.func) if isinstance(value, ast.Call) else None
+                name = dotted_name(value.func) if type(value) is ast.Call else None
                 if name:
                     bound.setdefault(node.targets[0].id, []).append(name)
                     if name.rsplit(".", 1)[-1][:1].isupper():  # a class by convention: `block = Block(d)`
                         types.setdefault(node.targets[0].id, []).append(name)
-        elif isinstance(node, ast.AnnAssign):
-            if isinstance(node.target, ast.Name):
+        elif t is ast.AnnAssign:
+            if type(node.target) is ast.Name:
                 types.setdefault(node.target.id, []).extend(annotation_classes(node.annotation))
-        elif isinstance(node, ast.Return):
-            if own and node.value is not None:
-                rets.append(strip_self_returning(node.value))
-        elif isinstance(node, _FUNC) and own:
-            nested.add(node.name)
-        inner = own and not isinstance(node, (*_FUNC, ast.Lambda))
-        stack.extend((c, inner) for c in _compiled_children(node))
+        elif t is ast.If:
+            spans = eager_only_spans(None, [node]) if compiling_checks else None
+            if spans:
+                eager_body = bool(node.body) and (node.body[0].lineno, node.body[0].col_offset) == spans[0][0]
+                stack.append(node.test)
+                stack.extend(node.orelse if eager_body else node.body)
+                continue
+        elif t is ast.Return:
+            if node.value is not None:
+                rets.append(node)
+        elif t in _FUNC:
+            nested_spans.append((node.lineno, node.end_lineno))
+            if any(eager_decorator(d) for d in node.decorator_list):
+                continue
+        names = fields.get(t)
+        if names is None:
+            names = fields[t] = child_fields(t)
+        for f in names:
+            v = getattr(node, f)
+            if type(v) is list:
+                stack.extend(v)
+            elif v is not None:
+                stack.append(v)
     for func in funcs:
         calls.update(_call_refs(func, types))
+    own = [r for r in rets if not any(lo <= r.lineno <= hi for lo, hi in nested_spans)]
+    return (sorted(calls), sorted(attrs), {k: sorted(set(v)) for k, v in sorted(narrowed.items())},
+            _returned(fn, own, bound))
+
+
+def _returned(fn, returns, bound) -> list[str]:
+    """What a factory returns, as references: ``return Net(...)`` / ``return cls(...)`` -> the callee,
+    ``m = Net(...); return m`` -> ``Net``, ``return inner`` of a nested ``def inner`` -> ``def:inner``."""
     out = []
-    for value in rets:
+    nested = {s.name for s in fn.body if isinstance(s, _FUNC)}
+    for s in returns:
+        value = strip_self_returning(s.value)
         if isinstance(value, ast.Call):
             name = dotted_name(value.func)
             if name:
@@ -149,7 +173,7 @@ def function_facts(fn) -> tuple[list[str], list[str], dict[str, list[str]], list
             if value.id in nested:
                 out.append(f"def:{value.id}")
             out.extend(bound.get(value.id, ()))
-    return sorted(calls), sorted(attrs), {k: sorted(set(v)) for k, v in sorted(narrowed.items())}, sorted(set(out))
+    return sorted(set(out))
 
 
 def _call_refs(func, types) -> list[str]:

@@ -258,6 +258,7 @@ def _word_lines(text: str, words) -> set[int]:
 def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_decorators=()) -> dict:
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
     from rules._jit_scopes import disabler_aliases, eager_decorator
+    from rules._torch_api import mentions_compiling_checks
 
     from ..static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
     from ..static.module_index import dotted_name
@@ -268,6 +269,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     is_package = os.path.basename(path) == "__init__.py"
     lines = _ast_line_ends(text).split("\n")
     disablers = disabler_aliases(tree, index.resolve)
+    checks = mentions_compiling_checks(text)
     # Each function and method (a nested function belongs to the one around it): its line span and what it
     # calls, from its syntax tree: [start, end, calls, self attrs read, returns, eager], see calls.py.
     functions: dict[str, list] = {}
@@ -276,7 +278,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     for info in index.functions:
         if any(not isinstance(p, ast.ClassDef) for p in info.parents):
             continue  # a nested function: its lines are its enclosing function's
-        calls, attrs, narrows, returns = function_facts(info.node)
+        calls, attrs, narrows, returns = function_facts(info.node, checks)
         eager = next((k for k in (eager_decorator(d, index.resolve, disablers) for d in info.node.decorator_list) if k), "")
         # decorators from other modules (`from .utils import no_compile`): the index asks their modules
         decorators = [] if eager else sorted({n for n in (dotted_name(d.func if isinstance(d, ast.Call) else d)

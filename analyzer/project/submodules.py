@@ -76,6 +76,11 @@ def _self_attr(node) -> str | None:
     return None
 
 
+def _self_target(s) -> bool:
+    targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+    return any(_self_attr(t) is not None for t in targets)
+
+
 def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
     """attr -> class references the class's methods store into ``self.<attr>`` (directly, in containers, or
     by growing a container it holds: ``__init__`` or any other method, as ``setup_caches`` assigns
@@ -93,7 +98,10 @@ def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         local_lists: dict[str, list[str]] = {}
+        init = stmt.name == "__init__"
         for s in _statements(stmt.body):
+            if not init and not (type(s) in (ast.Assign, ast.AnnAssign) and _self_target(s)):
+                continue  # other methods: only what they store in self.<attr> (`self.kv_cache = KVCache()`)
             if isinstance(s, ast.AnnAssign):
                 attr = _self_attr(s.target)
                 if attr is not None:

@@ -15,6 +15,7 @@ import ast
 import fnmatch
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -25,6 +26,7 @@ from .compile_sites import data_pipeline, is_module_class, returned_classes, thr
 
 # Said once after the findings when the library default applied, with why ("no compile call found").
 LIBRARY_DEFAULT_NOTE = "{}: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"torch", "numpy", "typing_extensions"}
 EAGER = "eager"  # a fact's compiler for a function run eagerly by a decorator imported from another module
 REACH_DEPTH = 6  # calls followed from an entry point: deep enough for model -> block -> attention -> helper
 
@@ -221,6 +223,10 @@ def _entry_target(expr, stmt, index, func_qualnames, depth: int = 0) -> tuple | 
     if values or loops:
         return None
     if not attrs:
+        if around is not None:  # a function nested in the one around the call (or in one around that)
+            for info in index.functions:
+                if info.node.name == root and info.parents and info.parents[-1] is around.node:
+                    return ("ref", info.qualname)
         for callee in index.instances.get(root, ()):  # bound in another scope of the file
             return ("instance", callee)
         return ("ref", root)
@@ -329,7 +335,10 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
                         if index.resolve(node.func) in ("functools.partial", "partial"):
                             continue
                         jit_expr, keywords = node.func, opts[1]
-                    elif isinstance(node.func, ast.Call) and matcher.jit_call_options(node.func):
+                    elif isinstance(node.func, ast.Call) and matcher.jit_call_options(node.func) and len(
+                            node.func.args) <= (1 if index.resolve(node.func.func) in ("functools.partial", "partial") else 0):
+                        # torch.compile(dynamic=True)(f), partial(thunder.jit, ...)(f); never the call of a
+                        # compiled function, `torch.compile(f)(x)`
                         inner = node.func
                         jit_expr = inner.args[0] if index.resolve(inner.func) in ("functools.partial", "partial") else inner.func
                         keywords = matcher.jit_call_options(inner)[1] + node.keywords
@@ -427,12 +436,25 @@ class ProjectIndex:
                 head, _, rest = origin.partition(".")
                 if head in tops or not rest:
                     continue
-                hits.setdefault((head, top), []).append(self._split(f"{top}.{rest}", rename=False) is not None)
+                if head in _STDLIB:
+                    continue
+                hits.setdefault((head, top), []).append(self._names_something(f"{top}.{rest}"))
         out = {}
         for (head, top), got in sorted(hits.items()):
             if len(got) >= 2 and all(got) and head not in out:
                 out[head] = top
         return out
+
+    def _names_something(self, dotted: str) -> bool:
+        """Is ``dotted`` a module of the project, or a class, function or imported name of one?"""
+        if dotted in self.modules:
+            return True
+        where = self._split(dotted, rename=False)
+        if where is None:
+            return False
+        s = self.modules[where[0]]
+        head = where[1].split(".")[0]
+        return head in s["classes"] or head in s["functions"] or head in s["imports"]
 
     def _split(self, dotted: str, depth: int = 0, rename: bool = True) -> tuple[str, str] | None:
         """(module, name inside it) for an absolute dotted reference, following re-exports a few times."""
@@ -685,6 +707,10 @@ class ProjectIndex:
             fwd = self._method(where[0], where[1], "forward")
             return [(fwd, True)] if fwd else []
         if where[1] not in self.modules[where[0]]["functions"]:
+            if kind == "ref" and self._record(*where) is not None and "." in where[1]:
+                owner = where[1].rsplit(".", 1)[0]
+                if owner in self.modules[where[0]]["functions"]:
+                    return [(where, True)]  # a function nested in the one that compiles it (its file sees it)
             return []
         if kind == "instance":  # `torch.compile(GPT.from_name(...))`, `model = build(cfg)`: what it builds
             out = []

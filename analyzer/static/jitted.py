@@ -205,7 +205,9 @@ def find_jitted(text: str, index: ModuleIndex, extra_decorators: tuple[str, ...]
                     if index.resolve(node.func) in _PARTIAL:
                         continue  # partial(thunder.jit, ...) itself: its call partial(...)(f) is matched below
                     compiler = compiler_of_call(node)
-                elif isinstance(node.func, ast.Call) and matcher.jit_call_options(node.func):
+                elif isinstance(node.func, ast.Call) and matcher.jit_call_options(node.func) and len(
+                        node.func.args) <= (1 if index.resolve(node.func.func) in _PARTIAL else 0):
+                    # (never the call of a compiled function: in `torch.compile(f)(x)`, x is an argument)
                     # torch.compile(dynamic=True)(f), partial(thunder.jit, cache=...)(f)
                     opts = (True, matcher.jit_call_options(node.func)[1] + node.keywords)
                     compiler = compiler_of_call(node.func)

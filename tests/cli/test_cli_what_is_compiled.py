@@ -552,3 +552,32 @@ def step(x):
 ''')
     # the read in the eager-only branch is not one; the one in compiled code still is
     assert [(c, line) for _, c, line, _ in findings(cli, ".")] == [("TL201", 11)]
+
+
+def test_the_second_pass_reports_unresolved_calls_and_transforms_also_from_the_cache(cli, tmp_path, monkeypatch):
+    """What the CLI's summary can say beyond the library default: apply_project_index fills ``report``, the
+    same on a run answered from the index's cache."""
+    import analyzer.project_pass as project_pass
+
+    write(tmp_path / "lib" / "__init__.py", "")
+    write(tmp_path / "lib" / "transforms.py", "import random\nfrom torch import nn\n\n\nclass Flip(nn.Module):\n"
+          "    def forward(self, x):\n        return x.flip(-1) if random.random() < 0.5 else x\n")
+    write(tmp_path / "lib" / "net.py", "from torch import nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+          "        return x.sum().item()\n")
+    write(tmp_path / "run.py", "import torch\nfrom hub import load\n\npipe = load()\npipe.unet = torch.compile(pipe.unet)\n")
+    reports = []
+    original = project_pass.apply_project_index
+
+    def spy(*args, **kwargs):
+        report = {}
+        got = original(*args, report=report, **kwargs)
+        reports.append(report)
+        return got
+
+    monkeypatch.setattr(project_pass, "apply_project_index", spy)
+    for _ in range(2):
+        r = cli(".", "--format", "json")
+        assert r.code == 1, r.err
+    expected = {"unresolved": [["run.py", 5, "torch.compile(pipe.unet)"]],
+                "pipelines": [["lib/transforms.py", "Flip", "draws Python's random in a data module"]]}
+    assert reports == [expected, expected]

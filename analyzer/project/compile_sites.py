@@ -196,6 +196,9 @@ def _callers(index, wmod: str, wqual: str):
     """(module, test of a call's callee) for every module that can call the wrapper: the callee's dotted
     name is a local alias of it, ``module_alias.name``, or (a method) any ``obj.name``."""
     name = wqual.rsplit(".", 1)[-1]
+    if name == "__init__":  # `Detector(net)` calls Detector.__init__(self, net): the class's callers
+        wqual = wqual.rsplit(".", 1)[0]
+        name = wqual.rsplit(".", 1)[-1]
     for mod, s in sorted(index.modules.items()):
         if "." in wqual:
             owner = wqual.rsplit(".", 1)[0]
@@ -237,7 +240,7 @@ def through_wrappers(index, wrappers):
             if (wmod, wqual, position) in seen:
                 continue
             seen.add((wmod, wqual, position))
-            short = wqual.rsplit(".", 1)[-1]
+            short = wqual.rsplit(".", 2)[-2] if wqual.endswith(".__init__") else wqual.rsplit(".", 1)[-1]
             for mod, is_callee in _callers(index, wmod, wqual):
                 s = index.modules[mod]
                 if not any(short in line for line in index.lines_of(s["path"])):
@@ -255,7 +258,8 @@ def through_wrappers(index, wrappers):
                         continue
                     text = ast.unparse(arg)
                     callee = dotted_name(call.func)
-                    label = f"{callee.rsplit('.', 1)[-1] if '.' in wqual else callee}({text if len(text) < 40 else '...'})"
+                    method = "." in wqual and not wqual.endswith(".__init__")
+                    label = f"{callee.rsplit('.', 1)[-1] if method else callee}({text if len(text) < 40 else '...'})"
                     inner = how.how.split(" at ")[0].replace("compiled by ", "")
                     where_how = replace(how, how=f"compiled by `{label}` at {index.rel(s['path'])}:{line} (through {inner})")
                     for target in _argument_targets(index, mod, arg, line):

@@ -581,3 +581,28 @@ def test_the_second_pass_reports_unresolved_calls_and_transforms_also_from_the_c
     expected = {"unresolved": [["run.py", 5, "torch.compile(pipe.unet)"]],
                 "pipelines": [["lib/transforms.py", "Flip", "draws Python's random in a data module"]]}
     assert reports == [expected, expected]
+
+
+def test_a_constructor_that_compiles_its_argument_is_a_wrapper(cli, tmp_path):
+    project(tmp_path, '''\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x * x.sum().item()
+
+
+class Other(nn.Module):
+    def forward(self, x):
+        return x * x.sum().item()
+
+
+class Detector:
+    def __init__(self, model, compile_model=True):
+        self.model = torch.compile(model, dynamic=True) if compile_model else model
+''', "from pkg.model import Detector, Net, Other\n\ndet = Detector(Net())\nplain = Other()\n")
+    got = findings(cli, ".")
+    assert where(got) == {("pkg/model.py", "TL302", 7)}, got
+    assert "compiled by `Detector(Net())` at train.py:3" in got[0][3]

@@ -9,7 +9,8 @@ call. Each top-level function and method gets its facts in the file's summary, a
 - ``t:Class:meth``: a method of a value whose class the function states: a parameter's annotation
   (``def next_token(model: GPT)``), ``v = Class(...)``, ``v: Class``, ``isinstance(v, Class)``; ``v(...)`` is
   ``t:Class:forward``;
-- ``p:meth``: ``super().meth(...)``.
+- ``p:meth``: ``super().meth(...)``;
+- ``x:attr``: ``self.attr = torch.compiler.disable(...)``: calls of ``self.attr`` in the class run eagerly.
 
 Code a compiler never traces is left out: the branch of ``if not torch.compiler.is_compiling():`` (and the
 ``else`` of ``if torch.compiler.is_compiling():``), and nested functions under ``@torch.compiler.disable``.
@@ -109,6 +110,8 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
             funcs.append(func)
             for arg in node.args:
                 if type(arg) is ast.Attribute and _is_self(arg.value):
+                    if eager_decorator(node):
+                        break  # torch.compiler.disable(self.log)(x): run eagerly, not reached
                     calls.add(f"s:{arg.attr}")  # checkpoint(self._forward, x), map(self.block, xs)
             got = isinstance_classes(node) if type(func) is ast.Name and func.id == "isinstance" else None
             if got and isinstance(got[0], ast.Attribute) and _is_self(got[0].value):
@@ -116,6 +119,9 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
             elif got and isinstance(got[0], ast.Name):
                 types.setdefault(got[0].id, []).extend(got[1])
         elif t is ast.Assign:
+            target = node.targets[0]
+            if type(target) is ast.Attribute and _is_self(target.value) and type(node.value) is ast.Call and eager_decorator(node.value):
+                calls.add(f"x:{target.attr}")  # self.fn = torch.compiler.disable(self.fn): self.fn runs eagerly
             if len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
                 value = strip_self_returning(node.value)
                 name = dotted_name(value.func) if type(value) is ast.Call else None

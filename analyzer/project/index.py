@@ -412,6 +412,7 @@ class ProjectIndex:
         self._reach_cache: dict[tuple[str, str], list] = {}
         self._trees: dict[str, ast.Module | None] = {}
         self._renames: dict[str, str] = {}
+        self._eager_attr_cache: dict[tuple[str, str], frozenset] = {}
         self._renames = self._own_names()
         self._roots: set[tuple[str, str, str]] = set()  # (module, qualname, entry path): direct targets
         # compile calls whose target the index cannot follow into the project's code: (path, line, label)
@@ -747,6 +748,17 @@ class ProjectIndex:
                 self._trees[path] = None
         return self._trees[path]
 
+    def _eager_attrs(self, module: str, cls: str) -> frozenset:
+        """Attributes a class's methods bind to ``torch.compiler.disable(...)`` (``self.fn = disable(self.fn)``)."""
+        key = (module, cls)
+        got = self._eager_attr_cache.get(key)
+        if got is None:
+            prefix = cls + "."
+            got = frozenset(c[2:] for qual, rec in self.modules[module]["functions"].items()
+                            if qual.startswith(prefix) for c in rec[2] if c.startswith("x:"))
+            self._eager_attr_cache[key] = got
+        return got
+
     def _record(self, module: str, qual: str) -> list | None:
         """A function's summary record; a nested function (``make_op.inner``, returned by a factory) has its
         enclosing function's: its calls are among those."""
@@ -779,12 +791,15 @@ class ProjectIndex:
         out = []
         cls = qual.rsplit(".", 1)[0] if "." in qual else None
         subs = self._submodule_classes(module, cls) if cls else {}
+        eager_attrs = self._eager_attrs(module, cls) if cls else ()
         for call in calls:
             kind, _, ref = call.partition(":")
             if kind == "s":  # self.name(...) / self.attr.meth(...)
                 if cls is None:
                     continue
                 attr, _, meth = ref.partition(".")
+                if attr in eager_attrs:
+                    continue
                 if meth:
                     for sub in subs.get(attr, ()):
                         found = self._method(sub[0], sub[1], meth)

@@ -606,3 +606,32 @@ class Detector:
     got = findings(cli, ".")
     assert where(got) == {("pkg/model.py", "TL302", 7)}, got
     assert "compiled by `Detector(Net())` at train.py:3" in got[0][3]
+
+
+def test_disable_called_on_a_method_ends_reachability(cli, tmp_path):
+    project(tmp_path, '''\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.log = torch.compiler.disable(self.log)
+
+    def log(self, x):
+        print("log", x.shape)
+
+    def report(self, x):
+        print("report", x.shape)
+
+    def stats(self, x):
+        print("stats", x.shape)
+
+    def forward(self, x):
+        self.log(x)
+        torch.compiler.disable(self.report)(x)
+        self.stats(x)
+        return x
+''')
+    assert where(findings(cli, ".")) == {("pkg/model.py", "TL204", 17)}

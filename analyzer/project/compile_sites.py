@@ -88,7 +88,10 @@ _PIPELINES = frozenset({"Compose", "RandomApply", "RandomChoice", "RandomOrder",
 # Folders and files where data-loader code lives.
 _DATA_PARTS = frozenset({"transforms", "transform", "augmentation", "augmentations", "augment", "augmenters",
                          "data", "datasets", "dataset", "dataloader", "dataloaders", "preprocessing", "preprocess"})
-_TRANSFORM_NAMES = ("Transform", "Transforms", "Augmentation", "Augment", "Augmenter")
+_TRANSFORM_NAMES = ("Transform", "Transforms")
+# Folders, files and class names that are augmentation by themselves (a model is never named so).
+_AUGMENT_PARTS = ("augment",)
+_AUGMENT_NAMES = ("Augmentation", "Augment", "Augmenter")
 
 
 def composed_classes(tree, text: str) -> list[str]:
@@ -110,13 +113,20 @@ def composed_classes(tree, text: str) -> list[str]:
 
 def data_pipeline(index, module: str, cls: str, composed) -> str:
     """Why a module class is data-loader code rather than a model (the library default leaves it out), or "".
-    Evidence: the project puts it in a ``Compose([...])``; or it lives in a data folder or file
-    (``transforms/``, ``augmentation.py``, ``data/``) or is named as a transform (``RandomFlipTransform``)
-    and its forward draws Python's ``random`` (or numpy's: a model draws from torch, in the graph)."""
+    Evidence: the project puts it in a ``Compose([...])``; it lives in an augmentation folder or file or is
+    named as one (``augment/``, ``Augmenter``); its forward runs ``backward`` (a training step, a
+    gradient-caching loss); or it lives in a data folder or file (``transforms/``, ``data/``) or is named as a
+    transform (``RandomFlipTransform``) and its forward draws Python's ``random`` (or numpy's: a model draws
+    from torch, in the graph)."""
     if (module, cls) in composed:
         return "in a Compose([...])"
+    parts = set(module.lower().split("."))
+    if any(p.startswith(_AUGMENT_PARTS) for p in parts) or cls.endswith(_AUGMENT_NAMES):
+        return "an augmentation"  # speechbrain's augment/, albumentations' augmentations/, an `Augmenter`
     rec = index.modules[module]["functions"].get(f"{cls}.forward")
     calls = rec[2] if rec is not None and len(rec) > 2 else []
+    if any(c.endswith(".backward") or c == "f:torch.autograd.backward" for c in calls):
+        return "runs backward in its forward"  # a training step or a gradient-caching loss, not a model
     imports = index.modules[module]["imports"]
     draws_python_random = any(
         c.startswith("f:") and c[2:].split(".")[0] in imports
@@ -124,7 +134,6 @@ def data_pipeline(index, module: str, cls: str, composed) -> str:
         for c in calls)
     if not draws_python_random:
         return ""
-    parts = set(module.lower().split("."))
     if parts & _DATA_PARTS or any(p.endswith(("transforms", "augmentation", "augmentations")) for p in parts):
         return "draws Python's random in a data module"
     if cls.endswith(_TRANSFORM_NAMES) or cls.startswith(("Random", "Rand")):
@@ -262,7 +271,7 @@ def through_wrappers(index, wrappers):
                     label = f"{callee.rsplit('.', 1)[-1] if method else callee}({text if len(text) < 40 else '...'})"
                     inner = how.how.split(" at ")[0].replace("compiled by ", "")
                     where_how = replace(how, how=f"compiled by `{label}` at {index.rel(s['path'])}:{line} (through {inner})")
-                    for target in _argument_targets(index, mod, arg, line):
+                    for target in _argument_targets(index, mod, arg, line, tree):
                         if target[0] == "wrapper":
                             nxt.append((mod, target[1], target[2], target[3], how))
                         else:
@@ -271,9 +280,10 @@ def through_wrappers(index, wrappers):
     return found
 
 
-def _argument_targets(index, module: str, expr, line: int) -> list[tuple]:
-    """What one argument passes: ("instance", ref) for ``Net(...)``/a name bound to one, ("ref", f) for a
-    function, ("wrapper", ...) for a parameter of the calling function."""
+def _argument_targets(index, module: str, expr, line: int, tree=None, depth: int = 0) -> list[tuple]:
+    """What one argument passes: ("instance", ref) for ``Net(...)``/a name bound to one in the call's own
+    scope (never a same-named variable of another function), ("ref", f) for a function, ("wrapper", ...) for
+    a parameter of the calling function."""
     from ..static.module_index import dotted_name, strip_self_returning
 
     expr = strip_self_returning(expr)
@@ -281,15 +291,42 @@ def _argument_targets(index, module: str, expr, line: int) -> list[tuple]:
         name = dotted_name(expr.func)
         return [("instance", name)] if name else []
     if isinstance(expr, ast.Attribute) and expr.attr == "forward":
-        return _argument_targets(index, module, expr.value, line)
+        return _argument_targets(index, module, expr.value, line, tree, depth)
     if isinstance(expr, ast.Name):
         around = _enclosing(index, module, line)
         if around is not None:
             params = _params(index, module, around)
             if expr.id in params:
                 return [("wrapper", around, params.index(expr.id), expr.id)]
+        if tree is not None and depth < 3:
+            scope = _function_node(index, module, around) if around is not None else tree
+            for value in reversed(_bound_before(scope or tree, expr.id, line)):
+                got = _argument_targets(index, module, value, line, tree, depth + 1)
+                if got:
+                    return got
+            if scope is not tree and scope is not None:
+                for value in reversed(_bound_before(tree, expr.id, 1 << 30)):  # a module global
+                    got = _argument_targets(index, module, value, line, tree, depth + 1)
+                    if got:
+                        return got
+            return [("ref", expr.id)]
         callees = index.modules[module].get("instances", {}).get(expr.id)
         if callees:
             return [("instance", c) for c in callees]
         return [("ref", expr.id)]
     return []
+
+
+def _bound_before(scope, name: str, line: int) -> list:
+    """Values ``name = ...`` binds in ``scope``'s own statements before ``line``, in order."""
+    from .index import _scope_statements
+
+    out = []
+    for s in _scope_statements(scope):
+        if s.lineno >= line:
+            continue
+        if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets):
+            out.append(s.value)
+        elif isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == name and s.value:
+            out.append(s.value)
+    return sorted(out, key=lambda v: (v.lineno, v.col_offset))

@@ -635,3 +635,40 @@ class Net(nn.Module):
         return x
 ''')
     assert where(findings(cli, ".")) == {("pkg/model.py", "TL204", 17)}
+
+
+def test_a_wrapper_argument_is_resolved_in_the_callers_scope(cli, tmp_path):
+    """accelerate: `compile_regions(model)` in one method must not take the `model = Engine(...)` of another."""
+    project(tmp_path, '''\
+import torch
+from torch import nn
+
+
+class Engine(nn.Module):
+    def forward(self, x):
+        return x * x.sum().item()
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x * x.max().item()
+
+
+def compile_regions(model):
+    return torch.compile(model)
+
+
+class Accelerator:
+    def prepare_engine(self):
+        model = Engine()
+        return model
+
+    def prepare_model(self, model: nn.Module):
+        return compile_regions(model)
+
+
+def main():
+    model = Net()
+    model = compile_regions(model)
+''', "import pkg.model\n")
+    assert where(findings(cli, ".")) == {("pkg/model.py", "TL302", 12)}

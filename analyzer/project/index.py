@@ -276,14 +276,15 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     lines = _ast_line_ends(text).split("\n")
     disablers = disabler_aliases(tree, index.resolve)
     checks = mentions_compiling_checks(text)
-    # Each function and method (a nested function belongs to the one around it): its line span and what it
-    # calls, from its syntax tree: [start, end, calls, self attrs read, returns, eager], see calls.py.
+    # Each function and method: its line span and what it calls, from its syntax tree: [start, end, calls, self
+    # attrs read, returns, eager, decorators from other modules], see calls.py. A nested function has its own
+    # record (a compile call may name it) and its calls count for the function around it too.
     functions: dict[str, list] = {}
     classes: dict[str, list] = {}
     narrowed: dict[str, dict[str, list]] = {}  # class -> attr -> classes isinstance() narrows it to
     for info in index.functions:
-        if any(not isinstance(p, ast.ClassDef) for p in info.parents):
-            continue  # a nested function: its lines are its enclosing function's
+        if not isinstance(info.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
         calls, attrs, narrows, returns = function_facts(info.node, checks)
         eager = next((k for k in (eager_decorator(d, index.resolve, disablers) for d in info.node.decorator_list) if k), "")
         # decorators from other modules (`from .utils import no_compile`): the index asks their modules

@@ -672,3 +672,28 @@ def main():
     model = compile_regions(model)
 ''', "import pkg.model\n")
     assert where(findings(cli, ".")) == {("pkg/model.py", "TL302", 12)}
+
+
+def test_a_compiled_nested_function_reaches_what_it_calls_not_what_its_builder_calls(cli, tmp_path):
+    """unsloth: `verify()` builds `reference` and compiles it; `verify`'s own calls are not compiled code."""
+    write(tmp_path / "check.py", '''\
+import torch
+
+
+def helper(x):
+    print("helper", x.shape)
+    return x
+
+
+def verify_outputs(a, b):
+    return bool(torch.equal(a, b))
+
+
+def verify(x):
+    def reference(y):
+        return helper(y) * 2
+
+    compiled = torch.compile(reference)
+    return verify_outputs(compiled(x), reference(x))
+''')
+    assert where(findings(cli, ".")) == {("check.py", "TL204", 5)}

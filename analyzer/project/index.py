@@ -147,6 +147,15 @@ def _bindings(name: str, stmt, index):
     return before, loops, around
 
 
+def _same_object(value, name: str) -> bool:
+    from ..static.module_index import strip_self_returning
+
+    value = strip_self_returning(value)
+    if isinstance(value, ast.Name):
+        return value.id == name
+    return isinstance(value, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in value.args)
+
+
 def _chain(expr):
     """(root name, attributes) of ``a.b[i].c``: an item of a container holds what the container holds."""
     attrs = []
@@ -191,8 +200,9 @@ def _entry_target(expr, stmt, index, func_qualnames, depth: int = 0) -> tuple | 
     if root in ("self", "cls") and around is not None and around.class_node is not None:
         return ("chain", "class", around.class_node.name, attrs)
     values, loops, around = _bindings(root, stmt, index) if root not in index.imports else ([], [], around)
-    # `model = model.to(device)`, `model = model.cuda()`: the same object
-    values = [v for v in values if not (isinstance(strip_self_returning(v), ast.Name) and strip_self_returning(v).id == root)]
+    # `model = model.to(device)`, `model = DDP(model)`, `model = self._prepare(model)`: the same object, or one
+    # that wraps it (its forward calls the model's)
+    values = [v for v in values if not _same_object(v, root)]
     if around is not None and around.parents == (around.class_node,) * len(around.parents) and not values and not loops:
         pos = _param_position(around, root)
         if pos is not None:
@@ -556,10 +566,16 @@ class ProjectIndex:
                     pending.append((where, how, 0))
                     if not is_test_file(self.rel(s["path"])):
                         deciding.append(where)
+        reached_by = set()
         for where, how, path in through_wrappers(self, wrappers):
             pending.append((where, how, 0))
+            reached_by.add(how.site)
             if not is_test_file(self.rel(path)):
                 deciding.append(where)
+        for _, _, _, _, how in wrappers:
+            if how.site not in reached_by:  # compiles what its callers pass, and no caller here passes a module
+                label = how.how.split("`")[1] if "`" in how.how else how.how
+                self.unresolved.append((self.rel(how.site[0]), how.site[1], label))
         self.found_compile_site = bool(deciding)
         # A library's tests compile toy models; only a compile of a module in its own code says how it is used.
         compiles_a_module = any(self._is_forward(where) for where in deciding)

@@ -697,3 +697,35 @@ def verify(x):
     return verify_outputs(compiled(x), reference(x))
 ''')
     assert where(findings(cli, ".")) == {("check.py", "TL204", 5)}
+
+
+def test_a_wrapper_no_caller_here_passes_a_module_to_is_named_unresolved(tmp_path):
+    """A training framework: `prepare_model(model)` compiles what its users pass (after wrapping it)."""
+    import ast
+
+    from analyzer.project.index import ProjectIndex, summarize
+    from analyzer.static.module_index import build_module_index
+
+    text = '''\
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Accelerator:
+    def prepare_model(self, model, compile=False):
+        model = model.to("cuda")
+        model = DDP(model)
+        if compile:
+            model = torch.compile(model)
+        return model
+
+
+class Helper(torch.nn.Module):
+    def forward(self, x):
+        return x
+'''
+    tree = ast.parse(text)
+    s = summarize(text, tree, build_module_index(tree), str(tmp_path / "acc.py"), "acc")
+    assert s["entries"][0][0] == ["wrapper", "Accelerator.prepare_model", 0, "model"]
+    index = ProjectIndex([s], root=str(tmp_path))
+    assert index.unresolved == [("acc.py", 10, "torch.compile(model)")]

@@ -430,6 +430,7 @@ class ProjectIndex:
         self.unresolved: list[tuple[str, int, str]] = []
         # module classes the library default leaves out as data transforms: (path, class, the evidence)
         self.pipelines: list[tuple[str, str, str]] = []
+        self._external: list[tuple[str, int, str]] = []  # compile calls of other libraries' code
         self._build()
 
     # Resolving names across modules.
@@ -558,8 +559,11 @@ class ProjectIndex:
                     wrappers.append((mod, target[1], target[2], target[3], how))
                     continue
                 got = self.compiled_by(mod, *target)
-                if not got and self._project_code(mod, target):
-                    self.unresolved.append((self.rel(s["path"]), line, label))
+                if not got:
+                    if self._project_code(mod, target):
+                        self.unresolved.append((self.rel(s["path"]), line, label))
+                    else:
+                        self._external.append((self.rel(s["path"]), line, label))
                 for where, direct in got:
                     if direct:
                         self._roots.add((where[0], where[1], s["path"]))
@@ -650,7 +654,13 @@ class ProjectIndex:
         """Why the library default applies, naming the compile calls the index could not follow (the first
         three by place): "no compile call found" only where there is none."""
         if not self.unresolved:
-            return "no nn.Module compile call found" if compiles_something else "no compile call found"
+            if compiles_something:
+                return "no nn.Module compile call found"
+            if self._external:  # torch.compile(AutoModel.from_pretrained(...)): another library's code
+                n = len(self._external)
+                p, line, label = sorted(self._external)[0]
+                return f"{n} compile call{'s' if n > 1 else ''} found, of other libraries' code only ({p}:{line} `{label}`)"
+            return "no compile call found"
         places = ", ".join(f"{p}:{line} `{label}`" for p, line, label in sorted(self.unresolved)[:3])
         more = f" and {len(self.unresolved) - 3} more" if len(self.unresolved) > 3 else ""
         n = len(self.unresolved)

@@ -729,3 +729,13 @@ class Helper(torch.nn.Module):
     assert s["entries"][0][0] == ["wrapper", "Accelerator.prepare_model", 0, "model"]
     index = ProjectIndex([s], root=str(tmp_path))
     assert index.unresolved == [("acc.py", 10, "torch.compile(model)")]
+
+
+def test_a_compile_of_another_librarys_model_is_not_called_no_compile_call(cli, tmp_path):
+    write(tmp_path / "net.py", "from torch import nn\n\n\nclass Head(nn.Module):\n    def forward(self, x):\n"
+          "        return x.sum().item()\n")
+    write(tmp_path / "run.py", "import torch\nfrom transformers import AutoModel\n\n"
+          "model = torch.compile(AutoModel.from_pretrained('x'))\n")
+    out = cli(".", "--no-cache").out
+    assert "no compile call found" not in out, out
+    assert "1 compile call found, of other libraries' code only (run.py:4 `torch.compile(AutoModel.from_pretrained('x'))`)" in out

@@ -200,3 +200,23 @@ def _call_refs(func, types) -> list[str]:
         return [f"t:{c}:{func.attr}" for c in types[value.id]]
     name = dotted_name(func)
     return [f"f:{name}"] if name else []
+
+
+def scope_statements(scope):
+    """Statements of a function (or module) body, nested blocks included, never nested defs or classes."""
+    stack = list(reversed(scope.body))
+    while stack:
+        s = stack.pop()
+        yield s
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        nested = []
+        for attr in ("body", "orelse", "finalbody"):
+            v = getattr(s, attr, None)
+            if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
+                nested.extend(v)
+        for h in getattr(s, "handlers", ()) or ():
+            nested.extend(h.body)
+        for c in getattr(s, "cases", ()) or ():
+            nested.extend(c.body)
+        stack.extend(reversed(nested))

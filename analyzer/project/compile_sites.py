@@ -319,10 +319,10 @@ def _argument_targets(index, module: str, expr, line: int, tree=None, depth: int
 
 def _bound_before(scope, name: str, line: int) -> list:
     """Values ``name = ...`` binds in ``scope``'s own statements before ``line``, in order."""
-    from .index import _scope_statements
+    from .calls import scope_statements
 
     out = []
-    for s in _scope_statements(scope):
+    for s in scope_statements(scope):
         if s.lineno >= line:
             continue
         if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets):

@@ -109,33 +109,15 @@ def _param_position(info, name: str) -> int | None:
     return None
 
 
-def _scope_statements(scope):
-    """Statements of a function (or module) body, nested blocks included, never nested defs or classes."""
-    stack = list(reversed(scope.body))
-    while stack:
-        s = stack.pop()
-        yield s
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        nested = []
-        for attr in ("body", "orelse", "finalbody"):
-            v = getattr(s, attr, None)
-            if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
-                nested.extend(v)
-        for h in getattr(s, "handlers", ()) or ():
-            nested.extend(h.body)
-        for c in getattr(s, "cases", ()) or ():
-            nested.extend(c.body)
-        stack.extend(reversed(nested))
-
-
 def _bindings(name: str, stmt, index):
     """What ``name`` is bound to in the scope of ``stmt`` (its function, else the module): the values of
     ``name = ...`` and the iterables of ``for name in ...`` whose loop holds ``stmt``, in source order."""
     around = _enclosing_function(stmt, index)
     scope = around.node if around is not None else index.tree
     values, loops = [], []
-    for s in _scope_statements(scope):
+    from .calls import scope_statements  # (where a file is summarized: a cached run loads no engine)
+
+    for s in scope_statements(scope):
         if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets):
             values.append(s.value)
         elif isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == name and s.value:

@@ -125,7 +125,7 @@ def data_pipeline(index, module: str, cls: str, composed) -> str:
         return "an augmentation"  # speechbrain's augment/, albumentations' augmentations/, an `Augmenter`
     rec = index.modules[module]["functions"].get(f"{cls}.forward")
     calls = rec[2] if rec is not None and len(rec) > 2 else []
-    if any(c.endswith(".backward") or c == "f:torch.autograd.backward" for c in calls):
+    if _runs_backward(index, (module, f"{cls}.forward")):
         return "runs backward in its forward"  # a training step or a gradient-caching loss, not a model
     imports = index.modules[module]["imports"]
     draws_python_random = any(
@@ -139,6 +139,25 @@ def data_pipeline(index, module: str, cls: str, composed) -> str:
     if cls.endswith(_TRANSFORM_NAMES) or cls.startswith(("Random", "Rand")):
         return "draws Python's random, named as a transform"
     return ""
+
+
+def _runs_backward(index, forward, depth: int = 3) -> bool:
+    """Does ``forward``, or what it calls (``depth`` calls deep), call ``.backward()``? Sentence-transformers'
+    cached losses reach ``loss.backward()`` through ``self.forward_cached`` -> ``self.calculate_loss``."""
+    seen = {forward}
+    frontier = [forward]
+    for _ in range(depth + 1):
+        nxt = []
+        for where in frontier:
+            rec = index.modules[where[0]]["functions"].get(where[1])
+            if rec is not None and any(c.endswith(".backward") or c == "f:torch.autograd.backward" for c in rec[2]):
+                return True
+            for got in index._reached_once(*where):
+                if got not in seen:
+                    seen.add(got)
+                    nxt.append(got)
+        frontier = nxt
+    return False
 
 
 def returned_classes(index, module: str, qual: str, depth: int = 0) -> list[tuple[str, str]]:

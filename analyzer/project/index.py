@@ -590,8 +590,8 @@ class ProjectIndex:
             if self.library_default and self.pipelines:
                 n = len(self.pipelines)
                 first = ", ".join(f"`{c}`" for _, c, _ in sorted(self.pipelines)[:3])
-                self.library_default += (f"; {n} data transform{'s' if n > 1 else ''} ({first}{', ...' if n > 3 else ''})"
-                                         " taken for data-loader code and left out")
+                self.library_default += (f"; {n} module{'s' if n > 1 else ''} ({first}{', ...' if n > 3 else ''}) taken"
+                                         " for data transforms or training machinery and left out")
         # What each entry point reaches, each walked on its own; a function keeps the entry point that says most
         # about it: a compile call before the library default, then one in its own module (so that its file's
         # findings read the same linted alone or with the project), then the first in the text.

@@ -433,11 +433,29 @@ class LayerDrop(nn.Module):
             return x
         return x * 2
 ''')
+    write(tmp_path / "lib" / "losses.py", '''\
+from torch import nn
+
+
+class CachedLoss(nn.Module):
+    def forward(self, feats, labels):
+        return self.forward_cached(feats, labels)
+
+    def forward_cached(self, feats, labels):
+        loss = self.calculate(feats, labels)
+        loss.backward()
+        return loss.detach().requires_grad_()
+
+    def calculate(self, feats, labels):
+        return (feats * labels).sum() / labels.sum().item()
+''')
     got = findings(cli, ".")
-    # a model's layer drop is linted; the transforms are data-loader code: a data folder, a Compose, a name
+    # a model's layer drop is linted; the transforms are data-loader code: a data folder, a Compose, a name;
+    # a loss that runs backward inside (gradient caching) is training machinery
     assert where(got) == {("lib/net.py", "TL204", 7)}, got
     out = cli(".", "--no-cache").out
-    assert "3 data transforms (`Jitter`, `RandomCrop`, `Flip`) taken for data-loader code and left out" in out, out
+    assert ("4 modules (`Jitter`, `RandomCrop`, `CachedLoss`, ...) taken for data transforms or training machinery"
+            " and left out") in out, out
 
 
 # --- results that do not depend on how it is run ----------------------------------------------------------

@@ -152,7 +152,15 @@ def _runs_backward(index, forward, depth: int = 3) -> bool:
             rec = index.modules[where[0]]["functions"].get(where[1])
             if rec is not None and any(c.endswith(".backward") or c == "f:torch.autograd.backward" for c in rec[2]):
                 return True
-            for got in index._reached_once(*where):
+            more = list(index._reached_once(*where))
+            if rec is not None:  # self.calculate_loss() in a base class: the concrete class's override
+                owner = forward[1].rsplit(".", 1)[0]
+                for c in rec[2]:
+                    if c.startswith("s:") and "." not in c:
+                        found = index._method(forward[0], owner, c[2:])
+                        if found:
+                            more.append(found)
+            for got in more:
                 if got not in seen:
                     seen.add(got)
                     nxt.append(got)

@@ -20,7 +20,7 @@ from . import file_pass
 from .file_pass import SERIAL_BELOW, init_worker, pool_context, process_file
 from .project.index import ProjectIndex, normalize_facts
 
-INDEX_FORMAT = 2  # 2: facts carry `assumed` (the library default)
+INDEX_FORMAT = 3  # 2: facts carry `assumed` (the library default); 3: summaries of AST facts, the report
 KEEP_FILES = 4
 
 
@@ -34,6 +34,7 @@ class IndexCache:
         self.entries: dict[str, list] = {}
         self.built_from = ""  # fingerprint of the files the stored facts were computed from
         self.library_default = ""  # why that index applied the library default, "" if it did not (ProjectIndex)
+        self.report: dict = {}  # what else the summary says: unresolved compile calls, data transforms left out
         self.dirty = False
 
     def load(self) -> "IndexCache":
@@ -44,6 +45,7 @@ class IndexCache:
                 self.entries = data["entries"]
                 self.built_from = str(data.get("built_from", ""))
                 self.library_default = str(data.get("library_default") or "")
+                self.report = data.get("report") if isinstance(data.get("report"), dict) else {}
         except Exception:  # missing or damaged: rebuilt from this run
             self.entries = {}
         return self
@@ -68,7 +70,7 @@ class IndexCache:
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump({"format": INDEX_FORMAT, "key": self.key, "built_from": self.built_from,
-                           "library_default": self.library_default, "entries": self.entries}, f, separators=(",", ":"))
+                           "library_default": self.library_default, "report": self.report, "entries": self.entries}, f, separators=(",", ":"))
             os.replace(tmp, self.file)
             others = sorted((p for p in self.directory.glob("index-*.json") if p != self.file), key=_mtime)
             for stale in others[: max(0, len(others) - KEEP_FILES)]:
@@ -109,10 +111,13 @@ def _fingerprint(results: list) -> str:
 
 
 def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[int] = frozenset(),
-                        finish=None) -> tuple[set[int], str]:
+                        finish=None, report: dict | None = None) -> tuple[set[int], str]:
     """Fill in summaries, build the index, lint the held files (``finish([(result, facts)])``, by default here)
     and re-lint files whose facts changed: (ids of re-linted results, why the library default applied ("no compile
-    call found": every nn.Module forward linted as compiled), or "")."""
+    call found": every nn.Module forward linted as compiled), or ""). ``report``, when given, receives what the
+    summary should say beyond that: "unresolved", the compile calls the index could not follow ([path, line,
+    label], paths relative to the root), and "pipelines", the module classes the library default took for data
+    transforms ([path, class, evidence])."""
     sidecar = IndexCache(cache.directory, cache.key).load() if cache is not None else None
     relinted: set[int] = set()
     for r in results:
@@ -131,9 +136,14 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
     if sidecar is not None and not relinted and built_from == sidecar.built_from and all(
         r.facts is not None for r in results if r.digest is not None
     ) and not any(id(r) in fresh for r in results):
+        if report is not None:
+            report.update(sidecar.report)
         return relinted, sidecar.library_default
     with_summary = [r for r in results if r.summary is not None]
     index = ProjectIndex([r.summary for r in with_summary], settings.root, settings.assume_compiled, settings.target)
+    said = {"unresolved": [list(u) for u in index.unresolved], "pipelines": [list(p) for p in index.pipelines]}
+    if report is not None:
+        report.update(said)
     todo, held = [], []
     for r in with_summary:
         now = index.facts_for(r.summary["module"], r.summary["path"])
@@ -153,7 +163,8 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
         for r in results:
             if r.digest is not None and r.facts is not None and r.error is None:
                 sidecar.put(os.path.abspath(r.path), r.digest, r.summary, r.facts)
-        if sidecar.built_from != built_from or sidecar.library_default != index.library_default:
+        if sidecar.built_from != built_from or sidecar.library_default != index.library_default or sidecar.report != said:
             sidecar.built_from, sidecar.library_default, sidecar.dirty = built_from, index.library_default, True
+            sidecar.report = said
         sidecar.save()
     return relinted, index.library_default

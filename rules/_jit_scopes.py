@@ -6,6 +6,8 @@ import ast
 import re
 from dataclasses import replace
 
+from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
+
 
 _HELPER_DEPTH = 2  # helpers of helpers are followed this far
 
@@ -41,11 +43,14 @@ def jitted_scopes(ctx, follow_helpers: bool = True):
 def _called_helpers(ctx, jit_scope):
     """Module-level functions called by plain name from anywhere in ``jit_scope``."""
     out = []
+    eager_only = _eager_only(ctx, jit_scope)
     for scope in jit_scope.walk():
         for call in scope.calls:
             func = call.func
             if not isinstance(func, ast.Name) or scope.owner_of(func.id) is not None:
                 continue
+            if eager_only and in_spans(call, eager_only):
+                continue  # under `if not torch.compiler.is_compiling():`: never traced
             if ctx.index.bindings.get(func.id) != ["def"]:
                 continue  # rebound, or not a function at all
             for info in ctx.index.top_functions.get(func.id, ()):
@@ -54,14 +59,98 @@ def _called_helpers(ctx, jit_scope):
     return out
 
 
+def _eager_only(ctx, jit_scope) -> list:
+    """Spans of the jitted function that run only eagerly (``if not torch.compiler.is_compiling():``)."""
+    node = jit_scope.node
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not mentions_compiling_checks(
+            ctx.source.text):
+        return []
+    return eager_only_spans(node, ctx.facts(node).all_ifs)
+
+
 def _runs_eagerly(ctx, node) -> bool:
-    """``@torch.compiler.disable`` / ``@torch._dynamo.disable``: the compiler calls it without tracing it."""
-    for dec in node.decorator_list:
-        target = dec.func if isinstance(dec, ast.Call) else dec
-        name = ctx.resolve(target) or ""
-        if name.rsplit(".", 1)[-1] in ("disable", "skip"):
-            return True
-    return False
+    """``@torch.compiler.disable`` / ``@torch._dynamo.disable`` (or a module-level alias of either): the
+    compiler calls it without tracing it."""
+    info = ctx.index.function_of.get(id(node))
+    if info is not None and info.qualname in getattr(ctx, "eager_elsewhere", ()):
+        return True  # the project index: a decorator imported from another module disables it
+    aliases = disabler_aliases(ctx.index.tree, ctx.resolve)
+    return any(eager_decorator(d, ctx.resolve, aliases) for d in node.decorator_list)
+
+
+# What tells a compiler to run a function eagerly (dynamo skips its frame, and with recursive=True, the default,
+# every frame it calls).
+DISABLE = frozenset({"torch.compiler.disable", "torch._dynamo.disable", "torch._disable_dynamo",
+                     "torch._dynamo.eval_frame.disable", "torch._dynamo.skip"})
+
+
+def _disable_name(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1].lower()
+    # `disable` however imported; a project's own helper named for what it does (`disable_compiler`,
+    # `torch_compile_disable`, `_disable_dynamo`)
+    return name in DISABLE or last == "disable" or ("disable" in last and ("compil" in last or "dynamo" in last))
+
+
+def _dotted(expr) -> str | None:
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def eager_decorator(dec, resolve=None, aliases=frozenset()) -> str:
+    """"recursive" for a decorator (or call) that runs the function eagerly with everything it calls
+    (``@torch.compiler.disable``, ``@torch._dynamo.disable(reason=...)``), "frame" for one that skips only
+    its own frame (``recursive=False``: what it calls is compiled again), "" otherwise. ``aliases``: local
+    names bound to one of them (``disable_compiler = torch.compiler.disable``), with their kind."""
+    resolve = resolve or _dotted
+    kind = "recursive"
+    target = dec
+    if isinstance(dec, ast.Call):
+        target = dec.func
+        if (resolve(target) or "") in ("functools.partial", "partial") and dec.args:
+            target = dec.args[0]  # partial(torch.compiler.disable, recursive=False)
+        for kw in dec.keywords:
+            if kw.arg == "recursive" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
+                kind = "frame"
+    if isinstance(target, ast.Name) and target.id in aliases:
+        return aliases[target.id] if kind == "recursive" else kind
+    name = resolve(target) or ""
+    return kind if name and _disable_name(name) else ""
+
+
+def disabler_aliases(tree, resolve=None) -> dict[str, str]:
+    """Module-level names bound to a disable decorator (``disable_compiler = torch.compiler.disable``,
+    ``no_trace = torch._dynamo.disable(recursive=False)``, also inside if/try), with its kind."""
+    cached = getattr(tree, "_thunder_disablers", None)
+    if cached is not None:
+        return cached
+    out: dict[str, str] = {}
+    stack = list(tree.body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            value = stmt.value
+            # `torch.compiler.disable(recursive=False)` (no function: a decorator), or the decorator itself
+            if not (isinstance(value, ast.Call) and value.args and (resolve or _dotted)(value.func) not in (
+                    "functools.partial", "partial")):
+                kind = eager_decorator(value, resolve, out)
+                if kind:
+                    out[stmt.targets[0].id] = kind
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            stack.extend(stmt.body)
+            stack.extend(stmt.orelse)
+            for h in getattr(stmt, "handlers", ()):
+                stack.extend(h.body)
+    try:
+        tree._thunder_disablers = out
+    except AttributeError:
+        pass
+    return out
 
 
 def _is_definition_only(scope, name: str) -> bool:
@@ -80,11 +169,14 @@ def free_reads(ctx, jit_scope):
     """
     seen = set()
     reads = []
+    eager_only = _eager_only(ctx, jit_scope)
     for scope in jit_scope.walk():
         for node in scope.loads:
             name = node.id
             if name in seen:
                 continue
+            if eager_only and in_spans(node, eager_only):
+                continue  # under `if not torch.compiler.is_compiling():`: never traced
             owner = scope.owner_of(name)
             if owner is not None and owner.is_within(jit_scope):
                 continue

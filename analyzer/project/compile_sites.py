@@ -6,19 +6,15 @@
   ``setup(GPT(cfg))`` (or of a name bound to an instance) is a compile site, also through wrappers of wrappers;
 - the library default's test: which classes are ``nn.Module`` subclasses.
 
-Each works on the project index (duck-typed: ``modules``, ``resolve``, ``function_text``, ``lines_of``) from
-the text of the few functions it needs, read when asked.
+Each works on the project index (duck-typed: ``modules``, ``resolve``, ``tree_of``) from the facts the
+summaries took from the syntax tree; only a wrapper's callers are parsed again, when there is a wrapper.
 """
 
 from __future__ import annotations
 
 import ast
-import re
-import textwrap
 from dataclasses import replace
 
-_RETURN_CALL = re.compile(r"\breturn\s+([A-Za-z_][\w.]*)\s*\(")
-_RETURN_NAME = re.compile(r"\breturn\s+([A-Za-z_]\w*)\s*$", re.M)
 _NOT_MODULE_ROOTS = frozenset({"abc", "typing", "typing_extensions", "enum", "dataclasses", "collections",
                                "object", "Exception", "ABC", "Protocol", "NamedTuple", "Generic"})
 _WRAPPER_DEPTH = 3  # a wrapper of a wrapper of a wrapper
@@ -33,13 +29,23 @@ def _absolute(index, module: str, ref: str) -> str:
     return ref
 
 
+# Bases from other libraries that are nn.Modules by name (`LightningModule`, `BaseModule`, `PreTrainedModel`)
+_MODULE_SUFFIXES = ("Module", "PreTrainedModel")
+# Calls in a class's methods that only an nn.Module makes.
+_MODULE_CALLS = frozenset({"s:register_buffer", "s:register_parameter", "s:add_module", "s:register_module",
+                           "f:nn.Parameter", "f:torch.nn.Parameter", "f:Parameter", "f:nn.parameter.Parameter"})
+
+
 def is_module_class(index, module: str, cls: str, depth: int = 0) -> bool:
     """Does ``cls`` derive from ``torch.nn.Module``? Bases in the project are followed; a base from torch
-    answers by being under ``torch.nn``; one from another library (``timm.layers.Mlp``) counts as a module
-    (the caller asks only about classes that define ``forward``), one from the standard library does not."""
+    answers by being under ``torch.nn``; one from another library is a module only where something says
+    so: its name (``LightningModule``, ``PreTrainedModel``) or the class itself (it holds ``torch.nn``
+    layers, registers buffers or parameters). An attention backend's ``AttentionImpl`` with a ``forward``
+    is no module."""
     info = index.modules.get(module, {}).get("classes", {}).get(cls.rsplit(".", 1)[-1])
     if info is None or depth > 8:
         return False
+    unknown = False
     for base in info[0]:
         where = index.resolve(module, base)
         if where is not None and where[1].rsplit(".", 1)[-1] in index.modules[where[0]]["classes"]:
@@ -52,22 +58,131 @@ def is_module_class(index, module: str, cls: str, depth: int = 0) -> bool:
                 return True
             continue  # torch.autograd.Function has a forward too, and is no module
         if origin.split(".")[0] not in _NOT_MODULE_ROOTS and where is None:
-            return True
+            if origin.rsplit(".", 1)[-1].endswith(_MODULE_SUFFIXES):
+                return True
+            unknown = True
+    return unknown and _acts_as_module(index, module, cls)
+
+
+def _acts_as_module(index, module: str, cls: str) -> bool:
+    """Does the class's own code say it is an nn.Module: a ``torch.nn`` layer held in ``self.<attr>``, a
+    registered buffer or parameter?"""
+    s = index.modules[module]
+    info = s["classes"].get(cls.rsplit(".", 1)[-1])
+    for refs in info[1].values():
+        for ref in refs:
+            if _absolute(index, module, ref).startswith("torch.nn."):
+                return True
+    prefix = cls + "."
+    for qual, rec in s["functions"].items():
+        if qual.startswith(prefix) and "." not in qual[len(prefix):] and len(rec) > 2:
+            if any(c in _MODULE_CALLS for c in rec[2]):
+                return True
+    return False
+
+
+# --- data pipelines --------------------------------------------------------------------------------
+# Calls that chain data transforms (torchvision, albumentations, kornia, monai): what they hold runs in a loader.
+_PIPELINES = frozenset({"Compose", "RandomApply", "RandomChoice", "RandomOrder", "OneOf", "SomeOf",
+                        "AugmentationSequential", "ImageSequential", "VideoSequential"})
+# Folders and files where data-loader code lives.
+_DATA_PARTS = frozenset({"transforms", "transform", "augmentation", "augmentations", "augment", "augmenters",
+                         "data", "datasets", "dataset", "dataloader", "dataloaders", "preprocessing", "preprocess"})
+_TRANSFORM_NAMES = ("Transform", "Transforms")
+# Folders, files and class names that are augmentation by themselves (a model is never named so).
+_AUGMENT_PARTS = ("augment",)
+_AUGMENT_NAMES = ("Augmentation", "Augment", "Augmenter")
+
+
+def composed_classes(tree, text: str) -> list[str]:
+    """Class references instantiated inside a transform pipeline call (``Compose([RandomFlip(), ...])``)."""
+    from ..static.module_index import dotted_name
+
+    if not any(name in text for name in _PIPELINES):
+        return []
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in _PIPELINES:
+            for inner in ast.walk(node):
+                if inner is not node and isinstance(inner, ast.Call):
+                    name = dotted_name(inner.func)
+                    if name and name.rsplit(".", 1)[-1][:1].isupper():
+                        out.add(name)
+    return sorted(out)
+
+
+def data_pipeline(index, module: str, cls: str, composed) -> str:
+    """Why a module class is data-loader code rather than a model (the library default leaves it out), or "".
+    Evidence: the project puts it in a ``Compose([...])``; it lives in an augmentation folder or file or is
+    named as one (``augment/``, ``Augmenter``); its forward runs ``backward`` (a training step, a
+    gradient-caching loss); or it lives in a data folder or file (``transforms/``, ``data/``) or is named as a
+    transform (``RandomFlipTransform``) and its forward draws Python's ``random`` (or numpy's: a model draws
+    from torch, in the graph)."""
+    if (module, cls) in composed:
+        return "in a Compose([...])"
+    parts = set(module.lower().split("."))
+    if any(p.startswith(_AUGMENT_PARTS) for p in parts) or cls.endswith(_AUGMENT_NAMES):
+        return "an augmentation"  # speechbrain's augment/, albumentations' augmentations/, an `Augmenter`
+    rec = index.modules[module]["functions"].get(f"{cls}.forward")
+    calls = rec[2] if rec is not None and len(rec) > 2 else []
+    if _runs_backward(index, (module, f"{cls}.forward")):
+        return "runs backward in its forward"  # a training step or a gradient-caching loss, not a model
+    imports = index.modules[module]["imports"]
+    draws_python_random = any(
+        c.startswith("f:") and c[2:].split(".")[0] in imports
+        and _absolute(index, module, c[2:]).startswith(("random.", "numpy.random."))
+        for c in calls)
+    if not draws_python_random:
+        return ""
+    if parts & _DATA_PARTS or any(p.endswith(("transforms", "augmentation", "augmentations")) for p in parts):
+        return "draws Python's random in a data module"
+    if cls.endswith(_TRANSFORM_NAMES) or cls.startswith(("Random", "Rand")):
+        return "draws Python's random, named as a transform"
+    return ""
+
+
+def _runs_backward(index, forward, depth: int = 3) -> bool:
+    """Does ``forward``, or what it calls (``depth`` calls deep), call ``.backward()``? Sentence-transformers'
+    cached losses reach ``loss.backward()`` through ``self.forward_cached`` -> ``self.calculate_loss``."""
+    seen = {forward}
+    frontier = [forward]
+    for _ in range(depth + 1):
+        nxt = []
+        for where in frontier:
+            rec = index.modules[where[0]]["functions"].get(where[1])
+            if rec is not None and any(c.endswith(".backward") or c == "f:torch.autograd.backward" for c in rec[2]):
+                return True
+            more = list(index._reached_once(*where))
+            if rec is not None:  # self.calculate_loss() in a base class: the concrete class's override
+                owner = forward[1].rsplit(".", 1)[0]
+                for c in rec[2]:
+                    if c.startswith("s:") and "." not in c:
+                        found = index._method(forward[0], owner, c[2:])
+                        if found:
+                            more.append(found)
+            for got in more:
+                if got not in seen:
+                    seen.add(got)
+                    nxt.append(got)
+        frontier = nxt
     return False
 
 
 def returned_classes(index, module: str, qual: str, depth: int = 0) -> list[tuple[str, str]]:
-    """(module, class) of what a factory function or classmethod returns, from its text."""
+    """(module, class) of what a factory function or classmethod returns (its summary's ``returns``), and
+    (module, "factory.inner") for a nested function it returns (``def make_op(): def op(x): ...; return op``)."""
     if depth > 3:
         return []
-    text = index.function_text(module, qual)
-    refs = list(_RETURN_CALL.findall(text))
-    for name in _RETURN_NAME.findall(text):
-        refs += re.findall(r"\b%s\s*=\s*([A-Za-z_][\w.]*)\s*\(" % re.escape(name), text)
+    rec = index.modules[module]["functions"].get(qual)
+    if rec is None or len(rec) < 5:
+        return []
     out = []
     owner = qual.rsplit(".", 1)[0] if "." in qual else None
-    for ref in refs:
-        if ref in ("cls", "self.__class__", "type(self)") and owner:
+    for ref in rec[4]:
+        if ref.startswith("def:"):
+            out.append((module, f"{qual}.{ref[4:]}"))
+            continue
+        if ref in ("cls", "self.__class__") and owner:
             ref = owner
         where = index.resolve(module, ref)
         if where is None:
@@ -81,48 +196,22 @@ def returned_classes(index, module: str, qual: str, depth: int = 0) -> list[tupl
 
 
 # --- wrappers --------------------------------------------------------------------------------------
-def _arguments(text: str, open_paren: int) -> list[str] | None:
-    """The top-level argument texts of the call whose ``(`` is at ``open_paren``; None if it never closes."""
-    depth, start, out, quote = 0, open_paren + 1, [], None
-    i = open_paren
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                out.append(text[start:i])
-                return [a.strip() for a in out if a.strip()]
-        elif c == "," and depth == 1:
-            out.append(text[start:i])
-            start = i + 1
-        i += 1
+def _function_node(index, module: str, qual: str):
+    """The FunctionDef of ``qual`` in its file's tree (parsed again on demand), or None."""
+    s = index.modules[module]
+    rec = s["functions"].get(qual)
+    tree = index.tree_of(s["path"]) if rec else None
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == rec[0] and node.name == qual.rsplit(".", 1)[-1]:
+            return node
     return None
 
 
-def _argument(args: list[str], position: int, name: str) -> str | None:
-    for a in args:
-        if re.match(r"%s\s*=[^=]" % re.escape(name), a):
-            return a.split("=", 1)[1].strip()
-    positional = [a for a in args if not re.match(r"[A-Za-z_]\w*\s*=[^=]", a) and not a.startswith("*")]
-    return positional[position] if 0 <= position < len(positional) else None
-
-
 def _params(index, module: str, qual: str) -> list[str]:
-    """Parameter names of a function (self/cls left out), from its text."""
-    try:
-        tree = ast.parse(textwrap.dedent(index.function_text(module, qual)))
-    except SyntaxError:
-        return []
-    fn = tree.body[0] if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    """Parameter names of a function (self/cls left out)."""
+    fn = _function_node(index, module, qual)
     if fn is None:
         return []
     names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
@@ -140,25 +229,44 @@ def _enclosing(index, module: str, line: int) -> str | None:
 
 
 def _callers(index, wmod: str, wqual: str):
-    """(module, the text a call of the wrapper starts with) for every module that can call it."""
+    """(module, test of a call's callee) for every module that can call the wrapper: the callee's dotted
+    name is a local alias of it, ``module_alias.name``, or (a method) any ``obj.name``."""
     name = wqual.rsplit(".", 1)[-1]
-    method = "." in wqual
-    for mod, s in index.modules.items():
-        if method:
+    if name == "__init__":  # `Detector(net)` calls Detector.__init__(self, net): the class's callers
+        wqual = wqual.rsplit(".", 1)[0]
+        name = wqual.rsplit(".", 1)[-1]
+    for mod, s in sorted(index.modules.items()):
+        if "." in wqual:
             owner = wqual.rsplit(".", 1)[0]
             if mod == wmod or any(index.resolve(mod, local) == (wmod, owner) for local in s["imports"]):
-                yield mod, re.compile(r"\.\s*%s\s*\(" % re.escape(name))
+                yield mod, (lambda d, n=name: d is not None and d.rsplit(".", 1)[-1] == n and "." in d)
             continue
-        aliases = [name] if mod == wmod else [local for local in s["imports"] if index.resolve(mod, local) == (wmod, wqual)]
-        modules = [local for local, origin in s["imports"].items() if origin == wmod]
-        patterns = [re.escape(a) for a in aliases] + [r"%s\s*\.\s*%s" % (re.escape(m), re.escape(name)) for m in modules]
-        if patterns:
-            yield mod, re.compile(r"(?<![\w.])(?:%s)\s*\(" % "|".join(patterns))
+        names = {name} if mod == wmod else {local for local in s["imports"] if index.resolve(mod, local) == (wmod, wqual)}
+        names |= {f"{local}.{name}" for local, origin in s["imports"].items() if origin == wmod}
+        if names:
+            yield mod, names.__contains__
+
+
+def _call_argument(call: ast.Call, position: int, name: str):
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    positional = []
+    for a in call.args:
+        if isinstance(a, ast.Starred):
+            break  # *args: positions past it are unknown
+        positional.append(a)
+    return positional[position] if 0 <= position < len(positional) else None
 
 
 def through_wrappers(index, wrappers):
     """((module, qualname), Compiled, the caller's path) for what each wrapper's callers pass it: ``setup(GPT(cfg))`` compiles
-    GPT.forward; a caller that passes its own parameter on is a wrapper too."""
+    GPT.forward; a caller that passes its own parameter on is a wrapper too. Calls are found in the callers'
+    syntax trees (a comment or a string that names the wrapper is no call)."""
+    if not wrappers:
+        return []
+    from ..static.module_index import dotted_name
+
     found = []
     seen = set()
     frontier = list(wrappers)
@@ -168,24 +276,29 @@ def through_wrappers(index, wrappers):
             if (wmod, wqual, position) in seen:
                 continue
             seen.add((wmod, wqual, position))
-            for mod, pattern in _callers(index, wmod, wqual):
+            short = wqual.rsplit(".", 2)[-2] if wqual.endswith(".__init__") else wqual.rsplit(".", 1)[-1]
+            for mod, is_callee in _callers(index, wmod, wqual):
                 s = index.modules[mod]
-                lines = index.lines_of(s["path"])
-                text = "\n".join(lines)
-                for m in pattern.finditer(text):
-                    line = text.count("\n", 0, m.start()) + 1
-                    if (mod, wqual) == (wmod, wqual) and _enclosing(index, mod, line) == wqual:
+                if not any(short in line for line in index.lines_of(s["path"])):
+                    continue  # (a text test first: most modules never name it, and need no parse)
+                tree = index.tree_of(s["path"])
+                if tree is None:
+                    continue
+                calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and is_callee(dotted_name(n.func))]
+                for call in sorted(calls, key=lambda n: (n.lineno, n.col_offset)):
+                    line = call.lineno
+                    if mod == wmod and _enclosing(index, mod, line) == wqual:
                         continue  # its own body
-                    if lines[line - 1].lstrip().startswith(("def ", "async def ")):
+                    arg = _call_argument(call, position, param)
+                    if arg is None:
                         continue
-                    args = _arguments(text, m.end() - 1)
-                    arg = _argument(args, position, param) if args else None
-                    if not arg:
-                        continue
-                    label = " ".join(text[m.start():m.end()].split()).lstrip(".") + (arg if len(arg) < 40 else "...") + ")"
+                    text = ast.unparse(arg)
+                    callee = dotted_name(call.func)
+                    method = "." in wqual and not wqual.endswith(".__init__")
+                    label = f"{callee.rsplit('.', 1)[-1] if method else callee}({text if len(text) < 40 else '...'})"
                     inner = how.how.split(" at ")[0].replace("compiled by ", "")
                     where_how = replace(how, how=f"compiled by `{label}` at {index.rel(s['path'])}:{line} (through {inner})")
-                    for target in _argument_targets(index, mod, arg, line):
+                    for target in _argument_targets(index, mod, arg, line, tree):
                         if target[0] == "wrapper":
                             nxt.append((mod, target[1], target[2], target[3], how))
                         else:
@@ -194,35 +307,53 @@ def through_wrappers(index, wrappers):
     return found
 
 
-def _argument_targets(index, module: str, arg: str, line: int) -> list[tuple]:
-    """What one argument text passes: ("instance", ref) for ``Net(...)``/a name bound to one, ("ref", f) for a
-    function, ("wrapper", ...) for a parameter of the calling function."""
-    try:
-        expr = ast.parse(arg, mode="eval").body
-    except SyntaxError:
-        return []
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in (
-            "to", "cuda", "cpu", "eval", "train", "half", "float", "bfloat16", "requires_grad_", "to_empty"):
-        expr = expr.func.value
+def _argument_targets(index, module: str, expr, line: int, tree=None, depth: int = 0) -> list[tuple]:
+    """What one argument passes: ("instance", ref) for ``Net(...)``/a name bound to one in the call's own
+    scope (never a same-named variable of another function), ("ref", f) for a function, ("wrapper", ...) for
+    a parameter of the calling function."""
+    from ..static.module_index import dotted_name, strip_self_returning
+
+    expr = strip_self_returning(expr)
     if isinstance(expr, ast.Call):
-        func = expr.func
-        parts = []
-        while isinstance(func, ast.Attribute):
-            parts.append(func.attr)
-            func = func.value
-        if isinstance(func, ast.Name):
-            return [("instance", ".".join([func.id, *reversed(parts)]))]
-        return []
+        name = dotted_name(expr.func)
+        return [("instance", name)] if name else []
     if isinstance(expr, ast.Attribute) and expr.attr == "forward":
-        return _argument_targets(index, module, ast.unparse(expr.value), line)
+        return _argument_targets(index, module, expr.value, line, tree, depth)
     if isinstance(expr, ast.Name):
         around = _enclosing(index, module, line)
         if around is not None:
             params = _params(index, module, around)
             if expr.id in params:
                 return [("wrapper", around, params.index(expr.id), expr.id)]
+        if tree is not None and depth < 3:
+            scope = _function_node(index, module, around) if around is not None else tree
+            for value in reversed(_bound_before(scope or tree, expr.id, line)):
+                got = _argument_targets(index, module, value, line, tree, depth + 1)
+                if got:
+                    return got
+            if scope is not tree and scope is not None:
+                for value in reversed(_bound_before(tree, expr.id, 1 << 30)):  # a module global
+                    got = _argument_targets(index, module, value, line, tree, depth + 1)
+                    if got:
+                        return got
+            return [("ref", expr.id)]
         callees = index.modules[module].get("instances", {}).get(expr.id)
         if callees:
             return [("instance", c) for c in callees]
         return [("ref", expr.id)]
     return []
+
+
+def _bound_before(scope, name: str, line: int) -> list:
+    """Values ``name = ...`` binds in ``scope``'s own statements before ``line``, in order."""
+    from .calls import scope_statements
+
+    out = []
+    for s in scope_statements(scope):
+        if s.lineno >= line:
+            continue
+        if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets):
+            out.append(s.value)
+        elif isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == name and s.value:
+            out.append(s.value)
+    return sorted(out, key=lambda v: (v.lineno, v.col_offset))

@@ -15,19 +15,20 @@ import ast
 import fnmatch
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .compile_sites import is_module_class, returned_classes, through_wrappers
+from .compile_sites import data_pipeline, is_module_class, returned_classes, through_wrappers
 
 # The static engine's helpers are imported where a file is summarized: a run answered wholly from the
 # cache builds (or skips) the index without loading the engine.
 
 # Said once after the findings when the library default applied, with why ("no compile call found").
 LIBRARY_DEFAULT_NOTE = "{}: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"torch", "numpy", "typing_extensions"}
+EAGER = "eager"  # a fact's compiler for a function run eagerly by a decorator imported from another module
 REACH_DEPTH = 6  # calls followed from an entry point: deep enough for model -> block -> attention -> helper
-_CALL = re.compile(r"\b((?:[A-Za-z_]\w*+\.)*+[A-Za-z_]\w*+)\s*+\(")  # possessive: no backtracking
-_SELF_ATTR = re.compile(r"\bself\.([A-Za-z_]\w*+)")
 
 
 
@@ -108,41 +109,123 @@ def _param_position(info, name: str) -> int | None:
     return None
 
 
-def _entry_target(expr, stmt, index, func_qualnames) -> tuple | None:
-    """What a jit call's first argument names: ("instance", class or factory ref), ("ref", function/method
-    ref), or ("wrapper", function, position, parameter) when it is a parameter of the function around the
-    call (``def setup(model): return torch.compile(model)``: its callers say what is compiled)."""
+def _bindings(name: str, stmt, index):
+    """What ``name`` is bound to in the scope of ``stmt`` (its function, else the module): the values of
+    ``name = ...`` and the iterables of ``for name in ...`` whose loop holds ``stmt``, in source order."""
+    around = _enclosing_function(stmt, index)
+    scope = around.node if around is not None else index.tree
+    values, loops = [], []
+    from .calls import scope_statements  # (where a file is summarized: a cached run loads no engine)
+
+    for s in scope_statements(scope):
+        if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets):
+            values.append(s.value)
+        elif isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == name and s.value:
+            values.append(s.value)
+        elif isinstance(s, (ast.For, ast.AsyncFor)) and isinstance(s.target, ast.Name) and s.target.id == name:
+            if s.lineno <= stmt.lineno <= s.end_lineno:
+                loops.append(s.iter)
+    before = [v for v in values if v.lineno < stmt.lineno]  # `m = Net(); m = torch.compile(m)`: the first
+    return before, loops, around
+
+
+def _same_object(value, name: str) -> bool:
+    from ..static.module_index import strip_self_returning
+
+    value = strip_self_returning(value)
+    if isinstance(value, ast.Name):
+        return value.id == name
+    return isinstance(value, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in value.args)
+
+
+def _chain(expr):
+    """(root name, attributes) of ``a.b[i].c``: an item of a container holds what the container holds."""
+    attrs = []
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        if isinstance(expr, ast.Attribute):
+            attrs.append(expr.attr)
+        expr = expr.value
+    return (expr.id, list(reversed(attrs))) if isinstance(expr, ast.Name) else (None, [])
+
+
+def _entry_target(expr, stmt, index, func_qualnames, depth: int = 0) -> tuple | None:
+    """What a jit call's first argument names, resolved in the call's scope:
+
+    - ("instance", class or factory ref): ``Net(...)``, a name bound to one;
+    - ("ref", function/method ref): a function, ``ops.fused_step``;
+    - ("wrapper", function, position, parameter): a parameter of the function around the call
+      (``def setup(model): return torch.compile(model)``: its callers say what is compiled);
+    - ("chain", root kind, root ref, attributes): an attribute chain on an instance, ``self`` or an annotated
+      parameter (``pipe.unet``, ``self.fn``, ``model.layers[i]``, ``model.train_step``, a loop variable over
+      ``model.layers``), followed by the index through what each class holds.
+    None: nothing the index can follow (the summary names it as unresolved)."""
     from ..static.module_index import dotted_name, strip_self_returning
 
+    from .calls import annotation_classes
+
     expr = strip_self_returning(expr)
+    if depth > 4:
+        return None
     if isinstance(expr, ast.Call):
         if index.resolve(expr.func) in ("functools.partial", "partial") and expr.args:
-            return _entry_target(expr.args[0], stmt, index, func_qualnames)  # torch.compile(partial(f, k=1))
+            return _entry_target(expr.args[0], stmt, index, func_qualnames, depth + 1)  # torch.compile(partial(f, k=1))
         name = dotted_name(expr.func)
         return ("instance", name) if name else None
-    if isinstance(expr, ast.Name):
-        around = _enclosing_function(stmt, index)
-        if around is not None and around.parents == (around.class_node,) * len(around.parents):
-            pos = _param_position(around, expr.id)
-            if pos is not None:
-                return ("wrapper", around.qualname, pos, expr.id)
-        for callee in index.instances.get(expr.id, ()):
-            return ("instance", callee)
-        return ("ref", expr.id)
-    if isinstance(expr, ast.Attribute):
-        if expr.attr == "forward":
-            inner = _entry_target(expr.value, stmt, index, func_qualnames)
-            if inner and inner[0] in ("instance", "wrapper"):
-                return inner
-        if isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            for info in index.functions:  # self.step inside a method: that class's method
-                n = info.node
-                if info.class_node is not None and n.lineno <= stmt.lineno <= n.end_lineno:
-                    return ("ref", f"{info.class_node.name}.{expr.attr}")
+    if isinstance(expr, ast.Attribute) and expr.attr == "forward":
+        inner = _entry_target(expr.value, stmt, index, func_qualnames, depth + 1)
+        if inner and inner[0] in ("instance", "wrapper", "chain"):
+            return inner
+    root, attrs = _chain(expr)
+    if root is None:
+        return None
+    around = _enclosing_function(stmt, index)
+    if root in ("self", "cls") and around is not None and around.class_node is not None:
+        return ("chain", "class", around.class_node.name, attrs)
+    values, loops, around = _bindings(root, stmt, index) if root not in index.imports else ([], [], around)
+    # `model = model.to(device)`, `model = DDP(model)`, `model = self._prepare(model)`: the same object, or one
+    # that wraps it (its forward calls the model's)
+    values = [v for v in values if not _same_object(v, root)]
+    if around is not None and around.parents == (around.class_node,) * len(around.parents) and not values and not loops:
+        pos = _param_position(around, root)
+        if pos is not None:
+            args = around.node.args
+            ann = next((a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg == root), None)
+            classes = annotation_classes(ann) if ann is not None else []
+            if classes:  # def step(model: GPT): torch.compile(model.train_step)
+                return ("chain", "class", classes[0], attrs)
+            if not attrs:
+                return ("wrapper", around.qualname, pos, root)
             return None
-        name = dotted_name(expr)
-        return ("ref", name) if name else None
-    return None
+    for value in reversed(loops + values):  # the loop around the call, else the last binding in the scope
+        inner = _entry_target(value, stmt, index, func_qualnames, depth + 1)
+        if inner is None:
+            continue
+        if loops and value is loops[-1]:
+            # `for block in model.layers`: an item of what the chain holds
+            if inner[0] == "chain":
+                return ("chain", inner[1], inner[2], inner[3] + attrs)
+            return None
+        if inner[0] == "instance":
+            return ("chain", "instance", inner[1], attrs) if attrs else inner
+        if inner[0] == "chain":
+            return ("chain", inner[1], inner[2], inner[3] + attrs)
+        if inner[0] == "ref" and not attrs:
+            return inner
+        return None
+    if values or loops:
+        return None
+    if not attrs:
+        if around is not None:  # a function nested in the one around the call (or in one around that)
+            for info in index.functions:
+                if info.node.name == root and info.parents and info.parents[-1] is around.node:
+                    return ("ref", info.qualname)
+        for callee in index.instances.get(root, ()):  # bound in another scope of the file
+            return ("instance", callee)
+        return ("ref", root)
+    if root in index.imports or root in index.classes or root in index.top_functions:
+        return ("ref", dotted_name(expr)) if dotted_name(expr) else None  # ops.fused_step, Net.forward
+    callees = index.instances.get(root, ())
+    return ("chain", "instance", callees[0], attrs) if callees else None
 
 
 def _ast_line_ends(text: str) -> str:
@@ -170,39 +253,45 @@ def _word_lines(text: str, words) -> set[int]:
     return out
 
 
-def _docstring_lines(fn) -> list[int]:
-    """[first, last] line of a function's docstring where those lines hold nothing else and a statement follows,
-    else []: its text is no code (`Checks can be disabled with `disable_checks()`` is not a call), so what a
-    function calls is read without it."""
-    body = fn.body
-    if len(body) < 2 or not (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                             and isinstance(body[0].value.value, str)):
-        return []
-    doc, after = body[0], body[1]
-    if doc.lineno <= fn.lineno or after.lineno <= doc.end_lineno or doc.col_offset != after.col_offset:
-        return []  # (on the `def` line, shares a line with code, or not at the start of its line)
-    return [doc.lineno, doc.end_lineno]
-
-
 def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_decorators=()) -> dict:
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
+    from rules._jit_scopes import disabler_aliases, eager_decorator
+    from rules._torch_api import mentions_compiling_checks
+
     from ..static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
     from ..static.module_index import dotted_name
+    from .calls import function_facts
+    from .compile_sites import composed_classes
     from .submodules import held_classes
 
     is_package = os.path.basename(path) == "__init__.py"
     lines = _ast_line_ends(text).split("\n")
-    # Functions keep only their line span: what one calls is read from its text when the index reaches it
-    # (most functions are never reached, and scanning all of them cost as much as the parse).
+    disablers = disabler_aliases(tree, index.resolve)
+    checks = mentions_compiling_checks(text)
+    # Each function and method: its line span and what it calls, from its syntax tree: [start, end, calls, self
+    # attrs read, returns, eager, decorators from other modules], see calls.py. A nested function has its own
+    # record (a compile call may name it) and its calls count for the function around it too.
     functions: dict[str, list] = {}
     classes: dict[str, list] = {}
+    narrowed: dict[str, dict[str, list]] = {}  # class -> attr -> classes isinstance() narrows it to
     for info in index.functions:
-        if any(not isinstance(p, ast.ClassDef) for p in info.parents):
-            continue  # a nested function: its lines are its enclosing function's
-        functions[info.qualname] = [info.node.lineno, info.node.end_lineno, *_docstring_lines(info.node)]
+        if not isinstance(info.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        calls, attrs, narrows, returns = function_facts(info.node, checks)
+        eager = next((k for k in (eager_decorator(d, index.resolve, disablers) for d in info.node.decorator_list) if k), "")
+        # decorators from other modules (`from .utils import no_compile`): the index asks their modules
+        decorators = [] if eager else sorted({n for n in (dotted_name(d.func if isinstance(d, ast.Call) else d)
+                                                          for d in info.node.decorator_list) if n and n in index.imports})
+        functions[info.qualname] = [info.node.lineno, info.node.end_lineno, calls, attrs, returns, eager, decorators]
+        if info.class_node is not None and narrows:
+            for attr, refs in narrows.items():
+                narrowed.setdefault(info.class_node.name, {}).setdefault(attr, []).extend(refs)
     for name, cls in index.classes.items():
         bases = [b for b in (dotted_name(x) for x in cls.bases) if b]
-        classes[name] = [bases, held_classes(cls)]
+        held = held_classes(cls)
+        for attr, refs in narrowed.get(name, {}).items():
+            held[attr] = sorted(set(held.get(attr, [])) | set(refs))
+        classes[name] = [bases, held]
 
     entries = []
     words = ["jit", "compile"] + [d.rsplit(".", 1)[-1].lstrip("@") for d in jit_decorators if d.strip()]
@@ -239,7 +328,10 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
                         if index.resolve(node.func) in ("functools.partial", "partial"):
                             continue
                         jit_expr, keywords = node.func, opts[1]
-                    elif isinstance(node.func, ast.Call) and matcher.jit_call_options(node.func):
+                    elif isinstance(node.func, ast.Call) and matcher.jit_call_options(node.func) and len(
+                            node.func.args) <= (1 if index.resolve(node.func.func) in ("functools.partial", "partial") else 0):
+                        # torch.compile(dynamic=True)(f), partial(thunder.jit, ...)(f); never the call of a
+                        # compiled function, `torch.compile(f)(x)`
                         inner = node.func
                         jit_expr = inner.args[0] if index.resolve(inner.func) in ("functools.partial", "partial") else inner.func
                         keywords = matcher.jit_call_options(inner)[1] + node.keywords
@@ -247,19 +339,23 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
                         if index.resolve(node.func) in ("re.compile", "torch.compile"):
                             continue
                         target = _entry_target(node.func.value, stmt, index, functions)
-                        if target and target[0] in ("instance", "wrapper"):
-                            entries.append([list(target), "torch.compile", is_symbolic(node.keywords), label(node), node.lineno, False])
+                        if not target or target[0] not in ("instance", "wrapper", "chain"):
+                            if not any(o.split(".")[0] == "torch" for o in index.imports.values()):
+                                continue  # (Keras' model.compile(), a query's .compile(): no torch here)
+                            target = ("unresolved",)
+                        entries.append([list(target), "torch.compile", is_symbolic(node.keywords), label(node), node.lineno, False])
                         continue
                     else:
                         continue
                     if not node.args:
                         continue
-                    target = _entry_target(node.args[0], stmt, index, functions)
-                    if target:
-                        compiler = compiler_of(index.resolve(jit_expr) or "")
-                        entries.append([list(target), compiler, is_symbolic(keywords), label(node), node.lineno, False])
+                    target = _entry_target(node.args[0], stmt, index, functions) or ("unresolved",)
+                    compiler = compiler_of(index.resolve(jit_expr) or "")
+                    entries.append([list(target), compiler, is_symbolic(keywords), label(node), node.lineno, False])
     return {
         "module": module,
+        "disablers": disablers,
+        "composed": composed_classes(tree, text),
         "path": path,
         "package": is_package,
         "imports": _imports(tree, index, module, is_package),
@@ -296,7 +392,9 @@ class ProjectIndex:
         self._lines: dict[str, list[str]] = {}  # path -> its lines, read when a function there is reached
         for path, text in (texts or {}).items():
             self._lines[path] = _ast_line_ends(text).split("\n")
-        self.modules = {s["module"]: s for s in summaries}
+        # by name (and path, where two files share a module name): every order below follows from it, never
+        # from the order the files were linted in
+        self.modules = {s["module"]: s for s in sorted(summaries, key=lambda s: (s["module"], s["path"]))}
         # None: not configured (the library default applies when no compile call is found); () turns it off
         self.assume_compiled = None if assume_compiled is None else tuple(assume_compiled)
         self.target = target
@@ -305,12 +403,60 @@ class ProjectIndex:
         self.library_default = ""
         self.compiled: dict[tuple[str, str], Compiled] = {}
         self._reach_cache: dict[tuple[str, str], list] = {}
+        self._trees: dict[str, ast.Module | None] = {}
+        self._renames: dict[str, str] = {}
+        self._eager_attr_cache: dict[tuple[str, str], frozenset] = {}
+        self._renames = self._own_names()
         self._roots: set[tuple[str, str, str]] = set()  # (module, qualname, entry path): direct targets
+        # compile calls whose target the index cannot follow into the project's code: (path, line, label)
+        self.unresolved: list[tuple[str, int, str]] = []
+        # module classes the library default leaves out as data transforms: (path, class, the evidence)
+        self.pipelines: list[tuple[str, str, str]] = []
+        self._external: list[tuple[str, int, str]] = []  # compile calls of other libraries' code
         self._build()
 
     # Resolving names across modules.
-    def _split(self, dotted: str, depth: int = 0) -> tuple[str, str] | None:
+    def _own_names(self) -> dict[str, str]:
+        """{name the code imports its package by: the package's module name here} where the two differ: a
+        package linted as the folder itself under another name (``mylib_copy/`` whose modules import
+        ``mylib.nets``). Evidence: the package's absolute imports of that name all (and at least two) name
+        modules or definitions the package has under its own."""
+        tops = {m.split(".")[0] for m in self.modules}
+        hits: dict[tuple[str, str], list[bool]] = {}
+        for mod, s in self.modules.items():
+            top = mod.split(".")[0]
+            if "." not in mod and not s.get("package"):
+                continue  # a script at the top: no package of its own
+            for origin in s["imports"].values():
+                head, _, rest = origin.partition(".")
+                if head in tops or not rest:
+                    continue
+                if head in _STDLIB:
+                    continue
+                hits.setdefault((head, top), []).append(self._names_something(f"{top}.{rest}"))
+        out = {}
+        for (head, top), got in sorted(hits.items()):
+            if len(got) >= 2 and all(got) and head not in out:
+                out[head] = top
+        return out
+
+    def _names_something(self, dotted: str) -> bool:
+        """Is ``dotted`` a module of the project, or a class, function or imported name of one?"""
+        if dotted in self.modules:
+            return True
+        where = self._split(dotted, rename=False)
+        if where is None:
+            return False
+        s = self.modules[where[0]]
+        head = where[1].split(".")[0]
+        return head in s["classes"] or head in s["functions"] or head in s["imports"]
+
+    def _split(self, dotted: str, depth: int = 0, rename: bool = True) -> tuple[str, str] | None:
         """(module, name inside it) for an absolute dotted reference, following re-exports a few times."""
+        if rename and self._renames:
+            head, _, rest = dotted.partition(".")
+            if head in self._renames and rest:
+                dotted = f"{self._renames[head]}.{rest}"
         parts = dotted.split(".")
         for i in range(len(parts) - 1, 0, -1):
             mod = ".".join(parts[:i])
@@ -320,7 +466,7 @@ class ProjectIndex:
                 head = rest.split(".")[0]
                 if head not in s["classes"] and head not in s["functions"] and head in s["imports"] and depth < 4:
                     tail = rest[len(head):]
-                    return self._split(s["imports"][head] + tail, depth + 1)
+                    return self._split(s["imports"][head] + tail, depth + 1, rename)
                 return mod, rest
         return None
 
@@ -394,16 +540,28 @@ class ProjectIndex:
                 if target[0] == "wrapper":
                     wrappers.append((mod, target[1], target[2], target[3], how))
                     continue
-                for where, direct in self.compiled_by(mod, target[0], target[1]):
+                got = self.compiled_by(mod, *target)
+                if not got:
+                    if self._project_code(mod, target):
+                        self.unresolved.append((self.rel(s["path"]), line, label))
+                    else:
+                        self._external.append((self.rel(s["path"]), line, label))
+                for where, direct in got:
                     if direct:
                         self._roots.add((where[0], where[1], s["path"]))
                     pending.append((where, how, 0))
-                    if not is_test_file(s["path"]):
+                    if not is_test_file(self.rel(s["path"])):
                         deciding.append(where)
+        reached_by = set()
         for where, how, path in through_wrappers(self, wrappers):
             pending.append((where, how, 0))
-            if not is_test_file(path):
+            reached_by.add(how.site)
+            if not is_test_file(self.rel(path)):
                 deciding.append(where)
+        for _, _, _, _, how in wrappers:
+            if how.site not in reached_by:  # compiles what its callers pass, and no caller here passes a module
+                label = how.how.split("`")[1] if "`" in how.how else how.how
+                self.unresolved.append((self.rel(how.site[0]), how.site[1], label))
         self.found_compile_site = bool(deciding)
         # A library's tests compile toy models; only a compile of a module in its own code says how it is used.
         compiles_a_module = any(self._is_forward(where) for where in deciding)
@@ -418,12 +576,22 @@ class ProjectIndex:
             # A library: nothing here compiles its modules (at most some functions), its users do. Lint every
             # module's forward (and what it reaches) as compiled, saying so.
             compiler = self.target if self.target != "any" else "unknown"
+            composed = self._composed()
             for mod, s in self.modules.items():
                 for cls in s["classes"]:
                     if f"{cls}.forward" in s["functions"] and is_module_class(self, mod, cls):
+                        why = data_pipeline(self, mod, cls, composed)
+                        if why:
+                            self.pipelines.append((self.rel(s["path"]), cls, why))
+                            continue
                         pending.append(((mod, f"{cls}.forward"), Compiled(compiler, False, f"if `{cls}` is compiled", True), 0))
                         # said only where it changes something: there is a module to lint as compiled
-                        self.library_default = "no compile call found" if not deciding else "no nn.Module compile call found"
+                        self.library_default = self._why_default(bool(deciding))
+            if self.library_default and self.pipelines:
+                n = len(self.pipelines)
+                first = ", ".join(f"`{c}`" for _, c, _ in sorted(self.pipelines)[:3])
+                self.library_default += (f"; {n} module{'s' if n > 1 else ''} ({first}{', ...' if n > 3 else ''}) taken"
+                                         " for data transforms or training machinery and left out")
         # What each entry point reaches, each walked on its own; a function keeps the entry point that says most
         # about it: a compile call before the library default, then one in its own module (so that its file's
         # findings read the same linted alone or with the project), then the first in the text.
@@ -434,10 +602,15 @@ class ProjectIndex:
             stack = [(root, 0)]
             while stack:
                 where, depth = stack.pop()
+                eager = self.eager(where)
+                if eager == "recursive":
+                    continue  # @torch.compiler.disable: run eagerly, and everything it calls
                 key = (how.assumed, where[0] != root[0], rank)
-                if where not in best or key < best[where][0]:
+                if eager:
+                    pass  # disable(recursive=False): its own frame runs eagerly, what it calls is compiled
+                elif where not in best or key < best[where][0]:
                     best[where] = (key, how if depth == 0 else replace(how, entry=False))
-                if not how.assumed:
+                if not how.assumed and not eager:
                     compilers.setdefault(where, set()).add(how.compiler)
                 if depth < REACH_DEPTH:
                     for nxt in self._reached_once(*where):
@@ -448,6 +621,44 @@ class ProjectIndex:
             if len(compilers.get(where, ())) > 1:  # compiled by two compilers: both behaviours apply
                 how = replace(how, compiler="unknown")
             self.compiled[where] = how
+
+    def _composed(self) -> set[tuple[str, str]]:
+        """Classes the project puts in a transform pipeline (``Compose([RandomFlip(), ...])``)."""
+        out = set()
+        for mod, s in self.modules.items():
+            for ref in s.get("composed", ()):
+                where = self.resolve(mod, ref)
+                if where is not None:
+                    out.add(where)
+        return out
+
+    def _why_default(self, compiles_something: bool) -> str:
+        """Why the library default applies, naming the compile calls the index could not follow (the first
+        three by place): "no compile call found" only where there is none."""
+        if not self.unresolved:
+            if compiles_something:
+                return "no nn.Module compile call found"
+            if self._external:  # torch.compile(AutoModel.from_pretrained(...)): another library's code
+                n = len(self._external)
+                p, line, label = sorted(self._external)[0]
+                return f"{n} compile call{'s' if n > 1 else ''} found, of other libraries' code only ({p}:{line} `{label}`)"
+            return "no compile call found"
+        places = ", ".join(f"{p}:{line} `{label}`" for p, line, label in sorted(self.unresolved)[:3])
+        more = f" and {len(self.unresolved) - 3} more" if len(self.unresolved) > 3 else ""
+        n = len(self.unresolved)
+        return f"{n} compile call{'s' if n > 1 else ''} not resolved to the project's code ({places}{more})"
+
+    def _project_code(self, module: str, target) -> bool:
+        """May this unresolved target be the project's own code? Not a function of another library
+        (``torch.compile(F.scaled_dot_product_attention)``, ``torch.compile(torch.add)``)."""
+        if target[0] not in ("ref", "instance"):
+            return True
+        imports = self.modules[module]["imports"]
+        head = target[1].split(".")[0]
+        if head not in imports:
+            return True
+        top = imports[head].split(".")[0]
+        return any(m.split(".")[0] == top for m in self.modules)
 
     def _reached_once(self, module: str, qual: str) -> list[tuple[str, str]]:
         key = (module, qual)
@@ -460,9 +671,45 @@ class ProjectIndex:
         mod, qual = where
         return qual.endswith(".forward") and is_module_class(self, mod, qual.rsplit(".", 1)[0])
 
-    def compiled_by(self, module: str, kind: str, ref: str) -> list[tuple[tuple[str, str], bool]]:
+    def _chain_targets(self, module: str, root_kind: str, root: str, attrs: list[str]) -> list[tuple[str, str]]:
+        """What ``root.a.b`` names: the classes the root is (a class, or what a factory returns), then what
+        each holds in the attribute (containers' items included); a last attribute that is a method of the
+        class (``model.train_step``, ``self.fn``) names that method. A module class stands for its forward."""
+        where = self.resolve(module, root)
+        if where is None:
+            return []
+        if self._class_info(*where) is not None and where[1].rsplit(".", 1)[-1] in self.modules[where[0]]["classes"]:
+            classes = [where]
+        elif root_kind == "instance" and where[1] in self.modules[where[0]]["functions"]:
+            classes = [c for c in returned_classes(self, *where) if self._class_info(*c) is not None]
+        else:
+            return []
+        out = []
+        for k, attr in enumerate(attrs):
+            nxt = []
+            for cls in classes:
+                held = self._submodule_classes(cls[0], cls[1]).get(attr)
+                if held:
+                    nxt.extend(held)
+                elif k == len(attrs) - 1:
+                    found = self._method(cls[0], cls[1], attr)
+                    if found:
+                        out.append(found)
+            classes = sorted(set(nxt))
+        for cls in classes:
+            fwd = self._method(cls[0], cls[1], "forward")
+            if fwd:
+                out.append(fwd)
+        return sorted(set(out))
+
+    def compiled_by(self, module: str, kind: str, ref: str = "", *chain) -> list[tuple[tuple[str, str], bool]]:
         """What a jit call in ``module`` compiles: [((module, qualname), is the call's direct target)].
-        A class compiles its ``forward``; an "instance" of a function is what that factory returns."""
+        A class compiles its ``forward``; an "instance" of a function is what that factory returns; a "chain"
+        (``ref`` is the root's kind, ``chain`` its root and attributes) is followed through held classes."""
+        if kind == "chain":
+            return [(w, False) for w in self._chain_targets(module, ref, *chain)]
+        if kind == "unresolved":
+            return []
         where = self.resolve(module, ref)
         if where is None:
             return []
@@ -470,11 +717,18 @@ class ProjectIndex:
             fwd = self._method(where[0], where[1], "forward")
             return [(fwd, True)] if fwd else []
         if where[1] not in self.modules[where[0]]["functions"]:
+            if kind == "ref" and self._record(*where) is not None and "." in where[1]:
+                owner = where[1].rsplit(".", 1)[0]
+                if owner in self.modules[where[0]]["functions"]:
+                    return [(where, True)]  # a function nested in the one that compiles it (its file sees it)
             return []
         if kind == "instance":  # `torch.compile(GPT.from_name(...))`, `model = build(cfg)`: what it builds
             out = []
-            for cls in returned_classes(self, *where):
-                fwd = self._method(cls[0], cls[1], "forward")
+            for made in returned_classes(self, *where):
+                if made[1].startswith(where[1] + "."):  # a nested function the factory returns
+                    out.append((made, False))
+                    continue
+                fwd = self._method(made[0], made[1], "forward")
                 if fwd:
                     out.append((fwd, False))
             return out
@@ -494,52 +748,109 @@ class ProjectIndex:
             self._lines[path] = lines
         return lines
 
-    def function_text(self, module: str, qual: str) -> str:
-        s = self.modules[module]
-        start, end, *doc = s["functions"][qual]
-        lines = self.lines_of(s["path"])[start - 1 : end]
-        if doc:  # (the docstring's lines left out: its text is no code)
-            lines = lines[: doc[0] - start] + lines[doc[1] - start + 1 :]
-        return "\n".join(lines)
+    def tree_of(self, path: str) -> ast.Module | None:
+        """A linted file's syntax tree, parsed again only when asked (the callers of a wrapper: few files)."""
+        if path not in self._trees:
+            try:
+                self._trees[path] = ast.parse("\n".join(self.lines_of(path)))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._trees[path] = None
+        return self._trees[path]
 
-    def _calls(self, module: str, qual: str) -> tuple[set, set]:
-        """(names called, `self.<attr>` mentioned) in a function, by a regex over its text: an
-        over-approximation (a call in a string counts too) that only ever marks more code as reached."""
-        body = self.function_text(module, qual)
-        return set(_CALL.findall(body)), set(_SELF_ATTR.findall(body))
+    def _eager_attrs(self, module: str, cls: str) -> frozenset:
+        """Attributes a class's methods bind to ``torch.compiler.disable(...)`` (``self.fn = disable(self.fn)``)."""
+        key = (module, cls)
+        got = self._eager_attr_cache.get(key)
+        if got is None:
+            prefix = cls + "."
+            got = frozenset(c[2:] for qual, rec in self.modules[module]["functions"].items()
+                            if qual.startswith(prefix) for c in rec[2] if c.startswith("x:"))
+            self._eager_attr_cache[key] = got
+        return got
+
+    def _record(self, module: str, qual: str) -> list | None:
+        """A function's summary record; a nested function (``make_op.inner``, returned by a factory) has its
+        enclosing function's: its calls are among those."""
+        functions = self.modules[module]["functions"]
+        while qual not in functions and "." in qual:
+            qual = qual.rsplit(".", 1)[0]
+        return functions.get(qual)
+
+    def eager(self, where) -> str:
+        """"recursive" / "frame" for a function under ``@torch.compiler.disable`` (see calls.py), else ""."""
+        rec = self.modules[where[0]]["functions"].get(where[1])
+        if rec is None or len(rec) < 7:
+            return ""
+        if rec[5] or not rec[6]:
+            return rec[5]
+        for dec in rec[6]:  # an alias another module binds: `no_compile = torch._dynamo.disable` in utils.py
+            origin = self.resolve(where[0], dec)
+            if origin is not None:
+                kind = self.modules[origin[0]].get("disablers", {}).get(origin[1])
+                if kind:
+                    return kind
+        return ""
 
     def _reached(self, module: str, qual: str) -> list[tuple[str, str]]:
-        calls, self_attrs = self._calls(module, qual)
+        """What a function calls, from the facts its summary took from the syntax tree (calls.py)."""
+        rec = self._record(module, qual)
+        if rec is None:
+            return []
+        calls, self_attrs = rec[2], rec[3]
         out = []
         cls = qual.rsplit(".", 1)[0] if "." in qual else None
         subs = self._submodule_classes(module, cls) if cls else {}
+        eager_attrs = self._eager_attrs(module, cls) if cls else ()
         for call in calls:
-            if call.startswith("self."):
+            kind, _, ref = call.partition(":")
+            if kind == "s":  # self.name(...) / self.attr.meth(...)
                 if cls is None:
                     continue
-                name = call[5:]
-                if "." in name:
-                    attr, _, meth = name.partition(".")
+                attr, _, meth = ref.partition(".")
+                if attr in eager_attrs:
+                    continue
+                if meth:
                     for sub in subs.get(attr, ()):
                         found = self._method(sub[0], sub[1], meth)
                         if found:
                             out.append(found)
                     continue
-                found = self._method(module, cls, name)
+                found = self._method(module, cls, attr)
                 if found:
                     out.append(found)
-                continue
-            where = self.resolve(module, call)
-            if where is None:
-                continue
-            if where[1] in self.modules[where[0]]["functions"]:
-                out.append(where)
+            elif kind == "p":  # super().meth(...): the first base that has it
+                info = self._class_info(module, cls) if cls else None
+                for base in info[0] if info else ():
+                    where = self.resolve(module, base)
+                    found = where and self._class_info(*where) is not None and self._method(where[0], where[1], ref)
+                    if found:
+                        out.append(found)
+                        break
+            elif kind == "t":  # a method of a value of a stated class (annotation, isinstance, `v = C(...)`)
+                cref, _, meth = ref.rpartition(":")
+                where = self.resolve(module, cref)
+                if where and self._class_info(*where) is not None:
+                    found = self._method(where[0], where[1], meth)
+                    if found:
+                        out.append(found)
+            elif kind == "f":
+                where = self.resolve(module, ref)
+                if where is None:
+                    continue
+                if where[1] in self.modules[where[0]]["functions"]:
+                    out.append(where)
+                elif "." in where[1]:  # Cls.method(...) where Cls inherits it
+                    owner, _, meth = where[1].rpartition(".")
+                    if self._class_info(where[0], owner) is not None:
+                        found = self._method(where[0], owner, meth)
+                        if found:
+                            out.append(found)
         for attr in [*self_attrs, "*"]:  # "*": added under a computed name (`add_module(f"l{i}", ...)`)
             for sub in subs.get(attr, ()):
                 found = self._method(sub[0], sub[1], "forward")
                 if found:
                     out.append(found)
-        return out
+        return sorted(set(out))
 
     # What linting one file needs.
     def facts_for(self, module: str, path: str) -> tuple:
@@ -555,6 +866,10 @@ class ProjectIndex:
             # only the sizes it reads itself are symbolic there)
             out.append((qual, c.compiler, c.symbolic if c.entry or not c.symbolic else "sizes", c.how, c.assumed,
                         c.entry))
+        s = self.modules.get(module)
+        for qual, rec in (s["functions"].items() if s else ()):
+            if len(rec) > 6 and rec[6] and not rec[5] and self.eager((module, qual)):
+                out.append((qual, EAGER, False, "", False, False))
         return tuple(sorted(out))
 
 
@@ -599,7 +914,11 @@ class ProjectFile:
                                target=self.target, texts={self.path: ctx.source.text})
             facts = one.facts_for(self.module, self.path)
             self.library_default = one.library_default
-        self.used = ctx.compiled_elsewhere = normalize_facts(facts)
+        self.used = normalize_facts(facts)
+        # functions another module's decorator runs eagerly (`from .utils import no_compile`): the jit rules do
+        # not follow a call into them (rules/_jit_scopes.py reads `eager_elsewhere`)
+        ctx.compiled_elsewhere = tuple(f for f in self.used if f[1] != EAGER)
+        ctx.eager_elsewhere = frozenset(f[0] for f in self.used if f[1] == EAGER)
         ctx.target = self.target
 
 

@@ -1,4 +1,4 @@
-"""What a module class holds: the classes instantiated into ``self.<attr>`` by its ``__init__``.
+"""What a module class holds: the classes its methods instantiate into ``self.<attr>`` (or annotate it with).
 
 Real models hold their blocks in containers and build them in steps: ``nn.ModuleDict(dict(h=nn.ModuleList(
 Block(c) for _ in range(n))))`` (litgpt's GPT), ``nn.Sequential(*layers)`` over a list filled by ``append``
@@ -76,15 +76,36 @@ def _self_attr(node) -> str | None:
     return None
 
 
+def _self_target(s) -> bool:
+    targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+    return any(_self_attr(t) is not None for t in targets)
+
+
 def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
-    """attr -> class references ``__init__`` stores into ``self.<attr>`` (directly, in containers, or by
-    growing a container it holds); ``add_module("name", X())`` holds X under "name"."""
+    """attr -> class references the class's methods store into ``self.<attr>`` (directly, in containers, or
+    by growing a container it holds: ``__init__`` or any other method, as ``setup_caches`` assigns
+    ``self.kv_cache = KVCache(...)``), or that an annotation states (``self.kv_cache: KVCache | None = None``,
+    ``kv_cache: Optional[KVCache]`` in the class body); ``add_module("name", X())`` holds X under "name"."""
+    from .calls import annotation_classes
+
     out: dict[str, list[str]] = {}
     for stmt in cls.body:
-        if not (isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "__init__"):
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            classes = annotation_classes(stmt.annotation)
+            if classes:
+                out.setdefault(stmt.target.id, []).extend(classes)
+            continue
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         local_lists: dict[str, list[str]] = {}
+        init = stmt.name == "__init__"
         for s in _statements(stmt.body):
+            if not init and not (type(s) in (ast.Assign, ast.AnnAssign) and _self_target(s)):
+                continue  # other methods: only what they store in self.<attr> (`self.kv_cache = KVCache()`)
+            if isinstance(s, ast.AnnAssign):
+                attr = _self_attr(s.target)
+                if attr is not None:
+                    out.setdefault(attr, []).extend(annotation_classes(s.annotation))
             if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and s.value is not None:
                 targets = s.targets if isinstance(s, ast.Assign) else [s.target]
                 for t in targets:
@@ -110,4 +131,4 @@ def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
                     out.setdefault(_self_attr(holder), []).extend(classes)
                 elif isinstance(holder, ast.Name):
                     local_lists.setdefault(holder.id, []).extend(classes)
-    return out
+    return {attr: sorted(set(refs)) for attr, refs in sorted(out.items()) if refs}

@@ -205,7 +205,9 @@ def find_jitted(text: str, index: ModuleIndex, extra_decorators: tuple[str, ...]
                     if index.resolve(node.func) in _PARTIAL:
                         continue  # partial(thunder.jit, ...) itself: its call partial(...)(f) is matched below
                     compiler = compiler_of_call(node)
-                elif isinstance(node.func, ast.Call) and matcher.jit_call_options(node.func):
+                elif isinstance(node.func, ast.Call) and matcher.jit_call_options(node.func) and len(
+                        node.func.args) <= (1 if index.resolve(node.func.func) in _PARTIAL else 0):
+                    # (never the call of a compiled function: in `torch.compile(f)(x)`, x is an argument)
                     # torch.compile(dynamic=True)(f), partial(thunder.jit, cache=...)(f)
                     opts = (True, matcher.jit_call_options(node.func)[1] + node.keywords)
                     compiler = compiler_of_call(node.func)
@@ -267,7 +269,8 @@ def _functions_named_by(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
         parents = enclosing[0].parents + (enclosing[0].node,) if enclosing else ()
         return [FunctionInfo(expr, parents, None)]
     if isinstance(expr, ast.Name):
-        # A function defined in the scope of the call, else at module level.
+        # A function defined in a scope the call sees (an enclosing function's, innermost first), else at
+        # module level: never a function of the same name nested in another function or class.
         candidates = [i for i in index.functions if i.node.name == expr.id and i.class_node is None]
         enclosing = _enclosing_functions(stmt, index)
         for scope in enclosing:
@@ -277,8 +280,6 @@ def _functions_named_by(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
         top = [i for i in candidates if not i.parents]
         if top:
             return top
-        if candidates:
-            return candidates
         return _forward_of(expr, stmt, index)
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
         # torch.compile(self.forward) inside a method: that class's method of this name
@@ -300,16 +301,56 @@ def _forward_of(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
         cls_name = expr.func.id
     elif isinstance(expr, ast.Name):
-        cls_name = _class_assigned_to(expr.id, index)
+        cls_name = _class_bound_in_scope(expr.id, stmt, index)
     if cls_name is None or cls_name not in index.classes:
         return []
     cls = index.classes[cls_name]
     return [i for i in index.functions if i.class_node is cls and i.node.name == "forward"]
 
 
-def _class_assigned_to(name: str, index: ModuleIndex) -> str | None:
-    """The class ``C`` of some ``name = C(...)`` (or ``C(...).to(device)``) anywhere in the module."""
-    for callee in index.instances.get(name, ()):
-        if callee in index.classes:
-            return callee
+def _own_statements(body):
+    """A scope's statements, nested blocks included, never nested functions' or classes' bodies."""
+    stack = list(reversed(body))
+    while stack:
+        s = stack.pop()
+        yield s
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        nested = []
+        for attr in ("body", "orelse", "finalbody"):
+            v = getattr(s, attr, None)
+            if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
+                nested.extend(v)
+        for h in getattr(s, "handlers", ()) or ():
+            nested.extend(h.body)
+        for c in getattr(s, "cases", ()) or ():
+            nested.extend(c.body)
+        stack.extend(reversed(nested))
+
+
+def _class_bound_in_scope(name: str, stmt, index: ModuleIndex) -> str | None:
+    """The class ``C`` of the ``name = C(...)`` (or ``C(...).to(device)``) the call at ``stmt`` sees: in its
+    function, else at module level; a parameter of the function is what its callers pass (the project index
+    follows those), and a same-named variable of another function is not this one."""
+    enclosing = _enclosing_functions(stmt, index)
+    scopes = []
+    if enclosing:
+        fn = enclosing[0].node
+        args = fn.args
+        if name in [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a]:
+            return None
+        scopes.append(fn.body)
+    scopes.append(index.tree.body)
+    for body in scopes:
+        found = None
+        for s in _own_statements(body):
+            if isinstance(s, ast.Assign) and (s.lineno < stmt.lineno or body is not scopes[0]) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in s.targets):
+                callee = strip_self_returning(s.value)
+                if isinstance(callee, ast.Call) and isinstance(callee.func, ast.Name) and callee.func.id in index.classes:
+                    found = callee.func.id
+        if found or body is not index.tree.body and any(
+                isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+                for s in _own_statements(body)):
+            return found  # (bound in the function to something else: not a module global)
     return None

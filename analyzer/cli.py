@@ -2,7 +2,8 @@
 
     thunder-lint [PATHS...] [--select/--ignore/--extend-select CODES] [--fix [--unsafe-fixes]] [--diff]
                  [--show-fixes] [--statistics] [--format FMT] [--output-file F] [--exit-zero]
-                 [--stdin-filename NAME] [--force-exclude] [--no-cache] [--max-file-size SIZE] [-j N]
+                 [--stdin-filename NAME] [--force-exclude] [--index-whole-project] [--no-cache]
+                 [--max-file-size SIZE] [-j N]
     thunder-lint rule TL101      the rule's documentation
     thunder-lint rules           the table of rules
     thunder-lint serve ...       the HTTP service
@@ -87,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="skip what .gitignore ignores (default: on)")
     run.add_argument("--force-exclude", action="store_true",
                      help="apply the config's exclude to files named on the command line too (for pre-commit)")
+    run.add_argument("--index-whole-project", action="store_true",
+                     help="read the whole project (from its root) for the project index, report only the named paths: "
+                          "pre-commit splits the staged files over several calls, and a compile call in one of them "
+                          "decides findings in another")
     run.add_argument("--watch", "-w", action="store_true", help="lint again whenever a linted file changes (Ctrl-C stops)")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the results cache")
     run.add_argument("--max-file-size", type=_size, default=None, metavar="SIZE",
@@ -518,6 +523,13 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
     found = discover(paths, root=cfg.root, force_exclude=args.force_exclude, rules=cfg.file_rules())
     if not found.files and not found.problems:
         print("thunder-lint: warning: No Python files found under the given path(s)", file=sys.stderr)
+    named = None  # --index-whole-project: the files to report (the others only feed the project index)
+    files = found.files
+    if args.index_whole_project and found.files:
+        named = {os.path.abspath(p) for p in found.files}
+        top = cfg.root if cfg.source else _project_root(paths)  # (the same root the cache goes into)
+        rest = discover([os.path.relpath(top)], root=cfg.root, rules=cfg.file_rules()).files
+        files = found.files + [p for p in rest if os.path.abspath(p) not in named]
     cache = None
     if not args.no_cache:
         directory = _cache_dir(args, cfg)
@@ -525,10 +537,15 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
         cache = ResultCache(directory, settings_key(__version__, dataclasses.replace(settings, fix=None))).load()
     progress = ProgressBar(sys.stderr) if not args.quiet else None
     try:
-        result = run(found.files, settings, jobs=args.jobs, cache=cache, progress=progress)
+        result = run(files, settings, jobs=args.jobs, cache=cache, progress=progress)
     finally:
         if progress:
             progress.close()
+    if named is not None:  # the rest of the project was read for the index only: neither reported nor fixed
+        result.files = [r for r in result.files if os.path.abspath(r.path) in named]
+        result.diagnostics = [d for d in result.diagnostics if os.path.abspath(d.path) in named]
+        result.errors = [e for e in result.errors if any(e.startswith(r.path + ":") for r in result.files)
+                         or not any(e.startswith(p + ":") for p in files)]
     diagnostics = list(result.diagnostics) + [unreadable_diagnostic(p, why) for p, why in found.problems]
     diagnostics.sort(key=Diagnostic.sort_key)
     errors = list(result.errors)

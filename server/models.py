@@ -231,6 +231,7 @@ class DiagnosticOut(BaseModel):
     origin: Literal["static", "trace"]
     fixes: list[FixOut]
     calls: int | None = Field(default=None, description="Trace findings: the jitted calls that hit this location.")
+    cell: int | None = Field(default=None, description="Notebooks: the 1-based cell; `line` and `end_line` count in it.")
 
 
 class FileResultOut(BaseModel):

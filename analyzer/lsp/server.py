@@ -182,7 +182,7 @@ class ThunderLintServer(LanguageServer):
         for problem in self._startup_problems:
             self._show(problem)
         if self.watch_files:
-            watchers = [types.FileSystemWatcher(glob_pattern=g) for g in ("**/*.py", "**/*.pyi", "**/pyproject.toml")]
+            watchers = [types.FileSystemWatcher(glob_pattern=g) for g in ("**/*.py", "**/*.pyi", "**/*.ipynb", "**/pyproject.toml")]
             try:
                 await self.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
                     id="thunder-lint-watched-files", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,

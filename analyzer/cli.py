@@ -348,7 +348,8 @@ def _project_root(paths: list[str]) -> str:
 
 def _add_noqa(args, paths, cfg, settings) -> int:
     """`--add-noqa`: a `# noqa: CODE` on each line with a finding; what was added is said on stderr."""
-    from .file_reader import Unreadable, decode, read_with_stat
+    from .file_reader import Unreadable, read_with_stat
+    from .notebook import NotANotebook, source_of
     from .runner import run
     from .static.noqa import add_noqa
 
@@ -361,10 +362,18 @@ def _add_noqa(args, paths, cfg, settings) -> int:
     for path, findings in sorted(by_path.items()):
         try:
             data, _ = read_with_stat(path, settings.max_file_bytes)
-            text = decode(data)
+            text, notebook = source_of(path, data)
         except Unreadable:
             continue
+        if notebook is not None:  # a notebook: the comments go into its cells' lines, the JSON is rewritten
+            findings = [notebook.cell_map.unplace(d) for d in findings]
         new, n = add_noqa(text, findings)
+        if n and notebook is not None:
+            try:
+                new = notebook.with_source(new)
+            except NotANotebook as e:
+                print(f"thunder-lint: warning: {path}: no noqa added: {e}", file=sys.stderr)
+                continue
         if n:
             from .cache import content_hash
 
@@ -455,7 +464,8 @@ def _exit_code(args, n_findings: int, errors: list[str]) -> int:
 
 
 def _check_stdin(args: argparse.Namespace, settings) -> int:
-    from .file_reader import Unreadable, decode, unreadable_diagnostic
+    from .file_reader import Unreadable, unreadable_diagnostic
+    from .notebook import NotANotebook, source_of
     from .runner import lint_text
     from . import static
 
@@ -473,7 +483,7 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
         limit = settings.max_file_bytes or MAX_FILE_BYTES
         if len(data) > limit:
             raise Unreadable(too_large(len(data), limit))
-        text = decode(data)
+        text, notebook = source_of(name, data)  # --stdin-filename x.ipynb: the notebook's JSON, as ruff reads it
     except Unreadable as e:
         diagnostics = [unreadable_diagnostic(name, e)]
         if fixing_to_stdout:
@@ -489,7 +499,11 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
 
         project = project_file(name, settings)
         diagnostics = lint_text(text, name, settings, project)
-        _report(args, diagnostics, {name: text}, fixed=None, library_default=project.library_default)
+        sources = {name: text}
+        if notebook is not None:
+            diagnostics = notebook.cell_map.place_all(diagnostics)
+            sources = {(name, n): src for n, src in notebook.cell_sources().items()}
+        _report(args, diagnostics, sources, fixed=None, library_default=project.library_default)
         return _exit_code(args, len(diagnostics), [])
     try:
         outcome = static.fix_source(
@@ -498,16 +512,24 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
         )
     except Exception as e:
         if fixing_to_stdout:
-            sys.stdout.write(text)  # never lose the user's source, whatever went wrong
+            sys.stdout.write(text if notebook is None else notebook.text)  # never lose the user's source
         print(f"thunder-lint: error: {name}: internal error while fixing: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_ERROR
+    before, after, remaining = text, outcome.text, list(outcome.remaining)
+    if notebook is not None:  # the notebook's JSON in, the notebook's JSON out
+        remaining = notebook.cell_map.place_all(remaining)
+        try:
+            before, after = notebook.text, notebook.with_source(outcome.text)
+        except NotANotebook as e:
+            print(f"thunder-lint: warning: {name}: not fixed: {e}", file=sys.stderr)
+            before = after = notebook.text
+            remaining = notebook.cell_map.place_all(list(outcome.remaining) + list(outcome.applied))
     if args.diff:
-        diff = _unified_diff(name, text, outcome.text)
+        diff = _unified_diff(name, before, after)
         _emit(args, diff)
         return EXIT_FINDINGS if diff and not args.exit_zero else EXIT_CLEAN
     # --fix on stdin: the fixed source goes to stdout (as in ruff), the remaining findings to stderr.
-    sys.stdout.write(outcome.text)
-    remaining = list(outcome.remaining)
+    sys.stdout.write(after)
     if remaining:
         sys.stderr.write(render(remaining, "concise"))
     return _exit_code(args, len(remaining), [])

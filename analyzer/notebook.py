@@ -77,6 +77,15 @@ class CellMap:
     def place_all(self, diagnostics) -> list[Diagnostic]:
         return [self.place(d) for d in diagnostics]
 
+    def unplace(self, d: Diagnostic) -> Diagnostic:
+        """``place`` undone: ``d``'s lines in the joined text (for edits made there, such as ``--add-noqa``)."""
+        if d.cell is None or d.cell not in self.cells:
+            return d
+        shift = self.starts[self.cells.index(d.cell)] - 1
+        fixes = tuple(replace(f, edits=tuple(replace(e, line=e.line + shift, end_line=e.end_line + shift)
+                                              for e in f.edits)) for f in d.fixes)
+        return replace(d, cell=None, line=d.line + shift, end_line=d.end_line + shift, fixes=fixes)
+
 
 def _neutralize(lines: list[str]) -> tuple[list[str], set[int]]:
     """A code cell's lines with IPython syntax made plain Python (same number of lines); and which changed."""

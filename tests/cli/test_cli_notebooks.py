@@ -170,3 +170,21 @@ def test_index_whole_project_fixes_only_the_named_files(cli, tmp_path):
     assert r.code == 0, r.out + r.err
     assert "view" in named.read_text() and "reshape" in other.read_text()
 
+
+
+def test_add_noqa_writes_into_the_cell_and_keeps_the_notebook_loadable(cli, tmp_path):
+    path = write(tmp_path / "train.ipynb", NB)
+    r = cli("train.ipynb", "--add-noqa", "--no-cache", "--select", "TL101")
+    assert r.code == 0 and "Added 1 noqa directive" in r.err, r.err
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["cells"][1]["source"][6] == "    flat.add_(1)  # noqa: TL101\n"
+    assert data["cells"][1]["outputs"] == [OUTPUT]
+    assert cli("train.ipynb", "--no-cache", "--select", "TL101").code == 0
+
+
+def test_a_notebook_on_stdin_is_read_as_a_notebook(cli, tmp_path):
+    r = cli("--stdin-filename", "train.ipynb", "--output-format", "concise", "--select", "TL101", stdin=NB)
+    assert r.code == 1 and r.out.startswith("train.ipynb:cell 2:7:5: TL101"), r.out + r.err
+    fixed = cli("--stdin-filename", "train.ipynb", "--fix", "--unsafe-fixes", "--select", "TL101", stdin=NB)
+    assert fixed.code == 0, fixed.err
+    assert json.loads(fixed.out)["cells"][1]["source"][5] == "    flat = x.view(-1)\n"  # the notebook's JSON out

@@ -87,6 +87,44 @@ class CellMap:
         return replace(d, cell=None, line=d.line + shift, end_line=d.end_line + shift, fixes=fixes)
 
 
+_MENTION = re.compile(r"(?P<path>[^\s`'\"(]+\.ipynb):(?P<line>\d+)\b(?!:)")
+
+
+def place_mentions(diagnostics, cell_map_of) -> list[Diagnostic]:
+    """Messages that name a place in a notebook by its joined line (``compiled by ... at run.ipynb:4``, from the
+    project index) name its cell instead (``run.ipynb:cell 3:2``). ``cell_map_of(path)`` gives a notebook's
+    CellMap (None: unknown, the message stays)."""
+    out = []
+    for d in diagnostics:
+        if ".ipynb:" in d.message:
+            def cell_line(m: re.Match) -> str:
+                cells = cell_map_of(m.group("path"))
+                if cells is None or not cells.starts:
+                    return m.group(0)
+                cell, line = cells.locate(int(m.group("line")))
+                return f"{m.group('path')}:cell {cell}:{line}"
+
+            d = replace(d, message=_MENTION.sub(cell_line, d.message))
+        out.append(d)
+    return out
+
+
+def cell_map_reader():
+    """``cell_map_of`` for place_mentions: reads each notebook once (a cache hit was never read by this run)."""
+    known: dict[str, CellMap | None] = {}
+
+    def cell_map_of(path: str) -> CellMap | None:
+        if path not in known:
+            try:
+                with open(path, "rb") as f:
+                    known[path] = Notebook(decode(f.read())).cell_map
+            except (OSError, Unreadable, NotANotebook):
+                known[path] = None
+        return known[path]
+
+    return cell_map_of
+
+
 def _neutralize(lines: list[str]) -> tuple[list[str], set[int]]:
     """A code cell's lines with IPython syntax made plain Python (same number of lines); and which changed."""
     out, changed = [], set()
@@ -230,4 +268,4 @@ def _dumps_like(data: dict, original: str) -> str:
     return out
 
 
-__all__ = ["CellMap", "NotANotebook", "Notebook", "SUFFIX", "is_notebook", "source_of"]
+__all__ = ["CellMap", "NotANotebook", "Notebook", "SUFFIX", "cell_map_reader", "is_notebook", "place_mentions", "source_of"]

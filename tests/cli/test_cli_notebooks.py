@@ -78,11 +78,15 @@ def test_the_index_sees_a_notebooks_compile_calls(cli, tmp_path):
     write(tmp_path / "model.py", "import torch\nscale = {}\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
           "        return x * scale['a']\n\n\nclass Other(torch.nn.Module):\n    def forward(self, x):\n"
           "        return x * scale['b']\n")
-    write(tmp_path / "run.ipynb", notebook(code(["import torch\n", "from model import Net\n", "%load_ext autoreload\n",
-                                                 "net = torch.compile(Net())"])))
+    write(tmp_path / "run.ipynb", notebook(MARKDOWN, code(["import torch\n", "from model import Net\n"]),
+                                           code(["%load_ext autoreload\n", "net = torch.compile(Net())"])))
     r = cli(".", "--output-format", "json", "--no-cache", "--select", "TL201")
     found = [(d["path"], d["line"]) for d in json.loads(r.out)]
     assert found == [("model.py", 7)], r.out + r.err
+    # the compile site is named by its cell, as findings are (the index counts lines in the joined cells)
+    assert "compiled by `torch.compile(Net())` at run.ipynb:cell 3:2" in json.loads(r.out)[0]["message"]
+    cached = cli(".", "--output-format", "json", "--select", "TL201")
+    assert cli(".", "--output-format", "json", "--select", "TL201").out == cached.out == r.out
     alone = cli("model.py", "--output-format", "json", "--no-cache", "--select", "TL201")
     assert len(json.loads(alone.out)) == 2  # without the notebook: the library default (every forward)
 

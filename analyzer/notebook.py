@@ -12,6 +12,7 @@ that would not load (or that would lose a magic line) is refused instead of writ
 
 from __future__ import annotations
 
+import ast
 import bisect
 import difflib
 import json
@@ -125,28 +126,89 @@ def cell_map_reader():
     return cell_map_of
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # the line breaks Python counts (not \f, \u2028)
+_TRIPLE = ("'''", '"""')
+
+
+def _lines(text: str) -> list[str]:
+    return _LINE.findall(text)
+
+
+class _Scanner:
+    """Whether the next line starts a statement: outside brackets, strings and a backslash continuation.
+    (A ``% 2)`` or ``!= b)`` line inside brackets, or a ``!`` line inside a string, is Python, not a magic.)"""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote: str | None = None  # the open string's quote: ', ", ''' or """
+        self.continued = False
+
+    @property
+    def at_statement(self) -> bool:
+        return self.depth == 0 and self.quote is None and not self.continued
+
+    def feed(self, line: str) -> None:
+        body = line.rstrip("\r\n")
+        i, n = 0, len(body)
+        while i < n:
+            c = body[i]
+            if self.quote is not None:
+                if c == "\\":
+                    i += 2
+                elif body.startswith(self.quote, i):
+                    i += len(self.quote)
+                    self.quote = None
+                else:
+                    i += 1
+                continue
+            if c == "#":
+                break
+            if c in "'\"":
+                self.quote = body[i:i + 3] if body[i:i + 3] in _TRIPLE else c
+                i += len(self.quote)
+                continue
+            if c in "([{":
+                self.depth += 1
+            elif c in ")]}":
+                self.depth = max(0, self.depth - 1)
+            i += 1
+        if self.quote is not None and self.quote not in _TRIPLE:
+            self.quote = None  # an unclosed one-line string: the parser reports it
+        self.continued = self.quote is None and body.endswith("\\") and not body.lstrip().startswith("#")
+
+
 def _neutralize(lines: list[str]) -> tuple[list[str], set[int]]:
-    """A code cell's lines with IPython syntax made plain Python (same number of lines); and which changed."""
+    """A code cell's lines with IPython syntax made plain Python (same number of lines); and which changed.
+    Only a line that starts a statement can be IPython's; a cell that parses as it is is left alone."""
+    try:
+        ast.parse("".join(lines))
+        return lines, set()
+    except (SyntaxError, ValueError):
+        pass
     out, changed = [], set()
-    continued = False
+    scanner = _Scanner()
+    magic_continues = False
     for i, line in enumerate(lines):
         body = line.rstrip("\r\n")
         stripped = body.lstrip()
         indent = body[: len(body) - len(stripped)]
         new = None
-        if continued:
+        if magic_continues:
             new = ""  # the rest of a magic continued with a backslash
-        elif stripped.startswith(("%", "!")) or (stripped.startswith("?") and len(stripped) > 1):
-            new = indent + "pass"
-        elif (m := _ASSIGNED_MAGIC.match(body)) is not None:
-            new = f"{m.group(1)}{m.group(2)} = None"
-        elif stripped.endswith("?") and not stripped.startswith("#") and _HELP.match(body):
-            new = indent + "pass"
+        elif scanner.at_statement:
+            if stripped.startswith(("%", "!")) or (stripped.startswith("?") and len(stripped) > 1):
+                new = indent + "pass"
+            elif (m := _ASSIGNED_MAGIC.match(body)) is not None:
+                new = f"{m.group(1)}{m.group(2)} = None"
+            elif stripped.endswith("?") and not stripped.startswith("#") and _HELP.match(body):
+                new = indent + "pass"
         if new is not None:
-            continued = body.endswith("\\")
+            magic_continues = body.endswith("\\")
             out.append(new + line[len(body):])
             changed.add(i)
         else:
+            magic_continues = False
+            scanner.feed(line)
             out.append(line)
     return out, changed
 
@@ -183,7 +245,7 @@ class Notebook:
                 if not isinstance(cell, dict) or cell.get("cell_type") != "code":
                     continue
                 source = _source_text(cell)
-                own = source.splitlines(keepends=True)
+                own = _lines(source)
                 if not own:
                     continue
                 if not own[-1].endswith(("\r", "\n")):
@@ -222,8 +284,8 @@ class Notebook:
         cell. Raises NotANotebook when the change cannot be put back (it would cross a magic line)."""
         if fixed == self.source:
             return self.text
-        before = self.source.splitlines(keepends=True)
-        after = fixed.splitlines(keepends=True)
+        before = _lines(self.source)
+        after = _lines(fixed)
         new_lines: dict[int, list[str]] = {}  # cell index -> its new lines
         matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -249,7 +311,7 @@ class Notebook:
                 text = text[:-1]  # the joining newline this cell did not have
             if text == old:
                 continue
-            cell["source"] = text.splitlines(keepends=True) if isinstance(cell.get("source"), list) else text
+            cell["source"] = _lines(text) if isinstance(cell.get("source"), list) else text
         out = _dumps_like(data, self.text)
         check = json.loads(out)  # never write a notebook that would not load
         if not isinstance(check, dict) or not isinstance(check.get("cells"), list) or len(check["cells"]) != len(self.data["cells"]):

@@ -192,3 +192,18 @@ def test_a_notebook_on_stdin_is_read_as_a_notebook(cli, tmp_path):
     fixed = cli("--stdin-filename", "train.ipynb", "--fix", "--unsafe-fixes", "--select", "TL101", stdin=NB)
     assert fixed.code == 0, fixed.err
     assert json.loads(fixed.out)["cells"][1]["source"][5] == "    flat = x.view(-1)\n"  # the notebook's JSON out
+
+
+def test_python_that_looks_like_a_magic_stays_python_and_cells_may_await(cli, tmp_path):
+    # `% 2)` and `!= 3)` continue a bracket, `!not magic` is inside a string: Python, not IPython's syntax;
+    # IPython runs cells with top-level await; a form feed is not a line break to Python
+    cell = ["import asyncio\n", "x = (1\n", "     % 2)\n", "y = (x\n", "     != 3)\n", "await asyncio.sleep(0)\n",
+            "s = '''\n", "!not magic\n", "'''\n", "\x0c\n", "%time z = 1\n", "if x:\n", "    !echo hi\n", "t = 1"]
+    nb = Notebook(notebook(code(cell)))
+    plain = nb.source.split("\n")[:-1]  # (str.splitlines would split at the form feed too)
+    assert plain[2] == "     % 2)" and plain[4] == "     != 3)" and plain[7] == "!not magic"  # untouched
+    assert plain[10] == "pass" and plain[12] == "    pass"  # the real magics
+    write(tmp_path / "edge.ipynb", notebook(code(cell)))
+    r = cli("edge.ipynb", "--no-cache", "--output-format", "concise")
+    assert r.code == 0, r.out
+    assert nb.cell_map.locate(len(plain)) == (1, len(cell))  # line numbers kept through the form feed

@@ -16,7 +16,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /src
 # The service's own dependencies: pyproject's [project].dependencies and its `server` extra, pinned (a test keeps
 # the names equal and each pin inside pyproject's range; torch is only the `torch` extra).
-RUN pip install "libcst==1.9.0" "pathspec==1.1.1" "fastapi==0.165.0" "uvicorn==0.55.0"
+RUN pip install "libcst==1.9.0" "pathspec==1.1.1" "fastapi==0.165.0" "uvicorn==0.55.0" "prometheus-client==0.26.0"
 COPY pyproject.toml README.md ./
 COPY analyzer ./analyzer
 COPY rules ./rules

@@ -2,7 +2,8 @@
 
     thunder-lint [PATHS...] [--select/--ignore/--extend-select CODES] [--fix [--unsafe-fixes]] [--diff]
                  [--show-fixes] [--statistics] [--format FMT] [--output-file F] [--exit-zero]
-                 [--stdin-filename NAME] [--force-exclude] [--no-cache] [--max-file-size SIZE] [-j N]
+                 [--stdin-filename NAME] [--force-exclude] [--index-whole-project] [--no-cache]
+                 [--max-file-size SIZE] [-j N]
     thunder-lint rule TL101      the rule's documentation
     thunder-lint rules           the table of rules
     thunder-lint serve ...       the HTTP service
@@ -87,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="skip what .gitignore ignores (default: on)")
     run.add_argument("--force-exclude", action="store_true",
                      help="apply the config's exclude to files named on the command line too (for pre-commit)")
+    run.add_argument("--index-whole-project", action="store_true",
+                     help="read the whole project (from its root) for the project index, report only the named paths: "
+                          "pre-commit splits the staged files over several calls, and a compile call in one of them "
+                          "decides findings in another")
     run.add_argument("--watch", "-w", action="store_true", help="lint again whenever a linted file changes (Ctrl-C stops)")
     run.add_argument("--no-cache", action="store_true", help="neither read nor write the results cache")
     run.add_argument("--max-file-size", type=_size, default=None, metavar="SIZE",
@@ -343,7 +348,8 @@ def _project_root(paths: list[str]) -> str:
 
 def _add_noqa(args, paths, cfg, settings) -> int:
     """`--add-noqa`: a `# noqa: CODE` on each line with a finding; what was added is said on stderr."""
-    from .file_reader import Unreadable, decode, read_with_stat
+    from .file_reader import Unreadable, read_with_stat
+    from .notebook import NotANotebook, source_of
     from .runner import run
     from .static.noqa import add_noqa
 
@@ -356,10 +362,18 @@ def _add_noqa(args, paths, cfg, settings) -> int:
     for path, findings in sorted(by_path.items()):
         try:
             data, _ = read_with_stat(path, settings.max_file_bytes)
-            text = decode(data)
+            text, notebook = source_of(path, data)
         except Unreadable:
             continue
+        if notebook is not None:  # a notebook: the comments go into its cells' lines, the JSON is rewritten
+            findings = [notebook.cell_map.unplace(d) for d in findings]
         new, n = add_noqa(text, findings)
+        if n and notebook is not None:
+            try:
+                new = notebook.with_source(new)
+            except NotANotebook as e:
+                print(f"thunder-lint: warning: {path}: no noqa added: {e}", file=sys.stderr)
+                continue
         if n:
             from .cache import content_hash
 
@@ -450,7 +464,8 @@ def _exit_code(args, n_findings: int, errors: list[str]) -> int:
 
 
 def _check_stdin(args: argparse.Namespace, settings) -> int:
-    from .file_reader import Unreadable, decode, unreadable_diagnostic
+    from .file_reader import Unreadable, unreadable_diagnostic
+    from .notebook import NotANotebook, source_of
     from .runner import lint_text
     from . import static
 
@@ -468,7 +483,7 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
         limit = settings.max_file_bytes or MAX_FILE_BYTES
         if len(data) > limit:
             raise Unreadable(too_large(len(data), limit))
-        text = decode(data)
+        text, notebook = source_of(name, data)  # --stdin-filename x.ipynb: the notebook's JSON, as ruff reads it
     except Unreadable as e:
         diagnostics = [unreadable_diagnostic(name, e)]
         if fixing_to_stdout:
@@ -484,7 +499,11 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
 
         project = project_file(name, settings)
         diagnostics = lint_text(text, name, settings, project)
-        _report(args, diagnostics, {name: text}, fixed=None, library_default=project.library_default)
+        sources = {name: text}
+        if notebook is not None:
+            diagnostics = notebook.cell_map.place_all(diagnostics)
+            sources = {(name, n): src for n, src in notebook.cell_sources().items()}
+        _report(args, diagnostics, sources, fixed=None, library_default=project.library_default)
         return _exit_code(args, len(diagnostics), [])
     try:
         outcome = static.fix_source(
@@ -493,16 +512,24 @@ def _check_stdin(args: argparse.Namespace, settings) -> int:
         )
     except Exception as e:
         if fixing_to_stdout:
-            sys.stdout.write(text)  # never lose the user's source, whatever went wrong
+            sys.stdout.write(text if notebook is None else notebook.text)  # never lose the user's source
         print(f"thunder-lint: error: {name}: internal error while fixing: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_ERROR
+    before, after, remaining = text, outcome.text, list(outcome.remaining)
+    if notebook is not None:  # the notebook's JSON in, the notebook's JSON out
+        remaining = notebook.cell_map.place_all(remaining)
+        try:
+            before, after = notebook.text, notebook.with_source(outcome.text)
+        except NotANotebook as e:
+            print(f"thunder-lint: warning: {name}: not fixed: {e}", file=sys.stderr)
+            before = after = notebook.text
+            remaining = notebook.cell_map.place_all(list(outcome.remaining) + list(outcome.applied))
     if args.diff:
-        diff = _unified_diff(name, text, outcome.text)
+        diff = _unified_diff(name, before, after)
         _emit(args, diff)
         return EXIT_FINDINGS if diff and not args.exit_zero else EXIT_CLEAN
     # --fix on stdin: the fixed source goes to stdout (as in ruff), the remaining findings to stderr.
-    sys.stdout.write(outcome.text)
-    remaining = list(outcome.remaining)
+    sys.stdout.write(after)
     if remaining:
         sys.stderr.write(render(remaining, "concise"))
     return _exit_code(args, len(remaining), [])
@@ -518,18 +545,25 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
     found = discover(paths, root=cfg.root, force_exclude=args.force_exclude, rules=cfg.file_rules())
     if not found.files and not found.problems:
         print("thunder-lint: warning: No Python files found under the given path(s)", file=sys.stderr)
+    named = None  # --index-whole-project: the files to report (the others only feed the project index)
+    files = found.files
+    if args.index_whole_project and found.files:
+        named = {os.path.abspath(p) for p in found.files}
+        top = cfg.root if cfg.source else _project_root(paths)  # (the same root the cache goes into)
+        rest = discover([os.path.relpath(top)], root=cfg.root, rules=cfg.file_rules()).files
+        files = found.files + [p for p in rest if os.path.abspath(p) not in named]
     progress = ProgressBar(sys.stderr) if not args.quiet else None
     results = []
     try:
         # Each file takes the config nearest to it, as ruff resolves settings per file (a monorepo's packages
         # each with their own): files under one config are linted together, as one project.
-        for group_cfg, group_settings, files in _config_groups(args, cfg, settings, found.files):
+        for group_cfg, group_settings, group in _config_groups(args, cfg, settings, files):
             cache = None
             if not args.no_cache:
                 # (fix mode lints as a plain run first, so it shares the plain run's cache)
                 key = settings_key(__version__, dataclasses.replace(group_settings, fix=None))
                 cache = ResultCache(_cache_dir(args, group_cfg), key).load()
-            results.append(run(files, group_settings, jobs=args.jobs, cache=cache, progress=progress))
+            results.append(run(group, group_settings, jobs=args.jobs, cache=cache, progress=progress))
             if cache is not None:
                 warning = cache.save()
                 if warning:
@@ -538,6 +572,11 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
         if progress:
             progress.close()
     result = _merged_results(results)
+    if named is not None:  # the rest of the project was read for the index only: neither reported nor fixed
+        result.files = [r for r in result.files if os.path.abspath(r.path) in named]
+        result.diagnostics = [d for d in result.diagnostics if os.path.abspath(d.path) in named]
+        result.errors = [e for e in result.errors if any(e.startswith(r.path + ":") for r in result.files)
+                         or not any(e.startswith(p + ":") for p in files)]
     diagnostics = list(result.diagnostics) + [unreadable_diagnostic(p, why) for p, why in found.problems]
     diagnostics.sort(key=Diagnostic.sort_key)
     errors = list(result.errors)

@@ -124,12 +124,19 @@ def sources_for(diagnostics: list[Diagnostic], known: dict[str, str]) -> dict[st
     """The text of each file that has findings (for the code frames of the full format)."""
     from .file_reader import Unreadable, decode, read_bytes
 
+    from .notebook import NotANotebook, Notebook
+
     sources = dict(known)
     for path in {d.path for d in diagnostics if d.code != "TL002"} - set(sources):
         try:
             sources[path] = decode(read_bytes(path, sys.maxsize))
         except Unreadable:
-            pass
+            continue
+        if any(d.cell is not None for d in diagnostics if d.path == path):  # a notebook: a source per cell
+            try:
+                sources.update({(path, n): text for n, text in Notebook(sources[path]).cell_sources().items()})
+            except NotANotebook:
+                pass
     return sources
 
 

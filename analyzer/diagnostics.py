@@ -79,6 +79,8 @@ class Diagnostic:
     origin: str = "static"  # "static" or "trace"
     fixes: tuple[Fix, ...] = field(default=())
     calls: int | None = None  # trace findings of `thunder-lint run`: how many jitted calls hit this location
+    # notebooks: the 1-based cell (its position among all cells); ``line``/``end_line`` then count in that cell
+    cell: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -94,6 +96,7 @@ class Diagnostic:
             "origin": self.origin,
             "fixes": [f.to_json() for f in self.fixes],
             **({} if self.calls is None else {"calls": self.calls}),
+            **({} if self.cell is None else {"cell": self.cell}),
         }
 
     @classmethod
@@ -111,7 +114,14 @@ class Diagnostic:
             origin=d.get("origin", "static"),
             fixes=tuple(Fix.from_json(f) for f in d.get("fixes", ())),
             calls=d.get("calls"),
+            cell=d.get("cell"),
         )
 
     def sort_key(self) -> tuple:
-        return (self.path, self.line, self.column, self.code)
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
+
+    @property
+    def where(self) -> str:
+        """``path:line:column``, or ``path:cell N:line:column`` in a notebook (as ruff prints it)."""
+        cell = "" if self.cell is None else f"cell {self.cell}:"
+        return f"{self.path}:{cell}{self.line}:{self.column}"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .globs import GlobSet
 
-SOURCE_SUFFIXES = (".py", ".pyi")
+SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 # ruff's default exclude, plus this tool's own cache and a few more build/cache folders
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".svn", "_darcs", ".jj", ".ipynb_checkpoints",
@@ -26,7 +26,7 @@ DEFAULT_EXCLUDE = (
     ".hypothesis", ".tox", ".venv", ".vscode", "__pypackages__", "__pycache__", "_build", "buck-out", "build",
     "dist", "node_modules", "site-packages", "venv", "*.egg-info",
 )
-DEFAULT_INCLUDE = ("*.py", "*.pyi")
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")  # notebooks: analyzer/notebook.py
 SKIPPED_DIRS = frozenset(p for p in DEFAULT_EXCLUDE if "*" not in p)  # (kept for callers that name folders)
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from .cache import content_hash, trusted_signature
 from .config import Config
 from .diagnostics import Diagnostic
-from .file_reader import Unreadable, decode, read_with_stat, unreadable_diagnostic
+from .file_reader import Unreadable, read_with_stat, unreadable_diagnostic
+from .notebook import source_of
 
 SERIAL_BELOW = 24  # fewer files than this: a pool costs more than it saves
 
@@ -72,6 +73,7 @@ class FileResult:
     # a file parsed but not yet linted (process_file's hold): (context, ProjectFile) here, or the forked helper
     # process that holds it (helper_processes.Helper)
     held: object = None
+    cells: object = None  # a notebook's notebook.CellMap: its findings are placed in cells (None: a Python file)
 
 
 def engine():
@@ -107,7 +109,8 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
         result.signature = trusted_signature(st)
         if known.get(os.path.abspath(path)) == result.digest and settings.fix is None:
             return result  # hit: the parent has the findings
-        text = decode(data)
+        text, notebook = source_of(path, data)
+        result.cells = notebook and notebook.cell_map
     except Unreadable as problem:
         result.diagnostics = [unreadable_diagnostic(path, problem)]
         return result
@@ -120,11 +123,11 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
             if hold:
                 ctx = engine().prepare_source(text, path, jit_decorators=settings.jit_decorators, project=project)
                 if isinstance(ctx, list):  # does not parse or compile: that is its finding
-                    result.diagnostics, result.facts = ctx, ()
+                    result.diagnostics, result.facts = _placed(result, ctx), ()
                 else:
                     result.held, result.summary = (ctx, project), project.summary
                 return result
-            result.diagnostics = lint_text(text, path, settings, project)
+            result.diagnostics = _placed(result, lint_text(text, path, settings, project))
             result.summary, result.facts = project.summary, project.used
             if result.facts is None:  # unparsable: linted, with nothing for the index
                 result.facts = ()
@@ -140,13 +143,36 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
                 fixable=settings.fixable,
                 unfixable=settings.unfixable,
             )
-            result.diagnostics = list(outcome.remaining)
-            result.applied = list(outcome.applied)
-            if outcome.text != text:
-                result.original, result.fixed = text, outcome.text
+            _take_fix(result, outcome, text, notebook)
     except BaseException as e:  # the engine promises not to raise; if it does, this file is reported, the run goes on
         _internal_error(result, e)
     return result
+
+
+def _placed(result: FileResult, diagnostics) -> list[Diagnostic]:
+    """A notebook's findings at their cells (lines counted in the cell); a Python file's as they are."""
+    if result.cells is None:
+        return list(diagnostics)
+    return result.cells.place_all(diagnostics)
+
+
+def _take_fix(result: FileResult, outcome, text: str, notebook) -> None:
+    """A fix outcome into ``result``: a notebook's fixed text goes back into its JSON, cell by cell (refused,
+    and the findings kept, when it cannot be written back safely)."""
+    remaining, applied, fixed = list(outcome.remaining), list(outcome.applied), outcome.text
+    if notebook is not None and fixed != text:
+        from .notebook import NotANotebook
+
+        try:
+            original, fixed = notebook.text, notebook.with_source(fixed)
+        except NotANotebook as e:
+            result.error = f"{result.path}: not fixed: {e}"
+            remaining, applied, original, fixed = sorted(remaining + applied, key=Diagnostic.sort_key), [], text, text
+        text = original
+    result.diagnostics = _placed(result, remaining)
+    result.applied = _placed(result, applied)
+    if fixed != text:
+        result.original, result.fixed = text, fixed
 
 
 def fix_with_facts(result: FileResult, settings: Settings) -> None:
@@ -158,7 +184,8 @@ def fix_with_facts(result: FileResult, settings: Settings) -> None:
         if content_hash(data) != result.digest:
             result.error = f"{result.path}: not fixed: the file changed while it was being linted"
             return
-        text = decode(data)
+        text, notebook = source_of(result.path, data)
+        result.cells = notebook and notebook.cell_map
         from .project.index import project_file
 
         project = project_file(result.path, settings, result.facts)
@@ -181,10 +208,7 @@ def fix_with_facts(result: FileResult, settings: Settings) -> None:
     except BaseException as e:
         _internal_error(result, e)
         return
-    result.diagnostics = list(outcome.remaining)
-    result.applied = list(outcome.applied)
-    if outcome.text != text:
-        result.original, result.fixed = text, outcome.text
+    _take_fix(result, outcome, text, notebook)
 
 
 def lint_held(result: FileResult, settings: Settings, facts: tuple) -> None:
@@ -193,14 +217,14 @@ def lint_held(result: FileResult, settings: Settings, facts: tuple) -> None:
     result.held = None
     project.facts = facts
     try:
-        result.diagnostics = engine().check_prepared(
+        result.diagnostics = _placed(result, engine().check_prepared(
             ctx,
             select=settings.select,
             ignore=settings.ignore_for(result.path),
             extend_select=settings.extend_select,
             with_fixes=True,
             project=project,
-        )
+        ))
         result.facts = project.used
     except BaseException as e:
         _internal_error(result, e)

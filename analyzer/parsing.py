@@ -64,18 +64,20 @@ _MAY_FAIL_TO_COMPILE = re.compile(
 )
 
 
-def compile_error(tree: ast.Module, text: str | None = None) -> SyntaxError | None:
+def compile_error(tree: ast.Module, text: str | None = None, *, top_level_await: bool = False) -> SyntaxError | None:
     """The error CPython raises only when compiling a tree that parsed (``return`` outside a function,
     ``nonlocal`` at module level, ``await`` outside async, duplicate arguments...), else None.
 
     Compiling from the tree skips a second parse (about half the parse's time); a tree too deep or too
-    big to compile here is not reported: the rules report depth themselves.
+    big to compile here is not reported: the rules report depth themselves. ``top_level_await``: ``await``
+    outside a function is allowed (IPython runs a notebook's cells so).
     """
     if text is not None and not _MAY_FAIL_TO_COMPILE.search(text):
         return None
     try:
         with gc_paused():
-            compile(tree, PSEUDO_FILENAME, "exec", dont_inherit=True)
+            flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if top_level_await else 0
+            compile(tree, PSEUDO_FILENAME, "exec", flags, dont_inherit=True)
     except SyntaxError as e:
         return e
     except (ValueError, RecursionError, MemoryError, TypeError):

@@ -9,13 +9,21 @@ findings made by the code paths the tests exercised at the end of the session.
 
 Registered as the ``pytest11`` entry point ``thunder_lint``, so every pytest of an environment where
 thunder-lint is installed loads this module: it imports nothing heavy until the option is on.
+
+With pytest-xdist (``-n 4``) the tests run in worker processes: each worker intercepts its own jit calls and
+sends its findings and call count back to the controller when it finishes (xdist's ``workeroutput``); the
+controller adds them up, a location hit in several workers once with the calls summed. A worker that ends
+without sending them (it crashed) is named in a warning, never silently counted as "0 jitted calls".
 """
 from __future__ import annotations
 
 import os
 
+import pytest
+
 _REPORT = "thunder_lint_report"
 _NAMES = ("thunder_lint", "analyzer.pytest_plugin")
+_WORKER_KEY = "thunder_lint"  # in xdist's workeroutput: {"diagnostics": [Diagnostic JSON], "calls": N}
 
 
 def pytest_addoption(parser):
@@ -39,7 +47,7 @@ def _enabled(config) -> bool:
 
 
 def pytest_configure(config):
-    if not _enabled(config) or hasattr(config, "workerinput"):  # pytest-xdist workers: not supported here
+    if not _enabled(config):
         return
     import contextlib
 
@@ -50,6 +58,34 @@ def pytest_configure(config):
     collector = Collector()
     stack.enter_context(intercepting(collector))
     config.stash_thunder_lint = (collector, stack)  # read back at the end of the session
+    config.thunder_lint_workers = {}  # xdist controller: worker id -> what it sent (None: nothing)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent without it
+def pytest_testnodedown(node, error):
+    workers = getattr(node.config, "thunder_lint_workers", None)
+    if workers is None:
+        return
+    output = getattr(node, "workeroutput", None) or {}
+    name = (getattr(node, "gateway", None) and node.gateway.id) or str(len(workers))
+    workers[name] = output.get(_WORKER_KEY)
+
+
+def _merged(found: list, workers: dict) -> tuple[list, int]:
+    """The controller's findings plus every worker's, one per location (the calls summed); the workers' calls."""
+    from dataclasses import replace
+
+    from .diagnostics import Diagnostic
+
+    by_key = {}
+    sent = [found] + [[Diagnostic.from_json(d) for d in w["diagnostics"]] for w in workers.values() if w]
+    for group in sent:
+        for d in group:
+            key = (d.code, d.path, d.line, d.column)
+            seen = by_key.get(key)
+            by_key[key] = d if seen is None else replace(seen, calls=(seen.calls or 0) + (d.calls or 0))
+    calls = sum(w["calls"] for w in workers.values() if w)
+    return sorted(by_key.values(), key=Diagnostic.sort_key), calls
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -60,20 +96,28 @@ def pytest_sessionfinish(session, exitstatus):
     collector, stack = held
     stack.close()
     del config.stash_thunder_lint
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller reports what every worker found
+        config.workeroutput[_WORKER_KEY] = {"diagnostics": [d.to_json() for d in collector.diagnostics()],
+                                            "calls": collector.calls}
+        return
+    workers = config.thunder_lint_workers
+    raw, calls = _merged(collector.diagnostics(), workers)
+    calls += collector.calls
+    silent = sorted(name for name, got in workers.items() if got is None)
     from . import config as config_mod
     from .report import render
     from .run.report import filter_trace
     from .runner import Settings
 
     settings = Settings.from_config(config_mod.discover([str(config.rootpath)]))
-    found = filter_trace(collector.diagnostics(), settings)
+    found = filter_trace(raw, settings)
     fmt = config.getoption("thunder_lint_format")
     body = render(found, fmt, root=os.getcwd(), sources=_sources(found) if fmt == "full" else None)
     output = config.getoption("thunder_lint_output")
     if output:
         with open(output, "w", encoding="utf-8") as f:
             f.write(body)
-    setattr(config, _REPORT, (found, body, output, collector.calls))
+    setattr(config, _REPORT, (found, body, output, calls, len(workers), silent))
     if found and config.getoption("thunder_lint_strict") and session.exitstatus == 0:
         session.exitstatus = 1  # pytest.ExitCode.TESTS_FAILED
 
@@ -82,14 +126,19 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     report = getattr(config, _REPORT, None)
     if report is None:
         return
-    found, body, output, calls = report
+    found, body, output, calls, n_workers, silent = report
     tr = terminalreporter
     tr.section("thunder-lint")
+    if silent:  # an xdist worker that died: its calls and findings are missing from the report
+        tr.write_line(f"thunder-lint: warning: {len(silent)} of {n_workers} pytest-xdist worker(s) ({', '.join(silent)}) "
+                      "ended without sending their findings (crashed?); the report misses their jitted calls",
+                      yellow=True)
     if output:
         tr.write_line(f"{len(found)} trace finding{'s' if len(found) != 1 else ''} written to {output}")
     elif body:
         tr.write(body if body.endswith("\n") else body + "\n")
-    tr.write_line(f"thunder-lint: {calls} jitted call{'s' if calls != 1 else ''}, "
+    across = f" in {n_workers} pytest-xdist workers" if n_workers else ""
+    tr.write_line(f"thunder-lint: {calls} jitted call{'s' if calls != 1 else ''}{across}, "
                   f"{len(found)} trace finding{'s' if len(found) != 1 else ''}"
                   + (" (--thunder-lint-strict: the session fails)" if found and config.getoption("thunder_lint_strict")
                      else ""))

@@ -216,8 +216,27 @@ def _run_then_fix(paths, settings, jobs, cache, progress) -> RunResult:
             if r.error:
                 plain.errors.append(r.error)
                 r.error = None
+    _notebook_mentions(plain.files)
     plain.diagnostics = sorted((d for r in plain.files for d in r.diagnostics or ()), key=Diagnostic.sort_key)
     return plain
+
+
+def _notebook_mentions(results: list[FileResult]) -> None:
+    """A message naming a notebook's line (the project index counts lines in its joined code cells) names the
+    cell and the line in it, as findings do (``compiled by ... at run.ipynb:cell 3:2``)."""
+    if not any(".ipynb:" in d.message for r in results for d in r.diagnostics or ()):
+        return
+    from .notebook import cell_map_reader, place_mentions
+
+    maps = {r.path: r.cells for r in results if r.cells is not None}
+    read = cell_map_reader()
+
+    def cell_map_of(path: str):
+        return maps.get(path) or read(path)
+
+    for r in results:
+        if r.diagnostics and any(".ipynb:" in d.message for d in r.diagnostics):
+            r.diagnostics = place_mentions(r.diagnostics, cell_map_of)
 
 
 def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
@@ -334,6 +353,7 @@ def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
     else:
         library_default = ""
     held.close()  # every held file is linted: the collector may run again, the helpers are done
+    _notebook_mentions(results)
 
     for r in results:
         if id(r) in fresh_results and use_cache and r.digest is not None and r.error is None:

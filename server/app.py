@@ -1,4 +1,4 @@
-"""The FastAPI application: POST /analyze, the rule docs, health and version.
+"""The FastAPI application: POST /analyze, the rule docs, health (/healthz, /livez, /readyz), /metrics, version.
 
 Linting never runs on the event loop: an /analyze request's files go to the worker pool (split over
 the workers, see dispatch.py), so a slow file holds a worker, never the server. The app itself only
@@ -28,13 +28,15 @@ from rules import RULES, render_docs
 from . import errors
 from .archive import ArchiveBodyMiddleware
 from .errors import ApiError
-from .middleware import AccessLogMiddleware, BearerAuthMiddleware, BodyLimitMiddleware
+from .metrics import Metrics, MetricsMiddleware
+from .middleware import PUBLIC_PATHS, AccessLogMiddleware, BearerAuthMiddleware, BodyLimitMiddleware
 from .models import (
     AnalyzeRequest,
     AnalyzeResponse,
     ErrorResponse,
     HealthOut,
     OutputFormat,
+    ProbeOut,
     RuleDocsOut,
     RuleOut,
     VersionOut,
@@ -222,6 +224,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.pool = pool
+    metrics = Metrics(pool)
     errors.install(app)
 
     @app.post(
@@ -308,6 +311,24 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         body = {"status": "ok" if alive else "degraded", "workers": alive, "idle_workers": pool.idle, "replaced_workers": pool.replaced}
         return JSONResponse(body, status_code=200 if alive else 503)
 
+    @app.get("/livez", response_model=ProbeOut, summary="Liveness: the process answers")
+    async def livez():
+        # answered by the event loop itself: a hung loop (the only thing a restart cures) gives no answer at all
+        return {"status": "ok"}
+
+    @app.get("/readyz", response_model=ProbeOut, responses={503: {"model": ProbeOut, "description": "Not ready."}},
+             summary="Readiness: the worker pool is up")
+    async def readyz():
+        if pool.ready:
+            return {"status": "ok"}
+        return JSONResponse({"status": "not ready"}, status_code=503)
+
+    @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}},
+             summary="Prometheus metrics")
+    async def metrics_endpoint():
+        data, media_type = metrics.exposition()
+        return Response(data, media_type=media_type)
+
     @app.get("/version", response_model=VersionOut, responses=_ERRORS)
     async def version():
         return {"name": "thunder-lint", "version": __version__, "python": platform.python_version(), "rules": list(RULES)}
@@ -327,6 +348,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             allow_headers=["Authorization", "Content-Type", "X-Request-ID"], expose_headers=["X-Request-ID"],
         )
     app.add_middleware(AccessLogMiddleware)
+    app.add_middleware(MetricsMiddleware, metrics=metrics, routes_of=app)
     return app
 
 
@@ -349,10 +371,16 @@ def _customize_openapi(app: FastAPI, settings: ServerSettings) -> None:
             f" Limits: a body of at most {settings.max_body_bytes} bytes, {settings.max_files} files, "
             f"{settings.max_file_bytes} bytes per file, {settings.timeout_s:g} s per request."
         )
+        for ops in schema.get("paths", {}).values():  # errors are RFC 9457 problems, in their own media type
+            for op in ops.values():
+                for response in op.get("responses", {}).values():
+                    content = response.get("content", {})
+                    if content.get("application/json", {}).get("schema", {}).get("$ref", "").endswith("/ErrorResponse"):
+                        content["application/problem+json"] = content.pop("application/json")
         if settings.token is not None:
             schema["components"]["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
             for path, ops in schema.get("paths", {}).items():
-                if path != "/healthz":
+                if path not in PUBLIC_PATHS:
                     for op in ops.values():
                         op["security"] = [{"bearerAuth": []}]
         app.openapi_schema = schema

@@ -1,7 +1,8 @@
-"""Every error the service returns has one shape: ``{"error": {"code", "message", "request_id", "fields"?}}``.
-
-``code`` is stable and machine-readable; ``fields`` names where in the request a 422 is (``files[0].path``).
-Submitted values are never echoed back: they may be whole source files.
+"""Every error the service returns is an RFC 9457 problem (``application/problem+json``): ``type`` (a URN per
+reason, ``urn:thunder-lint:problem:body_too_large``), ``title`` (the same for every problem of that type),
+``status``, ``detail`` (this occurrence, in words), and the extension members ``code`` (the stable
+machine-readable reason the service has always sent), ``request_id`` and, for a 422, ``fields`` (where in the
+request: ``files[0].path``). Submitted values are never echoed back: they may be whole source files.
 """
 
 from __future__ import annotations
@@ -38,11 +39,24 @@ class ApiError(Exception):
         self.headers = headers
 
 
-def error_body(code: str, message: str, request_id: str | None, fields: list[dict] | None = None) -> dict:
-    error: dict = {"code": code, "message": message, "request_id": request_id}
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+PROBLEM_TYPE = "urn:thunder-lint:problem:"
+
+
+def error_body(code: str, message: str, request_id: str | None, fields: list[dict] | None = None, *,
+               status: int) -> dict:
+    """An RFC 9457 problem details object."""
+    body: dict = {
+        "type": PROBLEM_TYPE + code,
+        "title": code.replace("_", " ").capitalize(),
+        "status": status,
+        "detail": message,
+        "code": code,
+        "request_id": request_id,
+    }
     if fields is not None:
-        error["fields"] = fields
-    return {"error": error}
+        body["fields"] = fields
+    return body
 
 
 def field_name(loc: tuple | list) -> str:
@@ -64,7 +78,8 @@ def field_name(loc: tuple | list) -> str:
 def _respond(request: Request, status: int, code: str, message: str, fields=None, headers=None) -> JSONResponse:
     request.state.error_code = code
     request_id = getattr(request.state, "request_id", None)
-    return JSONResponse(error_body(code, message, request_id, fields), status_code=status, headers=headers)
+    return JSONResponse(error_body(code, message, request_id, fields, status=status), status_code=status,
+                        headers=headers, media_type=PROBLEM_MEDIA_TYPE)
 
 
 def _is_json(request: Request) -> bool:

@@ -14,9 +14,10 @@ import asyncio
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-_BODY = b'{"error": {"code": "header_timeout", "message": "the request headers did not arrive in time"}}'
+_BODY = (b'{"type": "urn:thunder-lint:problem:header_timeout", "title": "Header timeout", "status": 408, '
+         b'"detail": "the request headers did not arrive in time", "code": "header_timeout", "request_id": null}')
 _REQUEST_TIMEOUT = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/problem+json\r\nconnection: close\r\n"
     b"content-length: %d\r\n\r\n%s" % (len(_BODY), _BODY)
 )
 

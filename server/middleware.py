@@ -17,7 +17,7 @@ import uuid
 
 from starlette.exceptions import HTTPException
 
-from .errors import error_body
+from .errors import PROBLEM_MEDIA_TYPE, error_body
 
 
 # A whole repository as a gzip'd tar (server/archive.py reads it); the body limit tells such requests apart.
@@ -36,17 +36,19 @@ access_log = logging.getLogger("thunder_lint.access")
 
 REQUEST_ID_HEADER = b"x-request-id"
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
-# Open to everyone even with auth on: load balancers and orchestrators probe it without credentials.
-PUBLIC_PATHS = frozenset({"/healthz"})
+# Open to everyone even with auth on: load balancers and orchestrators probe them without credentials.
+# (/metrics is not: a scraper sends the bearer token, as Prometheus' `authorization` setting does.)
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 
 
-async def send_json(send, status: int, body: dict, headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def send_json(send, status: int, body: dict, headers: list[tuple[bytes, bytes]] = (),
+                    media_type: str = PROBLEM_MEDIA_TYPE) -> None:
     data = json.dumps(body).encode("utf-8")
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+            "headers": [(b"content-type", media_type.encode()), (b"content-length", str(len(data)).encode())]
             + list(headers),
         }
     )
@@ -127,7 +129,8 @@ class BearerAuthMiddleware:
         await send_json(
             send,
             401,
-            error_body("unauthorized", f"{message}: send `Authorization: Bearer <token>`", state.get("request_id")),
+            error_body("unauthorized", f"{message}: send `Authorization: Bearer <token>`", state.get("request_id"),
+                       status=401),
             [(b"www-authenticate", b'Bearer realm="thunder-lint"')],
         )
 
@@ -142,6 +145,36 @@ class BodyTooLarge(HTTPException):
 class BodyTooSlow(HTTPException):
     def __init__(self, seconds: float) -> None:
         super().__init__(408, f"the request body stalled: no data for {seconds:g} s")
+
+
+class BadEncoding(HTTPException):
+    def __init__(self, detail: str) -> None:
+        super().__init__(400, detail)
+
+
+class Inflater:
+    """A ``Content-Encoding: gzip`` body inflated as it streams in, never past ``limit`` bytes of output: a
+    gzip bomb (a few KB that inflate to gigabytes) costs at most ``limit`` bytes of memory before its 413."""
+
+    def __init__(self, limit: int) -> None:
+        import zlib
+
+        self._zlib = zlib
+        self.limit = limit
+        self.out = 0
+        self._d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing only
+
+    def feed(self, chunk: bytes, last: bool) -> bytes:
+        try:
+            data = self._d.decompress(chunk, self.limit - self.out + 1)  # one byte more than allowed: the overflow
+        except self._zlib.error as e:
+            raise BadEncoding(f"the request body is not valid gzip ({e})") from None
+        self.out += len(data)
+        if self.out > self.limit or self._d.unconsumed_tail:
+            raise BodyTooLarge(self.limit)
+        if last and not self._d.eof:
+            raise BadEncoding("the request body is not valid gzip (it ends before the gzip stream does)")
+        return data
 
 
 # Before a 413, read and drop at most this much of the body, for at most this long: clients that send
@@ -203,6 +236,16 @@ class BodyLimitMiddleware:
                 if size <= DRAIN_MAX_BYTES and _header(scope, b"expect") is None:  # 100-continue: sends nothing yet
                     await _drain(receive, size)
                 return await self._too_large(send, state)
+        encoding = (_header(scope, b"content-encoding") or b"identity").strip().lower()
+        inflater = None
+        if encoding == b"gzip":
+            inflater = Inflater(self.limit)
+            # the app sees the inflated body: no Content-Encoding, and no Content-Length that no longer holds
+            scope = {**scope, "headers": [(k, v) for k, v in scope["headers"]
+                                          if k not in (b"content-encoding", b"content-length")]}
+        elif encoding != b"identity":
+            return await self._refuse(send, state, 415, "unsupported_media_type",
+                                      "the request body's Content-Encoding must be gzip or identity")
         received = [0]
         started = [False]
         body_done = [False]
@@ -220,6 +263,8 @@ class BodyLimitMiddleware:
                 state["bytes_in"] = received[0]
                 if received[0] > self.limit:
                     raise BodyTooLarge(self.limit)
+                if inflater is not None:
+                    message = {**message, "body": inflater.feed(message.get("body", b""), body_done[0])}
             return message
 
         async def tracking_send(message):
@@ -237,6 +282,9 @@ class BodyLimitMiddleware:
         except BodyTooSlow as e:
             if not started[0]:
                 await self._refuse(send, state, 408, "body_timeout", e.detail)
+        except BadEncoding as e:
+            if not started[0]:
+                await self._refuse(send, state, 400, "bad_request", e.detail)
 
     async def _too_large(self, send, state) -> None:
         await self._refuse(
@@ -246,4 +294,5 @@ class BodyLimitMiddleware:
     @staticmethod
     async def _refuse(send, state, status: int, code: str, message: str) -> None:
         state["error_code"] = code
-        await send_json(send, status, error_body(code, message, state.get("request_id")), [(b"connection", b"close")])
+        await send_json(send, status, error_body(code, message, state.get("request_id"), status=status),
+                        [(b"connection", b"close")])

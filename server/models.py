@@ -231,6 +231,7 @@ class DiagnosticOut(BaseModel):
     origin: Literal["static", "trace"]
     fixes: list[FixOut]
     calls: int | None = Field(default=None, description="Trace findings: the jitted calls that hit this location.")
+    cell: int | None = Field(default=None, description="Notebooks: the 1-based cell; `line` and `end_line` count in it.")
 
 
 class FileResultOut(BaseModel):
@@ -265,15 +266,16 @@ class FieldErrorOut(BaseModel):
     message: str
 
 
-class ErrorDetailOut(BaseModel):
+class ErrorResponse(BaseModel):
+    """An RFC 9457 problem (`application/problem+json`); `code`, `request_id` and `fields` are extension members."""
+
+    type: str = Field(description="`urn:thunder-lint:problem:` and the `code`.")
+    title: str = Field(description="The same for every problem of this type.")
+    status: int
+    detail: str = Field(description="This occurrence, in words.")
     code: str = Field(description="A stable machine-readable reason, e.g. `invalid_request`, `body_too_large`.")
-    message: str
     request_id: str | None = None
     fields: list[FieldErrorOut] | None = None
-
-
-class ErrorResponse(BaseModel):
-    error: ErrorDetailOut
 
 
 class RuleOut(BaseModel):
@@ -293,6 +295,10 @@ class HealthOut(BaseModel):
     workers: int = Field(description="Lint worker processes alive.")
     idle_workers: int
     replaced_workers: int
+
+
+class ProbeOut(BaseModel):
+    status: Literal["ok", "not ready"]
 
 
 class VersionOut(BaseModel):

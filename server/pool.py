@@ -123,6 +123,16 @@ class WorkerPool:
             return sum(1 for w in self._workers if w.process.is_alive())
 
     @property
+    def waiting(self) -> int:
+        """Requests waiting for a free worker (the queue)."""
+        return self._waiting
+
+    @property
+    def ready(self) -> bool:
+        """Started, not closing, and at least one worker alive: a request sent now can be served."""
+        return self._idle is not None and not self._closing and self.alive > 0
+
+    @property
     def idle(self) -> int:
         return self._idle.qsize() if self._idle is not None else 0
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from analyzer import static
 from analyzer.diagnostics import Diagnostic
 from analyzer.file_reader import Unreadable, decode, unreadable_diagnostic
+from analyzer.notebook import NotANotebook, Notebook, is_notebook
 from analyzer.report import render
 
 from . import fs_audit
@@ -94,16 +95,30 @@ class JobResult:
 
 
 def _source_text(f: SubmittedFile) -> tuple[bytes, str]:
-    """(the bytes that are hashed, the text to lint); raises Unreadable as the CLI's reader would."""
-    if f.data is not None:
-        return f.data, decode(f.data)
-    data = f.text.encode("utf-8")
-    text = f.text
-    if "\0" in text:
-        decode(data)  # NUL near the start: the CLI calls this a binary file (TL002); further on, TL001
-    if text.startswith("\ufeff"):
-        text = text[1:]  # a BOM, as Python's own decoding drops it
+    """(the bytes that are hashed, the text to lint); raises Unreadable as the CLI's reader would. A notebook's
+    text to lint is its code cells joined (analyzer/notebook.py)."""
+    data, text, _ = _source(f)
     return data, text
+
+
+def _source(f: SubmittedFile):
+    """(the hashed bytes, the text to lint, the Notebook or None)."""
+    if f.data is not None:
+        data, text = f.data, decode(f.data)
+    else:
+        data = f.text.encode("utf-8")
+        text = f.text
+        if "\0" in text:
+            decode(data)  # NUL near the start: the CLI calls this a binary file (TL002); further on, TL001
+        if text.startswith("\ufeff"):
+            text = text[1:]  # a BOM, as Python's own decoding drops it
+    if not is_notebook(f.path):
+        return data, text, None
+    try:
+        notebook = Notebook(text)
+    except NotANotebook as e:
+        raise Unreadable(str(e)) from None
+    return data, notebook.source, notebook
 
 
 def _ignore_for(job: Job, path: str) -> tuple[str, ...]:
@@ -127,7 +142,7 @@ def _project_file(job: Job, i: int):
 
 def _analyze_file(f: SubmittedFile, job: Job, project=None) -> tuple[FileOutcome, list[Diagnostic]]:
     try:
-        data, text = _source_text(f)
+        data, text, notebook = _source(f)
     except Unreadable as problem:
         digest = hashlib.sha256(f.data if f.data is not None else f.text.encode("utf-8")).hexdigest()
         d = unreadable_diagnostic(f.path, problem)
@@ -147,6 +162,14 @@ def _analyze_file(f: SubmittedFile, job: Job, project=None) -> tuple[FileOutcome
             diagnostics = list(fixed.remaining)
             outcome.fixed_content = fixed.text
             outcome.applied = len(fixed.applied)
+            if notebook is not None:  # the notebook's JSON back, the fixes in their cells
+                try:
+                    outcome.fixed_content = notebook.with_source(fixed.text)
+                except NotANotebook:
+                    outcome.fixed_content, outcome.applied = notebook.text, 0
+                    diagnostics = sorted(diagnostics + list(fixed.applied), key=Diagnostic.sort_key)
+        if notebook is not None:
+            diagnostics = notebook.cell_map.place_all(diagnostics)
     except Exception as e:  # the engine promises not to raise; if it does, this file says so, the rest go on
         outcome.error = f"internal error while linting: {type(e).__name__}: {e}".rstrip()
         return outcome, []

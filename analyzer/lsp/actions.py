@@ -1,8 +1,9 @@
 """Code actions: each fix of a finding as a quick fix, "add ``# noqa: TLxxx``", and fix-all for the file.
 
-Unsafe fixes (they may change what the program computes, see each rule's "Fix safety") are offered only
-when the ``unsafeFixes`` setting allows it, and say so in their title. Display-only fixes are never
-offered as edits.
+Unsafe fixes (they may change what the program computes, see each rule's "Fix safety") are offered one by one
+as quick fixes, say so in their title and are never preferred; fix-all (``source.fixAll``, what editors run on
+save) applies them only when the ``unsafeFixes`` setting (else the config's ``unsafe-fixes``) is true, as ruff's
+editor integration does. Display-only fixes are never offered as edits.
 """
 
 from __future__ import annotations
@@ -47,13 +48,13 @@ def rule_has_fixes(code: str) -> bool:
 
 
 def quick_fixes(doc: TextDocument, finding: Diagnostic, fixes: tuple[Fix, ...], lsp_diag: types.Diagnostic, *,
-                unsafe: bool, encoding: str, document_changes: bool) -> list[types.CodeAction]:
+                encoding: str, document_changes: bool) -> list[types.CodeAction]:
+    """Each fix of a finding, chosen one at a time by the user: unsafe ones too (marked, never preferred, so an
+    editor's "auto fix" never picks one), as ruff's editor integration offers them."""
     actions = []
     preferred_given = False
     for fix in fixes:
         if fix.applicability is Applicability.DISPLAY or not fix.edits:
-            continue
-        if fix.applicability is Applicability.UNSAFE and not unsafe:
             continue
         title = f"{fix.title} ({finding.code})"
         if fix.applicability is Applicability.UNSAFE:

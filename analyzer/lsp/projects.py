@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from ..config import Config, ConfigError, find_pyproject, load_file
 from ..file_pass import Settings
-from ..file_reader import Unreadable, decode, read_bytes
+from ..file_reader import Unreadable, read_bytes
+from ..notebook import source_of
 from ..project.index import Compiled, ProjectIndex, module_name
 from .settings import EditorSettings, effective_settings
 
@@ -75,7 +76,7 @@ class Project:
 
     def _summarize_from_disk(self, path: str) -> None:
         try:
-            text = decode(read_bytes(path))
+            text, _ = source_of(path, read_bytes(path))  # a notebook: its code cells
         except Unreadable:
             self.summaries.pop(path, None)
             return
@@ -102,7 +103,7 @@ class Project:
 
             found = discover([path], root=self.config.root, rules=self.config.file_rules()).files
             return any([self.path_changed_on_disk(os.path.abspath(f)) for f in found])
-        if not path.endswith((".py", ".pyi")):
+        if not path.endswith((".py", ".pyi", ".ipynb")):
             if os.path.exists(path):
                 return False
             gone = [p for p in self.summaries if p.startswith(path + os.sep) and p not in self.buffers]

@@ -80,6 +80,7 @@ class Published:
     fixed: tuple | None = None  # ((unsafe, facts), the text with every fix applied), once asked for
     fixes: dict | None = None  # finding key -> its fixes, once a code action asked for them
     commentable: frozenset | None = None  # lines a `# noqa` can go on, once a code action asked
+    result_id: str = ""  # pull diagnostics: names this result (a client sends it back; unchanged -> "unchanged")
 
 
 @dataclass
@@ -105,6 +106,9 @@ class ThunderLintServer(LanguageServer):
         self.markdown = True
         self.pull_configuration = False
         self.watch_files = False
+        self.pull_diagnostics = False  # the client pulls (textDocument/diagnostic): then nothing is pushed
+        self.diagnostic_refresh = False  # ... and it can be told to pull again (workspace/diagnostic/refresh)
+        self._results = 0
         self.shutdown_received = False
         self.exit_code: int | None = None
         self._startup_problems: list[str] = []
@@ -138,6 +142,9 @@ class ThunderLintServer(LanguageServer):
         f(types.TEXT_DOCUMENT_DID_SAVE)(self.on_save)
         f(types.TEXT_DOCUMENT_DID_CLOSE)(self.on_close)
         f(types.TEXT_DOCUMENT_HOVER)(self.on_hover)
+        # pull diagnostics (LSP 3.17): a document's findings depend on other files (the project index)
+        f(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
+            identifier="thunder-lint", inter_file_dependencies=True, workspace_diagnostics=False))(self.on_diagnostic)
         f(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL_KIND]))(self.on_code_action)
         f(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(self.on_configuration)
@@ -163,6 +170,9 @@ class ThunderLintServer(LanguageServer):
         self.document_changes = bool(ws and ws.workspace_edit and ws.workspace_edit.document_changes)
         self.pull_configuration = bool(ws and ws.configuration)
         self.watch_files = bool(ws and ws.did_change_watched_files and ws.did_change_watched_files.dynamic_registration)
+        # As ruff's server: a client that can pull diagnostics pulls them, and none are pushed (it would show both)
+        self.pull_diagnostics = bool(caps.text_document and caps.text_document.diagnostic)
+        self.diagnostic_refresh = bool(ws and ws.diagnostics and ws.diagnostics.refresh_support)
         hover = caps.text_document.hover if caps.text_document else None
         formats = hover.content_format if hover else None
         self.markdown = not formats or types.MarkupKind.Markdown in formats
@@ -182,7 +192,7 @@ class ThunderLintServer(LanguageServer):
         for problem in self._startup_problems:
             self._show(problem)
         if self.watch_files:
-            watchers = [types.FileSystemWatcher(glob_pattern=g) for g in ("**/*.py", "**/*.pyi", "**/pyproject.toml")]
+            watchers = [types.FileSystemWatcher(glob_pattern=g) for g in ("**/*.py", "**/*.pyi", "**/*.ipynb", "**/pyproject.toml")]
             try:
                 await self.client_register_capability_async(types.RegistrationParams(registrations=[types.Registration(
                     id="thunder-lint-watched-files", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
@@ -322,8 +332,9 @@ class ThunderLintServer(LanguageServer):
             del self.pending[uri]  # from here on it runs to the end
         await self.lint_now(uri)
 
-    async def lint_now(self, uri: str) -> Published | None:
-        """Lint the document's current text and publish the result, unless it changed meanwhile."""
+    async def lint_now(self, uri: str, refresh: bool = True) -> Published | None:
+        """Lint the document's current text and publish the result, unless it changed meanwhile. A client that
+        pulls is told to pull again (``refresh``) when the findings changed: another file changed the facts."""
         doc = self.documents.get(uri)
         if doc is None or self.shutdown_received:
             return None
@@ -349,12 +360,33 @@ class ThunderLintServer(LanguageServer):
         current = self.documents.get(uri)
         if current is None or current.version != snapshot.version or current.text != snapshot.text:
             return None  # changed meanwhile: the lint of the newer text is scheduled already
+        before = self.published.get(uri)
+        self._results += 1
+        job.published.result_id = str(self._results)
         self.published[uri] = job.published
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, diagnostics=job.published.diagnostics, version=snapshot.version))
+        if not self.pull_diagnostics:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri, diagnostics=job.published.diagnostics, version=snapshot.version))
+        elif refresh and self.diagnostic_refresh and (before is None or before.diagnostics != job.published.diagnostics):
+            asyncio.ensure_future(self._refresh())
         return job.published
 
-    async def current(self, uri: str) -> Published | None:
+    async def _refresh(self) -> None:
+        try:
+            await self.workspace_diagnostic_refresh_async(None)
+        except Exception as e:  # the client refused or went away: it pulls again on its next change
+            self._log(f"thunder-lint: workspace/diagnostic/refresh failed: {e}", types.MessageType.Warning)
+
+    async def on_diagnostic(self, params: types.DocumentDiagnosticParams):
+        """textDocument/diagnostic: the findings of the document's current text (linted now if need be)."""
+        pub = await self.current(params.text_document.uri, refresh=False)
+        if pub is None:  # not open (or the server is stopping): nothing to say about it
+            return types.RelatedFullDocumentDiagnosticReport(items=[])
+        if params.previous_result_id == pub.result_id:
+            return types.RelatedUnchangedDocumentDiagnosticReport(result_id=pub.result_id)
+        return types.RelatedFullDocumentDiagnosticReport(items=pub.diagnostics, result_id=pub.result_id)
+
+    async def current(self, uri: str, refresh: bool = True) -> Published | None:
         """The findings for the document's current version (linted now if what was published is older)."""
         doc = self.documents.get(uri)
         if doc is None:
@@ -365,7 +397,7 @@ class ThunderLintServer(LanguageServer):
         task = self.pending.pop(uri, None)
         if task is not None:
             task.cancel()
-        return await self.lint_now(uri)
+        return await self.lint_now(uri, refresh)
 
     async def _scan(self, project: Project) -> None:
         """Index every file of a new project, a few per job, then re-lint what the index changed."""
@@ -479,7 +511,7 @@ class ThunderLintServer(LanguageServer):
                 pub.commentable = actions.comment_lines(doc.text) or frozenset()
             for finding, diag in hits:
                 fixes = self._fixes_of(pub).get(_key(finding), ()) if actions.rule_has_fixes(finding.code) else ()
-                out.extend(actions.quick_fixes(doc, finding, fixes, diag, unsafe=editor.unsafe_fixes, encoding=encoding,
+                out.extend(actions.quick_fixes(doc, finding, fixes, diag, encoding=encoding,
                                                document_changes=self.document_changes))
                 noqa = actions.noqa_action(doc, finding, diag, pub.commentable, encoding=encoding,
                                            document_changes=self.document_changes)
@@ -489,12 +521,14 @@ class ThunderLintServer(LanguageServer):
         # to quick fixes, and kept for the document's version (clients ask again on every cursor move).
         asked = bool(only) and actions.kind_wanted(actions.FIX_ALL_KIND, only)
         if (asked or (not only and out)) and any(actions.rule_has_fixes(f.code) for f in pub.findings):
-            key = (editor.unsafe_fixes, pub.facts)
+            path = path_of(doc.uri)
+            project, _ = self.projects.for_path(path)
+            # safe fixes only, unless the editor's `unsafeFixes` (else the config's `unsafe-fixes`) says otherwise
+            unsafe = editor.unsafe_fixes if editor.unsafe_fixes is not None else bool(project.config.unsafe_fixes)
+            key = (unsafe, pub.facts)
             if pub.fixed is None or pub.fixed[0] != key:
-                path = path_of(doc.uri)
-                project, _ = self.projects.for_path(path)
-                pub.fixed = (key, fix_document(doc, path, project, pub.facts, editor.unsafe_fixes))
-            action = actions.fix_all_action(doc, pub.fixed[1], unsafe=editor.unsafe_fixes, encoding=encoding,
+                pub.fixed = (key, fix_document(doc, path, project, pub.facts, unsafe))
+            action = actions.fix_all_action(doc, pub.fixed[1], unsafe=unsafe, encoding=encoding,
                                             document_changes=self.document_changes)
             if action is not None:
                 out.append(action)

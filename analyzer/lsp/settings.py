@@ -29,7 +29,9 @@ class EditorSettings:
     extend_select: tuple[str, ...] = ()
     assume_compiled: tuple[str, ...] | None = None  # None: not set here; () sets it to nothing (library default off)
     target: str | None = None  # None: the config's
-    unsafe_fixes: bool = True  # offer unsafe fixes as quick fixes (marked) and apply them in "fix all"
+    # apply unsafe fixes in "fix all" (source.fixAll) too; None: the config's `unsafe-fixes`, else off, as ruff does.
+    # Unsafe fixes are always offered one by one as quick fixes, marked "(unsafe fix)" and never preferred.
+    unsafe_fixes: bool | None = None
     debounce_ms: int = DEFAULT_DEBOUNCE_MS  # quiet time after a change before the document is linted
     rule_docs_url: str | None = None  # e.g. "http://localhost:8000/rules/{code}"; None: a local markdown file
 

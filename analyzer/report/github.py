@@ -23,15 +23,11 @@ def render_github(diagnostics: list[Diagnostic]) -> str:
     lines = []
     for d in diagnostics:
         level = _LEVEL.get(d.severity.value, "error")
-        props = ",".join(
-            [
-                f"file={escape_property(d.path)}",
-                f"line={d.line}",
-                f"col={d.column}",
-                f"endLine={d.end_line}",
-                f"endColumn={d.end_column}",
-                f"title={escape_property(d.code)}",
-            ]
-        )
-        lines.append(f"::{level} {props}::{escape_data(d.message)}\n")
+        if d.cell is None:
+            where = [f"line={d.line}", f"col={d.column}", f"endLine={d.end_line}", f"endColumn={d.end_column}"]
+            message = d.message
+        else:  # a notebook: its lines count in a cell, not in the .ipynb file an annotation's line would point into
+            where, message = [], f"cell {d.cell}:{d.line}:{d.column}: {d.message}"
+        props = ",".join([f"file={escape_property(d.path)}", *where, f"title={escape_property(d.code)}"])
+        lines.append(f"::{level} {props}::{escape_data(message)}\n")
     return "".join(lines)

@@ -118,7 +118,13 @@ def _result(d: Diagnostic, rule_index: int, root: str) -> dict:
         "message": {"text": d.message},
         "locations": [{"physicalLocation": {"artifactLocation": location, "region": _region(d.line, d.column, d.end_line, d.end_column)}}],
     }
-    if d.fixes:
+    if d.cell is not None:
+        # a notebook's lines count in a cell, not in the .ipynb file a region would point into: the finding names
+        # its cell in words and in properties, and its fixes (edits of a cell) are left to `thunder-lint --fix`
+        result["message"]["text"] = f"cell {d.cell}:{d.line}:{d.column}: {d.message}"
+        del result["locations"][0]["physicalLocation"]["region"]
+        result["properties"] = {"cell": d.cell, "cellLine": d.line, "cellColumn": d.column}
+    elif d.fixes:
         result["fixes"] = [
             {
                 "description": {"text": f"{f.title} ({f.applicability.value} fix)"},
@@ -141,7 +147,7 @@ def _result(d: Diagnostic, rule_index: int, root: str) -> dict:
         if not result["fixes"]:
             del result["fixes"]
     if d.origin != "static":
-        result["properties"] = {"origin": d.origin}
+        result.setdefault("properties", {})["origin"] = d.origin
         if d.calls is not None:
             result["properties"]["calls"] = d.calls
     return result

@@ -40,7 +40,7 @@ def _origin(d: Diagnostic) -> str:
 def _header(d: Diagnostic) -> str:
     """The finding's first line: the message's first line (the hazard and the fix); its other lines are notes."""
     headline = d.message.split("\n", 1)[0]
-    return f"{d.path}:{d.line}:{d.column}: {d.code} {fix_marker(d)}{headline}{_origin(d)}"
+    return f"{d.where}: {d.code} {fix_marker(d)}{headline}{_origin(d)}"
 
 
 def _note_lines(d: Diagnostic, indent: str) -> list[str]:
@@ -116,11 +116,12 @@ def render_full(diagnostics: list[Diagnostic], *, show_fixes: bool = False, sour
     split_cache: dict[str, list[str]] = {}
     for d in diagnostics:
         block = [_header(d)]
-        text = sources.get(d.path)
+        key = d.path if d.cell is None else (d.path, d.cell)  # a notebook's sources are its cells'
+        text = sources.get(key)
         if text is not None:
-            if d.path not in split_cache:
-                split_cache[d.path] = _LINE_BREAK.split(text)
-            block.extend(_snippet(d, split_cache[d.path]))
+            if key not in split_cache:
+                split_cache[key] = _LINE_BREAK.split(text)
+            block.extend(_snippet(d, split_cache[key]))
         block.extend(_note_lines(d, "  "))
         block.extend(_fix_lines(d, "  "))
         if show_fixes:

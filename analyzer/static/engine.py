@@ -175,7 +175,9 @@ def prepare(text: str, path: str = "<string>", *, jit_decorators: Iterable[str] 
         return [syntax_error_diagnostic(source, exc)]
     # errors CPython raises only when compiling: the file would not run. A file linted again with the project
     # index's facts (the runner's second pass) passed this check in its first pass, with the same text.
-    late = None if getattr(project, "compile_checked", False) else compile_error(tree, text)
+    # (a notebook's cells may `await` at top level: IPython runs them so)
+    late = None if getattr(project, "compile_checked", False) else compile_error(
+        tree, text, top_level_await=path.lower().endswith(".ipynb"))
     if late is not None:
         return [syntax_error_diagnostic(source, late)]
     ctx = FileContext(source, tree, tuple(jit_decorators))

@@ -9,6 +9,7 @@ installed copy, as a user's would.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -35,6 +36,9 @@ pytestmark = [
 # A real TL101 hazard (the in-place mul_ may or may not reach `x`) and a clean file.
 BAD = "import torch\n\n\ndef scale_(x):\n    y = x.reshape(-1)\n    y.mul_(2)\n    return x\n"
 CLEAN = "def add(x, y):\n    return x + y\n"
+NOTEBOOK = json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                                  "source": BAD.splitlines(keepends=True)}],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -77,6 +81,7 @@ def project(tmp_path, hooks):
     (proj / "bad.py").write_text(BAD)
     (proj / "ok.py").write_text(CLEAN)
     (proj / "notes.txt").write_text(BAD)  # not Python: pre-commit must not hand it to the hook
+    (proj / "nb.ipynb").write_text(NOTEBOOK)  # a notebook: `types_or: [..., jupyter]` hands it over
     (proj / "pyproject.toml").write_text('[tool.thunder-lint]\nexclude = ["vendored"]\n')
     (proj / "vendored").mkdir()
     (proj / "vendored" / "third_party.py").write_text(BAD)  # excluded by the config
@@ -99,7 +104,7 @@ def test_try_repo_lint_hook_fails_on_the_finding_and_fix_hook_rewrites_it(hooks,
     assert r.returncode == 1, out
     lint, fix = out.split("thunder-lint (fix)")  # hooks run in id order: thunder-lint, then thunder-lint-fix
     assert "Failed" in lint and "exit code: 1" in lint
-    assert "bad.py:6:5: TL101" in lint and "Found 1 error." in lint
+    assert "bad.py:6:5: TL101" in lint and "nb.ipynb:cell 1:6:5: TL101" in lint and "Found 2 errors." in lint
     assert "ok.py:" not in lint and "notes.txt:" not in lint
     assert "vendored" not in lint  # named by pre-commit, skipped by --force-exclude and the config
     assert "Failed" in fix and "files were modified by this hook" in fix
@@ -107,6 +112,8 @@ def test_try_repo_lint_hook_fails_on_the_finding_and_fix_hook_rewrites_it(hooks,
     assert (project / "bad.py").read_text() == BAD.replace("x.reshape(-1)", "x.view(-1)")
     assert (project / "ok.py").read_text() == CLEAN
     assert (project / "vendored" / "third_party.py").read_text() == BAD  # excluded: never rewritten
+    fixed_cell = json.loads((project / "nb.ipynb").read_text())["cells"][0]["source"]
+    assert "".join(fixed_cell) == BAD.replace("x.reshape(-1)", "x.view(-1)")  # fixed in its cell
 
 
 def test_hooks_from_a_pre_commit_config(hooks, project):

@@ -110,11 +110,12 @@ async def test_change_is_linted_again_and_a_quick_fix_applies(workspace, tmp_pat
         actions = await code_actions(client, uri, tl101.range, [tl101])
         titles = [a.title for a in actions]
         # `flat` is never read after the write: it was meant for `x`, so the copy is only shown, never offered, and
-        # the view's title says that TL102 reports the write then (issue 31)
+        # the view's title says that TL102 reports the write then (issue 31); unsafe fixes come one by one, marked
+        # and never preferred, and no fix-all: it applies safe fixes only by default, and TL101 has none (issue 35)
         assert titles == ["Make the aliasing explicit (use `view`; TL102 then reports the write to the input `x`) "
                           "(TL101) (unsafe fix)",
-                          "Add `# noqa: TL101` (suppress this finding on line 13)",
-                          "thunder-lint: fix all (safe and unsafe fixes)"], titles
+                          "Add `# noqa: TL101` (suppress this finding on line 13)"], titles
+        assert not any(a.is_preferred for a in actions)
         view = actions[0]
         assert view.kind == types.CodeActionKind.QuickFix and view.diagnostics[0].code == "TL101"
 
@@ -139,8 +140,28 @@ async def test_noqa_action_suppresses_the_finding(workspace, tmp_path):
         assert codes(await diagnostics(client, uri, 2)) == ["TL101"]
 
 
-async def test_fix_all_applies_every_fix_and_the_file_lints_clean_of_them(workspace, tmp_path):
+async def test_fix_all_is_safe_fixes_only_by_default(workspace, tmp_path):
     async with session(workspace, tmp_path) as client:
+        uri = open_doc(client, workspace / "models.py")
+        await diagnostics(client, uri, 1, until=lambda ds: "TL101" in codes(ds))
+        whole = types.Range(types.Position(0, 0), types.Position(0, 0))
+        # a save action asking for source.fixAll gets nothing: TL101's fixes are unsafe (`view` can raise)
+        assert await code_actions(client, uri, whole, only=["source.fixAll"]) == []
+
+
+async def test_fix_all_applies_unsafe_fixes_when_the_config_says_unsafe_fixes(workspace, tmp_path):
+    (workspace / "pyproject.toml").write_text("[tool.thunder-lint]\nunsafe-fixes = true\n", encoding="utf-8")
+    async with session(workspace, tmp_path) as client:
+        uri = open_doc(client, workspace / "models.py")
+        await diagnostics(client, uri, 1, until=lambda ds: "TL101" in codes(ds))
+        whole = types.Range(types.Position(0, 0), types.Position(0, 0))
+        (fix_all,) = await code_actions(client, uri, whole, only=["source.fixAll"])
+        assert fix_all.title == "thunder-lint: fix all (safe and unsafe fixes)"
+        assert apply_text_edits(MODELS, edits_of(fix_all, uri, version=1)) == MODELS.replace("x.reshape(-1)", "x.view(-1)")
+
+
+async def test_fix_all_applies_every_fix_and_the_file_lints_clean_of_them(workspace, tmp_path):
+    async with session(workspace, tmp_path, init_options={"unsafeFixes": True}) as client:
         uri = open_doc(client, workspace / "models.py")
         await diagnostics(client, uri, 1, until=lambda ds: "TL101" in codes(ds))
         whole = types.Range(types.Position(0, 0), types.Position(0, 0))
@@ -176,7 +197,7 @@ async def test_hover_on_a_finding_shows_the_rule_docs(workspace, tmp_path):
 
 
 async def test_configuration_change_reselects_and_hides_unsafe_fixes(workspace, tmp_path):
-    async with session(workspace, tmp_path, init_options={"ignore": ["TL201"]}) as client:
+    async with session(workspace, tmp_path, init_options={"ignore": ["TL201"], "unsafeFixes": True}) as client:
         uri = open_doc(client, workspace / "models.py")
         # linted with the index (TL101's related location is train.py's compile), and TL201 stays off
         await diagnostics(client, uri, 1, until=lambda ds: codes(ds) == ["TL101"] and ds[0].related_information)
@@ -191,7 +212,8 @@ async def test_configuration_change_reselects_and_hides_unsafe_fixes(workspace, 
             settings={"thunder-lint": {"select": ["TL101"], "unsafeFixes": False}}))
         diags = await diagnostics(client, uri, until=lambda ds: codes(ds) == ["TL101"])
         actions = await code_actions(client, uri, diags[0].range, diags)
-        assert [a.title for a in actions] == ["Add `# noqa: TL101` (suppress this finding on line 13)"]
+        assert [a.title for a in actions][-1] == "Add `# noqa: TL101` (suppress this finding on line 13)"
+        assert "fix all" not in " ".join(a.title for a in actions)  # unsafeFixes false: no unsafe fix-all
 
 
 async def test_bad_settings_are_reported_and_the_rest_applies(workspace, tmp_path):

@@ -41,7 +41,7 @@ def test_settings_parse_nested_aliases_and_report_what_they_leave_out():
     got, problems = parse_settings({"thunderLint": {"assume-compiled": "a.*, b.*", "extend_select": ["TL1"],
                                                     "unsafeFixes": "yes", "debounceMs": -1, "colour": 1}})
     assert got.assume_compiled == ("a.*", "b.*") and got.extend_select == ("TL1",)
-    assert got.unsafe_fixes is True and got.debounce_ms == EditorSettings().debounce_ms
+    assert got.unsafe_fixes is None and got.debounce_ms == EditorSettings().debounce_ms  # bad values: the default
     assert len(problems) == 3 and any("colour" in p for p in problems)
     assert parse_settings([1])[1] == ["settings must be an object, got list"]
 

@@ -97,3 +97,28 @@ def test_entry_point_loads_the_plugin_by_name_and_it_stays_off_unless_asked(tmp_
     on = _pytest(project, "--thunder-lint-format", "concise", plugins=("-p", "thunder_lint"), env=env)
     assert on.returncode == 0 and "3 passed" in on.stdout, on.stdout + on.stderr
     assert f"mylib.py:{line}:" in on.stdout and "[trace, 3 calls]" in on.stdout
+
+
+@pytest.mark.timeout(900)
+def test_xdist_workers_findings_are_collected_by_the_controller(tmp_path):
+    pytest.importorskip("xdist", reason="pytest-xdist is not installed (it is in the dev extra)")
+    line = _project(tmp_path)
+    ran = _pytest(tmp_path, "-n", "2", "--dist", "each", "--thunder-lint", "--thunder-lint-format", "json",
+                  "--thunder-lint-output", "tl.json")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "6 passed" in ran.stdout  # --dist each: every test in both workers
+    found = json.loads((tmp_path / "tl.json").read_text())
+    # one finding for the location, with the calls of both workers summed (3 each)
+    assert [(d["code"], d["path"], d["line"], d["calls"]) for d in found] == [("TL201", "mylib.py", line, 6)]
+    assert "6 jitted calls in 2 pytest-xdist workers" in ran.stdout, ran.stdout
+
+
+@pytest.mark.timeout(900)
+def test_a_crashed_xdist_worker_is_named_not_counted_as_zero(tmp_path):
+    pytest.importorskip("xdist", reason="pytest-xdist is not installed (it is in the dev extra)")
+    _project(tmp_path)
+    (tmp_path / "tests" / "test_crash.py").write_text(
+        "import os\n\nimport torch\n\nfrom mylib import scaled\n\n\ndef test_dies():\n"
+        "    scaled(torch.ones(2))\n    os._exit(3)\n")
+    ran = _pytest(tmp_path, "-n", "1", "--thunder-lint", "--thunder-lint-format", "concise")
+    assert "ended without sending their findings" in ran.stdout, ran.stdout + ran.stderr

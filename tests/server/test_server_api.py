@@ -45,8 +45,8 @@ def test_unknown_rule_and_endpoint_are_json_404(api):
     for path in ("/rules/TL999", "/rules/nope", "/no/such/thing"):
         r = api.get(path)
         assert r.status_code == 404, path
-        assert r.headers["content-type"].startswith("application/json")
-        assert r.json()["error"]["code"] in ("unknown_rule", "not_found")
+        assert r.headers["content-type"].startswith("application/problem+json")
+        assert r.json()["code"] in ("unknown_rule", "not_found") and r.json()["status"] == 404
     assert api.get("/analyze").status_code == 405
 
 

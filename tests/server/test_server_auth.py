@@ -14,7 +14,7 @@ def test_requests_without_the_right_token_are_401(authed_server):
         for method, path in (("GET", "/rules"), ("GET", "/version"), ("GET", "/openapi.json"), ("POST", "/analyze")):
             r = anonymous.request(method, path, json={"files": []} if method == "POST" else None)
             assert r.status_code == 401, (path, r.text)
-            assert r.json()["error"]["code"] == "unauthorized"
+            assert r.json()["code"] == "unauthorized"
             assert r.headers["www-authenticate"].startswith("Bearer")
         for header in (f"Bearer {TOKEN}x", f"Basic {TOKEN}", TOKEN, f"Bearer {TOKEN[:-1]}", "Bearer"):
             r = anonymous.get("/rules", headers={"Authorization": header})

@@ -21,10 +21,13 @@ def _read_response(sock) -> str:
 
 
 def _error(r, status, code):
+    """An RFC 9457 problem: its media type, its members, and the service's stable `code` beside them."""
     assert r.status_code == status, r.text
-    assert r.headers["content-type"].startswith("application/json")
-    error = r.json()["error"]
+    assert r.headers["content-type"].startswith("application/problem+json")
+    error = r.json()
     assert error["code"] == code, error
+    assert error["type"] == f"urn:thunder-lint:problem:{code}" and error["status"] == status
+    assert error["title"] and error["detail"]
     assert error["request_id"] == r.headers["x-request-id"]
     return error
 
@@ -36,7 +39,7 @@ def _fields(error):
 def test_body_over_the_limit_is_413(api):
     big = "x = 1\n" * (LIMITS["max_body_bytes"] // 6 + 10)
     error = _error(api.post("/analyze", json={"files": [{"path": "a.py", "content": big}]}), 413, "body_too_large")
-    assert str(LIMITS["max_body_bytes"]) in error["message"]
+    assert str(LIMITS["max_body_bytes"]) in error["detail"]
 
 
 def test_body_streamed_without_length_is_cut_at_the_limit(api):
@@ -97,7 +100,7 @@ def test_malformed_json_is_422_naming_the_body(api):
     r = api.post("/analyze", content=b'{"files": [{"path": "a.py",', headers={"content-type": "application/json"})
     error = _error(r, 422, "invalid_request")
     assert _fields(error) == {"body"}
-    assert "not valid JSON" in error["message"]
+    assert "not valid JSON" in error["detail"]
 
 
 def test_wrong_types_are_422_naming_each_field(api):
@@ -117,7 +120,7 @@ def test_wrong_types_are_422_naming_each_field(api):
 def test_missing_and_doubled_content_are_422(api):
     for f in ({"path": "a.py"}, {"path": "a.py", "content": "x", "content_base64": "eA=="}):
         error = _error(api.post("/analyze", json={"files": [f]}), 422, "invalid_request")
-        assert "exactly one of" in error["message"]
+        assert "exactly one of" in error["detail"]
     _error(api.post("/analyze", json={}), 422, "invalid_request")
     _error(api.post("/analyze", json=[1, 2]), 422, "invalid_request")
 
@@ -134,7 +137,7 @@ def test_bad_paths_and_content_are_422(api):
 
 def test_non_utf8_body_and_lone_surrogates_are_422(api):
     r = api.post("/analyze", content=b'{"files": [{"path": "a.py", "content": "\xff\xfe"}]}', headers={"content-type": "application/json"})
-    assert "UTF-8" in _error(r, 422, "invalid_request")["message"]
+    assert "UTF-8" in _error(r, 422, "invalid_request")["detail"]
     r = api.post("/analyze", content=b'{"files": [{"path": "a.py", "content": "x = \\ud800"}]}', headers={"content-type": "application/json"})
     assert _fields(_error(r, 422, "invalid_request")) == {"files[0].content"}
 
@@ -144,7 +147,7 @@ def test_unknown_rule_selectors_and_format_are_422(api):
             "extend_select": ["TL101,TL102"]}
     error = _error(api.post("/analyze", json=body), 422, "invalid_request")
     assert _fields(error) == {"select[1]", "ignore[0]", "extend_select[0]"}
-    assert "unknown rule selector 'TL999'" in error["message"]
+    assert "unknown rule selector 'TL999'" in error["detail"]
     error = _error(api.post("/analyze", params={"format": "xml"}, json={"files": []}), 422, "invalid_request")
     assert _fields(error) == {"format"}
     error = _error(api.post("/analyze", params={"fromat": "sarif"}, json={"files": []}), 422, "invalid_request")

@@ -93,12 +93,12 @@ def test_a_submitted_pyproject_is_read_as_the_cli_reads_it(api, tmp_path):
 
 def test_a_bad_submitted_pyproject_is_a_clear_422(api):
     r = _post(api, [("a.py", "x = 1\n"), ("pyproject.toml", "[tool.thunder-lint]\nselect = [\n")])
-    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_config"
-    assert "pyproject.toml: invalid TOML" in r.json()["error"]["message"]
+    assert r.status_code == 422 and r.json()["code"] == "invalid_config"
+    assert "pyproject.toml: invalid TOML" in r.json()["detail"]
     r = _post(api, [("a.py", "x = 1\n"), ("pyproject.toml", '[tool.thunder-lint]\ntarget = "jax"\n')])
-    assert r.status_code == 422 and "`target` must be one of" in r.json()["error"]["message"]
+    assert r.status_code == 422 and "`target` must be one of" in r.json()["detail"]
     r = _post(api, [("a.py", "x = 1\n"), ("pyproject.toml", '[tool.thunder-lint]\nselect = ["TL999"]\n')])
-    assert r.status_code == 422 and "TL999" in r.json()["error"]["message"]
+    assert r.status_code == 422 and "TL999" in r.json()["detail"]
 
 
 FIXABLE = """\

@@ -18,13 +18,14 @@ def test_openapi_has_request_and_response_models(api):
     assert analyze["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/AnalyzeRequest")
     assert analyze["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/AnalyzeResponse")
     for status in ("401", "413", "422", "503", "504"):
-        assert analyze["responses"][status]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorResponse")
+        # errors are RFC 9457 problems
+        assert analyze["responses"][status]["content"]["application/problem+json"]["schema"]["$ref"].endswith("/ErrorResponse")
     assert {p["name"] for p in analyze["parameters"]} == {"format"}
     assert set(components["AnalyzeRequest"]["properties"]) == {"files", "select", "ignore", "extend_select", "fix", "unsafe_fixes", "assume_compiled", "target", "trace"}
     assert components["AnalyzeRequest"]["additionalProperties"] is False
     assert components["AnalyzeRequest"]["properties"]["files"]["maxItems"] == LIMITS["max_files"]
     assert "TL101" in components["AnalyzeRequest"]["properties"]["select"]["anyOf"][0]["items"]["enum"]
-    assert {"/rules", "/rules/{code}", "/healthz", "/version"} <= set(schema["paths"])
+    assert {"/rules", "/rules/{code}", "/healthz", "/livez", "/readyz", "/metrics", "/version"} <= set(schema["paths"])
 
 
 def test_schemathesis_against_the_live_server(authed_server):
@@ -34,7 +35,7 @@ def test_schemathesis_against_the_live_server(authed_server):
     auth = {"Authorization": f"Bearer {TOKEN}"}
     schema = schemathesis.openapi.from_url(f"{authed_server.url}/openapi.json", headers=auth)
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 5
+    assert len(operations) == 8
     calls = []
     for operation in operations:
 

@@ -94,6 +94,6 @@ def test_bad_trace_json_is_a_422_with_the_reason(api, trace_json, bad, field):
         bad = [dict(trace_json[0], **bad[0])]
     r = _post(api, bad)
     assert r.status_code == 422, r.text
-    error = r.json()["error"]
-    assert error["code"] == "invalid_request" and error["message"]
+    error = r.json()
+    assert error["code"] == "invalid_request" and error["detail"]
     assert any(f["field"].startswith(field) for f in error["fields"]), error

@@ -241,7 +241,7 @@ class ArchiveBodyMiddleware:
             body = request_body(files, query)
         except ApiError as e:
             state["error_code"] = e.code
-            return await send_json(send, e.status, error_body(e.code, e.message, state.get("request_id")))
+            return await send_json(send, e.status, error_body(e.code, e.message, state.get("request_id"), status=e.status))
         state["archive"] = True  # the endpoint applies the archive limits, not the per-request ones
         rest = {k: v for k, v in query.items() if k not in (*_LIST_FIELDS, *_BOOL_FIELDS, "target")}
         headers = [(k, v) for k, v in scope.get("headers", ()) if k not in (b"content-type", b"content-length", b"content-encoding")]

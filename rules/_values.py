@@ -539,7 +539,7 @@ class Values:
             return self.is_tensor_at(e.left, pos) or self.is_tensor_at(e.right, pos)
         if isinstance(e, ast.UnaryOp):
             return not isinstance(e.op, ast.Not) and self.is_tensor_at(e.operand, pos)
-        return self.is_tensor(e)
+        return self.is_tensor(e, pos)  # (`bool(v != first)` in the else of `if isinstance(first, Tensor):`)
 
     def python_number(self, e, pos) -> bool:
         """Is ``e`` a Python number at ``pos``: constants and names bound (there) to a value already read out of

@@ -100,6 +100,11 @@ There is no automatic fix.
         "import torch\ndef _as_float(v):\n    if isinstance(v, torch.Tensor):\n        return v.item()\n    return float(v)\n"
         "def _scale(x, s):\n    if isinstance(s, torch.Tensor):\n        s = s.to(x.dtype)\n    if s != 1:\n"
         "        return x * s\n    return x\n@torch.compile\ndef f(x):\n    return _scale(x, 2.0) * _as_float(0.5)\n",
+        # `bool()` of a comparison in the else of `if isinstance(v, Tensor):` compares Python values
+        # (sentence-transformers' merge_feature_batches)
+        "import torch\nfrom torch import Tensor\n@torch.compile\ndef f(x, first: dict, rest: list):\n"
+        "    for key, v in first.items():\n        if isinstance(v, Tensor):\n            x = x + v.sum()\n        else:\n"
+        "            if any(bool(r[key] != v) for r in rest):\n                return x\n    return x\n",
         # a Python number already read out of a tensor: the `.item()` is the finding, not the `int()`
         "import torch\n@torch.compile\ndef f(x: torch.Tensor, t, w: int):\n    h = t[0]\n    h = h.item()  # noqa: TL302\n"
         "    return x * int(h * w)\n",

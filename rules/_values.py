@@ -11,7 +11,14 @@ _SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"
 # torch.* functions that return Python values or objects, not tensors.
 _TORCH_NON_TENSOR = ("torch.is_", "torch.Size", "torch.cuda", "torch.jit", "torch.compiler", "torch.get_",
                      "torch.backends", "torch.distributed", "torch.finfo", "torch.iinfo", "torch.device",
-                     "torch.dtype", "torch.no_grad", "torch.enable_grad", "torch.autocast", "torch._")
+                     "torch.dtype", "torch.no_grad", "torch.enable_grad", "torch.autocast", "torch._", "torch.set_",
+                     "torch.sym_")
+# torch.* functions whose result is a Python value (a number, a dtype, a shape, a bool, a callable): checked against
+# torch by tests/rules/test_torch_python_results.py. `torch.numel(x)` is an int, as `x.numel()` is.
+TORCH_PYTHON_RESULTS = frozenset({"torch.numel", "torch.result_type", "torch.promote_types", "torch.can_cast",
+                                  "torch.broadcast_shapes", "torch.typename", "torch.manual_seed", "torch.seed",
+                                  "torch.initial_seed", "torch.are_deterministic_algorithms_enabled",
+                                  "torch.use_deterministic_algorithms", "torch.compile", "torch.vmap"})
 _SHAPE_FUNCTIONS = frozenset({"len"})
 _DTYPES = frozenset({"float", "float32", "float64", "double", "half", "float16", "bfloat16", "int", "int8", "int16",
                      "int32", "int64", "long", "uint8", "uint16", "bool", "complex64", "complex128"})
@@ -197,6 +204,7 @@ class Values:
         self.scalar_params = scalar_params  # False: scalar parameters are not symbolic (a function reached from
         # the compiled one gets them from its callers)
         self.facts = facts
+        self._loop_nodes = None  # the function's loops, found on first use
         params = list(facts.params)
         if info.class_node is not None and params and params[0] in ("self", "cls"):
             params = params[1:]
@@ -344,10 +352,12 @@ class Values:
         if isinstance(e, ast.Name):
             if e.id not in self.tensors:
                 return False
-            return pos is None or not (self._non_tensor_param_at(e.id, pos) or self._narrowed_at(e.id, pos))
+            return pos is None or not (self._non_tensor_param_at(e.id, pos) or self._narrowed_at(e.id, pos)
+                                       or self._python_binding_at(e.id, pos))
         if isinstance(e, ast.Call):
             name = self.ctx.resolve(e.func) or ""
-            if name.startswith("torch.") and not name.startswith(_TORCH_NON_TENSOR) and name.count(".") == 1:
+            if name.startswith("torch.") and not name.startswith(_TORCH_NON_TENSOR) and name.count(".") == 1 \
+                    and name not in TORCH_PYTHON_RESULTS:
                 return True
             if name in DATA_READ_FUNCTIONS:
                 return False  # `torch.equal(a, b)` is a Python bool
@@ -526,6 +536,36 @@ class Values:
         negated = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not)
         found = self._isinstance(e.operand if negated else e)
         return found[0] if found and (found[1] == "tensor") != negated else None
+
+    def _python_binding_at(self, name: str, pos) -> bool:
+        """Does ``name`` hold a Python value or a size at ``pos`` (`n = x.shape[0]` before `if t.numel() != n:`),
+        though it is bound to a tensor elsewhere (`n = torch.sum(m)` further down)? Not where a loop around ``pos``
+        binds it again: the next iteration may bring the tensor back."""
+        bindings = self.facts.bindings.get(name, ())
+        if len(bindings) < 2:
+            return False
+        b = self.facts.binding_at(name, pos)
+        if getattr(b, "kind", "") != "assign" or b.value is None:
+            return False
+        value = b.value
+        if not (self.python_value(value) or (self.is_symbolic(value) and not self.is_tensor(value))):
+            return False
+        for loop in self._loops():
+            span = ((loop.lineno, loop.col_offset), (loop.end_lineno, loop.end_col_offset))
+            if span[0] <= pos <= span[1] and any(o is not b and span[0] <= o.pos <= span[1] for o in bindings):
+                return False
+        return True
+
+    def _loops(self) -> list:
+        if self._loop_nodes is None:
+            stack, self._loop_nodes = list(getattr(self.facts.node, "body", ())), []
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                    self._loop_nodes.append(node)
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                    stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
+        return self._loop_nodes
 
     def _non_tensor_param_at(self, name: str, pos) -> bool:
         return name in self.params and self.facts.binding_at(name, pos) == "param" and \

@@ -105,6 +105,12 @@ There is no automatic fix.
         "import torch\nfrom torch import Tensor\n@torch.compile\ndef f(x, first: dict, rest: list):\n"
         "    for key, v in first.items():\n        if isinstance(v, Tensor):\n            x = x + v.sum()\n        else:\n"
         "            if any(bool(r[key] != v) for r in rest):\n                return x\n    return x\n",
+        # sizes compared, not data: `torch.numel(x)` is an int, and `n` holds a size where it is tested though it
+        # is rebound to a tensor further down (sentence-transformers' BatchSemiHardTripletLoss)
+        "import torch\n@torch.compile\ndef f(x, labels):\n    if labels.numel() != torch.numel(x):\n"
+        "        raise ValueError('one label per element')\n    return x * labels\n",
+        "import torch\n@torch.compile\ndef f(x, labels):\n    n = x.shape[0]\n    if labels.numel() != n:\n"
+        "        raise ValueError('one label per row')\n    n = labels.sum()\n    return x / n\n",
         # a Python number already read out of a tensor: the `.item()` is the finding, not the `int()`
         "import torch\n@torch.compile\ndef f(x: torch.Tensor, t, w: int):\n    h = t[0]\n    h = h.item()  # noqa: TL302\n"
         "    return x * int(h * w)\n",
@@ -156,6 +162,9 @@ There is no automatic fix.
         "@torch.compile\ndef f(x):\n    return x * _as_float(x.mean())\n",
         # `torch.equal` gives a Python bool of the data
         "import torch\n@torch.compile\ndef f(x, ref):\n    same = torch.equal(x, ref)\n    return x * 2, same\n",
+        # a size rebound to a tensor in the loop around the test: the next iteration tests the tensor
+        "import torch\n@torch.compile\ndef f(x, labels):\n    n = x.shape[0]\n    for i in range(3):\n        if n > 2:\n"
+        "            x = x * 2\n        n = labels.sum()\n    return x / n\n",
         # a random draw is tensor data too
         "import torch\n@torch.compile\ndef f(x, p: float):\n    if torch.randint(0, 100, (1,)) < p * 100:\n"
         "        x = x.flip(0)\n    return x\n",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ._call_sites import NOT_NONE, UNKNOWN, call_arguments, dead_spans, fixed_parameters
 from ._tensor_attributes import TENSOR_ATTRIBUTES
 from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
 
@@ -173,17 +174,6 @@ def _cached(ctx, what: str, node, compute):
     return cache[key]
 
 
-def _python_literal(e) -> bool:
-    """A number, string, bool, None or a literal of them: what a call passes when it passes no tensor."""
-    if isinstance(e, ast.Constant):
-        return True
-    if isinstance(e, ast.UnaryOp):
-        return _python_literal(e.operand)
-    if isinstance(e, (ast.Tuple, ast.List)):
-        return all(_python_literal(x) for x in e.elts)
-    return False
-
-
 def _block_span(body):
     return (body[0].lineno, body[0].col_offset), (body[-1].end_lineno, body[-1].end_col_offset)
 
@@ -218,11 +208,14 @@ class Values:
         self._classify_params()
         self.tensors.update(p for p in tensor_args if p in params)  # a caller passes tensors there
         # spans no call can reach: `if isinstance(v, torch.Tensor):` where every call passes a Python value for v
+        # and parameters that every call in the file passes as a Python literal, never rebound here, hold no tensor
         self.dead_spans: list = []
-        if checks_types and follow_calls:
-            python = _cached(ctx, "python at every call", facts.node, lambda _, __: self._python_at_every_call())
-            self.tensors -= python
-            self.dead_spans = [_block_span(node.body) for node in facts.ifs if self._tensor_when(node.test) in python]
+        if follow_calls:
+            calls = call_arguments(ctx, info)
+            if calls:
+                fixed = fixed_parameters(ctx, info, facts)
+                self.tensors -= {p for p in fixed if all(c[p] is not UNKNOWN and c[p] is not NOT_NONE for c in calls)}
+                self.dead_spans = dead_spans(ctx, info, facts)
         self.self_tensors = _cached(ctx, "tensor attributes", info.class_node, _tensor_attributes) \
             if info.class_node is not None else frozenset()
         self._classify_locals()
@@ -482,48 +475,6 @@ class Values:
         """The name that `isinstance(name, torch.Tensor)` being true says is a tensor."""
         found = self._isinstance(e)
         return found[0] if found and found[1] == "tensor" else None
-
-    def _python_at_every_call(self) -> set[str]:
-        """Parameters that every call of this function in the module passes a Python value (a number, a string,
-        None, a literal) or leaves at such a default. Only for private functions and methods (`_scale`), which
-        other modules do not call, and only when the function checks `isinstance(p, torch.Tensor)` for some p."""
-        info, node = self.info, self.facts.node
-        checked = {self._tensor_when(n.test) for n in self.facts.ifs} - {None}
-        if not checked or isinstance(node, ast.Lambda) or not info.name.startswith("_") or info.name.startswith("__"):
-            return set()
-        method = info.class_node is not None
-        if method and info.parents[-1] is not info.class_node:
-            return set()
-        if not method and info.parents:
-            return set()
-        args = node.args
-        positional = [a.arg for a in args.posonlyargs + args.args][1 if method else 0:]
-        defaults = dict(zip([a.arg for a in args.posonlyargs + args.args][-len(args.defaults):], args.defaults)) \
-            if args.defaults else {}
-        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-        passed = {p: [] for p in checked}
-        calls = 0
-        for call in ast.walk(self.ctx.tree):
-            if not isinstance(call, ast.Call):
-                continue
-            f = call.func
-            if method:
-                if not (isinstance(f, ast.Attribute) and f.attr == info.name and _is_self(f.value)):
-                    if isinstance(f, ast.Name) and f.id == info.name or (isinstance(f, ast.Attribute) and f.attr == info.name):
-                        return set()  # called some other way: unknown callers
-                    continue
-            elif not (isinstance(f, ast.Name) and f.id == info.name):
-                continue
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-                return set()
-            calls += 1
-            given = dict(zip(positional, call.args))
-            given.update({k.arg: k.value for k in call.keywords})
-            for p in checked:
-                passed[p].append(given.get(p, defaults.get(p)))
-        if not calls:
-            return set()
-        return {p for p, values in passed.items() if all(v is not None and _python_literal(v) for v in values)}
 
     def _python_when(self, e) -> str | None:
         """The name that ``e`` being true says is a Python value."""

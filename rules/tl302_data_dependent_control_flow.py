@@ -25,7 +25,8 @@ bool of the data), `bool(t)`/`int(t)`/`float(t)` of a tensor, a tensor used as a
 (`if t.sum() > 0:`, `if mask.any():`). Tensors are arguments annotated or used as tensors, registered buffers and
 parameters (`float(self.num_batches_tracked)`), and what the module's own functions and methods return when
 every `return` there gives a tensor. An argument of another class (a jagged-tensor container with `.keys()`),
-NumPy arrays built from sizes and names an `isinstance` check shows to be Python numbers are not.
+NumPy arrays built from sizes and names an `isinstance` check shows to be Python numbers are not. A helper's block
+that no call in its file takes (`if mask is None:` where every call passes a size) is skipped.
 
 ## Why is this bad?
 The compiled trace is built from one call's data. A value read out of a tensor becomes a constant of the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ._call_sites import NOT_NONE, UNKNOWN, call_arguments, dead_spans, fixed_parameters
 from ._tensor_attributes import TENSOR_ATTRIBUTES
 from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
 
@@ -11,7 +12,14 @@ _SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"
 # torch.* functions that return Python values or objects, not tensors.
 _TORCH_NON_TENSOR = ("torch.is_", "torch.Size", "torch.cuda", "torch.jit", "torch.compiler", "torch.get_",
                      "torch.backends", "torch.distributed", "torch.finfo", "torch.iinfo", "torch.device",
-                     "torch.dtype", "torch.no_grad", "torch.enable_grad", "torch.autocast", "torch._")
+                     "torch.dtype", "torch.no_grad", "torch.enable_grad", "torch.autocast", "torch._", "torch.set_",
+                     "torch.sym_")
+# torch.* functions whose result is a Python value (a number, a dtype, a shape, a bool, a callable): checked against
+# torch by tests/rules/test_torch_python_results.py. `torch.numel(x)` is an int, as `x.numel()` is.
+TORCH_PYTHON_RESULTS = frozenset({"torch.numel", "torch.result_type", "torch.promote_types", "torch.can_cast",
+                                  "torch.broadcast_shapes", "torch.typename", "torch.manual_seed", "torch.seed",
+                                  "torch.initial_seed", "torch.are_deterministic_algorithms_enabled",
+                                  "torch.use_deterministic_algorithms", "torch.compile", "torch.vmap"})
 _SHAPE_FUNCTIONS = frozenset({"len"})
 _DTYPES = frozenset({"float", "float32", "float64", "double", "half", "float16", "bfloat16", "int", "int8", "int16",
                      "int32", "int64", "long", "uint8", "uint16", "bool", "complex64", "complex128"})
@@ -166,17 +174,6 @@ def _cached(ctx, what: str, node, compute):
     return cache[key]
 
 
-def _python_literal(e) -> bool:
-    """A number, string, bool, None or a literal of them: what a call passes when it passes no tensor."""
-    if isinstance(e, ast.Constant):
-        return True
-    if isinstance(e, ast.UnaryOp):
-        return _python_literal(e.operand)
-    if isinstance(e, (ast.Tuple, ast.List)):
-        return all(_python_literal(x) for x in e.elts)
-    return False
-
-
 def _block_span(body):
     return (body[0].lineno, body[0].col_offset), (body[-1].end_lineno, body[-1].end_col_offset)
 
@@ -197,6 +194,7 @@ class Values:
         self.scalar_params = scalar_params  # False: scalar parameters are not symbolic (a function reached from
         # the compiled one gets them from its callers)
         self.facts = facts
+        self._loop_nodes = None  # the function's loops, found on first use
         params = list(facts.params)
         if info.class_node is not None and params and params[0] in ("self", "cls"):
             params = params[1:]
@@ -210,11 +208,14 @@ class Values:
         self._classify_params()
         self.tensors.update(p for p in tensor_args if p in params)  # a caller passes tensors there
         # spans no call can reach: `if isinstance(v, torch.Tensor):` where every call passes a Python value for v
+        # and parameters that every call in the file passes as a Python literal, never rebound here, hold no tensor
         self.dead_spans: list = []
-        if checks_types and follow_calls:
-            python = _cached(ctx, "python at every call", facts.node, lambda _, __: self._python_at_every_call())
-            self.tensors -= python
-            self.dead_spans = [_block_span(node.body) for node in facts.ifs if self._tensor_when(node.test) in python]
+        if follow_calls:
+            calls = call_arguments(ctx, info)
+            if calls:
+                fixed = fixed_parameters(ctx, info, facts)
+                self.tensors -= {p for p in fixed if all(c[p] is not UNKNOWN and c[p] is not NOT_NONE for c in calls)}
+                self.dead_spans = dead_spans(ctx, info, facts)
         self.self_tensors = _cached(ctx, "tensor attributes", info.class_node, _tensor_attributes) \
             if info.class_node is not None else frozenset()
         self._classify_locals()
@@ -344,10 +345,12 @@ class Values:
         if isinstance(e, ast.Name):
             if e.id not in self.tensors:
                 return False
-            return pos is None or not (self._non_tensor_param_at(e.id, pos) or self._narrowed_at(e.id, pos))
+            return pos is None or not (self._non_tensor_param_at(e.id, pos) or self._narrowed_at(e.id, pos)
+                                       or self._python_binding_at(e.id, pos))
         if isinstance(e, ast.Call):
             name = self.ctx.resolve(e.func) or ""
-            if name.startswith("torch.") and not name.startswith(_TORCH_NON_TENSOR) and name.count(".") == 1:
+            if name.startswith("torch.") and not name.startswith(_TORCH_NON_TENSOR) and name.count(".") == 1 \
+                    and name not in TORCH_PYTHON_RESULTS:
                 return True
             if name in DATA_READ_FUNCTIONS:
                 return False  # `torch.equal(a, b)` is a Python bool
@@ -473,48 +476,6 @@ class Values:
         found = self._isinstance(e)
         return found[0] if found and found[1] == "tensor" else None
 
-    def _python_at_every_call(self) -> set[str]:
-        """Parameters that every call of this function in the module passes a Python value (a number, a string,
-        None, a literal) or leaves at such a default. Only for private functions and methods (`_scale`), which
-        other modules do not call, and only when the function checks `isinstance(p, torch.Tensor)` for some p."""
-        info, node = self.info, self.facts.node
-        checked = {self._tensor_when(n.test) for n in self.facts.ifs} - {None}
-        if not checked or isinstance(node, ast.Lambda) or not info.name.startswith("_") or info.name.startswith("__"):
-            return set()
-        method = info.class_node is not None
-        if method and info.parents[-1] is not info.class_node:
-            return set()
-        if not method and info.parents:
-            return set()
-        args = node.args
-        positional = [a.arg for a in args.posonlyargs + args.args][1 if method else 0:]
-        defaults = dict(zip([a.arg for a in args.posonlyargs + args.args][-len(args.defaults):], args.defaults)) \
-            if args.defaults else {}
-        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-        passed = {p: [] for p in checked}
-        calls = 0
-        for call in ast.walk(self.ctx.tree):
-            if not isinstance(call, ast.Call):
-                continue
-            f = call.func
-            if method:
-                if not (isinstance(f, ast.Attribute) and f.attr == info.name and _is_self(f.value)):
-                    if isinstance(f, ast.Name) and f.id == info.name or (isinstance(f, ast.Attribute) and f.attr == info.name):
-                        return set()  # called some other way: unknown callers
-                    continue
-            elif not (isinstance(f, ast.Name) and f.id == info.name):
-                continue
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-                return set()
-            calls += 1
-            given = dict(zip(positional, call.args))
-            given.update({k.arg: k.value for k in call.keywords})
-            for p in checked:
-                passed[p].append(given.get(p, defaults.get(p)))
-        if not calls:
-            return set()
-        return {p for p, values in passed.items() if all(v is not None and _python_literal(v) for v in values)}
-
     def _python_when(self, e) -> str | None:
         """The name that ``e`` being true says is a Python value."""
         negated = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not)
@@ -526,6 +487,36 @@ class Values:
         negated = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not)
         found = self._isinstance(e.operand if negated else e)
         return found[0] if found and (found[1] == "tensor") != negated else None
+
+    def _python_binding_at(self, name: str, pos) -> bool:
+        """Does ``name`` hold a Python value or a size at ``pos`` (`n = x.shape[0]` before `if t.numel() != n:`),
+        though it is bound to a tensor elsewhere (`n = torch.sum(m)` further down)? Not where a loop around ``pos``
+        binds it again: the next iteration may bring the tensor back."""
+        bindings = self.facts.bindings.get(name, ())
+        if len(bindings) < 2:
+            return False
+        b = self.facts.binding_at(name, pos)
+        if getattr(b, "kind", "") != "assign" or b.value is None:
+            return False
+        value = b.value
+        if not (self.python_value(value) or (self.is_symbolic(value) and not self.is_tensor(value))):
+            return False
+        for loop in self._loops():
+            span = ((loop.lineno, loop.col_offset), (loop.end_lineno, loop.end_col_offset))
+            if span[0] <= pos <= span[1] and any(o is not b and span[0] <= o.pos <= span[1] for o in bindings):
+                return False
+        return True
+
+    def _loops(self) -> list:
+        if self._loop_nodes is None:
+            stack, self._loop_nodes = list(getattr(self.facts.node, "body", ())), []
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+                    self._loop_nodes.append(node)
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                    stack.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
+        return self._loop_nodes
 
     def _non_tensor_param_at(self, name: str, pos) -> bool:
         return name in self.params and self.facts.binding_at(name, pos) == "param" and \
@@ -539,7 +530,7 @@ class Values:
             return self.is_tensor_at(e.left, pos) or self.is_tensor_at(e.right, pos)
         if isinstance(e, ast.UnaryOp):
             return not isinstance(e.op, ast.Not) and self.is_tensor_at(e.operand, pos)
-        return self.is_tensor(e)
+        return self.is_tensor(e, pos)  # (`bool(v != first)` in the else of `if isinstance(first, Tensor):`)
 
     def python_number(self, e, pos) -> bool:
         """Is ``e`` a Python number at ``pos``: constants and names bound (there) to a value already read out of

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ._call_sites import dead_spans
 from ._jit_scopes import jitted_scopes
 from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks, report_only_spans
 from .compilers import compiled_message
@@ -62,6 +63,12 @@ There is no automatic fix.
 """,
     valid=[
         "import torch\n@torch.compile\ndef f(x):\n    return x * torch.rand(())\n",
+        # code dead at every call: each call of the helper passes a pool type the print's branch excludes
+        # (segmentation-models-pytorch's adaptive_avgmax_pool2d, issue 31 false class 9)
+        "import torch\nimport torch.nn.functional as F\ndef pool(x, pool_type='avg'):\n    if pool_type == 'max':\n"
+        "        return F.max_pool2d(x, 2)\n    elif pool_type != 'avg':\n        print('unknown pool type', pool_type)\n"
+        "    return F.avg_pool2d(x, 2)\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return pool(x, pool_type='max') + pool(x)\nm = torch.compile(Net())\n",
         "import thunder\n@thunder.jit\ndef f(x):\n    def print(*a):\n        return a\n    print(x)\n    return x\n",
         "import random\ndef f(x):\n    print(x)\n    return random.random()\n",  # not jitted
         # a helper that the compiler runs without tracing it
@@ -78,6 +85,11 @@ There is no automatic fix.
         "@torch.compile\ndef f(x):\n    return x * SCALE\ndef run(x):\n    logger.info('step')\n    return f(x)\n",
     ],
     invalid=[
+        # the same helper, called with a pool type that reaches the print
+        "import torch\nimport torch.nn.functional as F\ndef pool(x, pool_type='avg'):\n    if pool_type == 'max':\n"
+        "        return F.max_pool2d(x, 2)\n    elif pool_type != 'avg':\n        print('unknown pool type', pool_type)\n"
+        "    return F.avg_pool2d(x, 2)\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return pool(x, pool_type='avgmax') + pool(x)\nm = torch.compile(Net())\n",
         "import torch\n@torch.compile\ndef f(x):\n    print('step', x.shape)\n    return x\n",
         "import random\nimport thunder\n@thunder.jit\ndef f(x):\n    return x * random.random()\n",
         "import thunder\nfrom time import time\n@thunder.jit\ndef f(x):\n    t = time()\n    return x + t\n",
@@ -173,6 +185,8 @@ def check(ctx):
     environ = "environ" in ctx.source.text
     for target, jit_scope in jitted_scopes(ctx):
         eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) if checks else []
+        # `if verbose: print(...)` where every call in the file leaves verbose=False: no call traces it
+        eager_only = eager_only + dead_spans(ctx, target.info, ctx.facts(target.info.node))
         if environ:
             for node in _environ_reads(ctx, jit_scope):
                 if not (eager_only and in_spans(node, eager_only)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ._torch_api import only_reports
+from ._torch_api import in_spans, only_reports
 from ._values import Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -174,6 +174,8 @@ def check(ctx):
         for kind, test in facts.tests:
             if kind == "assert":
                 continue  # an assert raises or does nothing: the values the trace computes stay the same
+            if values.dead_spans and in_spans(test, values.dead_spans):
+                continue  # inside a block that no call in the file takes
             if kind == "for":
                 decided = _range_bound(values, test)
             else:

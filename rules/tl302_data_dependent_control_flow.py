@@ -25,7 +25,8 @@ bool of the data), `bool(t)`/`int(t)`/`float(t)` of a tensor, a tensor used as a
 (`if t.sum() > 0:`, `if mask.any():`). Tensors are arguments annotated or used as tensors, registered buffers and
 parameters (`float(self.num_batches_tracked)`), and what the module's own functions and methods return when
 every `return` there gives a tensor. An argument of another class (a jagged-tensor container with `.keys()`),
-NumPy arrays built from sizes and names an `isinstance` check shows to be Python numbers are not.
+NumPy arrays built from sizes and names an `isinstance` check shows to be Python numbers are not. A helper's block
+that no call in its file takes (`if mask is None:` where every call passes a size) is skipped.
 
 ## Why is this bad?
 The compiled trace is built from one call's data. A value read out of a tensor becomes a constant of the
@@ -100,6 +101,17 @@ There is no automatic fix.
         "import torch\ndef _as_float(v):\n    if isinstance(v, torch.Tensor):\n        return v.item()\n    return float(v)\n"
         "def _scale(x, s):\n    if isinstance(s, torch.Tensor):\n        s = s.to(x.dtype)\n    if s != 1:\n"
         "        return x * s\n    return x\n@torch.compile\ndef f(x):\n    return _scale(x, 2.0) * _as_float(0.5)\n",
+        # `bool()` of a comparison in the else of `if isinstance(v, Tensor):` compares Python values
+        # (sentence-transformers' merge_feature_batches)
+        "import torch\nfrom torch import Tensor\n@torch.compile\ndef f(x, first: dict, rest: list):\n"
+        "    for key, v in first.items():\n        if isinstance(v, Tensor):\n            x = x + v.sum()\n        else:\n"
+        "            if any(bool(r[key] != v) for r in rest):\n                return x\n    return x\n",
+        # sizes compared, not data: `torch.numel(x)` is an int, and `n` holds a size where it is tested though it
+        # is rebound to a tensor further down (sentence-transformers' BatchSemiHardTripletLoss)
+        "import torch\n@torch.compile\ndef f(x, labels):\n    if labels.numel() != torch.numel(x):\n"
+        "        raise ValueError('one label per element')\n    return x * labels\n",
+        "import torch\n@torch.compile\ndef f(x, labels):\n    n = x.shape[0]\n    if labels.numel() != n:\n"
+        "        raise ValueError('one label per row')\n    n = labels.sum()\n    return x / n\n",
         # a Python number already read out of a tensor: the `.item()` is the finding, not the `int()`
         "import torch\n@torch.compile\ndef f(x: torch.Tensor, t, w: int):\n    h = t[0]\n    h = h.item()  # noqa: TL302\n"
         "    return x * int(h * w)\n",
@@ -151,6 +163,9 @@ There is no automatic fix.
         "@torch.compile\ndef f(x):\n    return x * _as_float(x.mean())\n",
         # `torch.equal` gives a Python bool of the data
         "import torch\n@torch.compile\ndef f(x, ref):\n    same = torch.equal(x, ref)\n    return x * 2, same\n",
+        # a size rebound to a tensor in the loop around the test: the next iteration tests the tensor
+        "import torch\n@torch.compile\ndef f(x, labels):\n    n = x.shape[0]\n    for i in range(3):\n        if n > 2:\n"
+        "            x = x * 2\n        n = labels.sum()\n    return x / n\n",
         # a random draw is tensor data too
         "import torch\n@torch.compile\ndef f(x, p: float):\n    if torch.randint(0, 100, (1,)) < p * 100:\n"
         "        x = x.flip(0)\n    return x\n",

@@ -73,3 +73,20 @@ def test_a_buffer_read_as_a_number_breaks_the_graph_on_every_call():
     jm = torch.compile(compiled, backend=CountingBackend())
     for _ in range(3):
         assert torch.equal(jm(torch.ones(2)), eager(torch.ones(2)))
+
+
+def test_item_of_a_size_computed_as_a_tensor_still_breaks_the_graph():
+    # speechbrain's wav2vec2 forward: `_get_feat_extract_output_lengths(wav.shape[1]).item()`, where the helper
+    # computes with `torch.div` and so returns a 0-d tensor: no data of the input is read, but `.item()` still
+    # breaks the graph under torch.compile (and recompiles per input length), so TL302 keeps reporting it
+    source = ("def lengths(n):\n    return torch.div(n - 400, 320, rounding_mode='floor') + 1\n"
+              "def f(wav):\n    s = lengths(wav.shape[1]).item()\n    return wav[:, :s] * 2\n")
+    ns = {"torch": torch}
+    exec(compile(source, "<tl302>", "exec"), ns)
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(ns["f"])(torch.ones(2, 4000))
+    assert explained.graph_break_count >= 1
+    assert any("item" in str(r.reason) for r in explained.break_reasons)
+    reported = [d for d in lint_source("import torch\n" + source.replace("def f", "@torch.compile\ndef f"), "m.py")
+                if d.code == "TL302"]
+    assert [d.line for d in reported] == [6]

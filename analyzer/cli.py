@@ -429,7 +429,24 @@ def _emit(args: argparse.Namespace, text: str) -> None:
             sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
 
 
-def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = "", library_default: str = "") -> None:
+MAX_UNRESOLVED_NOTES = 10
+
+
+def unresolved_notes(report: dict | None, library_default: str) -> list[str]:
+    """One line per compile call the index could not follow, where the library default did not apply (its own
+    note names them then): the code it compiles is linted as not compiled, and the user should know."""
+    if library_default or not report:
+        return []
+    sites = sorted(tuple(u) for u in report.get("unresolved", ()))
+    lines = [f"note: compile call at {p}:{line} (`{label}`) not resolved: the code it compiles is linted as not "
+             "compiled (name it with `assume-compiled`)" for p, line, label in sites[:MAX_UNRESOLVED_NOTES]]
+    if len(sites) > MAX_UNRESOLVED_NOTES:
+        lines.append(f"note: ... and {len(sites) - MAX_UNRESOLVED_NOTES} more compile calls not resolved")
+    return lines
+
+
+def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = "", library_default: str = "",
+            report: dict | None = None) -> None:
     """Render the findings (or the statistics) and, for the human formats, the summary lines."""
     human = args.format in ("full", "concise")
     if args.statistics and args.format in ("json", "json-lines"):
@@ -450,10 +467,14 @@ def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = 
         lines = summary_lines(diagnostics, fixed=fixed, unsafe_fixes=args.unsafe_fixes)
         if library_default:
             lines.append(LIBRARY_DEFAULT_NOTE.format(library_default))
+        lines += unresolved_notes(report, library_default)
         body = body + ("\n" if body and args.format == "full" else "") + "\n".join(lines) + "\n"
-    elif library_default and not args.quiet:
+    elif not args.quiet:
         # The machine formats keep stdout to the format itself; what was assumed goes to stderr, as a note.
-        print(f"thunder-lint: note: {LIBRARY_DEFAULT_NOTE.format(library_default)}", file=sys.stderr)
+        if library_default:
+            print(f"thunder-lint: note: {LIBRARY_DEFAULT_NOTE.format(library_default)}", file=sys.stderr)
+        for line in unresolved_notes(report, library_default):
+            print(f"thunder-lint: {line}", file=sys.stderr)
     _emit(args, extra_head + body)
 
 
@@ -623,7 +644,8 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
         if errors:
             return EXIT_ERROR
         return EXIT_FINDINGS if (fixed and args.exit_non_zero_on_fix) else EXIT_CLEAN
-    _report(args, diagnostics, {}, fixed=fixed, extra_head=head, library_default=result.library_default)
+    _report(args, diagnostics, {}, fixed=fixed, extra_head=head, library_default=result.library_default,
+            report=result.report)
     if fixed and args.exit_non_zero_on_fix and not errors:
         return EXIT_FINDINGS
     return _exit_code(args, len(diagnostics), errors)
@@ -669,6 +691,7 @@ def _merged_results(results: list):
         cache_hits=sum(r.cache_hits for r in results),
         elapsed=sum(r.elapsed for r in results),
         library_default="; ".join(notes),
+        report={k: [x for r in results for x in r.report.get(k, ())] for k in ("unresolved", "pipelines")},
     )
 
 

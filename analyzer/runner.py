@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .cache import ResultCache, entry_to_diag
 from .diagnostics import Diagnostic
@@ -42,6 +42,9 @@ class RunResult:
     cache_hits: int = 0
     elapsed: float = 0.0
     library_default: str = ""  # why every nn.Module forward was linted as compiled ("no compile call found"), or ""
+    # what the summary says beyond that: "unresolved" compile calls ([path, line, label]) and "pipelines" (module
+    # classes the library default took for data transforms: [path, class, evidence])
+    report: dict = field(default_factory=dict)
 
 
 # --- parent side -------------------------------------------------------------------------------------
@@ -339,6 +342,7 @@ def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
         else:
             fresh_results.add(id(r))
 
+    report: dict = {}
     if settings.fix is None:
         # Second pass: what the whole project compiles, and the files whose findings depend on it. The index
         # sees the files in the order given (a pool returns them as they finish): where two entry points reach
@@ -348,7 +352,8 @@ def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
         position = {p: i for i, p in enumerate(given)}
         results.sort(key=lambda r: position.get(r.path, -1))
 
-        relinted, library_default = apply_project_index(results, settings, cache, jobs, fresh_results, finish)
+        relinted, library_default = apply_project_index(results, settings, cache, jobs, fresh_results, finish,
+                                                        report=report)
         fresh_results.update(relinted)
     else:
         library_default = ""
@@ -364,4 +369,4 @@ def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
     results.sort(key=lambda r: r.path)
     diagnostics = sorted((d for r in results for d in r.diagnostics or ()), key=Diagnostic.sort_key)
     return RunResult(diagnostics, results, errors, cache_hits=hits, elapsed=time.perf_counter() - start,
-                     library_default=library_default)
+                     library_default=library_default, report=report)

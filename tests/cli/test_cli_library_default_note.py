@@ -30,3 +30,25 @@ def test_no_note_where_a_compile_call_decides(cli, tmp_path):
     write(tmp_path / "train.py", "import torch\nfrom net import Net\n\nm = torch.compile(Net())\n")
     r = cli(".", "--no-cache", "--format", "json")
     assert "note" not in r.err and len(json.loads(r.out)) == 1
+
+
+def test_an_unresolved_compile_call_is_named_with_what_was_assumed(cli, tmp_path):
+    # issue 31: "when a compile call cannot be resolved, the summary names it (file:line) and says what was assumed"
+    write(tmp_path / "net.py", NET)
+    write(tmp_path / "train.py", "import torch\nfrom net import Net\n\nm = torch.compile(Net())\nf = torch.compile(load_fn())\n")
+    r = cli(".", "--no-cache", "--output-format", "concise")
+    assert "note: compile call at train.py:5 (`torch.compile(load_fn())`) not resolved" in r.out, r.out
+    assert "linted as not compiled" in r.out
+    r = cli(".", "--no-cache", "--output-format", "json")
+    assert "train.py:5" in r.err and len(json.loads(r.out)) == 1  # stdout stays JSON
+    # a cached run says it too
+    cli(".")
+    assert "train.py:5" in cli(".").out
+
+
+def test_the_library_default_names_the_calls_it_could_not_follow(cli, tmp_path):
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "net.py", NET)
+    write(tmp_path / "pkg" / "fast.py", "import torch\n\n\ndef speed_up(m):\n    return torch.compile(m.module_getter())\n")
+    r = cli(".", "--no-cache", "--output-format", "concise")
+    assert "not resolved" in r.out and "pkg/fast.py:5" in r.out and "no compile call found" not in r.out, r.out

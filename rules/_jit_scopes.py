@@ -43,7 +43,7 @@ def jitted_scopes(ctx, follow_helpers: bool = True):
 def _called_helpers(ctx, jit_scope):
     """Module-level functions called by plain name from anywhere in ``jit_scope``."""
     out = []
-    eager_only = _eager_only(ctx, jit_scope)
+    eager_only = eager_only_spans_of(ctx, jit_scope)
     for scope in jit_scope.walk():
         for call in scope.calls:
             func = call.func
@@ -59,7 +59,7 @@ def _called_helpers(ctx, jit_scope):
     return out
 
 
-def _eager_only(ctx, jit_scope) -> list:
+def eager_only_spans_of(ctx, jit_scope) -> list:
     """Spans of the jitted function that run only eagerly (``if not torch.compiler.is_compiling():``)."""
     node = jit_scope.node
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not mentions_compiling_checks(
@@ -169,7 +169,7 @@ def free_reads(ctx, jit_scope):
     """
     seen = set()
     reads = []
-    eager_only = _eager_only(ctx, jit_scope)
+    eager_only = eager_only_spans_of(ctx, jit_scope)
     for scope in jit_scope.walk():
         for node in scope.loads:
             name = node.id

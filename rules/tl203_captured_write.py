@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 
 from ._globals import change_of, is_data_global
-from ._jit_scopes import jitted_scopes
+from ._jit_scopes import eager_only_spans_of, jitted_scopes
+from ._torch_api import in_spans
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 
@@ -112,12 +113,15 @@ def _object_writes(ctx, target, jit_scope):
                 changed[id(got[0])] = (node, got)
     if not changed:
         return
+    eager_only = eager_only_spans_of(ctx, jit_scope)  # `if not torch.compiler.is_compiling():` runs eagerly
     seen = set()
     for scope in jit_scope.walk():
         for name_node in scope.loads:
             hit = changed.get(id(name_node))
             name = name_node.id
             if hit is None or name in seen or scope.owner_of(name) is not None or not is_data_global(ctx.index, name):
+                continue
+            if eager_only and in_spans(hit[0], eager_only):
                 continue
             seen.add(name)
             node, (_, attr, how) = hit

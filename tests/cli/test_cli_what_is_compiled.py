@@ -593,7 +593,8 @@ def test_the_second_pass_reports_unresolved_calls_and_transforms_also_from_the_c
     original = project_pass.apply_project_index
 
     def spy(*args, **kwargs):
-        report = {}
+        report = kwargs.pop("report", None)
+        report = {} if report is None else report
         got = original(*args, report=report, **kwargs)
         reports.append(report)
         return got

@@ -133,6 +133,13 @@ There is no automatic fix.
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.ready = False\n    def forward(self, x):\n        self.ready = True\n        return x * 2\n"
         "m = torch.compile(Net())\n",
+        # a buffer rebound to itself: detached (the same storage) or moved to the device it is on (speechbrain's
+        # RNN layers and complex batch norm); the in-place update after it is data in the graph
+        "import thunder\nimport torch\nfrom torch import nn\nclass Cell(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('mask', torch.ones(4))\n"
+        "        self.register_buffer('seen', torch.zeros(()))\n    def forward(self, x):\n"
+        "        self.mask = self.mask.to(x.device)\n        self.seen = self.seen.detach()\n        self.seen += 1\n"
+        "        return x * self.mask\nm = thunder.jit(Cell())\n",
         # nothing compiles the module: its state is eager
         "from torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.calls = 0\n    def forward(self, x):\n        self.calls += 1\n        return x * 2\n"
@@ -144,6 +151,10 @@ There is no automatic fix.
         "        super().__init__()\n        self.register_buffer('buf', None, persistent=False)\n    def forward(self, x):\n"
         "        if self.buf is None:\n            self.buf = torch.randn(1, 2, device=x.device)\n        return x + self.buf\n"
         "m = thunder.jit(Net())\n",
+        # a buffer rebound to a copy in another dtype: a new tensor (lightning-thunder #646's shape)
+        "import thunder\nimport torch\nfrom torch import nn\nclass Cell(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('mask', torch.ones(4))\n    def forward(self, x):\n"
+        "        self.mask = self.mask.to(x.dtype)\n        return x * self.mask\nm = thunder.jit(Cell())\n",
         # a counter in forward: a recompile on every call under torch.compile (pytorch #115711)
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.counter = 0\n        self.lin = nn.Linear(4, 4)\n    def forward(self, x):\n        self.counter += 1\n"
@@ -377,6 +388,8 @@ def check(ctx):
                             continue
                     else:
                         continue
+                    if owner is st and not aug and t.attr in st.buffers and _alias_of(value, me, t.attr):
+                        continue  # `self.buf = self.buf.detach()` / `.to(x.device)`: the same storage, no new state
                     if owner is st and not aug and t.attr in st.buffers and key not in done:
                         if target.compiler != "torch.compile":  # torch.compile stores the new tensor (tested)
                             yield report(t, key, f"rebinds the buffer `self.{t.attr}`", _FIX_BUFFER, _HAZARD_BUFFER,
@@ -424,6 +437,26 @@ def check(ctx):
                     continue
                 yield report(node, key, f"reads `{shown}`, which {by} changes between calls", _FIX_READ, _HAZARD_READ,
                              _TC_READ)
+
+
+def _alias_of(value, me, attr) -> bool:
+    """``self.buf.detach()``, ``self.buf.data``, ``self.buf.to(x.device)``: the buffer itself or a view of its
+    storage (``.to`` a device it is already on returns it), not a new tensor; ``.to(dtype)`` makes a new one."""
+    if isinstance(value, ast.Attribute) and value.attr == "data":
+        return is_self_attr(value.value, me) and value.value.attr == attr
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and is_self_attr(value.func.value, me)
+            and value.func.value.attr == attr):
+        return False
+    method, args, kws = value.func.attr, value.args, value.keywords
+    if method == "detach" and not args and not kws:
+        return True
+    if method == "to":
+        def device(e):
+            return (isinstance(e, ast.Attribute) and e.attr == "device") or (
+                isinstance(e, ast.Name) and "device" in e.id.lower())
+        return (len(args) == 1 and not kws and device(args[0])) or (
+            not args and [k.arg for k in kws] == ["device"] and device(kws[0].value))
+    return False
 
 
 def _compiled_helpers(st, called: set[str]) -> set[str]:

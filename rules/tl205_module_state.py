@@ -140,6 +140,15 @@ There is no automatic fix.
         "        self.register_buffer('seen', torch.zeros(()))\n    def forward(self, x):\n"
         "        self.mask = self.mask.to(x.device)\n        self.seen = self.seen.detach()\n        self.seen += 1\n"
         "        return x * self.mask\nm = thunder.jit(Cell())\n",
+        # a one-way conversion: reparameterize() fuses the branches and sets the switch to True, once, before
+        # deployment (segmentation-models-pytorch's MobileOne blocks): never toggled back between calls
+        "import copy\nimport torch\nfrom torch import nn\nclass Block(nn.Module):\n    def __init__(self, inference_mode=False):\n"
+        "        super().__init__()\n        self.inference_mode = inference_mode\n        self.conv = nn.Conv2d(3, 3, 3)\n"
+        "    def forward(self, x):\n        if self.inference_mode:\n            return self.reparam(x)\n"
+        "        return self.conv(x)\n    def reparameterize(self):\n        self.reparam = nn.Conv2d(3, 3, 3)\n"
+        "        del self.conv\n        self.inference_mode = True\ndef reparameterize_model(model):\n"
+        "    model = copy.deepcopy(model)\n    for m in model.modules():\n        if hasattr(m, 'reparameterize'):\n"
+        "            m.reparameterize()\n    return model\nm = torch.compile(Block())\n",
         # nothing compiles the module: its state is eager
         "from torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.calls = 0\n    def forward(self, x):\n        self.calls += 1\n        return x * 2\n"
@@ -168,6 +177,12 @@ There is no automatic fix.
         "import torch\nfrom torch import nn\nclass Decoder(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.pos = 0\n    def advance(self, n):\n        self.pos += n\n    def forward(self, x):\n"
         "        return x[:, self.pos:]\nm = torch.compile(Decoder())\n",
+        # a switch turned on and off again by methods that take no value: a toggle, a recompile per flip
+        "import torch\nfrom torch import nn\nclass Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.merged = False\n    def merge(self):\n        self.merged = True\n    def unmerge(self):\n"
+        "        self.merged = False\n    def forward(self, x):\n        return x if self.merged else x + 1\n"
+        "block = Block()\nm = torch.compile(block)\ndef evaluate(xs):\n    for x in xs:\n        block.merge()\n"
+        "        m(x)\n        block.unmerge()\n",
         # an int attribute the training loop changes between calls
         "import torch\nfrom torch import nn\nclass Sched(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.epoch = 0\n    def forward(self, x):\n        return x * min(1.0, self.epoch / 10)\n"
@@ -317,6 +332,8 @@ def _changer(facts, st, attr, compiled: set[str], func) -> str:
         for node, where, value in outside.stores.get(attr, ()):
             if where != "construction" and not _inside(node, func) and not isinstance(value, ast.Constant):
                 return f"line {node.lineno}"
+    if attr not in st.numbers and _one_way(st, attr, setters, outside):
+        return ""
     for node, where, _ in outside.stores.get(attr, ()):
         if where == "free":
             return f"line {node.lineno}"
@@ -325,6 +342,21 @@ def _changer(facts, st, attr, compiled: set[str], func) -> str:
             if where == "free":
                 return f"`{m}` (called at line {node.lineno})"
     return ""
+
+
+def _one_way(st, attr, setters, outside) -> bool:
+    """A switch that every change after construction sets to one and the same constant, through methods that take
+    no value (``def reparameterize(self): ... self.inference_mode = True``): a conversion done once, not a toggle;
+    it flips at most once in the object's life (a graph per value at most, like configuration chosen before use)."""
+    values = [s.value for s in st.writers(attr) if s.method and s.method not in st.construction]
+    values += [v for _, where, v in outside.stores.get(attr, ()) if where != "construction"]
+    if not values or not all(isinstance(v, ast.Constant) for v in values) or len({repr(v.value) for v in values}) != 1:
+        return False
+    for m in setters:
+        args = st.methods[m].args
+        if args.args[1:] or args.posonlyargs[1:] or args.kwonlyargs or args.vararg or args.kwarg:
+            return False
+    return True
 
 
 def _set_by_script(facts, st, attr) -> str:

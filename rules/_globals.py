@@ -133,10 +133,17 @@ def global_changes(tree: ast.Module) -> dict[str, list[Change]]:
             got = change_of(node)
             if got and got[0].id not in shadowed:
                 out.setdefault(got[0].id, []).append(Change(got[0].id, got[1], node, got[2], between))
-        loop = isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        # a loop, or the script block (`if __name__ == "__main__":`) where the calls are made, runs between calls
+        loop = isinstance(node, (ast.For, ast.AsyncFor, ast.While)) or _is_main_block(node)
         for child in ast.iter_child_nodes(node):
             work.append((child, shadowed, between or loop))
     return out
+
+
+def _is_main_block(node) -> bool:
+    t = node.test if isinstance(node, ast.If) else None
+    return isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and t.left.id == "__name__" and \
+        len(t.comparators) == 1 and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__"
 
 
 def _is_classmethod(func) -> bool:

@@ -20,7 +20,8 @@ Reports the first read, inside a jitted function, of a module-level variable tha
 function, a class, or an UPPER_CASE constant assigned exactly once. A lowercase `x = 5` is a variable.
 A name bound once at import by a call (`Matcher, _ = optional_import("...")`) and never touched again is
 a constant. Something that changes between calls makes any global a hidden input: a rebinding, a `global`
-write, an item or attribute store (`_state.scale = v`, `GlobalState.factor = f` in a function or a loop),
+write, an item or attribute store (`_state.scale = v`, `GlobalState.factor = f` in a function, a loop or the
+`if __name__ == "__main__":` block where the calls are made),
 or a mutating call (`.append`, `.update`, a ContextVar's `.set`) on it in this file.
 
 ## Why is this bad?
@@ -115,6 +116,12 @@ There is no automatic fix.
         "import torch\nimport thunder\nfrom contextvars import ContextVar\n_compile_data = ContextVar('compile_data', default=1)\n"
         "def fn(x):\n    return x + _compile_data.get()\njfn = thunder.jit(fn)\ndef run():\n    jfn(torch.ones(3))\n"
         "    _compile_data.set(2)\n    return jfn(torch.ones(3))\n",
+        # changed in the script block, between the calls made there (pytorch's class-attribute report; a ContextVar
+        # set between calls, lightning-thunder #1464)
+        "import torch\nfrom contextvars import ContextVar\nclass Settings:\n    scale = 1.0\n"
+        "_offset = ContextVar('offset', default=1)\ndef scaled(x):\n    return x * Settings.scale + _offset.get()\n"
+        "if __name__ == '__main__':\n    g = torch.compile(scaled)\n    g(torch.ones(1))\n    Settings.scale = 10.0\n"
+        "    _offset.set(2)\n    g(torch.ones(1))\n",
         # made once by a helper, but filled in later: data
         "import torch\nregistry = dict_factory()\ndef register(k, v):\n    registry[k] = v\n@torch.compile\ndef f(x):\n"
         "    return x * registry['scale']\n",

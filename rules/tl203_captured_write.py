@@ -156,7 +156,8 @@ def _called_closure_writes(ctx, target, jit_scope):
                         elif name not in inner.globals:
                             continue
                         kind = "global" if name in inner.globals else "captured"
-                        yield _finding(target, call, f"calls `{call.func.id}`, which writes the {kind} variable `{name}`")
+                        # at the write, where the fix goes (the call that reaches it is named in the message)
+                        yield _finding(target, node, f"calls `{call.func.id}`, which writes the {kind} variable `{name}`")
                         break
                     else:
                         continue

@@ -169,6 +169,13 @@ There is no automatic fix.
         "        super().__init__()\n        self.n_steps = 0\n        self.loss_fn = loss_fn\n"
         "    def forward(self, *args, **kwargs):\n        self.n_steps += 1\n        return self.loss_fn(*args, **kwargs)\n"
         "m = torch.compile(ScheduledLoss(nn.MSELoss()))\n",
+        # a slot left None at construction that a setter fills between calls (pytorch #120958: diffusers' LoRA layer)
+        "import torch\nfrom torch import nn\nclass LoraLinear(nn.Linear):\n    def __init__(self, *args, **kwargs):\n"
+        "        super().__init__(*args, **kwargs)\n        self.lora_layer = None\n    def set_lora_layer(self, layer):\n"
+        "        self.lora_layer = layer\n    def forward(self, x):\n        if self.lora_layer is None:\n"
+        "            return super().forward(x)\n        return super().forward(x) + self.lora_layer(x)\n"
+        "net = LoraLinear(1, 1)\ncompiled = torch.compile(net)\ncompiled(torch.ones(1, 1))\n"
+        "net.set_lora_layer(nn.Linear(1, 1))\ncompiled(torch.ones(1, 1))\n",
         # a counter in forward: a recompile on every call under torch.compile (pytorch #115711)
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.counter = 0\n        self.lin = nn.Linear(4, 4)\n    def forward(self, x):\n        self.counter += 1\n"
@@ -364,6 +371,20 @@ def _one_way(st, attr, setters, outside) -> bool:
     return True
 
 
+def _slot_filler(facts, st, attr, compiled) -> str:
+    """A slot (None at construction) that a setter of the class fills, called by code outside every class (a script,
+    the training loop) between calls: the compiled code's `if self.lora_layer is None:` takes the other branch
+    (pytorch #120958). A setter only the library's own classes call is configuration, as for switches."""
+    setters = sorted({s.method for s in st.writers(attr) if s.method and s.method not in st.construction
+                      and s.value is not None and not isinstance(s.value, ast.Constant)} - compiled)
+    outside = facts.outside(attr, setters) if setters else None
+    for m in setters if outside is not None else ():
+        for node, where in outside.calls.get(m, ()):
+            if where == "free":
+                return f"`{m}` (called at line {node.lineno})"
+    return ""
+
+
 def _set_by_script(facts, st, attr) -> str:
     """An attribute the class sets without evidence of its type, which code outside every class (a script, the
     training loop) sets to a number, bool or string constant: Python state that changes between calls."""
@@ -468,8 +489,10 @@ def check(ctx):
                 if key in done or owner is None or attr in EXPECTED:
                     continue
                 if attr not in owner.python:
-                    # `self.scale = scale` in __init__ (no evidence), `model.scale = 0.5` in the script: a number
-                    by = _set_by_script(facts, owner, attr)
+                    # `self.scale = scale` in __init__ (no evidence), `model.scale = 0.5` in the script: a number;
+                    # a slot left None at construction that a script fills between calls (`set_lora_layer`)
+                    by = _set_by_script(facts, owner, attr) or (
+                        attr in owner.slots and _slot_filler(facts, owner, attr, compiled if owner is st else set()))
                 else:
                     by = _changer(facts, owner, attr, compiled if owner is st else set(), func)
                 if not by:

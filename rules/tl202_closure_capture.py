@@ -18,6 +18,11 @@ Reports the first read, inside a jitted function, of a variable that belongs to 
 outside the jitted one (a closure cell). Closures *inside* the jitted function over its own variables are
 fine: they are part of the compiled computation.
 
+A closure compiled anew on every call of the function that makes it (`step = torch.compile(step)` inside
+`forward`) reads that call's values: its captured tensors are graph inputs and stay quiet; a captured Python
+value is reported for what torch.compile does with it (a recompile per new value), and a value the maker
+rebinds after the compile is a hidden input as any other.
+
 ## Why is this bad?
 A closure cell is a hidden input, like a global: a compiler that binds it at compile time returns stale
 results after the enclosing function rebinds it.

@@ -18,8 +18,9 @@ INFO = RuleInfo(
 ## What it does
 Reports an assignment, augmented assignment or `del` of a name declared `global` inside a jitted
 function, or declared `nonlocal` where the variable belongs to a function outside the jitted one; a write
-into the object a module global names (`_stats["n"] += 1`, `_seen.append(n)`, `_state.step = n`); and a
-call of an enclosing function's nested function that makes such a write (`bump()` with `nonlocal count`).
+into the object a module global names (`_stats["n"] += 1`, `_seen.append(n)`, `_state.step = n`) or into a
+module-level class's attribute (`Recorder.seen.append(x)`); and a call of an enclosing function's nested
+function that makes such a write (`bump()` with `nonlocal count`), reported at the write.
 A nested function writing a `nonlocal` of the jitted function itself is part of the computation and fine.
 
 ## Why is this bad?

@@ -35,6 +35,13 @@ Looks at the compiled methods of a class (a compiled module's `forward`) and rep
   library's own methods set (`set_grad_checkpointing`) is configuration chosen before use: at most a graph
   per value, and quiet.
 
+- a read of a slot left None at construction (`self.lora_layer = None`) that a setter fills, called by a
+  script between calls (`if self.lora_layer is None:` then takes the other branch).
+
+A buffer rebound to itself (`self.buf = self.buf.detach()`, `.to(x.device)`) is no new state; a switch every
+change sets to the same constant through methods that take no value (`reparameterize()`: a conversion done
+once) is configuration; with no compile call found (the library default), a forward that takes only
+`*args`/`**kwargs` is machinery around a model (an engine's training step, a loss schedule) and stays quiet.
 An attribute is Python state when something assigns it a number, bool or string constant, adds a number to
 it, or annotates it `int`/`float`/`bool`/`str`. Buffers, parameters and tensors are not Python state (an
 in-place update of a buffer is data in the graph); `self.training`, which `train()`/`eval()` toggle, is

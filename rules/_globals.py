@@ -133,10 +133,17 @@ def global_changes(tree: ast.Module) -> dict[str, list[Change]]:
             got = change_of(node)
             if got and got[0].id not in shadowed:
                 out.setdefault(got[0].id, []).append(Change(got[0].id, got[1], node, got[2], between))
-        loop = isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        # a loop, or the script block (`if __name__ == "__main__":`) where the calls are made, runs between calls
+        loop = isinstance(node, (ast.For, ast.AsyncFor, ast.While)) or _is_main_block(node)
         for child in ast.iter_child_nodes(node):
             work.append((child, shadowed, between or loop))
     return out
+
+
+def _is_main_block(node) -> bool:
+    t = node.test if isinstance(node, ast.If) else None
+    return isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and t.left.id == "__name__" and \
+        len(t.comparators) == 1 and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__"
 
 
 def _is_classmethod(func) -> bool:
@@ -182,6 +189,70 @@ def bound_once_by_call(index, name: str) -> str | None:
         if "import" not in callee.lower():
             how = "call"
     return how
+
+
+def imported_or_none(index, name: str) -> bool:
+    """``try: from mamba_ssm import scan_fn / except ImportError: scan_fn = None`` (a tuple of Nones too): an
+    import on one path and None on the others, never rebound: fixed once the module is imported."""
+    kinds = index.bindings.get(name, [])
+    if "import" not in kinds or name in index.global_writes or any(k not in ("import", "none", "assign") for k in kinds):
+        return False
+    # every binding is straight-line import-time code (module level, no loop): whichever path ran, the name is
+    # fixed once the module is imported
+    stmts = _binding_statements(index.tree.body, name)
+    return len(stmts) == len(kinds) - kinds.count("import") and all(_binds_none(s, name) for s in stmts) and \
+        not _in_module_loop(index.tree.body, name)
+
+
+def _in_module_loop(body, name: str) -> bool:
+    """Is ``name`` bound inside a module-level loop (a value that changes while importing)?"""
+    for stmt in body:
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            if any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(stmt)):
+                return True
+        elif not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for attr in ("body", "orelse", "finalbody"):
+                sub = getattr(stmt, attr, None)
+                if isinstance(sub, list) and _in_module_loop(sub, name):
+                    return True
+            for h in getattr(stmt, "handlers", ()) or ():
+                if _in_module_loop(h.body, name):
+                    return True
+    return False
+
+
+def _binds_none(stmt, name: str) -> bool:
+    """Does the assignment bind ``name`` to None (``x = None``, ``a, x = None, None``)?"""
+    if not isinstance(stmt, ast.Assign):
+        return False
+    for target in stmt.targets:
+        todo = [(target, stmt.value)]
+        while todo:
+            t, v = todo.pop()
+            if isinstance(t, ast.Name) and t.id == name:
+                if not (isinstance(v, ast.Constant) and v.value is None):
+                    return False
+            elif isinstance(t, (ast.Tuple, ast.List)):
+                if isinstance(v, (ast.Tuple, ast.List)) and len(v.elts) == len(t.elts):
+                    todo.extend(zip(t.elts, v.elts))
+                elif any(isinstance(leaf, ast.Name) and leaf.id == name for leaf in ast.walk(t)):
+                    return False
+    return True
+
+
+def derived_from_imports(index, name: str) -> bool:
+    """``is_fast_path_available = selective_state_update is not None`` or ``all((scan_fn, update_fn))``: bound
+    once at import from names the imports fixed (``imported_or_none``): an availability flag, as fixed as they."""
+    if index.bindings.get(name) != ["assign"] or name in index.global_writes or _in_module_loop(index.tree.body, name):
+        return False
+    stmts = _binding_statements(index.tree.body, name)
+    if len(stmts) != 1 or not isinstance(stmts[0], ast.Assign):
+        return False
+    value = stmts[0].value
+    builtins_called = {id(n.func) for n in ast.walk(value) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                       and n.func.id not in index.bindings}
+    names = [n.id for n in ast.walk(value) if isinstance(n, ast.Name) and id(n) not in builtins_called]
+    return bool(names) and all(imported_or_none(index, n) or index.bindings.get(n) == ["import"] for n in names)
 
 
 def _typing_imports(body, name: str) -> int:

@@ -53,6 +53,7 @@ class ClassState:
     self_calls: dict[str, set[str]] = field(default_factory=dict)  # method -> methods it calls as self.m()
     construction: set[str] = field(default_factory=set)  # __init__ and the methods only construction calls
     saved: dict[str, dict[str, str]] = field(default_factory=dict)  # method -> {`tmp` of `tmp = self.x`: "x"}
+    slots: set[str] = field(default_factory=set)  # set to None at construction: filled later (`self.lora_layer = None`)
 
     def writers(self, attr: str) -> list[Store]:
         return self.stores.get(attr, [])
@@ -206,6 +207,9 @@ def class_state(cls: ast.ClassDef, classes: dict) -> ClassState:
     state.python -= state.tensors
     state.numbers &= state.python
     state.construction = _construction(state)
+    state.slots = {attr for attr, stores in state.stores.items() if attr not in state.python and attr not in state.tensors
+                   and any(st.method in state.construction and isinstance(st.value, ast.Constant) and st.value.value is None
+                           for st in stores)}
     return state
 
 

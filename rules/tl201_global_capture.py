@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ._globals import bound_once_by_call, global_changes, is_data_global, might_change
+from ._globals import bound_once_by_call, derived_from_imports, global_changes, imported_or_none, is_data_global, might_change
 from ._jit_scopes import free_reads, jitted_scopes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -20,7 +20,8 @@ Reports the first read, inside a jitted function, of a module-level variable tha
 function, a class, or an UPPER_CASE constant assigned exactly once. A lowercase `x = 5` is a variable.
 A name bound once at import by a call (`Matcher, _ = optional_import("...")`) and never touched again is
 a constant. Something that changes between calls makes any global a hidden input: a rebinding, a `global`
-write, an item or attribute store (`_state.scale = v`, `GlobalState.factor = f` in a function or a loop),
+write, an item or attribute store (`_state.scale = v`, `GlobalState.factor = f` in a function, a loop or the
+`if __name__ == "__main__":` block where the calls are made),
 or a mutating call (`.append`, `.update`, a ContextVar's `.set`) on it in this file.
 
 ## Why is this bad?
@@ -77,6 +78,15 @@ There is no automatic fix.
         "model = torch.compile(Head())\n",
         # a class attribute set once at import is configuration
         "import torch\nclass Cfg:\n    factor = 1.0\nCfg.factor = 2.0\n@torch.compile\ndef f(x):\n    return x * Cfg.factor\n",
+        # an optional kernel: imported, or None where the import fails, and a flag computed from it at import: both
+        # fixed once the module is imported (flash-linear-attention's mamba layers)
+        "import torch\nimport warnings\nwith warnings.catch_warnings():\n    try:\n"
+        "        from mamba_ssm import selective_scan_fn, mamba_inner_fn\n    except ImportError:\n"
+        "        selective_scan_fn, mamba_inner_fn = None, None\n"
+        "    is_fast_path_available = all((selective_scan_fn, mamba_inner_fn))\n"
+        "    has_scan = selective_scan_fn is not None\n"
+        "@torch.compile\ndef f(x):\n    if is_fast_path_available and has_scan:\n        return mamba_inner_fn(x)\n"
+        "    return selective_scan_fn(x) if selective_scan_fn else x\n",
         # a constant bound once on every path
         "import torch\ntry:\n    import apex\n    HAS_APEX = True\nexcept ImportError:\n    HAS_APEX = False\n"
         "@torch.compile\ndef f(x):\n    return x * 2 if HAS_APEX else x\n",
@@ -106,9 +116,19 @@ There is no automatic fix.
         "import torch\nimport thunder\nfrom contextvars import ContextVar\n_compile_data = ContextVar('compile_data', default=1)\n"
         "def fn(x):\n    return x + _compile_data.get()\njfn = thunder.jit(fn)\ndef run():\n    jfn(torch.ones(3))\n"
         "    _compile_data.set(2)\n    return jfn(torch.ones(3))\n",
+        # changed in the script block, between the calls made there (pytorch's class-attribute report; a ContextVar
+        # set between calls, lightning-thunder #1464)
+        "import torch\nfrom contextvars import ContextVar\nclass Settings:\n    scale = 1.0\n"
+        "_offset = ContextVar('offset', default=1)\ndef scaled(x):\n    return x * Settings.scale + _offset.get()\n"
+        "if __name__ == '__main__':\n    g = torch.compile(scaled)\n    g(torch.ones(1))\n    Settings.scale = 10.0\n"
+        "    _offset.set(2)\n    g(torch.ones(1))\n",
         # made once by a helper, but filled in later: data
         "import torch\nregistry = dict_factory()\ndef register(k, v):\n    registry[k] = v\n@torch.compile\ndef f(x):\n"
         "    return x * registry['scale']\n",
+        # a flag computed at import from a value that is not an import: data like any global
+        "import torch\ntry:\n    from fast import kernel\nexcept ImportError:\n    kernel = None\nlimit = 4\n"
+        "use_kernel = kernel is not None and limit > 2\n@torch.compile\ndef f(x):\n"
+        "    return x * 2 if use_kernel else x\n",
         # an alias of a mutable global is just as mutable
         "import torch\ncounter = 0\nalias = counter\n@torch.compile\ndef f(x):\n    return x + alias\n",
     ],
@@ -140,6 +160,9 @@ def check(ctx):
             if kind != "global":
                 continue
             name = node.id
+            if (imported_or_none(ctx.index, name) or derived_from_imports(ctx.index, name)) and \
+                    name not in changes.of([name]):
+                continue  # `try: from mamba_ssm import scan_fn / except ImportError: scan_fn = None`, and flags of it
             once = bound_once_by_call(ctx.index, name)
             if once is not None and name not in changes.of([name]):
                 if once == "import" or (once == "call" and _used_as_code(scope, name)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._captures import compiled_per_call, is_tensor, rebound_after
 from ._jit_scopes import free_reads, jitted_scopes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -16,6 +17,11 @@ INFO = RuleInfo(
 Reports the first read, inside a jitted function, of a variable that belongs to an enclosing function
 outside the jitted one (a closure cell). Closures *inside* the jitted function over its own variables are
 fine: they are part of the compiled computation.
+
+A closure compiled anew on every call of the function that makes it (`step = torch.compile(step)` inside
+`forward`) reads that call's values: its captured tensors are graph inputs and stay quiet; a captured Python
+value is reported for what torch.compile does with it (a recompile per new value), and a value the maker
+rebinds after the compile is a hidden input as any other.
 
 ## Why is this bad?
 A closure cell is a hidden input, like a global: a compiler that binds it at compile time returns stale
@@ -49,8 +55,24 @@ There is no automatic fix.
         "import thunder\n@thunder.jit\ndef foo(x):\n    def bar():\n        return x\n    return bar()\n",
         # an enclosing helper function is not data
         "import thunder\ndef outer():\n    def helper(x):\n        return x\n    @thunder.jit\n    def f(x):\n        return helper(x)\n    return f\n",
+        # a closure compiled anew on every call of its maker, over that call's tensors (liger-kernel's chunked
+        # losses): torch.compile reads the cells on each call and takes the tensors as graph inputs (one graph for
+        # new tensors on every call; tests/rules/test_rule_tl202_torch_compile.py)
+        "import torch\ndef chunked_loss(x, weight, bias=None, compiled=True):\n"
+        "    grad_weight = torch.zeros_like(weight) if weight.requires_grad else None\n"
+        "    loss_acc = torch.zeros((), device=x.device)\n    def accumulate(chunk):\n"
+        "        loss = (chunk @ weight.t()).sum()\n        if bias is not None:\n            loss = loss + bias.sum()\n"
+        "        loss_acc.add_(loss)\n        if grad_weight is not None:\n            grad_weight.add_(1)\n"
+        "    if compiled:\n        accumulate = torch.compile(accumulate)\n    for chunk in x.chunk(4):\n"
+        "        accumulate(chunk)\n    return loss_acc\n",
     ],
     invalid=[
+        # the same per-call compile over a Python value: torch.compile guards it, a recompile per new value
+        "import torch\ndef chunked_loss(x, scale):\n    def accumulate(chunk):\n        return (chunk * scale).sum()\n"
+        "    accumulate = torch.compile(accumulate)\n    return sum(accumulate(c) for c in x.chunk(4))\n",
+        # a tensor the maker rebinds after compiling: the compiled closure is called again with another value
+        "import thunder\nimport torch\ndef run(xs):\n    acc = torch.zeros(())\n    def step(x):\n        return acc + x\n"
+        "    jstep = thunder.jit(step)\n    for x in xs:\n        acc = jstep(x)\n    return acc\n",
         # a parameter of the enclosing function
         "import thunder\ndef make(scale):\n    @thunder.jit\n    def f(x):\n        return x * scale\n    return f\n",
         "import thunder\ndef make():\n    scale = 2.0\n    @thunder.jit\n    def f(x):\n        return x * scale\n    return f\n",
@@ -60,17 +82,34 @@ There is no automatic fix.
 
 def check(ctx):
     for target, scope in jitted_scopes(ctx):
+        per_call = False
         for node, kind, owner in free_reads(ctx, scope):
-            if kind == "closure":
-                yield Finding(
-                    node,
-                    **compiled_message(
-                        target,
-                        f"{target.subject} reads `{node.id}` of the enclosing `{getattr(owner.node, 'name', '<lambda>')}`, "
-                        f"a hidden input",
-                        "pass it in as an argument",
-                        "—a hidden input a compiled trace may bake in",
-                        "guards on the captured value: a change recompiles the function",
-                        "TL202",
-                    ),
-                )
+            if kind != "closure":
+                continue
+            if per_call is False:
+                per_call = compiled_per_call(ctx, target, scope)
+            maker = getattr(owner.node, "name", "<lambda>")
+            if per_call and owner.node is per_call[0] and not rebound_after(per_call[0], node.id, per_call[1]):
+                # compiled anew on each call of its maker: the cell holds this call's value (rules/_captures.py)
+                if is_tensor(ctx, per_call[0], node.id) or target.compiler == "thunder":
+                    continue  # a graph input to torch.compile; a fresh trace for thunder's jit made each call
+                yield Finding(node, **compiled_message(
+                    target,
+                    f"{target.subject} reads `{node.id}` of `{maker}`, which compiles it on every call",
+                    "pass it in as an argument",
+                    "—a jit made on each call traces anew; one that caches by code (torch.compile) recompiles",
+                    "guards on the captured value: a recompile per new value (a captured tensor is a graph input)",
+                    "TL202",
+                ))
+                continue
+            yield Finding(
+                node,
+                **compiled_message(
+                    target,
+                    f"{target.subject} reads `{node.id}` of the enclosing `{maker}`, a hidden input",
+                    "pass it in as an argument",
+                    "—a hidden input a compiled trace may bake in",
+                    "guards on the captured value: a change recompiles the function",
+                    "TL202",
+                ),
+            )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ._globals import change_of, is_data_global
+from ._globals import MUTATORS, change_of, is_data_global
 from ._jit_scopes import eager_only_spans_of, jitted_scopes
 from ._torch_api import in_spans
 from .compilers import compiled_message
@@ -19,8 +19,9 @@ INFO = RuleInfo(
 ## What it does
 Reports an assignment, augmented assignment or `del` of a name declared `global` inside a jitted
 function, or declared `nonlocal` where the variable belongs to a function outside the jitted one; a write
-into the object a module global names (`_stats["n"] += 1`, `_seen.append(n)`, `_state.step = n`); and a
-call of an enclosing function's nested function that makes such a write (`bump()` with `nonlocal count`).
+into the object a module global names (`_stats["n"] += 1`, `_seen.append(n)`, `_state.step = n`) or into a
+module-level class's attribute (`Recorder.seen.append(x)`); and a call of an enclosing function's nested
+function that makes such a write (`bump()` with `nonlocal count`), reported at the write.
 A nested function writing a `nonlocal` of the jitted function itself is part of the computation and fine.
 
 ## Why is this bad?
@@ -71,6 +72,9 @@ There is no automatic fix.
         "import torch\n_stats = {'n': 0}\n@torch.compile\ndef f(x):\n    _stats['n'] += 1\n    return x * 2\n",
         "import torch\n_seen = []\ndef record(x):\n    _seen.append(x.shape[0])\n@torch.compile\ndef f(x):\n"
         "    record(x)\n    return x * 2\n",
+        # a class attribute's list filled inside compiled code (pytorch's `Recorder.seen.append(x)` report)
+        "import torch\nfrom torch import nn\nclass Recorder(nn.Module):\n    seen = []\n    def forward(self, x):\n"
+        "        Recorder.seen.append(x)\n        return x * 2\nm = torch.compile(Recorder())\n",
         # a nested function the compiled function calls writes a variable of the enclosing function
         "import torch\ndef make():\n    count = 0\n    def bump():\n        nonlocal count\n        count += 1\n"
         "    @torch.compile\n    def f(x):\n        bump()\n        return x * 2\n    return f\n",
@@ -104,11 +108,11 @@ def _object_writes(ctx, target, jit_scope):
     changed = {}
     for node in ast.walk(jit_scope.node):
         for t in _store_targets(node):
-            got = change_of(t)
+            got = change_of(t) or _class_attribute_change(ctx, t)
             if got:
                 changed[id(got[0])] = (t, got)
         if isinstance(node, ast.Call):
-            got = change_of(node)
+            got = change_of(node) or _class_attribute_change(ctx, node)
             if got:
                 changed[id(got[0])] = (node, got)
     if not changed:
@@ -119,14 +123,37 @@ def _object_writes(ctx, target, jit_scope):
         for name_node in scope.loads:
             hit = changed.get(id(name_node))
             name = name_node.id
-            if hit is None or name in seen or scope.owner_of(name) is not None or not is_data_global(ctx.index, name):
+            if hit is None or name in seen or scope.owner_of(name) is not None:
                 continue
             if eager_only and in_spans(hit[0], eager_only):
                 continue
-            seen.add(name)
             node, (_, attr, how) = hit
+            if how.startswith("class "):  # `Recorder.seen.append(x)`: state of a module-level class
+                seen.add(name)
+                what = {"class item": "an item of", "class call": "into"}.get(how, "")
+                yield _finding(target, node, f"writes {what + ' ' if what else ''}the class attribute `{name}.{attr}`")
+                continue
+            if not is_data_global(ctx.index, name):
+                continue
+            seen.add(name)
             what = {"item": "an item of", "attribute": f"the attribute `{attr}` of", "call": "into"}[how]
             yield _finding(target, node, f"writes {what} the module global `{name}`")
+
+
+def _class_attribute_change(ctx, node):
+    """``Cls.seen.append(x)``, ``Cls.cache[k] = v``, ``Cls.count += 1`` where ``Cls`` is a class of this module:
+    (the class's Name, the attribute, "class item" | "class call" | "class attribute"), else None."""
+    how = "class attribute"
+    if isinstance(node, ast.Subscript):
+        node, how = node.value, "class item"
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+        node, how = node.func.value, "class call"
+    elif isinstance(node, ast.Call):
+        return None
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+            ctx.index.bindings.get(node.value.id) == ["class"]:
+        return node.value, node.attr, how
+    return None
 
 
 def _store_targets(node):
@@ -160,7 +187,8 @@ def _called_closure_writes(ctx, target, jit_scope):
                         elif name not in inner.globals:
                             continue
                         kind = "global" if name in inner.globals else "captured"
-                        yield _finding(target, call, f"calls `{call.func.id}`, which writes the {kind} variable `{name}`")
+                        # at the write, where the fix goes (the call that reaches it is named in the message)
+                        yield _finding(target, node, f"calls `{call.func.id}`, which writes the {kind} variable `{name}`")
                         break
                     else:
                         continue

@@ -35,6 +35,13 @@ Looks at the compiled methods of a class (a compiled module's `forward`) and rep
   library's own methods set (`set_grad_checkpointing`) is configuration chosen before use: at most a graph
   per value, and quiet.
 
+- a read of a slot left None at construction (`self.lora_layer = None`) that a setter fills, called by a
+  script between calls (`if self.lora_layer is None:` then takes the other branch).
+
+A buffer rebound to itself (`self.buf = self.buf.detach()`, `.to(x.device)`) is no new state; a switch every
+change sets to the same constant through methods that take no value (`reparameterize()`: a conversion done
+once) is configuration; with no compile call found (the library default), a forward that takes only
+`*args`/`**kwargs` is machinery around a model (an engine's training step, a loss schedule) and stays quiet.
 An attribute is Python state when something assigns it a number, bool or string constant, adds a number to
 it, or annotates it `int`/`float`/`bool`/`str`. Buffers, parameters and tensors are not Python state (an
 in-place update of a buffer is data in the graph); `self.training`, which `train()`/`eval()` toggle, is
@@ -133,6 +140,22 @@ There is no automatic fix.
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.ready = False\n    def forward(self, x):\n        self.ready = True\n        return x * 2\n"
         "m = torch.compile(Net())\n",
+        # a buffer rebound to itself: detached (the same storage) or moved to the device it is on (speechbrain's
+        # RNN layers and complex batch norm); the in-place update after it is data in the graph
+        "import thunder\nimport torch\nfrom torch import nn\nclass Cell(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('mask', torch.ones(4))\n"
+        "        self.register_buffer('seen', torch.zeros(()))\n    def forward(self, x):\n"
+        "        self.mask = self.mask.to(x.device)\n        self.seen = self.seen.detach()\n        self.seen += 1\n"
+        "        return x * self.mask\nm = thunder.jit(Cell())\n",
+        # a one-way conversion: reparameterize() fuses the branches and sets the switch to True, once, before
+        # deployment (segmentation-models-pytorch's MobileOne blocks): never toggled back between calls
+        "import copy\nimport torch\nfrom torch import nn\nclass Block(nn.Module):\n    def __init__(self, inference_mode=False):\n"
+        "        super().__init__()\n        self.inference_mode = inference_mode\n        self.conv = nn.Conv2d(3, 3, 3)\n"
+        "    def forward(self, x):\n        if self.inference_mode:\n            return self.reparam(x)\n"
+        "        return self.conv(x)\n    def reparameterize(self):\n        self.reparam = nn.Conv2d(3, 3, 3)\n"
+        "        del self.conv\n        self.inference_mode = True\ndef reparameterize_model(model):\n"
+        "    model = copy.deepcopy(model)\n    for m in model.modules():\n        if hasattr(m, 'reparameterize'):\n"
+        "            m.reparameterize()\n    return model\nm = torch.compile(Block())\n",
         # nothing compiles the module: its state is eager
         "from torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.calls = 0\n    def forward(self, x):\n        self.calls += 1\n        return x * 2\n"
@@ -144,6 +167,22 @@ There is no automatic fix.
         "        super().__init__()\n        self.register_buffer('buf', None, persistent=False)\n    def forward(self, x):\n"
         "        if self.buf is None:\n            self.buf = torch.randn(1, 2, device=x.device)\n        return x + self.buf\n"
         "m = thunder.jit(Net())\n",
+        # a buffer rebound to a copy in another dtype: a new tensor (lightning-thunder #646's shape)
+        "import thunder\nimport torch\nfrom torch import nn\nclass Cell(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.register_buffer('mask', torch.ones(4))\n    def forward(self, x):\n"
+        "        self.mask = self.mask.to(x.dtype)\n        return x * self.mask\nm = thunder.jit(Cell())\n",
+        # the same wrapper compiled by a call the index sees: its counter recompiles on every call
+        "import torch\nfrom torch import nn\nclass ScheduledLoss(nn.Module):\n    def __init__(self, loss_fn):\n"
+        "        super().__init__()\n        self.n_steps = 0\n        self.loss_fn = loss_fn\n"
+        "    def forward(self, *args, **kwargs):\n        self.n_steps += 1\n        return self.loss_fn(*args, **kwargs)\n"
+        "m = torch.compile(ScheduledLoss(nn.MSELoss()))\n",
+        # a slot left None at construction that a setter fills between calls (pytorch #120958: diffusers' LoRA layer)
+        "import torch\nfrom torch import nn\nclass LoraLinear(nn.Linear):\n    def __init__(self, *args, **kwargs):\n"
+        "        super().__init__(*args, **kwargs)\n        self.lora_layer = None\n    def set_lora_layer(self, layer):\n"
+        "        self.lora_layer = layer\n    def forward(self, x):\n        if self.lora_layer is None:\n"
+        "            return super().forward(x)\n        return super().forward(x) + self.lora_layer(x)\n"
+        "net = LoraLinear(1, 1)\ncompiled = torch.compile(net)\ncompiled(torch.ones(1, 1))\n"
+        "net.set_lora_layer(nn.Linear(1, 1))\ncompiled(torch.ones(1, 1))\n",
         # a counter in forward: a recompile on every call under torch.compile (pytorch #115711)
         "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.counter = 0\n        self.lin = nn.Linear(4, 4)\n    def forward(self, x):\n        self.counter += 1\n"
@@ -157,6 +196,12 @@ There is no automatic fix.
         "import torch\nfrom torch import nn\nclass Decoder(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.pos = 0\n    def advance(self, n):\n        self.pos += n\n    def forward(self, x):\n"
         "        return x[:, self.pos:]\nm = torch.compile(Decoder())\n",
+        # a switch turned on and off again by methods that take no value: a toggle, a recompile per flip
+        "import torch\nfrom torch import nn\nclass Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.merged = False\n    def merge(self):\n        self.merged = True\n    def unmerge(self):\n"
+        "        self.merged = False\n    def forward(self, x):\n        return x if self.merged else x + 1\n"
+        "block = Block()\nm = torch.compile(block)\ndef evaluate(xs):\n    for x in xs:\n        block.merge()\n"
+        "        m(x)\n        block.unmerge()\n",
         # an int attribute the training loop changes between calls
         "import torch\nfrom torch import nn\nclass Sched(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.epoch = 0\n    def forward(self, x):\n        return x * min(1.0, self.epoch / 10)\n"
@@ -306,10 +351,41 @@ def _changer(facts, st, attr, compiled: set[str], func) -> str:
         for node, where, value in outside.stores.get(attr, ()):
             if where != "construction" and not _inside(node, func) and not isinstance(value, ast.Constant):
                 return f"line {node.lineno}"
+    if attr not in st.numbers and _one_way(st, attr, setters, outside):
+        return ""
     for node, where, _ in outside.stores.get(attr, ()):
         if where == "free":
             return f"line {node.lineno}"
     for m in setters:
+        for node, where in outside.calls.get(m, ()):
+            if where == "free":
+                return f"`{m}` (called at line {node.lineno})"
+    return ""
+
+
+def _one_way(st, attr, setters, outside) -> bool:
+    """A switch that every change after construction sets to one and the same constant, through methods that take
+    no value (``def reparameterize(self): ... self.inference_mode = True``): a conversion done once, not a toggle;
+    it flips at most once in the object's life (a graph per value at most, like configuration chosen before use)."""
+    values = [s.value for s in st.writers(attr) if s.method and s.method not in st.construction]
+    values += [v for _, where, v in outside.stores.get(attr, ()) if where != "construction"]
+    if not values or not all(isinstance(v, ast.Constant) for v in values) or len({repr(v.value) for v in values}) != 1:
+        return False
+    for m in setters:
+        args = st.methods[m].args
+        if args.args[1:] or args.posonlyargs[1:] or args.kwonlyargs or args.vararg or args.kwarg:
+            return False
+    return True
+
+
+def _slot_filler(facts, st, attr, compiled) -> str:
+    """A slot (None at construction) that a setter of the class fills, called by code outside every class (a script,
+    the training loop) between calls: the compiled code's `if self.lora_layer is None:` takes the other branch
+    (pytorch #120958). A setter only the library's own classes call is configuration, as for switches."""
+    setters = sorted({s.method for s in st.writers(attr) if s.method and s.method not in st.construction
+                      and s.value is not None and not isinstance(s.value, ast.Constant)} - compiled)
+    outside = facts.outside(attr, setters) if setters else None
+    for m in setters if outside is not None else ():
         for node, where in outside.calls.get(m, ()):
             if where == "free":
                 return f"`{m}` (called at line {node.lineno})"
@@ -345,6 +421,8 @@ def check(ctx):
         if me is None:
             continue
         st = facts.state(target.info.class_node)
+        if getattr(target, "assumed", False) and _passes_inputs_through(st):
+            continue
         nodes = _in_order(func)
         called = {n.func.attr for n in nodes if type(n) is ast.Call and is_self_attr(n.func, me)}
         compiled = {func.name} | _compiled_helpers(st, called)
@@ -377,6 +455,8 @@ def check(ctx):
                             continue
                     else:
                         continue
+                    if owner is st and not aug and t.attr in st.buffers and _alias_of(value, me, t.attr):
+                        continue  # `self.buf = self.buf.detach()` / `.to(x.device)`: the same storage, no new state
                     if owner is st and not aug and t.attr in st.buffers and key not in done:
                         if target.compiler != "torch.compile":  # torch.compile stores the new tensor (tested)
                             yield report(t, key, f"rebinds the buffer `self.{t.attr}`", _FIX_BUFFER, _HAZARD_BUFFER,
@@ -416,14 +496,49 @@ def check(ctx):
                 if key in done or owner is None or attr in EXPECTED:
                     continue
                 if attr not in owner.python:
-                    # `self.scale = scale` in __init__ (no evidence), `model.scale = 0.5` in the script: a number
-                    by = _set_by_script(facts, owner, attr)
+                    # `self.scale = scale` in __init__ (no evidence), `model.scale = 0.5` in the script: a number;
+                    # a slot left None at construction that a script fills between calls (`set_lora_layer`)
+                    by = _set_by_script(facts, owner, attr) or (
+                        attr in owner.slots and _slot_filler(facts, owner, attr, compiled if owner is st else set()))
                 else:
                     by = _changer(facts, owner, attr, compiled if owner is st else set(), func)
                 if not by:
                     continue
                 yield report(node, key, f"reads `{shown}`, which {by} changes between calls", _FIX_READ, _HAZARD_READ,
                              _TC_READ)
+
+
+def _passes_inputs_through(st) -> bool:
+    """``def forward(self, *args, **kwargs)`` / ``(self, **batch)``: a forward with no input of its own hands what
+    it gets to other code (an engine's training step, a loss schedule, a data processor around a model). The
+    library default (no compile call found) takes every forward for a model's; that of such a wrapper is the
+    training machinery around the model the user compiles, and its bookkeeping is no evidence of a hazard."""
+    forward = st.methods.get("forward")
+    if forward is None or isinstance(forward, ast.Lambda):
+        return False
+    args = forward.args
+    return len(args.posonlyargs + args.args) <= 1 and not args.kwonlyargs and (
+        args.vararg is not None or args.kwarg is not None)
+
+
+def _alias_of(value, me, attr) -> bool:
+    """``self.buf.detach()``, ``self.buf.data``, ``self.buf.to(x.device)``: the buffer itself or a view of its
+    storage (``.to`` a device it is already on returns it), not a new tensor; ``.to(dtype)`` makes a new one."""
+    if isinstance(value, ast.Attribute) and value.attr == "data":
+        return is_self_attr(value.value, me) and value.value.attr == attr
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and is_self_attr(value.func.value, me)
+            and value.func.value.attr == attr):
+        return False
+    method, args, kws = value.func.attr, value.args, value.keywords
+    if method == "detach" and not args and not kws:
+        return True
+    if method == "to":
+        def device(e):
+            return (isinstance(e, ast.Attribute) and e.attr == "device") or (
+                isinstance(e, ast.Name) and "device" in e.id.lower())
+        return (len(args) == 1 and not kws and device(args[0])) or (
+            not args and [k.arg for k in kws] == ["device"] and device(kws[0].value))
+    return False
 
 
 def _compiled_helpers(st, called: set[str]) -> set[str]:

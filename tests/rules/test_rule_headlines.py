@@ -26,6 +26,8 @@ def _examples():
 def test_first_lines_are_short_and_say_what_to_do(code, src, target):
     if target == "torch.compile" and code == "TL205" and "register_buffer" in src and "thunder.jit" in src:
         pytest.skip("a rebound buffer: thunder's hazard; torch.compile stores it like eager (test_rule_tl205_torch_compile.py)")
+    if target == "thunder" and code == "TL202" and "def chunked_loss" in src:
+        pytest.skip("a closure compiled on every call: a jit made each call traces anew (test_rule_tl202_torch_compile.py)")
     project = ProjectFile("/proj/m.py", "m", None, None, target)
     found = [d for d in lint_source(src, "/proj/m.py", project=project) if d.code == code]
     if not found and target == "thunder" and code == "TL301" and "dynamic=True" not in src and "symbolic" not in src:

@@ -71,3 +71,60 @@ def test_a_forward_compiled_in_another_file_reports_its_module_state(tmp_path):
     # the compile call is torch.compile: its note names the recompile
     assert any(n.startswith("torch.compile ") and "recompile" in n for n in notes), notes
     assert "`self.pos`" in found[0].message.split("\n")[0]
+
+
+LIBRARY = """\
+import torch
+from torch import nn
+
+
+class ScheduledLoss(nn.Module):
+    def __init__(self, schedule):
+        super().__init__()
+        self.schedule = schedule
+        self.n_steps = 0
+        self.loss_fn = schedule[0]
+
+    def forward(self, *args, **kwargs):
+        self.n_steps += 1
+        return self.loss_fn(*args, **kwargs)
+
+
+class Engine(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.module = model
+        self.iteration = 0
+
+    def forward(self, **batch):
+        self.iteration += 1
+        return self.module(**batch)
+
+
+class GlobalNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.step_count = 0
+
+    def forward(self, x, lengths=None):
+        self.step_count += 1
+        return x - x.mean()
+"""
+
+
+def test_library_default_leaves_wrappers_that_pass_their_inputs_through(tmp_path):
+    # no compile call: every forward is taken as compiled (the library default). A forward with inputs of its own
+    # (GlobalNorm) is a model's: its counter is reported. One that only passes *args/**kwargs on (a loss schedule,
+    # an engine around a model) is machinery around the model the user compiles: quiet.
+    (tmp_path / "lib.py").write_text(LIBRARY)
+    found = [d for d in lint_paths([str(tmp_path)], select=["TL205"], cache=False)]
+    assert [d.line for d in found] == [34], [d.message for d in found]
+    assert "GlobalNorm" in found[0].message
+
+
+def test_the_same_wrapper_compiled_by_a_call_is_reported(tmp_path):
+    (tmp_path / "lib.py").write_text(LIBRARY)
+    (tmp_path / "train.py").write_text("import torch\nfrom lib import ScheduledLoss\n"
+                                       "loss = torch.compile(ScheduledLoss([torch.nn.MSELoss()]))\n")
+    found = [d for d in lint_paths([str(tmp_path)], select=["TL205"], cache=False)]
+    assert [d.line for d in found] == [13], [d.message for d in found]

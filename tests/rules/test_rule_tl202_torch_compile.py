@@ -1,0 +1,58 @@
+"""TL202 on a closure compiled anew on every call of its maker (liger-kernel's chunked losses), linted and run
+under torch.compile on CPU with a backend that counts graphs.
+
+torch.compile caches by code object and reads the closure's cells on each call: a captured tensor is a graph
+input (new tensors every call: one graph, TL202 quiet), a captured Python value is guarded (a new float: one
+recompile, then it is dynamic; a new function: a recompile per function, TL202 reported). Results match eager.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from analyzer.static import lint_source
+from counting_backend import CountingBackend
+
+MAKER = """\
+import torch
+def chunked_loss(x, weight, scale, op, backend):
+    loss_acc = torch.zeros(())
+    def accumulate(chunk):
+        loss_acc.add_(op(chunk @ weight.t(), scale).sum())
+    accumulate = torch.compile(accumulate, backend=backend)
+    for chunk in x.chunk(2):
+        accumulate(chunk)
+    return loss_acc
+"""
+
+
+def _reported() -> set[str]:
+    return {d.message.split("`")[3] for d in lint_source(MAKER, "m.py") if d.code == "TL202"}
+
+
+def _run(calls):
+    ns: dict = {}
+    exec(MAKER, ns)
+    backend = CountingBackend()
+    torch.manual_seed(0)
+    for scale, op in calls:
+        x, w = torch.randn(4, 3), torch.randn(3, 3)
+        got = ns["chunked_loss"](x, w, scale, op, backend)
+        assert torch.allclose(got, op(x @ w.t(), scale).sum(), atol=1e-5)  # eager's result, every call
+    return len(backend.graphs)
+
+
+def test_only_the_python_values_are_reported():
+    assert _reported() == {"scale", "op"}  # loss_acc and weight are tensors (add_, .t()): quiet
+
+
+def test_new_tensors_on_every_call_compile_once():
+    assert _run([(2.0, torch.mul)] * 4) == 1
+
+
+def test_a_new_float_recompiles_once_then_is_dynamic():
+    assert _run([(1.0, torch.mul), (2.0, torch.mul), (3.0, torch.mul), (4.0, torch.mul)]) == 2
+
+
+def test_a_new_function_recompiles_per_function():
+    assert _run([(2.0, torch.mul), (2.0, torch.add), (2.0, torch.mul), (2.0, torch.sub)]) == 3

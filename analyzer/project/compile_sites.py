@@ -141,6 +141,19 @@ def data_pipeline(index, module: str, cls: str, composed) -> str:
     return ""
 
 
+# What only a training step calls: backward (on a name, ``t.backward()``; on a value of a stated class,
+# ``loss: Tensor`` -> ``t:torch.Tensor:backward``; ``torch.autograd.backward``) and clearing gradients.
+_TRAINING_CALLS = ("backward", "zero_grad")
+
+
+def trains(call: str) -> bool:
+    """Is this recorded call (calls.py's spelling) a backward pass or an optimizer's zero_grad?"""
+    kind, _, name = call.partition(":")
+    if kind in ("s", "f", "p") and "." not in name:
+        return False  # self.backward(...), backward(...): a method or function of the project's, not autograd
+    return name.replace(":", ".").rsplit(".", 1)[-1] in _TRAINING_CALLS
+
+
 def _runs_backward(index, forward, depth: int = 3) -> bool:
     """Does ``forward``, or what it calls (``depth`` calls deep), call ``.backward()``? Sentence-transformers'
     cached losses reach ``loss.backward()`` through ``self.forward_cached`` -> ``self.calculate_loss``."""
@@ -150,7 +163,7 @@ def _runs_backward(index, forward, depth: int = 3) -> bool:
         nxt = []
         for where in frontier:
             rec = index.modules[where[0]]["functions"].get(where[1])
-            if rec is not None and any(c.endswith(".backward") or c == "f:torch.autograd.backward" for c in rec[2]):
+            if rec is not None and any(map(trains, rec[2])):
                 return True
             more = list(index._reached_once(*where))
             if rec is not None:  # self.calculate_loss() in a base class: the concrete class's override

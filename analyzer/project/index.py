@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .compile_sites import data_pipeline, is_module_class, returned_classes, through_wrappers
+from .compile_sites import data_pipeline, is_module_class, returned_classes, through_wrappers, trains
 
 # The static engine's helpers are imported where a file is summarized: a run answered wholly from the
 # cache builds (or skips) the index without loading the engine.
@@ -597,6 +597,7 @@ class ProjectIndex:
         # findings read the same linted alone or with the project), then the first in the text.
         best: dict[tuple[str, str], tuple] = {}
         compilers: dict[tuple[str, str], set] = {}
+        machinery = self._training_modules() if self.library_default else frozenset()
         for rank, (root, how, _) in enumerate(pending):
             seen = {root}
             stack = [(root, 0)]
@@ -614,6 +615,8 @@ class ProjectIndex:
                     compilers.setdefault(where, set()).add(how.compiler)
                 if depth < REACH_DEPTH:
                     for nxt in self._reached_once(*where):
+                        if how.assumed and nxt[0] != root[0] and "." not in nxt[1] and nxt[0] in machinery:
+                            continue  # a helper of the training loop's module (gradcache's _create_minibatch)
                         if nxt not in seen:
                             seen.add(nxt)
                             stack.append((nxt, depth + 1))
@@ -621,6 +624,14 @@ class ProjectIndex:
             if len(compilers.get(where, ())) > 1:  # compiled by two compilers: both behaviours apply
                 how = replace(how, compiler="unknown")
             self.compiled[where] = how
+
+    def _training_modules(self) -> frozenset:
+        """Modules of the training loop: some function in them runs backward or clears gradients. The library
+        default does not follow a model's forward into their module-level functions from another module: those
+        slice and gather batches for the loop (sentence-transformers' gradcache.py), they are not the model's
+        helpers. A model's own module, and its classes' methods, are followed as before."""
+        return frozenset(mod for mod, s in self.modules.items()
+                         if any(any(map(trains, rec[2])) for rec in s["functions"].values() if len(rec) > 2))
 
     def _composed(self) -> set[tuple[str, str]]:
         """Classes the project puts in a transform pipeline (``Compose([RandomFlip(), ...])``)."""

@@ -1,0 +1,121 @@
+"""Issue 31, false class 3 (round 2): training machinery the library default took for a model.
+
+Shapes from sentence-transformers 6.3 and accelerate 1.16 (bench/precision_new_projects.md): a gradient-caching
+loss that calls backward on a value of a stated class, a model's forward reaching the batch-slicing helpers of the
+training loop's module, a training engine whose forward steps an optimizer. Each test keeps beside the false
+shape the one that must still be found.
+"""
+
+from __future__ import annotations
+
+import json
+
+from cli_helpers import write
+
+
+def where(cli, *args):
+    r = cli(*args, "--format", "json", "--no-cache")
+    assert r.code in (0, 1), r.err
+    return {(d["path"], d["code"], d["line"]) for d in json.loads(r.out)}
+
+
+def test_backward_on_an_annotated_tensor_is_a_training_step(cli, tmp_path):
+    # CachedGISTEmbedLoss: `loss_mbatch: torch.Tensor = ...; loss_mbatch.backward()` two self calls deep
+    write(tmp_path / "lib" / "__init__.py", "")
+    write(tmp_path / "lib" / "losses.py", '''\
+import torch
+from torch import nn
+
+
+class CachedLoss(nn.Module):
+    def forward(self, feats, labels):
+        return self.cache_gradients(feats, labels)
+
+    def cache_gradients(self, feats, labels):
+        return self.calculate(feats, labels, with_backward=True)
+
+    def calculate(self, feats, labels, with_backward=False):
+        n = labels.sum().item()
+        loss_mb: torch.Tensor = (feats * labels).sum() / n
+        if with_backward:
+            loss_mb.backward()
+        return loss_mb.detach()
+
+
+class PlainLoss(nn.Module):
+    def forward(self, feats, labels):
+        n = labels.sum().item()
+        return (feats * labels).sum() / n
+''')
+    # the plain loss may be compiled (its .item() is reported); the caching one runs backward: not a model
+    assert where(cli, ".") == {("lib/losses.py", "TL302", 22)}
+
+
+def test_helpers_of_the_training_loops_module_are_not_the_models(cli, tmp_path):
+    # gradcache.py slices batches for the loop and runs backward in its hook; a loss's forward in another module
+    # calls its _create_minibatch: that helper is the loop's, not the model's
+    write(tmp_path / "lib" / "__init__.py", "")
+    write(tmp_path / "lib" / "gradcache.py", '''\
+def create_minibatch(feats, begin, end):
+    stop = feats["offsets"][end].item()
+    return {k: v[begin:stop] for k, v in feats.items()}
+
+
+def replay(loss_obj, feats, grads):
+    for mb, g in zip(feats, grads):
+        out = loss_obj.model(mb)
+        out.backward(g)
+''')
+    write(tmp_path / "lib" / "ops.py", '''\
+def masked_mean(x, mask):
+    return (x * mask).sum() / mask.sum().item()
+''')
+    write(tmp_path / "lib" / "loss.py", '''\
+from torch import nn
+
+from lib.gradcache import create_minibatch
+from lib.ops import masked_mean
+
+
+class ChunkedLoss(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, feats, mask):
+        out = self.model(create_minibatch(feats, 0, 2))
+        return masked_mean(out, mask) + local_norm(out)
+
+
+def local_norm(x):
+    return x.norm().item()
+''')
+    got = where(cli, ".")
+    # ops.py has no training loop: its helper is the model's; the loss's own module is followed as before
+    assert ("lib/ops.py", "TL302", 2) in got, got
+    assert ("lib/loss.py", "TL302", 18) in got, got
+    assert not any(p == "lib/gradcache.py" for p, _, _ in got), got
+
+
+def test_a_model_file_with_its_training_loop_keeps_its_helpers(cli, tmp_path):
+    # single-file projects put train() beside the model: the model's own module is never cut
+    write(tmp_path / "lib" / "__init__.py", "")
+    write(tmp_path / "lib" / "net.py", '''\
+from torch import nn
+
+
+def scale(x):
+    return x / x.max().item()
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return scale(x)
+
+
+def train(model, opt, x):
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+''')
+    assert where(cli, ".") == {("lib/net.py", "TL302", 5)}

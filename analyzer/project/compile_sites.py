@@ -126,7 +126,7 @@ def data_pipeline(index, module: str, cls: str, composed) -> str:
     rec = index.modules[module]["functions"].get(f"{cls}.forward")
     calls = rec[2] if rec is not None and len(rec) > 2 else []
     if _runs_backward(index, (module, f"{cls}.forward")):
-        return "runs backward in its forward"  # a training step or a gradient-caching loss, not a model
+        return "runs backward in its forward"  # a training step, an engine, a gradient-caching loss: not a model
     imports = index.modules[module]["imports"]
     draws_python_random = any(
         c.startswith("f:") and c[2:].split(".")[0] in imports
@@ -144,6 +144,9 @@ def data_pipeline(index, module: str, cls: str, composed) -> str:
 # What only a training step calls: backward (on a name, ``t.backward()``; on a value of a stated class,
 # ``loss: Tensor`` -> ``t:torch.Tensor:backward``; ``torch.autograd.backward``) and clearing gradients.
 _TRAINING_CALLS = ("backward", "zero_grad")
+# The attribute a training engine keeps its torch.optim optimizer in (accelerate's MegatronEngine.forward runs
+# the step and logs self.optimizer.get_loss_scale()): a model's forward never reads an optimizer.
+_OPTIMIZER_ATTRS = frozenset({"optimizer", "optimizers", "optim"})
 
 
 def trains(call: str) -> bool:
@@ -155,15 +158,16 @@ def trains(call: str) -> bool:
 
 
 def _runs_backward(index, forward, depth: int = 3) -> bool:
-    """Does ``forward``, or what it calls (``depth`` calls deep), call ``.backward()``? Sentence-transformers'
-    cached losses reach ``loss.backward()`` through ``self.forward_cached`` -> ``self.calculate_loss``."""
+    """Does ``forward``, or what it calls (``depth`` calls deep), call ``.backward()`` or ``zero_grad()``, or read
+    the optimizer it holds? Sentence-transformers' cached losses reach ``loss.backward()`` through
+    ``self.forward_cached`` -> ``self.calculate_loss``."""
     seen = {forward}
     frontier = [forward]
     for _ in range(depth + 1):
         nxt = []
         for where in frontier:
             rec = index.modules[where[0]]["functions"].get(where[1])
-            if rec is not None and any(map(trains, rec[2])):
+            if rec is not None and (any(map(trains, rec[2])) or _OPTIMIZER_ATTRS.intersection(rec[3] if len(rec) > 3 else ())):
                 return True
             more = list(index._reached_once(*where))
             if rec is not None:  # self.calculate_loss() in a base class: the concrete class's override

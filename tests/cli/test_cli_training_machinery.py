@@ -119,3 +119,36 @@ def train(model, opt, x):
     opt.step()
 ''')
     assert where(cli, ".") == {("lib/net.py", "TL302", 5)}
+
+
+def test_an_engine_whose_forward_steps_its_optimizer_is_not_a_model(cli, tmp_path):
+    # accelerate's MegatronEngine(accelerator, model, optimizer, scheduler): forward runs an external train_step
+    # with self.optimizer and logs its loss scale; the models it wraps are linted as before
+    write(tmp_path / "lib" / "__init__.py", "")
+    write(tmp_path / "lib" / "engine.py", '''\
+from torch import nn
+from megatron.training import train_step
+
+
+class Engine(nn.Module):
+    def __init__(self, model, optimizer):
+        super().__init__()
+        self.module = model
+        self.optimizer = optimizer
+
+    def forward(self, **batch):
+        loss = train_step(model=self.module, optimizer=self.optimizer, batch=batch)
+        print("loss scale", self.optimizer.get_loss_scale().item())
+        return loss
+
+
+class Head(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.module = model
+
+    def forward(self, x):
+        print("head", x.shape)
+        return self.module(x)
+''')
+    assert where(cli, ".") == {("lib/engine.py", "TL204", 23)}

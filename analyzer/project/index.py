@@ -577,10 +577,11 @@ class ProjectIndex:
             # module's forward (and what it reaches) as compiled, saying so.
             compiler = self.target if self.target != "any" else "unknown"
             composed = self._composed()
+            runners = self._parts_compilers()
             for mod, s in self.modules.items():
                 for cls in s["classes"]:
                     if f"{cls}.forward" in s["functions"] and is_module_class(self, mod, cls):
-                        why = data_pipeline(self, mod, cls, composed)
+                        why = data_pipeline(self, mod, cls, composed) or self._compiles_its_parts(mod, cls, runners)
                         if why:
                             self.pipelines.append((self.rel(s["path"]), cls, why))
                             continue
@@ -624,6 +625,27 @@ class ProjectIndex:
             if len(compilers.get(where, ())) > 1:  # compiled by two compilers: both behaviours apply
                 how = replace(how, compiler="unknown")
             self.compiled[where] = how
+
+    def _parts_compilers(self) -> list[tuple[str, str]]:
+        """Methods that compile what their class holds (speechbrain's ``Pretrained._compile``:
+        ``torch.compile(self.mods[name])``): (module, qualname), from the compile calls on ``self.<attr>``."""
+        out = []
+        for mod, s in self.modules.items():
+            for target, *_rest, line, _decorator in s["entries"]:
+                if target[0] != "chain" or target[1] != "class":
+                    continue
+                for qual, rec in s["functions"].items():
+                    if qual.startswith(f"{target[2]}.") and qual.count(".") == 1 and rec[0] <= line <= rec[1]:
+                        out.append((mod, qual))
+        return sorted(set(out))
+
+    def _compiles_its_parts(self, module: str, cls: str, runners) -> str:
+        """A module class that compiles the modules it holds (itself or through a base's method) runs compiled
+        parts: its own forward is not what its users compile (an inference interface, a runner)."""
+        for mod, qual in runners:
+            if self._method(module, cls, qual.rsplit(".", 1)[1]) == (mod, qual):
+                return "compiles the modules it holds"
+        return ""
 
     def _training_modules(self) -> frozenset:
         """Modules of the training loop: some function in them runs backward or clears gradients. The library

@@ -152,3 +152,40 @@ class Head(nn.Module):
         return self.module(x)
 ''')
     assert where(cli, ".") == {("lib/engine.py", "TL204", 23)}
+
+
+def test_an_interface_that_compiles_the_modules_it_holds_is_not_compiled_itself(cli, tmp_path):
+    # speechbrain's Pretrained._compile: torch.compile(self.mods[name]) for the keys asked for; its subclasses'
+    # forward runs a text front-end around those parts. The parts (unknown here) stay linted as models.
+    write(tmp_path / "lib" / "__init__.py", "")
+    write(tmp_path / "lib" / "interfaces.py", '''\
+import torch
+from torch import nn
+
+
+class Pretrained(nn.Module):
+    def __init__(self, modules, compile_keys=()):
+        super().__init__()
+        self.mods = nn.ModuleDict(modules)
+        for name in compile_keys:
+            self.mods[name] = torch.compile(self.mods[name])
+''')
+    write(tmp_path / "lib" / "tts.py", '''\
+from torch import nn
+
+from lib.interfaces import Pretrained
+
+
+class TextToSpeech(Pretrained):
+    def forward(self, tokens):
+        ids = tokens.nonzero().reshape(-1).tolist()
+        return self.mods.decoder(ids)
+
+
+class Decoder(nn.Module):
+    def forward(self, x):
+        return x / x.max().item()
+''')
+    assert where(cli, ".") == {("lib/tts.py", "TL302", 14)}
+    out = cli(".", "--no-cache").out
+    assert "1 module (`TextToSpeech`) taken for data transforms or training machinery and left out" in out, out

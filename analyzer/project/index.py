@@ -393,8 +393,14 @@ class ProjectIndex:
         for path, text in (texts or {}).items():
             self._lines[path] = _ast_line_ends(text).split("\n")
         # by name (and path, where two files share a module name): every order below follows from it, never
-        # from the order the files were linted in
-        self.modules = {s["module"]: s for s in sorted(summaries, key=lambda s: (s["module"], s["path"]))}
+        # from the order the files were linted in. Two scripts of one name (tools/train.py, scripts/train.py) are
+        # two modules: the first by path keeps the name imports resolve to, the others are keyed `name@path`.
+        self.modules: dict[str, dict] = {}
+        self._module_of_path: dict[str, str] = {}
+        for s in sorted(summaries, key=lambda s: (s["module"], s["path"])):
+            key = s["module"] if s["module"] not in self.modules else f"{s['module']}@{self.rel(s['path'])}"
+            self.modules[key] = s
+            self._module_of_path[s["path"]] = key
         # None: not configured (the library default applies when no compile call is found); () turns it off
         self.assume_compiled = None if assume_compiled is None else tuple(assume_compiled)
         self.target = target
@@ -889,6 +895,7 @@ class ProjectIndex:
     def facts_for(self, module: str, path: str) -> tuple:
         """Compiled functions of ``module`` that its own text does not compile directly, as sorted plain
         tuples ``(qualname, compiler, symbolic, how, assumed, entry)``; part of the file's cache key."""
+        module = self._module_of_path.get(path, module)
         out = []
         for (mod, qual), c in self.compiled.items():
             if mod != module:

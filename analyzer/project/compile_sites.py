@@ -320,8 +320,43 @@ def through_wrappers(index, wrappers):
                             nxt.append((mod, target[1], target[2], target[3], how))
                         else:
                             found.extend((where, where_how, s["path"]) for where, _ in index.compiled_by(mod, *target))
+            if wqual.endswith(".__init__"):
+                nxt.extend((*sub, how) for sub in _subclass_constructors(index, wmod, wqual[: -len(".__init__")],
+                                                                        position, param))
         frontier = nxt
     return found
+
+
+def _subclass_constructors(index, module: str, cls: str, position: int, param: str) -> list[tuple]:
+    """A constructor that compiles its argument is one of its subclasses' too: (module, "Sub.__init__", position,
+    parameter) for a subclass that inherits it, or whose own ``__init__`` passes a parameter of its own on through
+    ``super().__init__(model)`` (or ``Base.__init__(self, model)``)."""
+    from ..static.module_index import dotted_name
+
+    out = []
+    for mod, s in sorted(index.modules.items()):
+        for sub, info in sorted(s["classes"].items()):
+            if not any(index.resolve(mod, base) == (module, cls) for base in info[0]):
+                continue
+            if f"{sub}.__init__" not in s["functions"]:
+                out.append((mod, f"{sub}.__init__", position, param))  # inherited: Sub(net) is Base.__init__(net)
+                continue
+            fn = _function_node(index, mod, f"{sub}.__init__")
+            params = _params(index, mod, f"{sub}.__init__")
+            for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)) if fn is not None else ():
+                callee = call.func
+                if not (isinstance(callee, ast.Attribute) and callee.attr == "__init__"):
+                    continue
+                owner = dotted_name(callee.value)
+                explicit = owner is not None and index.resolve(mod, owner) == (module, cls)
+                through_super = isinstance(callee.value, ast.Call) and dotted_name(callee.value.func) == "super"
+                if not (explicit or through_super):
+                    continue
+                shifted = ast.Call(func=call.func, args=call.args[1:] if explicit else call.args, keywords=call.keywords)
+                arg = _call_argument(shifted, position, param)
+                if isinstance(arg, ast.Name) and arg.id in params:
+                    out.append((mod, f"{sub}.__init__", params.index(arg.id), arg.id))
+    return out
 
 
 def _argument_targets(index, module: str, expr, line: int, tree=None, depth: int = 0) -> list[tuple]:

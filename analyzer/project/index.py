@@ -892,10 +892,15 @@ class ProjectIndex:
         return sorted(set(out))
 
     # What linting one file needs.
+    def module_key(self, module: str, path: str) -> str:
+        """The key of the file at ``path`` in ``modules`` and ``compiled``: its module name, or ``name@path`` for
+        the second of two files of one name."""
+        return self._module_of_path.get(path, module)
+
     def facts_for(self, module: str, path: str) -> tuple:
         """Compiled functions of ``module`` that its own text does not compile directly, as sorted plain
         tuples ``(qualname, compiler, symbolic, how, assumed, entry)``; part of the file's cache key."""
-        module = self._module_of_path.get(path, module)
+        module = self.module_key(module, path)
         out = []
         for (mod, qual), c in self.compiled.items():
             if mod != module:

@@ -386,6 +386,16 @@ class Compiled:
     entry: bool = True  # the function the compile call names (or a compiled module's forward); else reached from it
 
 
+def _runs_the_loop(qual: str, rec) -> bool:
+    """Does this function run a backward pass as a training loop does? Not an autograd.Function's own
+    ``backward`` (a kernel recomputing its forward: liger's tiled MLP), nor a test (unsloth's test_layernorm
+    beside its kernel), nor clearing gradients alone (a utility resetting a model)."""
+    name = qual.rsplit(".", 1)[-1]
+    if name == "backward" or name.startswith("test") or len(rec) < 3:
+        return False
+    return any(trains(c) and not c.endswith("zero_grad") for c in rec[2])
+
+
 class ProjectIndex:
     def __init__(self, summaries: list[dict], root: str = ".", assume_compiled=None, target: str = "any", texts=None):
         self.root = os.path.abspath(root)
@@ -654,12 +664,12 @@ class ProjectIndex:
         return ""
 
     def _training_modules(self) -> frozenset:
-        """Modules of the training loop: some function in them runs backward or clears gradients. The library
+        """Modules of the training loop: some function in them runs backward. The library
         default does not follow a model's forward into their module-level functions from another module: those
         slice and gather batches for the loop (sentence-transformers' gradcache.py), they are not the model's
         helpers. A model's own module, and its classes' methods, are followed as before."""
-        return frozenset(mod for mod, s in self.modules.items()
-                         if any(any(map(trains, rec[2])) for rec in s["functions"].values() if len(rec) > 2))
+        return frozenset(mod for mod, s in self.modules.items() if not is_test_file(self.rel(s["path"])) and any(
+            _runs_the_loop(qual, rec) for qual, rec in s["functions"].items()))
 
     def _composed(self) -> set[tuple[str, str]]:
         """Classes the project puts in a transform pipeline (``Compose([RandomFlip(), ...])``)."""

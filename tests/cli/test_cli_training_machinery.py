@@ -189,3 +189,44 @@ class Decoder(nn.Module):
     assert where(cli, ".") == {("lib/tts.py", "TL302", 14)}
     out = cli(".", "--no-cache").out
     assert "1 module (`TextToSpeech`) taken for data transforms or training machinery and left out" in out, out
+
+
+def test_a_kernel_module_whose_autograd_function_runs_backward_is_the_models(cli, tmp_path):
+    # liger's ops/tiled_mlp.py: an autograd.Function whose backward recomputes through torch.autograd.backward,
+    # and unsloth's kernels with a test_* beside them that calls .backward(): kernels, not the training loop
+    write(tmp_path / "lib" / "__init__.py", "")
+    write(tmp_path / "lib" / "ops.py", '''\
+import torch
+
+
+class Tiled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        torch.autograd.backward(grad)
+        return grad
+
+
+def apply_tiled(x):
+    n = x.sum().item()
+    return Tiled.apply(x) / n
+
+
+def test_tiled():
+    x = torch.ones(2, requires_grad=True)
+    apply_tiled(x).sum().backward()
+''')
+    write(tmp_path / "lib" / "mlp.py", '''\
+from torch import nn
+
+from lib.ops import apply_tiled
+
+
+class TiledMLP(nn.Module):
+    def forward(self, x):
+        return apply_tiled(x)
+''')
+    assert where(cli, ".") == {("lib/ops.py", "TL302", 16)}

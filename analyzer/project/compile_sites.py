@@ -167,6 +167,8 @@ def _runs_backward(index, forward, depth: int = 3) -> bool:
         nxt = []
         for where in frontier:
             rec = index.modules[where[0]]["functions"].get(where[1])
+            if where[1].endswith(".backward"):
+                continue  # an autograd.Function's backward (a kernel's recomputation) is no training step
             if rec is not None and (any(map(trains, rec[2])) or _OPTIMIZER_ATTRS.intersection(rec[3] if len(rec) > 3 else ())):
                 return True
             more = list(index._reached_once(*where))

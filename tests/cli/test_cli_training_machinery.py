@@ -230,3 +230,31 @@ class TiledMLP(nn.Module):
         return apply_tiled(x)
 ''')
     assert where(cli, ".") == {("lib/ops.py", "TL302", 16)}
+
+
+def test_a_module_calling_its_autograd_function_is_a_model(cli, tmp_path):
+    # the module's forward reaches the Function's backward (recomputing through torch.autograd.backward):
+    # that backward runs in the backward pass of whoever trains the model, the module is still a model
+    write(tmp_path / "lib" / "__init__.py", "")
+    write(tmp_path / "lib" / "mlp.py", '''\
+import torch
+from torch import nn
+
+
+class Recompute(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        torch.autograd.backward(grad)
+        return grad
+
+
+class RecomputeMLP(nn.Module):
+    def forward(self, x):
+        print("mlp", x.shape)
+        return Recompute.apply(x)
+''')
+    assert where(cli, ".") == {("lib/mlp.py", "TL204", 18)}

@@ -658,10 +658,24 @@ class ProjectIndex:
     def _compiles_its_parts(self, module: str, cls: str, runners) -> str:
         """A module class that compiles the modules it holds (itself or through a base's method) runs compiled
         parts: its own forward is not what its users compile (an inference interface, a runner)."""
-        for mod, qual in runners:
-            if self._method(module, cls, qual.rsplit(".", 1)[1]) == (mod, qual):
-                return "compiles the modules it holds"
+        owners = {(mod, qual.rsplit(".", 1)[0]) for mod, qual in runners}
+        if owners and self._inherits(module, cls, owners):
+            return "compiles the modules it holds"
         return ""
+
+    def _inherits(self, module: str, cls: str, owners: set, depth: int = 0) -> bool:
+        """Is the class, or one of its bases (followed across modules), among ``owners``?"""
+        if (module, cls) in owners:
+            return True
+        info = self.modules.get(module, {}).get("classes", {}).get(cls.rsplit(".", 1)[-1])
+        if info is None or depth > 8:
+            return False
+        for base in info[0]:
+            where = self.resolve(module, base)
+            if where and where[1].rsplit(".", 1)[-1] in self.modules[where[0]]["classes"] and self._inherits(
+                    where[0], where[1], owners, depth + 1):
+                return True
+        return False
 
     def _training_modules(self) -> frozenset:
         """Modules of the training loop: some function in them runs backward. The library

@@ -126,7 +126,7 @@ def data_pipeline(index, module: str, cls: str, composed) -> str:
     rec = index.modules[module]["functions"].get(f"{cls}.forward")
     calls = rec[2] if rec is not None and len(rec) > 2 else []
     if _runs_backward(index, (module, f"{cls}.forward")):
-        return "runs backward in its forward"  # a training step or a gradient-caching loss, not a model
+        return "runs backward in its forward"  # a training step, an engine, a gradient-caching loss: not a model
     imports = index.modules[module]["imports"]
     draws_python_random = any(
         c.startswith("f:") and c[2:].split(".")[0] in imports
@@ -141,16 +141,35 @@ def data_pipeline(index, module: str, cls: str, composed) -> str:
     return ""
 
 
+# What only a training step calls: backward (on a name, ``t.backward()``; on a value of a stated class,
+# ``loss: Tensor`` -> ``t:torch.Tensor:backward``; ``torch.autograd.backward``) and clearing gradients.
+_TRAINING_CALLS = ("backward", "zero_grad")
+# The attribute a training engine keeps its torch.optim optimizer in (accelerate's MegatronEngine.forward runs
+# the step and logs self.optimizer.get_loss_scale()): a model's forward never reads an optimizer.
+_OPTIMIZER_ATTRS = frozenset({"optimizer", "optimizers", "optim"})
+
+
+def trains(call: str) -> bool:
+    """Is this recorded call (calls.py's spelling) a backward pass or an optimizer's zero_grad?"""
+    kind, _, name = call.partition(":")
+    if kind in ("s", "f", "p") and "." not in name:
+        return False  # self.backward(...), backward(...): a method or function of the project's, not autograd
+    return name.replace(":", ".").rsplit(".", 1)[-1] in _TRAINING_CALLS
+
+
 def _runs_backward(index, forward, depth: int = 3) -> bool:
-    """Does ``forward``, or what it calls (``depth`` calls deep), call ``.backward()``? Sentence-transformers'
-    cached losses reach ``loss.backward()`` through ``self.forward_cached`` -> ``self.calculate_loss``."""
+    """Does ``forward``, or what it calls (``depth`` calls deep), call ``.backward()`` or ``zero_grad()``, or read
+    the optimizer it holds? Sentence-transformers' cached losses reach ``loss.backward()`` through
+    ``self.forward_cached`` -> ``self.calculate_loss``."""
     seen = {forward}
     frontier = [forward]
     for _ in range(depth + 1):
         nxt = []
         for where in frontier:
             rec = index.modules[where[0]]["functions"].get(where[1])
-            if rec is not None and any(c.endswith(".backward") or c == "f:torch.autograd.backward" for c in rec[2]):
+            if where[1].endswith(".backward"):
+                continue  # an autograd.Function's backward (a kernel's recomputation) is no training step
+            if rec is not None and (any(map(trains, rec[2])) or _OPTIMIZER_ATTRS.intersection(rec[3] if len(rec) > 3 else ())):
                 return True
             more = list(index._reached_once(*where))
             if rec is not None:  # self.calculate_loss() in a base class: the concrete class's override
@@ -303,8 +322,43 @@ def through_wrappers(index, wrappers):
                             nxt.append((mod, target[1], target[2], target[3], how))
                         else:
                             found.extend((where, where_how, s["path"]) for where, _ in index.compiled_by(mod, *target))
+            if wqual.endswith(".__init__"):
+                nxt.extend((*sub, how) for sub in _subclass_constructors(index, wmod, wqual[: -len(".__init__")],
+                                                                        position, param))
         frontier = nxt
     return found
+
+
+def _subclass_constructors(index, module: str, cls: str, position: int, param: str) -> list[tuple]:
+    """A constructor that compiles its argument is one of its subclasses' too: (module, "Sub.__init__", position,
+    parameter) for a subclass that inherits it, or whose own ``__init__`` passes a parameter of its own on through
+    ``super().__init__(model)`` (or ``Base.__init__(self, model)``)."""
+    from ..static.module_index import dotted_name
+
+    out = []
+    for mod, s in sorted(index.modules.items()):
+        for sub, info in sorted(s["classes"].items()):
+            if not any(index.resolve(mod, base) == (module, cls) for base in info[0]):
+                continue
+            if f"{sub}.__init__" not in s["functions"]:
+                out.append((mod, f"{sub}.__init__", position, param))  # inherited: Sub(net) is Base.__init__(net)
+                continue
+            fn = _function_node(index, mod, f"{sub}.__init__")
+            params = _params(index, mod, f"{sub}.__init__")
+            for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)) if fn is not None else ():
+                callee = call.func
+                if not (isinstance(callee, ast.Attribute) and callee.attr == "__init__"):
+                    continue
+                owner = dotted_name(callee.value)
+                explicit = owner is not None and index.resolve(mod, owner) == (module, cls)
+                through_super = isinstance(callee.value, ast.Call) and dotted_name(callee.value.func) == "super"
+                if not (explicit or through_super):
+                    continue
+                shifted = ast.Call(func=call.func, args=call.args[1:] if explicit else call.args, keywords=call.keywords)
+                arg = _call_argument(shifted, position, param)
+                if isinstance(arg, ast.Name) and arg.id in params:
+                    out.append((mod, f"{sub}.__init__", params.index(arg.id), arg.id))
+    return out
 
 
 def _argument_targets(index, module: str, expr, line: int, tree=None, depth: int = 0) -> list[tuple]:

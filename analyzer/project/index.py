@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .compile_sites import data_pipeline, is_module_class, returned_classes, through_wrappers
+from .compile_sites import data_pipeline, is_module_class, returned_classes, through_wrappers, trains
 
 # The static engine's helpers are imported where a file is summarized: a run answered wholly from the
 # cache builds (or skips) the index without loading the engine.
@@ -386,6 +386,16 @@ class Compiled:
     entry: bool = True  # the function the compile call names (or a compiled module's forward); else reached from it
 
 
+def _runs_the_loop(qual: str, rec) -> bool:
+    """Does this function run a backward pass as a training loop does? Not an autograd.Function's own
+    ``backward`` (a kernel recomputing its forward: liger's tiled MLP), nor a test (unsloth's test_layernorm
+    beside its kernel), nor clearing gradients alone (a utility resetting a model)."""
+    name = qual.rsplit(".", 1)[-1]
+    if name == "backward" or name.startswith("test") or len(rec) < 3:
+        return False
+    return any(trains(c) and not c.endswith("zero_grad") for c in rec[2])
+
+
 class ProjectIndex:
     def __init__(self, summaries: list[dict], root: str = ".", assume_compiled=None, target: str = "any", texts=None):
         self.root = os.path.abspath(root)
@@ -393,8 +403,14 @@ class ProjectIndex:
         for path, text in (texts or {}).items():
             self._lines[path] = _ast_line_ends(text).split("\n")
         # by name (and path, where two files share a module name): every order below follows from it, never
-        # from the order the files were linted in
-        self.modules = {s["module"]: s for s in sorted(summaries, key=lambda s: (s["module"], s["path"]))}
+        # from the order the files were linted in. Two scripts of one name (tools/train.py, scripts/train.py) are
+        # two modules: the first by path keeps the name imports resolve to, the others are keyed `name@path`.
+        self.modules: dict[str, dict] = {}
+        self._module_of_path: dict[str, str] = {}
+        for s in sorted(summaries, key=lambda s: (s["module"], s["path"])):
+            key = s["module"] if s["module"] not in self.modules else f"{s['module']}@{self.rel(s['path'])}"
+            self.modules[key] = s
+            self._module_of_path[s["path"]] = key
         # None: not configured (the library default applies when no compile call is found); () turns it off
         self.assume_compiled = None if assume_compiled is None else tuple(assume_compiled)
         self.target = target
@@ -577,10 +593,11 @@ class ProjectIndex:
             # module's forward (and what it reaches) as compiled, saying so.
             compiler = self.target if self.target != "any" else "unknown"
             composed = self._composed()
+            runners = self._parts_compilers()
             for mod, s in self.modules.items():
                 for cls in s["classes"]:
                     if f"{cls}.forward" in s["functions"] and is_module_class(self, mod, cls):
-                        why = data_pipeline(self, mod, cls, composed)
+                        why = data_pipeline(self, mod, cls, composed) or self._compiles_its_parts(mod, cls, runners)
                         if why:
                             self.pipelines.append((self.rel(s["path"]), cls, why))
                             continue
@@ -597,6 +614,7 @@ class ProjectIndex:
         # findings read the same linted alone or with the project), then the first in the text.
         best: dict[tuple[str, str], tuple] = {}
         compilers: dict[tuple[str, str], set] = {}
+        machinery = self._training_modules() if self.library_default else frozenset()
         for rank, (root, how, _) in enumerate(pending):
             seen = {root}
             stack = [(root, 0)]
@@ -614,6 +632,8 @@ class ProjectIndex:
                     compilers.setdefault(where, set()).add(how.compiler)
                 if depth < REACH_DEPTH:
                     for nxt in self._reached_once(*where):
+                        if how.assumed and nxt[0] != root[0] and "." not in nxt[1] and nxt[0] in machinery:
+                            continue  # a helper of the training loop's module (gradcache's _create_minibatch)
                         if nxt not in seen:
                             seen.add(nxt)
                             stack.append((nxt, depth + 1))
@@ -621,6 +641,49 @@ class ProjectIndex:
             if len(compilers.get(where, ())) > 1:  # compiled by two compilers: both behaviours apply
                 how = replace(how, compiler="unknown")
             self.compiled[where] = how
+
+    def _parts_compilers(self) -> list[tuple[str, str]]:
+        """Methods that compile what their class holds (speechbrain's ``Pretrained._compile``:
+        ``torch.compile(self.mods[name])``): (module, qualname), from the compile calls on ``self.<attr>``."""
+        out = []
+        for mod, s in self.modules.items():
+            for target, *_rest, line, _decorator in s["entries"]:
+                if target[0] != "chain" or target[1] != "class":
+                    continue
+                for qual, rec in s["functions"].items():
+                    if qual.startswith(f"{target[2]}.") and qual.count(".") == 1 and rec[0] <= line <= rec[1]:
+                        out.append((mod, qual))
+        return sorted(set(out))
+
+    def _compiles_its_parts(self, module: str, cls: str, runners) -> str:
+        """A module class that compiles the modules it holds (itself or through a base's method) runs compiled
+        parts: its own forward is not what its users compile (an inference interface, a runner)."""
+        owners = {(mod, qual.rsplit(".", 1)[0]) for mod, qual in runners}
+        if owners and self._inherits(module, cls, owners):
+            return "compiles the modules it holds"
+        return ""
+
+    def _inherits(self, module: str, cls: str, owners: set, depth: int = 0) -> bool:
+        """Is the class, or one of its bases (followed across modules), among ``owners``?"""
+        if (module, cls) in owners:
+            return True
+        info = self.modules.get(module, {}).get("classes", {}).get(cls.rsplit(".", 1)[-1])
+        if info is None or depth > 8:
+            return False
+        for base in info[0]:
+            where = self.resolve(module, base)
+            if where and where[1].rsplit(".", 1)[-1] in self.modules[where[0]]["classes"] and self._inherits(
+                    where[0], where[1], owners, depth + 1):
+                return True
+        return False
+
+    def _training_modules(self) -> frozenset:
+        """Modules of the training loop: some function in them runs backward. The library
+        default does not follow a model's forward into their module-level functions from another module: those
+        slice and gather batches for the loop (sentence-transformers' gradcache.py), they are not the model's
+        helpers. A model's own module, and its classes' methods, are followed as before."""
+        return frozenset(mod for mod, s in self.modules.items() if not is_test_file(self.rel(s["path"])) and any(
+            _runs_the_loop(qual, rec) for qual, rec in s["functions"].items()))
 
     def _composed(self) -> set[tuple[str, str]]:
         """Classes the project puts in a transform pipeline (``Compose([RandomFlip(), ...])``)."""
@@ -853,9 +916,15 @@ class ProjectIndex:
         return sorted(set(out))
 
     # What linting one file needs.
+    def module_key(self, module: str, path: str) -> str:
+        """The key of the file at ``path`` in ``modules`` and ``compiled``: its module name, or ``name@path`` for
+        the second of two files of one name."""
+        return self._module_of_path.get(path, module)
+
     def facts_for(self, module: str, path: str) -> tuple:
         """Compiled functions of ``module`` that its own text does not compile directly, as sorted plain
         tuples ``(qualname, compiler, symbolic, how, assumed, entry)``; part of the file's cache key."""
+        module = self.module_key(module, path)
         out = []
         for (mod, qual), c in self.compiled.items():
             if mod != module:

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import ast
 
-from rules._jit_scopes import eager_decorator
-from rules._torch_api import eager_only_spans
+from rules.jit_markers import eager_decorator
+from rules.jit_markers import eager_only_spans
 
 from ..static.children import child_fields
 from ..static.module_index import dotted_name, strip_self_returning

@@ -255,8 +255,8 @@ def _word_lines(text: str, words) -> set[int]:
 
 def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_decorators=()) -> dict:
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
-    from rules._jit_scopes import disabler_aliases, eager_decorator
-    from rules._torch_api import mentions_compiling_checks
+    from rules.jit_markers import disabler_aliases, eager_decorator
+    from rules.jit_markers import mentions_compiling_checks
 
     from ..static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
     from ..static.module_index import dotted_name

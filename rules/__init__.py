@@ -1,7 +1,7 @@
 """The rule table: code -> rule. One module per rule beside this file.
 
 ``RULES`` maps each code (in code order) to its ``RuleInfo``; ``STATIC_CHECKS`` maps the codes that have
-a static check to it. TL001-TL003 are meta rules: the engine (TL001), the CLI (TL002) and `thunder-lint run` (TL003) emit them.
+a static check to it. TL401-TL403 (OBSERVED) come from `run --observe`. TL001-TL003 are meta rules: the engine (TL001), the CLI (TL002) and `thunder-lint run` (TL003) emit them.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from . import (
     tl204_side_effect_call,
     tl301_symbolic_control_flow,
     tl302_data_dependent_control_flow,
+    tl401_graph_break,
+    tl402_recompile,
+    tl403_differs_from_eager,
 )
 from .compilers import render_behaviour
 from .base import DOC_HEADINGS, Finding, FixRequest, RuleInfo
@@ -36,12 +39,18 @@ _MODULES = (
     tl204_side_effect_call,
     tl301_symbolic_control_flow,
     tl302_data_dependent_control_flow,
+    tl401_graph_break,
+    tl402_recompile,
+    tl403_differs_from_eager,
 )
 
 RULES: dict[str, RuleInfo] = {m.INFO.code: m.INFO for m in sorted(_MODULES, key=lambda m: m.INFO.code)}
 STATIC_CHECKS = {m.INFO.code: m.check for m in _MODULES if hasattr(m, "check")}
 # The rules whose checks only look at jitted functions (the engine skips them when a file has none).
 JIT_ONLY = frozenset({"TL102", "TL103", "TL201", "TL202", "TL203", "TL204", "TL301", "TL302"})
+# The rules `thunder-lint run --observe` reports from the real torch.compile: no static check; their examples are
+# programs, run under --observe by tests/run/test_observe_rules.py.
+OBSERVED = frozenset({"TL401", "TL402", "TL403"})
 
 
 def render_docs(code: str) -> str:
@@ -63,4 +72,4 @@ def render_docs(code: str) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["RULES", "STATIC_CHECKS", "JIT_ONLY", "render_docs", "RuleInfo", "Finding", "FixRequest", "DOC_HEADINGS"]
+__all__ = ["RULES", "STATIC_CHECKS", "JIT_ONLY", "OBSERVED", "render_docs", "RuleInfo", "Finding", "FixRequest", "DOC_HEADINGS"]

@@ -57,8 +57,9 @@ def observed_sites(observer) -> list[Site]:
             continue
         s = _site(sites, "TL401", where, break_reason_line(r.reason))
         s.events += 1
-        graphs = graphs_of.get(id(r), [])
-        s.calls += sum(g.calls for g in graphs) if graphs else 1
+        s.calls += sum(g.calls for g in graphs_of.get(id(r), []))
+    for s in sites.values():  # only breaks after empty graphs, which reach no backend: count their compiles
+        s.calls = s.calls or s.events
     for m in observer.metrics:
         limit = (m.fail_reason or "").startswith(_RECOMPILE_LIMIT)
         if not m.recompile_reason:
@@ -138,9 +139,10 @@ def diagnostics(sites: list[Site], static: list[Diagnostic]) -> list[Diagnostic]
             notes = [f"observed: {s.calls} call{'s' if s.calls != 1 else ''} broke the graph here "
                      f"({s.events} compile{'s' if s.events != 1 else ''}); the code after it runs as a new graph"]
         elif s.code == "TL402":
-            first = (f"torch.compile recompiled for the value read here ({_short(guard_in_words(s.what))}): "
-                     "pass it as a tensor argument, or make it constant")
-            notes = [f"observed: {s.events} recompile{'s' if s.events != 1 else ''}; last failed guard: `{s.what}`"]
+            fix = ("compile each function with one backend" if s.what.startswith("BACKEND_MATCH") else
+                   "pass it as a tensor argument, or make it constant")
+            first = f"torch.compile recompiled for the value read here ({_short(guard_in_words(s.what))}): {fix}"
+            notes = [f"observed: {s.events} recompile{'s' if s.events != 1 else ''}; last failed guard: `{_short(s.what, 200)}`"]
             if s.limit_hit:
                 notes.append("the recompile limit (torch._dynamo.config.recompile_limit) was hit: the function "
                              "ran eagerly from then on")
@@ -205,6 +207,16 @@ class Comparison:
                 f"happened, {missed} did not (precision)")
 
 
+def traced_points(observer) -> set:
+    """(file, line) points inside every function dynamo traced: the traced code objects' first lines, every
+    compiled frame's, and the frames of each graph break's user stack."""
+    points = set(observer.traced)
+    points |= {(m.co_filename, m.co_firstlineno) for m in observer.metrics if m.co_filename and m.co_firstlineno}
+    for r in observer.break_reasons:
+        points |= {(fs.filename, fs.lineno) for fs in r.user_stack or () if fs.lineno}
+    return points
+
+
 def compare_static(sites: list[Site], static: list[Diagnostic], traced: set) -> Comparison:
     observed_at: dict = {}
     for s in sites:
@@ -233,7 +245,8 @@ def verify_line(observer) -> str:
     nv = sum(observer.not_verified.values())
     differ = sum(observer.differing_calls.values())
     text = (f"--verify: {observer.verified_calls} compiled graph call{'s' if observer.verified_calls != 1 else ''} "
-            f"compared with eager, {differ} differed; {nv} not verified")
+            f"compared with eager, {differ} differed ({observer.random_checked} with the backend's own random "
+            f"draws given to eager); {nv} not verified")
     if observer.not_verified:
         text += " (" + "; ".join(f"{n}: {why}" for why, n in observer.not_verified.items()) + ")"
     return text

@@ -71,6 +71,7 @@ def observing(observer: Observer):
         observer.poll()
 
     optimize.__wrapped__ = original
+    observer.baseline()
     torch._dynamo.optimize = optimize
     callback_handler.register_start_callback(on_compile)
     callback_handler.register_end_callback(on_compile)

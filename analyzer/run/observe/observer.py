@@ -37,13 +37,21 @@ class Observer:
     verified_calls: int = 0
     differing_calls: dict = field(default_factory=dict)  # id(graph) -> calls that differed
     not_verified: dict = field(default_factory=dict)  # why -> calls
-    random_differs: int = 0  # calls that differed only downstream of random ops (not verified)
+    random_checked: int = 0  # calls whose random ops took the backend's values in the eager run
 
     def __post_init__(self):
         self._seen: set = set()
         self._lock = threading.Lock()
 
     # --- torch's records ------------------------------------------------------------------------------
+    def baseline(self) -> None:
+        """Records torch made before the run (an earlier run in this process) are not this run's."""
+        import torch._dynamo.utils as dutils
+
+        with self._lock:
+            self._before = [*dutils.graph_break_reasons, *dutils._compilation_metrics]  # kept: ids stay unique
+            self._seen.update(id(r) for r in self._before)
+
     def poll(self) -> None:
         """Take the records torch made since the last poll (each object once)."""
         import torch._dynamo.utils as dutils
@@ -97,15 +105,17 @@ class Observer:
             with self._lock:
                 self.not_verified[outcome.why_not] = self.not_verified.get(outcome.why_not, 0) + 1
             return
-        if outcome.differs and graph.divergence is None:
-            graph.divergence = localize(graph.reference, graph.backend, pristine, rng)
-        if outcome.differs and graph.divergence.random:
-            why = ("its result depends on random ops, which the backend draws with its own generator "
-                   "(inductor: set torch._inductor.config.fallback_random = True to verify them)")
+        differs = outcome.differs
+        if differs and graph.reference.random:  # the backend's random draws: compare the rest through the probe
+            where = localize(graph.reference, graph.backend, pristine, rng, given_random=True)
             with self._lock:
-                self.not_verified[why] = self.not_verified.get(why, 0) + 1
-            return
+                self.random_checked += 1
+            differs = where is not None
+            if differs and graph.divergence is None:
+                graph.divergence = where
+        elif differs and graph.divergence is None:
+            graph.divergence = localize(graph.reference, graph.backend, pristine, rng)
         with self._lock:
             self.verified_calls += 1
-            if outcome.differs:
+            if differs:
                 self.differing_calls[id(graph)] = self.differing_calls.get(id(graph), 0) + 1

@@ -55,7 +55,7 @@ def run_observed(args, target: str, program_args: list[str], settings, *, verify
         calls = sum(g.calls for g in observer.graphs)
         tail.append(f"thunder-lint run --observe: {graphs} graph{'s' if graphs != 1 else ''} compiled, {calls} "
                     f"graph call{'s' if calls != 1 else ''}; " + _counts(sites))
-        tail.append("thunder-lint run --observe: " + findings.compare_static(sites, static, observer.traced).line() + ".")
+        tail.append("thunder-lint run --observe: " + findings.compare_static(sites, static, findings.traced_points(observer)).line() + ".")
         if verify:
             tail.append("thunder-lint run --observe: " + findings.verify_line(observer) + ".")
         if outcome.summary:

@@ -9,12 +9,16 @@ eagerly under the generator state the compiled call started from, and the progra
 where the compiled call left it. Tolerances are torch.testing.assert_close's by dtype.
 
 Where a call differs, ``localize`` finds the first FX node whose value differs: the graph, with every
-intermediate tensor added to its outputs, is compiled again by the same backend and compared with an eager run
-that records every node; that node's ``stack_trace`` names the user's line.
+intermediate tensor added to its outputs, is compiled again by the same backend (the probe) and compared with an
+eager run that records every node; that node's ``stack_trace`` names the user's line. A backend may draw random
+numbers with its own generator (inductor does, unless fallback_random): a graph with random ops whose call
+differs is checked through the probe, the eager run taking the random ops' values from it; it differs only
+where a value that is not a random draw differs.
 """
 from __future__ import annotations
 
 import operator
+import os
 from dataclasses import dataclass
 
 import torch
@@ -78,6 +82,7 @@ class Reference:
     gm: torch.fx.GraphModule
     writes: bool  # any in-place write: inputs are cloned before the compiled call
     random: bool
+    probe: tuple | None = None  # (nodes, number of outputs, compiled probe), made on the first differing call
 
     @classmethod
     def of(cls, gm: torch.fx.GraphModule) -> "Reference":
@@ -103,10 +108,11 @@ def set_rng_state(state) -> None:
 
 
 def close(a, b) -> bool:
-    """assert_close's verdict (tolerances by dtype, NaN equal to NaN); structure and non-tensors by ==."""
-    fa, sa = tree_flatten(a)
-    fb, sb = tree_flatten(b)
-    if sa != sb or len(fa) != len(fb):
+    """assert_close's verdict (tolerances by dtype, NaN equal to NaN) on the leaves, in order (a backend may
+    return a list where the graph returns a tuple); non-tensors by ==."""
+    fa, _ = tree_flatten(a)
+    fb, _ = tree_flatten(b)
+    if len(fa) != len(fb):
         return False
     for x, y in zip(fa, fb):
         if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
@@ -163,12 +169,18 @@ def run_checked(reference: Reference, compiled, args) -> tuple[object, Outcome, 
 
 
 class _Recorder(torch.fx.Interpreter):
-    def __init__(self, gm):
+    """Runs the graph eagerly, keeping every tensor value; random ops may take given values instead."""
+
+    def __init__(self, gm, given=None):
         super().__init__(gm)
         self.values = {}
+        self.given = given or {}
 
     def run_node(self, n):
-        value = super().run_node(n)
+        if n.name in self.given and is_random(n):
+            value = self.given[n.name].clone()
+        else:
+            value = super().run_node(n)
         if isinstance(value, torch.Tensor):
             self.values[n.name] = value.detach().clone()
         return value
@@ -180,20 +192,6 @@ class Divergence:
     line: int | None
     op: str  # the differing node's op, in words
     detail: str  # max abs difference, or why the place is approximate
-    random: bool = False  # the differing value depends on a random op
-
-
-def _upstream_random(node: torch.fx.Node) -> bool:
-    seen, todo = set(), [node]
-    while todo:
-        n = todo.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        if is_random(n):
-            return True
-        todo.extend(n.all_input_nodes)
-    return False
 
 
 def _diff(a: torch.Tensor, b: torch.Tensor) -> str:
@@ -207,35 +205,49 @@ def _diff(a: torch.Tensor, b: torch.Tensor) -> str:
         return "values differ"
 
 
-def localize(reference: Reference, backend, pristine, rng) -> Divergence:
-    """The first node of the graph whose compiled value differs from its eager value."""
-    gm = reference.gm
-    nodes = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
-    eager = _Recorder(gm)
+def _probe(reference: Reference, backend, pristine):
+    """The graph with every intermediate tensor as an output too, compiled by the same backend (once per graph)."""
+    if reference.probe is None:
+        gm = reference.gm
+        nodes = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")
+                 and isinstance(n.meta.get("example_value"), torch.Tensor)]
+        graph = torch.fx.Graph()
+        env: dict = {}
+        outs, _ = tree_flatten(graph.graph_copy(gm.graph, env))
+        graph.output(tuple(outs) + tuple(env[n] for n in nodes))  # flat, as dynamo's graphs return
+        probe = torch.fx.GraphModule(gm, graph)
+        reference.probe = (nodes, len(outs), backend(probe, clone_inputs(pristine)))
+    return reference.probe
+
+
+def localize(reference: Reference, backend, pristine, rng, *, given_random: bool = False) -> Divergence | None:
+    """The first node of the graph whose compiled value differs from its eager value. With ``given_random``, the
+    eager run takes the random ops' values from the compiled probe (the backend's own generator drew them), and
+    None means that everything else agreed."""
     saved = rng_state()
     try:
+        nodes, n_outs, compiled = _probe(reference, backend, pristine)
+        set_rng_state(rng)
+        probed = {n.name: v for n, v in zip(nodes, list(compiled(*clone_inputs(pristine)))[n_outs:])}
+        eager = _Recorder(reference.gm, probed if given_random else None)
         set_rng_state(rng)
         with torch.no_grad():
             eager.run(*clone_inputs(pristine))
-        traced = [n for n in nodes if n.name in eager.values]
-        graph = torch.fx.Graph()
-        env: dict = {}
-        out = graph.graph_copy(gm.graph, env)
-        graph.output((out, [env[n] for n in traced]))
-        probe = torch.fx.GraphModule(gm, graph)
-        inputs = clone_inputs(pristine)
-        compiled = backend(probe, clone_inputs(pristine))
-        set_rng_state(rng)
-        _, values = compiled(*inputs)
     except Exception as e:  # noqa: BLE001  (the probe failed: report at the graph's outputs instead)
-        set_rng_state(saved)
+        if os.environ.get("THUNDER_LINT_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
         return _at_outputs(reference, f"the per-op probe failed ({type(e).__name__})")
-    set_rng_state(saved)
-    for n, v in zip(traced, values):
-        if not close(v, eager.values[n.name]):
+    finally:
+        set_rng_state(saved)
+    for n in nodes:
+        if n.name in eager.values and not close(probed[n.name], eager.values[n.name]):
             where = user_line_of_text(n.meta.get("stack_trace"))
             return Divergence(where[0] if where else None, where[1] if where else None, op_words(n),
-                              _diff(v, eager.values[n.name]), _upstream_random(n))
+                              _diff(probed[n.name], eager.values[n.name]))
+    if given_random:
+        return None
     return _at_outputs(reference, "every intermediate agreed when compiled as outputs (the difference comes "
                                   "from how the backend fused the graph)")
 
@@ -247,5 +259,5 @@ def _at_outputs(reference: Reference, why: str) -> Divergence:
     for n in output.all_input_nodes:
         where = user_line_of_text(n.meta.get("stack_trace"))
         if where:
-            return Divergence(where[0], where[1], op_words(n), why, _upstream_random(n))
-    return Divergence(None, None, "the graph's outputs", why, reference.random)
+            return Divergence(where[0], where[1], op_words(n), why)
+    return Divergence(None, None, "the graph's outputs", why)

@@ -103,7 +103,7 @@ def cmd_run(argv: list[str]) -> int:
     if args.observe:
         from .observe.session import run_observed
 
-        return run_observed(args, target, program_args, settings, verify=args.verify)
+        return run_observed(args, target, program_args, settings, verify=args.verify, emit=_emit, alarm=_alarm)
 
     collector = Collector(max_calls=args.max_calls)
     stop_alarm = _alarm(args.max_seconds, collector, StopRun)

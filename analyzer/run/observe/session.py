@@ -11,12 +11,13 @@ import sys
 import types
 
 
-def run_observed(args, target: str, program_args: list[str], settings, *, verify: bool) -> int:
+def run_observed(args, target: str, program_args: list[str], settings, *, verify: bool, emit, alarm) -> int:
+    """``emit`` and ``alarm`` are the run command's own (report output, --max-seconds), passed in: imports point
+    from the command to here, never back."""
     from ... import cli_common
     from ...report import render
     from .. import program
     from ..collector import StopRun
-    from ..command import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, _alarm, _emit
     from ..report import filter_trace, merge, static_findings
     from . import findings
     from .hooks import observing
@@ -24,7 +25,7 @@ def run_observed(args, target: str, program_args: list[str], settings, *, verify
 
     observer = Observer(verify=verify)
     stopper = types.SimpleNamespace(stopped=None)
-    stop_alarm = _alarm(args.max_seconds, stopper, StopRun)
+    stop_alarm = alarm(args.max_seconds, stopper, StopRun)
     try:
         with observing(observer):
             outcome = program.run(target, program_args, module=bool(args.module))
@@ -64,19 +65,17 @@ def run_observed(args, target: str, program_args: list[str], settings, *, verify
         if not args.quiet:
             head = cli_common.summary_lines(diagnostics, fixed=None, unsafe_fixes=False)
             body = body + ("\n" if body and args.format == "full" else "") + "\n".join(head + tail) + "\n"
-        _emit(args.output_file, body)
+        emit(args.output_file, body)
     else:
-        _emit(args.output_file, body)
+        emit(args.output_file, body)
         if tail:
             print("\n".join(tail), file=sys.stderr)
 
-    if outcome.failed:
-        return EXIT_ERROR
+    if outcome.failed or errors:
+        return 2
     if outcome.kind == "interrupted":
         return 130
-    if errors:
-        return EXIT_ERROR
-    return EXIT_CLEAN if (not diagnostics or args.exit_zero) else EXIT_FINDINGS
+    return 0 if (not diagnostics or args.exit_zero) else 1  # the linter's statuses, as `run` returns them
 
 
 def _counts(sites) -> str:

@@ -139,8 +139,12 @@ def diagnostics(sites: list[Site], static: list[Diagnostic]) -> list[Diagnostic]
             notes = [f"observed: {s.calls} call{'s' if s.calls != 1 else ''} broke the graph here "
                      f"({s.events} compile{'s' if s.events != 1 else ''}); the code after it runs as a new graph"]
         elif s.code == "TL402":
-            fix = ("compile each function with one backend" if s.what.startswith("BACKEND_MATCH") else
-                   "pass it as a tensor argument, or make it constant")
+            if s.what.startswith("BACKEND_MATCH"):
+                fix = "compile each function with one backend"
+            elif s.what.startswith("GLOBAL_STATE"):
+                fix = "expected once per mode (grad, autocast); more means the mode flips between calls"
+            else:
+                fix = "pass it as a tensor argument, or make it constant"
             first = f"torch.compile recompiled for the value read here ({_short(guard_in_words(s.what))}): {fix}"
             notes = [f"observed: {s.events} recompile{'s' if s.events != 1 else ''}; last failed guard: `{_short(s.what, 200)}`"]
             if s.limit_hit:

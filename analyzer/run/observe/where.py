@@ -66,6 +66,8 @@ def guard_in_words(guard: str) -> str:
     """The failed guard as a sentence: `G['scale'] == 2.0` -> "global `scale` was 2.0 when compiled, ..."."""
     if guard.startswith("BACKEND_MATCH"):
         return "the function was compiled again with another backend"
+    if guard.startswith("GLOBAL_STATE changed:"):
+        return f"torch's global state changed since compiled ({guard.split(':', 1)[1].strip()})"
     glob = "G['" in guard and "L['" not in guard
     plain = _SOURCE.sub(lambda m: m.group(2), guard)
     for pattern, words in _WORDS:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ...diagnostics import Diagnostic, Severity
 from ...dynamic.user_code import is_user_file, line_span
-from .where import break_reason_line, guard_in_words, innermost_user_frame, split_recompile_reason, user_line_of_text
+from .where import _torch_file, break_reason_line, guard_in_words, innermost_user_frame, split_recompile_reason, user_line_of_text
 
 # Which static rules predict which observed event at their line.
 PREDICTS = {
@@ -67,7 +67,7 @@ def observed_sites(observer) -> list[Site]:
         guard, where = split_recompile_reason(m.recompile_reason)
         if where is None:
             where = _guard_comment_line(m.recompile_reason, m.co_filename) or _definition(m)
-        if where is None or not is_user_file(where[0]):
+        if where is None or _torch_file(where[0]):
             continue
         s = _site(sites, "TL402", where, guard)
         s.what = guard  # the last guard that failed there
@@ -153,8 +153,11 @@ def diagnostics(sites: list[Site], static: list[Diagnostic]) -> list[Diagnostic]
         else:
             first = f"the compiled value differs from eager at {_short(s.what)}: check the backend's lowering of it"
             notes = list(s.notes)
-        notes.append(f"{', '.join(predicted)} predicted this at this line" if predicted
-                     else "no static rule predicted this")
+        if not is_user_file(s.path):
+            notes.append("in library code (not linted): the program's call into it decides what to change")
+        else:
+            notes.append(f"{', '.join(predicted)} predicted this at this line" if predicted
+                         else "no static rule predicted this")
         line, col, end_line, end_col = line_span(s.path, s.line)
         out.append(Diagnostic(code=s.code, name=RULES[s.code].name, severity=Severity(RULES[s.code].severity),
                               message="\n".join([first, *notes]), path=s.path, line=line, column=col,
@@ -259,7 +262,7 @@ def verify_line(observer) -> str:
 def user_files(observer) -> set:
     files = {f for f, _ in observer.traced if os.path.isfile(f) and is_user_file(f)}
     for g in observer.graphs:
-        if g.divergence is not None and g.divergence.path:
+        if g.divergence is not None and g.divergence.path and is_user_file(g.divergence.path):
             files.add(g.divergence.path)
     return files
 

@@ -19,6 +19,7 @@ def run_observed(args, target: str, program_args: list[str], settings, *, verify
     from .. import program
     from ..collector import StopRun
     from ..report import filter_trace, merge, static_findings
+    from ...dynamic.user_code import is_user_file
     from . import findings
     from .hooks import observing
     from .observer import Observer
@@ -38,7 +39,7 @@ def run_observed(args, target: str, program_args: list[str], settings, *, verify
             pass
 
     sites = findings.observed_sites(observer)
-    files = findings.user_files(observer) | {s.path for s in sites if os.path.isfile(s.path)}
+    files = findings.user_files(observer) | {s.path for s in sites if os.path.isfile(s.path) and is_user_file(s.path)}
     main = program.main_file(target, bool(args.module))
     if main:
         files.add(main)

@@ -14,10 +14,23 @@ from ...dynamic.user_code import is_user_file
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 
+def _torch_file(path: str) -> bool:
+    import os
+
+    import torch
+
+    return os.path.abspath(path).startswith(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+
+
 def innermost_user_frame(frames) -> tuple[str, int] | None:
-    """(file, line) of the innermost user frame of a list of traceback.FrameSummary, or None."""
-    for fs in reversed(list(frames or ())):
-        if fs.filename and fs.lineno and is_user_file(fs.filename):
+    """(file, line) of the innermost user frame of a list of traceback.FrameSummary; in a library's model (no user
+    frame: transformers' code, say), the innermost frame outside torch; else None."""
+    frames = [fs for fs in frames or () if fs.filename and fs.lineno]
+    for fs in reversed(frames):
+        if is_user_file(fs.filename):
+            return fs.filename, fs.lineno
+    for fs in reversed(frames):
+        if not _torch_file(fs.filename) and not fs.filename.startswith("<"):
             return fs.filename, fs.lineno
     return None
 
@@ -28,8 +41,13 @@ def frames_of_text(text: str | None) -> list[tuple[str, int, str]]:
 
 
 def user_line_of_text(text: str | None) -> tuple[str, int] | None:
-    for path, line, _ in reversed(frames_of_text(text)):
+    """As innermost_user_frame, for a formatted stack."""
+    frames = frames_of_text(text)
+    for path, line, _ in reversed(frames):
         if is_user_file(path):
+            return path, line
+    for path, line, _ in reversed(frames):
+        if not _torch_file(path) and not path.startswith("<"):
             return path, line
     return None
 

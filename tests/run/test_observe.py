@@ -141,3 +141,28 @@ def test_the_run_demo_gives_no_false_tl403(tmp_path, capsys):
     assert [d["line"] for d in breaks] == [15] and "TL302 predicted this" in breaks[0]["message"]
     line = next(x for x in summary.splitlines() if "--verify:" in x)
     assert ", 0 differed" in line and "; 0 not verified" in line
+
+
+def test_observe_runs_a_module_with_dash_m(tmp_path, capsys):
+    import torch._dynamo
+
+    from analyzer.cli import main
+
+    pkg = tmp_path / "demo_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "__main__.py").write_text(
+        "import sys\nimport torch\n\n\n@torch.compile(backend='eager')\ndef f(x):\n    print('in f')\n"
+        "    return x + 1\n\n\nf(torch.ones(2))\nprint('args', sys.argv[1:])\n")
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    torch._dynamo.reset()
+    try:
+        status = main(["run", "--observe", "--format", "concise", "-m", "demo_pkg", "a", "b"])
+    finally:
+        os.chdir(here)
+        torch._dynamo.reset()
+    out = capsys.readouterr()
+    assert status == 1 and "args ['a', 'b']" in out.out
+    assert "demo_pkg/__main__.py:7:5: TL401 " in out.err and "TL204 predicted this" not in out.err  # concise: headline
+    assert "1 of 1 observed graph-break site predicted" in out.err

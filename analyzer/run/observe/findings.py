@@ -154,10 +154,9 @@ def diagnostics(sites: list[Site], static: list[Diagnostic]) -> list[Diagnostic]
             first = f"the compiled value differs from eager at {_short(s.what)}: check the backend's lowering of it"
             notes = list(s.notes)
         if not is_user_file(s.path):
-            notes.append("in library code (not linted): the program's call into it decides what to change")
-        else:
-            notes.append(f"{', '.join(predicted)} predicted this at this line" if predicted
-                         else "no static rule predicted this")
+            notes.append("in library code: the program's use of it decides what to change")
+        notes.append(f"{', '.join(predicted)} predicted this at this line" if predicted
+                     else "no static rule predicted this")
         line, col, end_line, end_col = line_span(s.path, s.line)
         out.append(Diagnostic(code=s.code, name=RULES[s.code].name, severity=Severity(RULES[s.code].severity),
                               message="\n".join([first, *notes]), path=s.path, line=line, column=col,

@@ -43,9 +43,13 @@ def run_observed(args, target: str, program_args: list[str], settings, *, verify
     main = program.main_file(target, bool(args.module))
     if main:
         files.add(main)
-    static, errors = static_findings(files, settings)  # always computed: the predictions need them
+    # The predictions also read a library's files where something was observed (a transformers model's break):
+    # those files are linted for that, and their static findings are not reported.
+    library = {s.path for s in sites if os.path.isfile(s.path) and not is_user_file(s.path)}
+    static, errors = static_findings(files | library, settings)
+    own = [d for d in static if is_user_file(d.path)]
     trace = filter_trace(findings.diagnostics(sites, static), settings)
-    diagnostics = merge(trace, static if args.with_static else [])
+    diagnostics = merge(trace, own if args.with_static else [])
     for e in errors:
         print(f"thunder-lint: error: {e}", file=sys.stderr)
 

@@ -67,8 +67,8 @@ def split_recompile_reason(reason: str) -> tuple[str, tuple[str, int] | None]:
 
 _SOURCE = re.compile(r"\b([GL])\['([^']+)'\]")
 _WORDS = (
-    (re.compile(r"^___check_obj_id\((.+), \d+\)$"), r"`\1` is not the object it was when compiled"),
-    (re.compile(r"^___check_type_id\((.+), \d+\)$"), r"`\1` is not of the type it had when compiled"),
+    (re.compile(r"^___check_obj_id\(([^,]+), \d+\).*$"), r"`\1` is not the object it was when compiled"),
+    (re.compile(r"^___check_type_id\(([^,]+), \d+\).*$"), r"`\1` is not of the type it had when compiled"),
     (re.compile(r"^tensor '(.+)' size mismatch at index (\d+)\. expected (\d+), actual (\d+)$"),
      r"the size of `\1` at dim \2 was \3 when compiled, now \4"),
     (re.compile(r"^tensor '(.+)' stride mismatch at index (\d+)\. expected (\d+), actual (\d+)$"),

@@ -25,6 +25,7 @@ class Graph:
     backend: object = None
     calls: int = 0
     divergence: Divergence | None = None  # --verify: where its first differing call differed
+    own_random: bool = False  # --verify: the backend draws its random numbers itself: calls go to the probe
 
 
 @dataclass
@@ -94,7 +95,7 @@ class Observer:
 
         def verified(*args):
             graph.calls += 1
-            result, outcome, pristine, rng = run_checked(graph.reference, compiled, args)
+            result, outcome, pristine, rng = run_checked(graph.reference, compiled, args, probe_only=graph.own_random)
             self._count(graph, outcome, pristine, rng)
             return result
 
@@ -111,6 +112,7 @@ class Observer:
             with self._lock:
                 self.random_checked += 1
             differs = where is not None
+            graph.own_random = True  # later calls: straight to the probe, the plain eager run would differ again
             if differs and graph.divergence is None:
                 graph.divergence = where
         elif differs and graph.divergence is None:

@@ -137,9 +137,10 @@ class Outcome:
     why_not: str = ""  # when not verified: why
 
 
-def run_checked(reference: Reference, compiled, args) -> tuple[object, Outcome, list | None, object]:
+def run_checked(reference: Reference, compiled, args, *, probe_only: bool = False) -> tuple[object, Outcome, list | None, object]:
     """Run the compiled graph on ``args`` (the program's result), then the reference eagerly; compare.
-    Returns (result, outcome, pristine inputs or None, the generator state the call started from)."""
+    Returns (result, outcome, pristine inputs or None, the generator state the call started from). With
+    ``probe_only`` (a graph whose random draws the backend makes itself) the eager run is left to the probe."""
     try:
         pristine = clone_inputs(args) if reference.writes else None
     except Exception as e:  # noqa: BLE001  (an input that cannot be copied: not verified, never "equal")
@@ -148,6 +149,8 @@ def run_checked(reference: Reference, compiled, args) -> tuple[object, Outcome, 
     versions = [a._version if isinstance(a, torch.Tensor) else None for a in args]
     result = compiled(*args)
     after = rng_state()
+    if probe_only:
+        return result, Outcome(True, differs=True), pristine if pristine is not None else list(args), before
     ref_inputs = clone_inputs(pristine) if pristine is not None else list(args)
     try:
         set_rng_state(before)

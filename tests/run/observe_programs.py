@@ -129,3 +129,29 @@ f(torch.randn(3))
 assert seen == [{"options": {"answer": 42}}], seen
 print("options", seen[0]["options"]["answer"])
 '''
+
+# A backend that draws its own random numbers (it advances the generator first) and accepts only graphs with one
+# output, so the probe (every intermediate as an output) cannot be compiled: its calls are "not verified".
+OWN_RANDOM_NO_PROBE = '''\
+import torch
+import torch.nn.functional as F
+
+
+def one_output_only(gm, example_inputs):
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    assert len(out.args[0]) == 1, "one output only"
+
+    def run(*args):
+        torch.randn(3)  # its own draw first: dropout's mask differs from eager's under the same start state
+        return gm.forward(*args)
+    return run
+
+
+@torch.compile(backend=one_output_only)
+def f(x):
+    return F.dropout(x, 0.5, training=True) * 2
+
+
+for _ in range(3):
+    f(torch.ones(8))
+'''

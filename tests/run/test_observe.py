@@ -166,3 +166,11 @@ def test_observe_runs_a_module_with_dash_m(tmp_path, capsys):
     assert status == 1 and "args ['a', 'b']" in out.out
     assert "demo_pkg/__main__.py:7:5: TL401 " in out.err and "TL204 predicted this" not in out.err  # concise: headline
     assert "1 of 1 observed graph-break site predicted" in out.err
+
+
+def test_random_draws_that_cannot_be_given_to_eager_are_not_verified_never_differing(tmp_path, capsys):
+    status, report, summary = observe(tmp_path, programs.OWN_RANDOM_NO_PROBE, "--verify", capsys=capsys)
+    assert not found(report, "TL403"), report
+    line = next(x for x in summary.splitlines() if "--verify:" in x)
+    assert "0 compiled graph calls compared with eager" in line and "3 not verified" in line
+    assert "its random ops are drawn by the backend and the per-op probe failed (AssertionError)" in line

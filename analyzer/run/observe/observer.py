@@ -25,6 +25,7 @@ class Graph:
     backend: object = None
     calls: int = 0
     divergence: Divergence | None = None  # --verify: where its first differing call differed
+    unverifiable: str = ""  # --verify: why its calls cannot be verified
     own_random: bool = False  # --verify: the backend draws its random numbers itself: calls go to the probe
 
 
@@ -79,8 +80,8 @@ class Observer:
         if self.verify:
             try:
                 graph.reference = Reference.of(gm)
-            except Exception as e:  # noqa: BLE001
-                self.not_verified[f"its graph could not be copied ({type(e).__name__})"] = 0
+            except Exception as e:  # noqa: BLE001  (its calls are counted as not verified)
+                graph.unverifiable = f"its graph could not be copied ({type(e).__name__})"
         with self._lock:
             self.graphs.append(graph)
         return graph
@@ -90,6 +91,9 @@ class Observer:
         if graph.reference is None:
             def observed(*args):
                 graph.calls += 1
+                if graph.unverifiable:
+                    with self._lock:
+                        self.not_verified[graph.unverifiable] = self.not_verified.get(graph.unverifiable, 0) + 1
                 return compiled(*args)
             return observed
 
@@ -109,6 +113,11 @@ class Observer:
         differs = outcome.differs
         if differs and graph.reference.random:  # the backend's random draws: compare the rest through the probe
             where = localize(graph.reference, graph.backend, pristine, rng, given_random=True)
+            if where is not None and where.probe_failed:  # its random draws cannot be given to eager: unknown
+                why = f"its random ops are drawn by the backend and {where.detail}"
+                with self._lock:
+                    self.not_verified[why] = self.not_verified.get(why, 0) + 1
+                return
             with self._lock:
                 self.random_checked += 1
             differs = where is not None

@@ -195,6 +195,7 @@ class Divergence:
     line: int | None
     op: str  # the differing node's op, in words
     detail: str  # max abs difference, or why the place is approximate
+    probe_failed: bool = False  # the place is the outputs' because the probe could not be compiled or run
 
 
 def _diff(a: torch.Tensor, b: torch.Tensor) -> str:
@@ -241,7 +242,9 @@ def localize(reference: Reference, backend, pristine, rng, *, given_random: bool
             import traceback
 
             traceback.print_exc()
-        return _at_outputs(reference, f"the per-op probe failed ({type(e).__name__})")
+        d = _at_outputs(reference, f"the per-op probe failed ({type(e).__name__})")
+        d.probe_failed = True
+        return d
     finally:
         set_rng_state(saved)
     for n in nodes:

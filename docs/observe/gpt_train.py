@@ -1,7 +1,10 @@
 """A small GPT training step compiled with torch.compile (inductor), as a training script would be written:
 demo program for docs/observe.md and bench/observe_overhead.py. `--steps N` sets the number of steps."""
 import argparse
+import json
 import math
+import statistics
+import time
 
 import torch
 import torch.nn as nn
@@ -58,13 +61,16 @@ def lr_at(step, warmup=5, total=100, base=3e-3):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--time", action="store_true", help="print the median CPU and wall time of the steady steps")
     args = p.parse_args()
     torch.manual_seed(0)
     model = GPT()
     opt = torch.optim.AdamW(model.parameters(), lr=lr_at(0))
     compiled = torch.compile(model)
     data = torch.randint(0, 256, (64, 65))
+    walls, cpus = [], []
     for step in range(args.steps):
+        wall, cpu = time.perf_counter(), time.process_time()
         batch = data[torch.randint(0, 64, (8,))]
         _, loss = compiled(batch[:, :-1], batch[:, 1:])
         loss.backward()
@@ -73,10 +79,15 @@ def main():
             group["lr"] = lr_at(step)
         opt.step()
         opt.zero_grad(set_to_none=True)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
     model.eval()
     with torch.no_grad():
         logits = compiled(data[:2, :16])
     print(f"loss {loss.item():.3f}, sample logits {tuple(logits.shape)}")
+    if args.time:  # the steps after the first two (compiled, then steady), as bench/observe_overhead.py reads them
+        print("timing", json.dumps({"wall_ms": 1000 * statistics.median(walls[2:]),
+                                    "cpu_ms": 1000 * statistics.median(cpus[2:])}))
 
 
 if __name__ == "__main__":

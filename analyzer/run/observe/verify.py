@@ -107,6 +107,25 @@ def set_rng_state(state) -> None:
         torch.cuda.set_rng_state_all(state[1])
 
 
+# torch.testing.assert_close's default (rtol, atol) by dtype: the fast check below uses the same formula
+_TOLERANCES = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch.float32: (1.3e-6, 1e-5),
+               torch.float64: (1e-7, 1e-7), torch.complex64: (1.3e-6, 1e-5), torch.complex128: (1e-7, 1e-7)}
+
+
+def _quick_close(x, y) -> bool:
+    """True when assert_close would pass, decided with one fused op (assert_close costs ~100 us of Python per
+    tensor: too much for every call of a graph); False means "ask assert_close"."""
+    try:
+        if x.shape != y.shape or x.dtype != y.dtype or x.device != y.device or x.layout != torch.strided:
+            return False
+        tol = _TOLERANCES.get(x.dtype)
+        if tol is None:
+            return bool(torch.equal(x, y))
+        return bool(torch.allclose(x.detach(), y.detach(), rtol=tol[0], atol=tol[1], equal_nan=True))
+    except (RuntimeError, TypeError):
+        return False
+
+
 def close(a, b) -> bool:
     """assert_close's verdict (tolerances by dtype, NaN equal to NaN) on the leaves, in order (a backend may
     return a list where the graph returns a tuple); non-tensors by ==."""
@@ -118,6 +137,8 @@ def close(a, b) -> bool:
         if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
             if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
                 return False
+            if _quick_close(x, y):
+                continue
             try:
                 torch.testing.assert_close(x.detach(), y.detach(), equal_nan=True, check_device=True,
                                            check_layout=False, check_stride=False)
@@ -174,10 +195,11 @@ def run_checked(reference: Reference, compiled, args, *, probe_only: bool = Fals
 class _Recorder(torch.fx.Interpreter):
     """Runs the graph eagerly, keeping every tensor value; random ops may take given values instead."""
 
-    def __init__(self, gm, given=None):
+    def __init__(self, gm, given=None, copy=True):
         super().__init__(gm)
         self.values = {}
         self.given = given or {}
+        self.copy = copy  # values must be copied only where the graph may write to them later
 
     def run_node(self, n):
         if n.name in self.given and is_random(n):
@@ -185,7 +207,7 @@ class _Recorder(torch.fx.Interpreter):
         else:
             value = super().run_node(n)
         if isinstance(value, torch.Tensor):
-            self.values[n.name] = value.detach().clone()
+            self.values[n.name] = value.detach().clone() if self.copy else value.detach()
         return value
 
 
@@ -207,6 +229,11 @@ def _diff(a: torch.Tensor, b: torch.Tensor) -> str:
         return f"max abs difference {d.max().item():.3g}" if d.numel() else "empty"
     except Exception:  # noqa: BLE001
         return "values differ"
+
+
+def _fresh(reference: Reference, pristine) -> list:
+    """Inputs for one more run: copies where the graph writes in place, the inputs themselves where it does not."""
+    return clone_inputs(pristine) if reference.writes else list(pristine)
 
 
 def _probe(reference: Reference, backend, pristine):
@@ -232,11 +259,12 @@ def localize(reference: Reference, backend, pristine, rng, *, given_random: bool
     try:
         nodes, n_outs, compiled = _probe(reference, backend, pristine)
         set_rng_state(rng)
-        probed = {n.name: v for n, v in zip(nodes, list(compiled(*clone_inputs(pristine)))[n_outs:])}
-        eager = _Recorder(reference.gm, probed if given_random else None)
+        with torch.no_grad():
+            probed = {n.name: v for n, v in zip(nodes, list(compiled(*_fresh(reference, pristine)))[n_outs:])}
+        eager = _Recorder(reference.gm, probed if given_random else None, copy=reference.writes)
         set_rng_state(rng)
         with torch.no_grad():
-            eager.run(*clone_inputs(pristine))
+            eager.run(*_fresh(reference, pristine))
     except Exception as e:  # noqa: BLE001  (the probe failed: report at the graph's outputs instead)
         if os.environ.get("THUNDER_LINT_DEBUG"):
             import traceback

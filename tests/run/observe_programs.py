@@ -155,3 +155,21 @@ def f(x):
 for _ in range(3):
     f(torch.ones(8))
 '''
+
+# A graph break inside a loop: dynamo gives up on the whole frame (no graph, no GraphCompileReason).
+LOOP = '''\
+import torch
+
+
+@torch.compile(backend="eager")
+def f(x):
+    for _ in range(3):
+        x = x + 1
+        if x.sum() > 0:  # <-LOOP_BRANCH
+            x = x * 2
+    return x
+
+
+for _ in range(3):
+    f(torch.ones(3))
+'''

@@ -174,3 +174,13 @@ def test_random_draws_that_cannot_be_given_to_eager_are_not_verified_never_diffe
     line = next(x for x in summary.splitlines() if "--verify:" in x)
     assert "0 compiled graph calls compared with eager" in line and "3 not verified" in line
     assert "its random ops are drawn by the backend and the per-op probe failed (AssertionError)" in line
+
+
+def test_a_break_inside_a_loop_is_reported_where_dynamo_gave_up_on_the_frame(tmp_path, capsys):
+    src = programs.LOOP
+    status, report, summary = observe(tmp_path, src, capsys=capsys)
+    (d,) = found(report, "TL401")
+    assert d["line"] == marker(src, "LOOP_BRANCH")
+    assert d["message"].startswith("torch.compile gave up on `f` here (data-dependent branch")
+    assert "runs uncompiled on every call" in d["message"] and "TL302 predicted this" in d["message"]
+    assert "1 of 1 static finding in traced code happened, 0 did not" in summary

@@ -36,6 +36,7 @@ class Site:
     events: int = 0  # compiles that broke there, recompiles, or differing calls
     notes: list = field(default_factory=list)
     limit_hit: bool = False
+    skipped: str = ""  # TL401: the function dynamo gave up on (it then runs uncompiled), when it did
 
 
 def _site(sites: dict, code: str, where, what: str) -> Site:
@@ -62,6 +63,14 @@ def observed_sites(observer) -> list[Site]:
         s.calls = s.calls or s.events
     for m in observer.metrics:
         limit = (m.fail_reason or "").startswith(_RECOMPILE_LIMIT)
+        where = (m.fail_user_frame_filename, m.fail_user_frame_lineno)
+        if m.fail_type and not limit and where[0] and where[1] and not _torch_file(where[0]):
+            # dynamo gave up on the whole frame (a break inside a loop, an error while tracing): no graph, no
+            # GraphCompileReason; the compile's metrics name the failing user line
+            s = _site(sites, "TL401", where, break_reason_line(m.fail_reason or m.fail_type))
+            s.events += 1
+            s.calls = max(s.calls, 1)
+            s.skipped = m.co_name or "the function"
         if not m.recompile_reason:
             continue
         guard, where = split_recompile_reason(m.recompile_reason)
@@ -134,7 +143,11 @@ def diagnostics(sites: list[Site], static: list[Diagnostic]) -> list[Diagnostic]
     out = []
     for s in sites:
         predicted = sorted(by_line.get((os.path.abspath(s.path), s.line), set()) & PREDICTS[s.code])
-        if s.code == "TL401":
+        if s.code == "TL401" and s.skipped:
+            first = f"torch.compile gave up on `{s.skipped}` here ({_short(s.what)}): {_break_hint(s.what)}"
+            notes = [f"observed: dynamo could not compile the frame ({s.events} attempt{'s' if s.events != 1 else ''}, "
+                     "a graph break inside a loop or an error while tracing): it runs uncompiled on every call"]
+        elif s.code == "TL401":
             first = f"torch.compile broke the graph here ({_short(s.what)}): {_break_hint(s.what)}"
             notes = [f"observed: {s.calls} call{'s' if s.calls != 1 else ''} broke the graph here "
                      f"({s.events} compile{'s' if s.events != 1 else ''}); the code after it runs as a new graph"]

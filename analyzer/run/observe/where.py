@@ -97,7 +97,7 @@ def guard_in_words(guard: str) -> str:
 def break_reason_line(reason: str) -> str:
     """dynamo's reason for a graph break in one line (its first line names the kind: gb_type)."""
     first = (reason or "").strip().splitlines()[0] if (reason or "").strip() else "unknown"
-    if first.startswith("generic_jump"):
+    if first.startswith(("generic_jump", "Data-dependent branching")):
         return "data-dependent branch: Python control flow on a tensor's value"
     if first.startswith("step_unsupported"):
         return "an instruction dynamo cannot trace"

@@ -91,6 +91,7 @@ def pytest_sessionfinish(session, exitstatus):
         with open(output, "w", encoding="utf-8") as f:
             f.write(body)
     setattr(config, _REPORT, (found, body, output, calls))
+    config.thunder_lint_observed = getattr(collector, "summary", "")  # the closing lines of --thunder-lint-observe
     if found and config.getoption("thunder_lint_strict") and session.exitstatus == 0:
         session.exitstatus = 1  # pytest.ExitCode.TESTS_FAILED
 
@@ -111,6 +112,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                   f"{len(found)} trace finding{'s' if len(found) != 1 else ''}"
                   + (" (--thunder-lint-strict: the session fails)" if found and config.getoption("thunder_lint_strict")
                      else ""))
+    for line in getattr(config, "thunder_lint_observed", "").splitlines():
+        tr.write_line(f"thunder-lint --observe: {line}.")
 
 
 def _observed(observer, settings):
@@ -121,6 +124,9 @@ def _observed(observer, settings):
 
     sites = findings.observed_sites(observer)
     static, _ = static_findings(findings.user_files(observer), settings)
+    observer.summary = findings.compare_static(sites, static, findings.traced_points(observer)).line()
+    if observer.verify:
+        observer.summary += "\n" + findings.verify_line(observer)
     return filter_trace(findings.diagnostics(sites, static), settings), sum(g.calls for g in observer.graphs)
 
 

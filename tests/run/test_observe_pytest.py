@@ -59,3 +59,9 @@ def test_observed_breaks_and_recompiles_at_session_end(tmp_path):
     found = {(d["code"], d["line"]) for d in json.loads((tmp_path / "tl.json").read_text())}
     assert found == {("TL401", _line("BRANCH")), ("TL402", _line("SCALE"))}, found
     assert "compiled graph calls" in ran.stdout
+    concise = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-p", "no:thunder_lint",
+                              "-p", "analyzer.pytest_plugin", "--thunder-lint-observe", "--thunder-lint-format",
+                              "concise"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert f"mylib.py:{_line('BRANCH')}:" in concise.stdout and "TL401" in concise.stdout
+    assert ("thunder-lint --observe: static rules vs torch.compile: 1 of 1 observed graph-break site predicted; "
+            "1 of 1 observed recompile site predicted (recall)") in concise.stdout, concise.stdout

@@ -40,6 +40,7 @@ class Observer:
     differing_calls: dict = field(default_factory=dict)  # id(graph) -> calls that differed
     not_verified: dict = field(default_factory=dict)  # why -> calls
     random_checked: int = 0  # calls whose random ops took the backend's values in the eager run
+    summary: str = ""  # the report's closing lines (pytest plugin)
 
     def __post_init__(self):
         self._seen: set = set()

@@ -1,7 +1,8 @@
 """The rule table: code -> rule. One module per rule beside this file.
 
 ``RULES`` maps each code (in code order) to its ``RuleInfo``; ``STATIC_CHECKS`` maps the codes that have
-a static check to it. TL401-TL403 (OBSERVED) come from `run --observe`. TL001-TL003 are meta rules: the engine (TL001), the CLI (TL002) and `thunder-lint run` (TL003) emit them.
+a static check to it. TL001-TL003 are meta rules: the engine (TL001), the CLI (TL002) and `thunder-lint run` (TL003) emit them.
+TL401-TL403 (``OBSERVED``) are reported by `thunder-lint run --observe` from the real torch.compile.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ...diagnostics import Diagnostic, Severity
 from ...dynamic.user_code import is_user_file, line_span
-from .where import _torch_file, break_reason_line, guard_in_words, innermost_user_frame, split_recompile_reason, user_line_of_text
+from .where import torch_file, break_reason_line, guard_in_words, innermost_user_frame, split_recompile_reason
 
 # Which static rules predict which observed event at their line.
 PREDICTS = {
@@ -64,7 +64,7 @@ def observed_sites(observer) -> list[Site]:
     for m in observer.metrics:
         limit = (m.fail_reason or "").startswith(_RECOMPILE_LIMIT)
         where = (m.fail_user_frame_filename, m.fail_user_frame_lineno)
-        if m.fail_type and not limit and where[0] and where[1] and not _torch_file(where[0]):
+        if m.fail_type and not limit and where[0] and where[1] and not torch_file(where[0]):
             # dynamo gave up on the whole frame (a break inside a loop, an error while tracing): no graph, no
             # GraphCompileReason; the compile's metrics name the failing user line
             s = _site(sites, "TL401", where, break_reason_line(m.fail_reason or m.fail_type))
@@ -76,7 +76,7 @@ def observed_sites(observer) -> list[Site]:
         guard, where = split_recompile_reason(m.recompile_reason)
         if where is None:
             where = _guard_comment_line(m.recompile_reason, m.co_filename) or _definition(m)
-        if where is None or _torch_file(where[0]):
+        if where is None or torch_file(where[0]):
             continue
         s = _site(sites, "TL402", where, guard)
         s.what = guard  # the last guard that failed there
@@ -279,4 +279,4 @@ def user_files(observer) -> set:
     return files
 
 
-__all__ = ["observed_sites", "diagnostics", "compare_static", "verify_line", "user_files", "user_line_of_text"]
+__all__ = ["observed_sites", "diagnostics", "compare_static", "traced_points", "verify_line", "user_files"]

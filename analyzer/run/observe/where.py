@@ -14,7 +14,8 @@ from ...dynamic.user_code import is_user_file
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 
-def _torch_file(path: str) -> bool:
+def torch_file(path: str) -> bool:
+    """Whether the file is torch's own (its frames are machinery, never where a finding goes)."""
     import os
 
     import torch
@@ -30,7 +31,7 @@ def innermost_user_frame(frames) -> tuple[str, int] | None:
         if is_user_file(fs.filename):
             return fs.filename, fs.lineno
     for fs in reversed(frames):
-        if not _torch_file(fs.filename) and not fs.filename.startswith("<"):
+        if not torch_file(fs.filename) and not fs.filename.startswith("<"):
             return fs.filename, fs.lineno
     return None
 
@@ -47,7 +48,7 @@ def user_line_of_text(text: str | None) -> tuple[str, int] | None:
         if is_user_file(path):
             return path, line
     for path, line, _ in reversed(frames):
-        if not _torch_file(path) and not path.startswith("<"):
+        if not torch_file(path) and not path.startswith("<"):
             return path, line
     return None
 

@@ -6,6 +6,9 @@ findings made by the code paths the tests exercised at the end of the session.
     --thunder-lint-format FMT      the linter's formats (default: full)
     --thunder-lint-output FILE     write the report to FILE instead of the terminal summary
     --thunder-lint-strict          fail the session (exit 1) when there are findings
+    --thunder-lint-observe         instead: the tests' own torch.compile runs untouched and is observed (graph
+                                   breaks TL401, recompiles TL402), as `thunder-lint run --observe`
+    --thunder-lint-verify          with --thunder-lint-observe: compiled calls compared with eager (TL403)
 
 Registered as the ``pytest11`` entry point ``thunder_lint``, so every pytest of an environment where
 thunder-lint is installed loads this module: it imports nothing heavy until the option is on.
@@ -37,10 +40,14 @@ def pytest_addoption(parser):
     group.addoption("--thunder-lint-output", metavar="FILE", help="write the report to FILE")
     group.addoption("--thunder-lint-strict", action="store_true", default=False,
                     help="fail the session when there are findings")
+    group.addoption("--thunder-lint-observe", action="store_true", default=False,
+                    help="observe the tests' own torch.compile (graph breaks, recompiles) instead of replacing it")
+    group.addoption("--thunder-lint-verify", action="store_true", default=False,
+                    help="with --thunder-lint-observe: run each compiled graph call again eagerly and compare")
 
 
 def _enabled(config) -> bool:
-    if config.getoption("thunder_lint"):
+    if config.getoption("thunder_lint") or config.getoption("thunder_lint_observe"):
         return True
     requested = getattr(config.option, "plugins", None) or []
     return any(name in _NAMES for name in requested)
@@ -51,14 +58,21 @@ def pytest_configure(config):
         return
     import contextlib
 
+    stack = contextlib.ExitStack()
+    config.thunder_lint_workers = {}  # xdist controller: worker id -> what it sent (None: nothing)
+    if config.getoption("thunder_lint_observe"):
+        from .run.observe import Observer, observing
+
+        collector = Observer(verify=config.getoption("thunder_lint_verify"))
+        stack.enter_context(observing(collector))
+        config.stash_thunder_lint = (collector, stack)
+        return
     from .run.collector import Collector
     from .run.intercept import intercepting
 
-    stack = contextlib.ExitStack()
     collector = Collector()
     stack.enter_context(intercepting(collector))
     config.stash_thunder_lint = (collector, stack)  # read back at the end of the session
-    config.thunder_lint_workers = {}  # xdist controller: worker id -> what it sent (None: nothing)
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent without it
@@ -96,20 +110,21 @@ def pytest_sessionfinish(session, exitstatus):
     collector, stack = held
     stack.close()
     del config.stash_thunder_lint
-    if hasattr(config, "workerinput"):  # an xdist worker: the controller reports what every worker found
-        config.workeroutput[_WORKER_KEY] = {"diagnostics": [d.to_json() for d in collector.diagnostics()],
-                                            "calls": collector.calls}
-        return
-    workers = config.thunder_lint_workers
-    raw, calls = _merged(collector.diagnostics(), workers)
-    calls += collector.calls
-    silent = sorted(name for name, got in workers.items() if got is None)
     from . import config as config_mod
     from .report import render
     from .run.report import filter_trace
     from .runner import Settings
 
     settings = Settings.from_config(config_mod.discover([str(config.rootpath)]))
+    observe = config.getoption("thunder_lint_observe")
+    own, own_calls = _observed(collector, settings) if observe else (collector.diagnostics(), collector.calls)
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller reports what every worker found
+        config.workeroutput[_WORKER_KEY] = {"diagnostics": [d.to_json() for d in own], "calls": own_calls}
+        return
+    workers = config.thunder_lint_workers
+    raw, calls = _merged(own, workers)
+    calls += own_calls
+    silent = sorted(name for name, got in workers.items() if got is None)
     found = filter_trace(raw, settings)
     fmt = config.getoption("thunder_lint_format")
     body = render(found, fmt, root=os.getcwd(), sources=_sources(found) if fmt == "full" else None)
@@ -118,6 +133,7 @@ def pytest_sessionfinish(session, exitstatus):
         with open(output, "w", encoding="utf-8") as f:
             f.write(body)
     setattr(config, _REPORT, (found, body, output, calls, len(workers), silent))
+    config.thunder_lint_observed = getattr(collector, "summary", "")  # the closing lines of --thunder-lint-observe
     if found and config.getoption("thunder_lint_strict") and session.exitstatus == 0:
         session.exitstatus = 1  # pytest.ExitCode.TESTS_FAILED
 
@@ -138,10 +154,27 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     elif body:
         tr.write(body if body.endswith("\n") else body + "\n")
     across = f" in {n_workers} pytest-xdist workers" if n_workers else ""
-    tr.write_line(f"thunder-lint: {calls} jitted call{'s' if calls != 1 else ''}{across}, "
+    what = "compiled graph call" if config.getoption("thunder_lint_observe") else "jitted call"
+    tr.write_line(f"thunder-lint: {calls} {what}{'s' if calls != 1 else ''}{across}, "
                   f"{len(found)} trace finding{'s' if len(found) != 1 else ''}"
                   + (" (--thunder-lint-strict: the session fails)" if found and config.getoption("thunder_lint_strict")
                      else ""))
+    for line in getattr(config, "thunder_lint_observed", "").splitlines():
+        tr.write_line(f"thunder-lint --observe: {line}.")
+
+
+def _observed(observer, settings):
+    """--thunder-lint-observe: the observed findings (each naming the static rule that predicted it), and the
+    number of compiled graph calls."""
+    from .run.observe import findings
+    from .run.report import filter_trace, static_findings
+
+    sites = findings.observed_sites(observer)
+    static, _ = static_findings(findings.user_files(observer), settings)
+    observer.summary = findings.compare_static(sites, static, findings.traced_points(observer)).line()
+    if observer.verify:
+        observer.summary += "\n" + findings.verify_line(observer)
+    return filter_trace(findings.diagnostics(sites, static), settings), sum(g.calls for g in observer.graphs)
 
 
 def _sources(found) -> dict:

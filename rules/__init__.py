@@ -2,6 +2,7 @@
 
 ``RULES`` maps each code (in code order) to its ``RuleInfo``; ``STATIC_CHECKS`` maps the codes that have
 a static check to it. TL001-TL003 are meta rules: the engine (TL001), the CLI (TL002) and `thunder-lint run` (TL003) emit them.
+TL401-TL403 (``OBSERVED``) are reported by `thunder-lint run --observe` from the real torch.compile.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from . import (
     tl205_module_state,
     tl301_symbolic_control_flow,
     tl302_data_dependent_control_flow,
+    tl401_graph_break,
+    tl402_recompile,
+    tl403_differs_from_eager,
 )
 from .compilers import render_behaviour
 from .base import DOC_HEADINGS, Finding, FixRequest, RuleInfo
@@ -38,12 +42,18 @@ _MODULES = (
     tl205_module_state,
     tl301_symbolic_control_flow,
     tl302_data_dependent_control_flow,
+    tl401_graph_break,
+    tl402_recompile,
+    tl403_differs_from_eager,
 )
 
 RULES: dict[str, RuleInfo] = {m.INFO.code: m.INFO for m in sorted(_MODULES, key=lambda m: m.INFO.code)}
 STATIC_CHECKS = {m.INFO.code: m.check for m in _MODULES if hasattr(m, "check")}
 # The rules whose checks only look at jitted functions (the engine skips them when a file has none).
 JIT_ONLY = frozenset({"TL102", "TL103", "TL201", "TL202", "TL203", "TL204", "TL205", "TL301", "TL302"})
+# The rules `thunder-lint run --observe` reports from the real torch.compile: no static check; their examples are
+# programs, run under --observe by tests/run/test_observe_rules.py.
+OBSERVED = frozenset({"TL401", "TL402", "TL403"})
 
 
 def render_docs(code: str) -> str:
@@ -65,4 +75,4 @@ def render_docs(code: str) -> str:
     return "\n".join(parts)
 
 
-__all__ = ["RULES", "STATIC_CHECKS", "JIT_ONLY", "render_docs", "RuleInfo", "Finding", "FixRequest", "DOC_HEADINGS"]
+__all__ = ["RULES", "STATIC_CHECKS", "JIT_ONLY", "OBSERVED", "render_docs", "RuleInfo", "Finding", "FixRequest", "DOC_HEADINGS"]

@@ -7,6 +7,7 @@ the compiler with the trace checks attached; the trace findings are reported whe
     program.py    running a script or module as `python` would
     report.py     trace findings -> the linter's Diagnostics, filtered by the config and merged with static ones
     command.py    the `thunder-lint run` subcommand
+    observe/      `run --observe [--verify]`: the program's own torch.compile watched instead of replaced
 """
 from __future__ import annotations
 

@@ -41,6 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also report the static findings for the program's files (default: on)")
     run.add_argument("--max-seconds", type=float, metavar="S", help="stop the program after S seconds and report")
     run.add_argument("--max-calls", type=int, metavar="N", help="stop the program at its N+1-th jitted call and report")
+    obs = p.add_argument_group("observing the program's own torch.compile (analyzer/run/observe)")
+    obs.add_argument("--observe", action="store_true",
+                     help="run with the program's own torch.compile (backend and options untouched) and report its graph "
+                          "breaks (TL401) and recompiles (TL402) at the program's lines")
+    obs.add_argument("--verify", action="store_true",
+                     help="with --observe: run each compiled graph call again eagerly and report the first line whose "
+                          "value differs (TL403)")
     return p
 
 
@@ -83,6 +90,10 @@ def cmd_run(argv: list[str]) -> int:
         p.error("give the program to run: a script path or -m MODULE")
     if args.max_calls is not None and args.max_calls < 0:
         p.error("--max-calls must be >= 0")
+    if args.verify and not args.observe:
+        p.error("--verify needs --observe")
+    if args.observe and args.max_calls is not None:
+        p.error("--max-calls counts thunder-lint's jitted calls: not with --observe (use --max-seconds)")
     target = args.module or args.script
     if args.script and not os.path.isfile(args.script):
         p.error(f"cannot open {args.script!r}: no such file")
@@ -90,6 +101,10 @@ def cmd_run(argv: list[str]) -> int:
     cfg = cli_common.effective_config(args, [os.getcwd() if args.module else args.script])
     cli_common.validate_selection(cfg)
     settings = Settings.from_config(cfg)
+    if args.observe:
+        from .observe.session import run_observed
+
+        return run_observed(args, target, program_args, settings, verify=args.verify, emit=_emit, alarm=_alarm)
 
     collector = Collector(max_calls=args.max_calls)
     stop_alarm = _alarm(args.max_seconds, collector, StopRun)

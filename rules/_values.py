@@ -191,6 +191,7 @@ class Values:
         self.info = info
         self.follow_calls = follow_calls  # False in a callee looked at for its returns: one level deep
         self._returns: dict = {}  # (callee node id, tensor arguments) -> does it return a tensor
+        self._checking: set[str] = set()  # names whose bindings python_value is reading (no endless recursion)
         self.scalar_params = scalar_params  # False: scalar parameters are not symbolic (a function reached from
         # the compiled one gets them from its callers)
         self.facts = facts
@@ -301,14 +302,25 @@ class Values:
         if isinstance(e, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
                           ast.SetComp, ast.JoinedStr)):
             return True
-        if isinstance(e, ast.BinOp):  # `np.array(x.shape) % 8`
-            return any(self.python_value(a) and not self.is_tensor(b) for a, b in ((e.left, e.right), (e.right, e.left)))
+        if isinstance(e, ast.BinOp):  # `np.array(x.shape) % 8`: both sides Python (`x * 2.0` may be a tensor)
+            return self._python_operand(e.left) and self._python_operand(e.right)
         if isinstance(e, ast.Call):
             if isinstance(e.func, ast.Attribute) and e.func.attr in DATA_READ_METHODS:
                 return True  # `a = x.cpu().numpy()`: the read is the finding; `a` holds Python/NumPy values
             if isinstance(e.func, ast.Name) and e.func.id in _PYTHON_BUILTINS:
                 return not self.facts.is_local(e.func.id) and e.func.id not in self.ctx.index.bindings
             return (self.ctx.resolve(e.func) or "").startswith("numpy.")
+        return False
+
+    def _python_operand(self, e) -> bool:
+        if self.python_value(e):
+            return True
+        if isinstance(e, ast.Name) and e.id not in self.params and e.id not in self._checking:
+            self._checking.add(e.id)  # (a name bound from itself, `n = n * 2`, must not recurse forever)
+            try:
+                return self._python_bindings(e.id)
+            finally:
+                self._checking.discard(e.id)
         return False
 
     # -- propagation through assignments ------------------------------------------------------------
@@ -499,7 +511,7 @@ class Values:
         if getattr(b, "kind", "") != "assign" or b.value is None:
             return False
         value = b.value
-        if not (self.python_value(value) or (self.is_symbolic(value) and not self.is_tensor(value))):
+        if not (self.python_value(value) or self._size_read(value)):
             return False
         for loop in self._loops():
             span = ((loop.lineno, loop.col_offset), (loop.end_lineno, loop.end_col_offset))
@@ -557,6 +569,25 @@ class Values:
                 return (self.ctx.resolve(func) or "").startswith("math.")
             return self.python_number(value, (value.lineno, value.col_offset)) if value is not e else False
         return False
+
+    def _size_read(self, e) -> bool:
+        """A size read out of a tensor's metadata, or arithmetic of such reads and constants (`x.shape[0]`,
+        `x.size(1) * 2`, `t.numel()`, `len(x)`). Not any symbolic value: `x * 2.0` of a parameter may be a tensor."""
+        if isinstance(e, ast.Constant):
+            return isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
+        if isinstance(e, ast.BinOp):
+            return self._size_read(e.left) and self._size_read(e.right)
+        if isinstance(e, ast.UnaryOp):
+            return self._size_read(e.operand)
+        if isinstance(e, ast.Subscript):
+            return self._is_shape(e.value) or self._is_shape(e)
+        if isinstance(e, ast.Call):
+            f = e.func
+            if isinstance(f, ast.Attribute) and f.attr in ("size", "numel", "dim", "nelement", "ndimension"):
+                return not self._is_self_attr(f.value)
+            if isinstance(f, ast.Name) and f.id == "len" and not self.facts.is_local("len"):
+                return True
+        return self._is_shape(e)
 
     def _is_shape(self, e) -> bool:
         """``x.shape``, ``x.size()`` or a slice of them, for a non-``self`` tensor: a tuple of sizes."""

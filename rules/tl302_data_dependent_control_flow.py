@@ -118,6 +118,11 @@ There is no automatic fix.
     ],
     invalid=[
         "import thunder\n@thunder.jit\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n",
+        # a parameter times a number is no Python value, and rebinding it in the branch keeps it a tensor at the
+        # test (a merge of two precision fixes had taken `y = x * 2.0` for a Python value, then for a size)
+        "import torch\n@torch.compile\ndef f(x):\n    y = x * 2.0\n    if y.sum() > 0:\n        y = y + 1\n    return y\n",
+        "import torch\nstate = {'s': 2.0}\n@torch.compile\ndef f(x):\n    y = x * state['s']\n    if y.sum() > 0:\n"
+        "        return y\n    return -y\n",
         "import torch\n@torch.compile\ndef f(x):\n    n = x.max().item()\n    return x / n\n",
         "import thunder, torch\n@thunder.jit\ndef f(x: torch.Tensor):\n    while x:\n        x = x - 1\n    return x\n",
         # the operand before the eager-only check is still evaluated compiled

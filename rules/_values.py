@@ -21,6 +21,8 @@ TORCH_PYTHON_RESULTS = frozenset({"torch.numel", "torch.result_type", "torch.pro
                                   "torch.initial_seed", "torch.are_deterministic_algorithms_enabled",
                                   "torch.use_deterministic_algorithms", "torch.compile", "torch.vmap"})
 _SHAPE_FUNCTIONS = frozenset({"len"})
+# Builtins that copy a shape into another container: its items stay the same symbolic sizes.
+_SHAPE_COPIES = frozenset({"tuple", "list"})
 _DTYPES = frozenset({"float", "float32", "float64", "double", "half", "float16", "bfloat16", "int", "int8", "int16",
                      "int32", "int64", "long", "uint8", "uint16", "bool", "complex64", "complex128"})
 # Attributes only tensors have (lists, dicts and numbers have none of them).
@@ -582,6 +584,9 @@ class Values:
                 return not self._is_self_attr(func.value)
             if isinstance(func, ast.Name) and func.id in _SHAPE_FUNCTIONS and e.args:
                 return self.is_tensor(e.args[0])
+            if isinstance(func, ast.Name) and func.id in _SHAPE_COPIES and len(e.args) == 1 \
+                    and not self.facts.is_local(func.id):
+                return self.is_symbolic(e.args[0])  # `tuple(a.shape)`: the same sizes, copied
             if isinstance(func, ast.Name) and func.id in _SCALAR_FUNCTIONS:
                 return any(self.is_symbolic(a) for a in e.args)
             name = self.ctx.resolve(func) or ""

@@ -25,6 +25,9 @@ FORMS = {
                                          [(torch.ones(2),), (torch.ones(3),), (torch.ones(9),)], True),
     "loop bound from a number": ("def f(x, n: int):\n    for i in range(n):\n        x = x + i\n    return x\n",
                                  [(torch.ones(2), 2), (torch.ones(2), 3), (torch.ones(2), 5)], True),
+    "branch on a shape copied into a tuple": ("def f(x):\n    if tuple(x.shape) == (2, 2):\n        return x + 1\n"
+                                              "    return x - 1\n",
+                                              [(torch.ones(2, 2),), (torch.ones(3, 2),), (torch.ones(4, 2),)], True),
     "min of a number and a size": ("def f(logits, top_k: int):\n    k = min(top_k, logits.size(-1))\n"
                                    "    return torch.topk(logits, k)[0]\n",
                                    [(torch.randn(2, 3), 10), (torch.randn(2, 8), 10), (torch.randn(2, 20), 10),

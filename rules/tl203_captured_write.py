@@ -151,6 +151,7 @@ def _store_targets(node):
 def _called_closure_writes(ctx, target, jit_scope):
     """A function of an enclosing scope that the compiled function calls (``bump()``) runs compiled: its
     ``nonlocal``/``global`` writes of variables outside the compiled function are the compiled function's."""
+    reported = set()
     for scope in jit_scope.walk():
         for call in scope.calls:
             if not isinstance(call.func, ast.Name):
@@ -170,7 +171,12 @@ def _called_closure_writes(ctx, target, jit_scope):
                         elif name not in inner.globals:
                             continue
                         kind = "global" if name in inner.globals else "captured"
-                        yield _finding(target, call, f"calls `{call.func.id}`, which writes the {kind} variable `{name}`")
+                        if id(node) in reported:
+                            break
+                        reported.add(id(node))
+                        # at the write, where it is fixed (the call may be one of several reaching it)
+                        yield _finding(target, node, f"writes the {kind} variable `{name}` here, in code it runs through "
+                                                     f"`{call.func.id}` (line {call.lineno})")
                         break
                     else:
                         continue

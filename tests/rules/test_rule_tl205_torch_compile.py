@@ -121,6 +121,28 @@ model = Norm()
 compiled = torch.compile(model)
 """
 
+# diffusers' LoRA slot (pytorch #120958): None after construction, filled by a setter the script calls
+SLOT = """\
+import torch
+from torch import nn
+class Lin(nn.Linear):
+    def __init__(self):
+        super().__init__(3, 3)
+        self.lora = None
+    def set_lora(self, layer):
+        self.lora = layer
+    def forward(self, x):
+        if self.lora is None:
+            return super().forward(x)
+        return super().forward(x) + self.lora(x)
+def step(model, i):
+    if i == 2:
+        model.set_lora(nn.Linear(3, 3))
+torch.manual_seed(0)
+model = Lin()
+compiled = torch.compile(model)
+"""
+
 
 def _run(source: str, use_compiled: bool, calls: int = 6):
     """Per call: the result and the number of graphs dynamo compiled during it."""
@@ -157,8 +179,10 @@ def _reported(source: str) -> bool:
         (TRAINING_LOOP, [1, 0, 1, 0, 1, 0]),
         # a plain object's int position advanced inside forward: a recompile on every call
         (HELD_CACHE, [1, 1, 1, 1, 1, 1]),
+        # a None slot a setter fills between calls: the `is None` branch is guarded, one recompile when it is filled
+        (SLOT, [1, 0, 1, 0, 0, 0]),
     ],
-    ids=["counter", "switch", "training-loop", "held-cache"],
+    ids=["counter", "switch", "training-loop", "held-cache", "none-slot"],
 )
 def test_reported_shapes_recompile_when_the_attribute_changes(source, graphs):
     assert _reported(source)

@@ -200,8 +200,8 @@ def check(ctx):
                     hazard = (f"—the compiler must copy the result back into `{name}` before that use, and reordered or "
                               f"aliased write-backs make it read the wrong memory")
                 elif earlier in facts.params:
-                    subject = (f"{target.subject} writes its input `{name}` in place after storing values read from it "
-                               f"into its input `{earlier}`, which the caller reads")
+                    subject = (f"{target.subject} writes its input `{name}` in place after copying it into its "
+                               f"input `{earlier}`")
                     hazard = (f"—the store into `{earlier}` must read `{name}` before the write reaches it; a compiler "
                               f"that reorders the write-back fills `{earlier}` with the new values (pytorch #198131)")
                 else:

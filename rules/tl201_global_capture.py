@@ -103,6 +103,10 @@ There is no automatic fix.
         "import torch\nclass Settings:\n    scale = 1.0\ndef scaled(x):\n    return x * Settings.scale\n"
         "if __name__ == '__main__':\n    g = torch.compile(scaled)\n    Settings.scale = 1.0\n    g(torch.ones(1))\n"
         "    Settings.scale = 10.0\n    g(torch.ones(1))\n",
+        # a ContextVar the script sets between two calls (lightning-thunder's report: the second call still added 1)
+        "import thunder, torch\nfrom contextvars import ContextVar\n_offset = ContextVar('offset', default=1)\n"
+        "def add_offset(x):\n    return x + _offset.get()\nif __name__ == '__main__':\n    jadd = thunder.jit(add_offset)\n"
+        "    print(jadd(torch.ones(3)))\n    _offset.set(2)\n    print(jadd(torch.ones(3)))\n",
         # the same, changed through a classmethod
         "import torch\nclass GlobalState:\n    factor = 1.0\n    @classmethod\n    def set_factor(cls, f):\n"
         "        cls.factor = f\n@torch.compile\ndef f(x):\n    return x * GlobalState.factor\n",

@@ -133,17 +133,32 @@ def global_changes(tree: ast.Module) -> dict[str, list[Change]]:
             got = change_of(node)
             if got and got[0].id not in shadowed:
                 out.setdefault(got[0].id, []).append(Change(got[0].id, got[1], node, got[2], between))
-        # a loop, or the script block (`if __name__ == "__main__":`) where the calls are made, runs between calls
-        loop = isinstance(node, (ast.For, ast.AsyncFor, ast.While)) or _is_main_block(node)
+        loop = isinstance(node, (ast.For, ast.AsyncFor, ast.While))
+        if not between and _is_main_block(node):
+            work.extend((s, shadowed, after) for s, after in _after_a_call(node.body))
+            work.extend((c, shadowed, False) for c in [node.test, *node.orelse])
+            continue
         for child in ast.iter_child_nodes(node):
             work.append((child, shadowed, between or loop))
     return out
 
 
 def _is_main_block(node) -> bool:
-    t = node.test if isinstance(node, ast.If) else None
-    return isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and t.left.id == "__name__" and \
-        len(t.comparators) == 1 and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__"
+    """``if __name__ == "__main__":``: the script's own run, which calls compiled code and changes state in turn."""
+    t = getattr(node, "test", None)
+    return isinstance(node, ast.If) and isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) \
+        and t.left.id == "__name__" and len(t.comparators) == 1 and isinstance(t.comparators[0], ast.Constant) \
+        and t.comparators[0].value == "__main__"
+
+
+def _after_a_call(body):
+    """(statement, whether a function was called before it in ``body``): a store after `compiled(x)` in a script
+    changes what the next call reads (`compiled(x); Settings.scale = 10.0; compiled(x)`); one before any call is
+    set-up, as import-time code is."""
+    called = False
+    for stmt in body:
+        yield stmt, called
+        called = called or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) for n in ast.walk(stmt))
 
 
 def _is_classmethod(func) -> bool:

@@ -21,6 +21,12 @@ TORCH_PYTHON_RESULTS = frozenset({"torch.numel", "torch.result_type", "torch.pro
                                   "torch.initial_seed", "torch.are_deterministic_algorithms_enabled",
                                   "torch.use_deterministic_algorithms", "torch.compile", "torch.vmap"})
 _SHAPE_FUNCTIONS = frozenset({"len"})
+# NumPy functions whose result is metadata or a Python value, whatever array they are given.
+_NUMPY_PYTHON_RESULTS = frozenset({"numpy.shape", "numpy.ndim", "numpy.size", "numpy.result_type", "numpy.dtype",
+                                   "numpy.isscalar", "numpy.iscomplexobj", "numpy.isrealobj", "numpy.array_equal",
+                                   "numpy.allclose", "numpy.array_equiv"})
+# Builtins that copy a shape into another container: its items stay the same symbolic sizes.
+_SHAPE_COPIES = frozenset({"tuple", "list"})
 _DTYPES = frozenset({"float", "float32", "float64", "double", "half", "float16", "bfloat16", "int", "int8", "int16",
                      "int32", "int64", "long", "uint8", "uint16", "bool", "complex64", "complex128"})
 # Attributes only tensors have (lists, dicts and numbers have none of them).
@@ -309,7 +315,7 @@ class Values:
                 return True  # `a = x.cpu().numpy()`: the read is the finding; `a` holds Python/NumPy values
             if isinstance(e.func, ast.Name) and e.func.id in _PYTHON_BUILTINS:
                 return not self.facts.is_local(e.func.id) and e.func.id not in self.ctx.index.bindings
-            return (self.ctx.resolve(e.func) or "").startswith("numpy.")
+            return (self.ctx.resolve(e.func) or "").startswith("numpy.") and not self._numpy_of_tensors(e)
         return False
 
     def _python_operand(self, e) -> bool:
@@ -322,6 +328,13 @@ class Values:
             finally:
                 self._checking.discard(e.id)
         return False
+
+    def _numpy_of_tensors(self, call) -> bool:
+        """A NumPy routine given a tensor or an array argument (`np.logical_xor(clause, table[i])`): torch.compile
+        traces it as tensor ops (torch._numpy), so its result is tensor data, not a Python value."""
+        name = self.ctx.resolve(call.func) or ""
+        return name.startswith("numpy.") and name not in _NUMPY_PYTHON_RESULTS \
+            and any(self.is_tensor(a) for a in call.args if not isinstance(a, ast.Starred))
 
     # -- propagation through assignments ------------------------------------------------------------
     def _propagate(self) -> None:
@@ -366,6 +379,8 @@ class Values:
                 return True
             if name in DATA_READ_FUNCTIONS:
                 return False  # `torch.equal(a, b)` is a Python bool
+            if self._numpy_of_tensors(e):
+                return True  # `np.count_nonzero(res)` on an array torch.compile traces
             if isinstance(e.func, ast.Attribute):
                 attr = e.func.attr
                 if attr in METADATA_METHODS or attr in DATA_READ_METHODS or attr.startswith("is_"):
@@ -613,6 +628,9 @@ class Values:
                 return not self._is_self_attr(func.value)
             if isinstance(func, ast.Name) and func.id in _SHAPE_FUNCTIONS and e.args:
                 return self.is_tensor(e.args[0])
+            if isinstance(func, ast.Name) and func.id in _SHAPE_COPIES and len(e.args) == 1 \
+                    and not self.facts.is_local(func.id):
+                return self.is_symbolic(e.args[0])  # `tuple(a.shape)`: the same sizes, copied
             if isinstance(func, ast.Name) and func.id in _SCALAR_FUNCTIONS:
                 return any(self.is_symbolic(a) for a in e.args)
             name = self.ctx.resolve(func) or ""

@@ -94,6 +94,8 @@ There is no automatic fix.
         "    F.relu(x * 2, inplace=True)\n    frame.fillna(x, inplace=True)\n    return rt\n",
         # `counts[k] += 1` on a dict: an indexed update of no tensor
         "import torch\n@torch.compile\ndef f(x, counts, k):\n    counts[k] += 1\n    return x * 2\n",
+        # another input given only the input's shape before the write
+        "import torch\n@torch.compile\ndef f(dst, src):\n    dst.resize_(src.shape)\n    src.add_(1)\n",
     ],
     invalid=[
         # read again inside a loop: the next iteration reads what the write-back must already have stored
@@ -124,6 +126,15 @@ There is no automatic fix.
         "        x[[0, 0]] += x[[0, 0]]\n        return x\ncompiled_model = torch.compile(Model())\n",
         "import torch\n@torch.compile\ndef f(y: torch.Tensor, idx):\n    y[idx] += y[idx]\n",
         "import torch\n@torch.compile\ndef f(y, idx: torch.Tensor):\n    y[idx] += 1\n",
+        # untyped, with the index computed at run time: the update reads the elements it writes (pytorch #138908)
+        "import torch\n@torch.compile(dynamic=True)\ndef f(idx, y):\n    idx = idx + 10\n    y[idx] += y[idx]\n",
+        # computed from the input through other locals before the write (pytorch #118961)
+        "import torch\nclass M(torch.nn.Module):\n    def forward(self, i):\n        t1 = torch.fliplr(input=i)\n"
+        "        r1 = torch.diagflat(input=t1, offset=100)\n"
+        "        t3 = torch.nn.functional.relu6(inplace=True, input=i)\n        return r1\nm = torch.compile(M())\n",
+        # stored into another input before the write: the caller reads it (pytorch #198131)
+        "import torch\n@torch.compile\ndef f(dst, src):\n    dst[0:, :] = src[0:, :]\n    src.add_(1)\n    return src\n",
+        "import torch\n@torch.compile\ndef f(out, x):\n    out.copy_(x)\n    x.mul_(2)\n    return x\n",
     ],
 )
 
@@ -166,8 +177,10 @@ def check(ctx):
                 values = values or Values(ctx, target.info, facts)
                 if indexed and not indexed_update(values, mutation, name):
                     continue  # `x[i] += v` writes through the view x[i]: TL102's finding
-                if name not in values.tensors and not (indexed and _tensor_index(values, mutation.node.slice)):
+                if name not in values.tensors and not (indexed and (_tensor_index(values, mutation.node.slice)
+                                                                    or _doubles_indexed(mutation, name))):
                     continue  # `n += 1` on a number rebinds; `kwargs["k"] = v` writes a dict, not a tensor
+            later, earlier = False, None
             if indexed:
                 # `y[idx] += y[idx]`: one read-modify-write of the caller's tensor (index_put), read again or not
                 subject = f"{target.subject} updates its input `{name}` in place through an index"
@@ -186,17 +199,24 @@ def check(ctx):
                     subject = f"{target.subject} writes its input `{name}` in place and uses it again{through}"
                     hazard = (f"—the compiler must copy the result back into `{name}` before that use, and reordered or "
                               f"aliased write-backs make it read the wrong memory")
+                elif earlier in facts.params:
+                    subject = (f"{target.subject} writes its input `{name}` in place after copying it into its "
+                               f"input `{earlier}`")
+                    hazard = (f"—the store into `{earlier}` must read `{name}` before the write reaches it; a compiler "
+                              f"that reorders the write-back fills `{earlier}` with the new values (pytorch #198131)")
                 else:
-                    subject = (f"{target.subject} writes its input `{name}` in place while `{earlier}`, read from it "
-                               f"before, is still used")
+                    subject = (f"{target.subject} writes its input `{name}` in place while `{earlier}`, computed from "
+                               f"it before, is still used")
                     hazard = (f"—`{earlier}` must be computed from `{name}` before the write reaches it; a compiler that "
                               f"reorders the write-back gives `{earlier}` the new values (pytorch #93283, #94777)")
+            note = STORED_TORCH_COMPILE if earlier is not None and earlier in facts.params and not later \
+                else TORCH_COMPILE
             if not real_input(ctx, target, name):
                 continue  # a helper's argument that its compiled caller computed: no caller's tensor is written
             reported.add(name)
             yield Finding(
                 mutation.node,
-                **compiled_message(target, subject, "use the out-of-place op and its result", hazard, TORCH_COMPILE,
+                **compiled_message(target, subject, "use the out-of-place op and its result", hazard, note,
                                    "TL103"),
             )
 
@@ -206,6 +226,11 @@ def check(ctx):
 TORCH_COMPILE = ("matches eager here (torch 2.13): it functionalizes the write, keeps eager's order of the reads "
                  "around it and stores the new values into the caller's tensor; older releases reordered such "
                  "writes (pytorch #93283, #94777, #174074)")
+
+# A value of the input stored into another input before the write: inductor (torch 2.13) runs the store after the
+# write (pytorch #198131, still open); tests/rules/test_rule_tl103_torch_compile.py checks it.
+STORED_TORCH_COMPILE = ("with the inductor backend (torch 2.13) moves the store after the in-place write: the other "
+                        "input receives the new values, unlike eager (pytorch #198131); eager and aot_eager match eager")
 
 
 # Reading these gives metadata, not the values a write changes.
@@ -220,6 +245,17 @@ def indexed_update(values, mutation, name) -> bool:
     if is_basic_index(index):
         return False
     return _tensor_index(values, index) or _reads_values(mutation.stmt.value, name)
+
+
+def _doubles_indexed(mutation, name) -> bool:
+    """``y[idx] += y[idx]`` with an index computed at run time: the update reads the very elements it writes, the
+    read-modify-write of pytorch #138908 (a container holding Python values is rarely doubled in place this way)."""
+    stmt, index = mutation.stmt, mutation.node.slice
+    if not isinstance(stmt, ast.AugAssign) or isinstance(index, (ast.Constant, ast.Slice)):
+        return False
+    dumped = ast.dump(mutation.node.slice)
+    return any(isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name
+               and ast.dump(n.slice) == dumped for n in ast.walk(stmt.value))
 
 
 def _tensor_index(values, index) -> bool:
@@ -252,18 +288,59 @@ def _reads_values(expr, name) -> bool:
 
 def _earlier_read_used_after(ctx, facts, name, mutation) -> str | None:
     """A local computed from the input ``name`` before its in-place write and used after it (``rt =
-    torch.stack([x]); F.silu(x, inplace=True); return rt``): the name of that local, or None."""
+    torch.stack([x]); F.silu(x, inplace=True); return rt``), directly or through other locals computed before the
+    write (``t1 = torch.fliplr(i); r1 = torch.diagflat(t1); F.relu6(i, inplace=True); return r1``), or another
+    input that such a value was stored into (``dst[:] = src[:]; src.add_(1)``: the caller reads ``dst``): its
+    name, or None."""
     write_at, after = start(mutation.stmt), end(mutation.stmt)
-    for other, bindings in facts.bindings.items():
-        if other == name:
+    derived = {name}  # the input and the locals computed from it before the write
+    found = []  # (the local, the position of its binding)
+    for _ in range(_CHAIN_DEPTH):
+        grew = False
+        for other, bindings in facts.bindings.items():
+            if other in derived:
+                continue
+            for b in bindings:
+                if b.kind != "assign" or b.value is None or not b.pos <= write_at:
+                    continue
+                if not facts.reachable(b.pos, write_at) or not any(_reads_values(b.value, d) for d in derived):
+                    continue
+                derived.add(other)
+                found.append((other, b.pos))
+                grew = True
+                break
+        if not grew:
+            break
+    for other, pos in found:
+        if facts.read_after(other, after, mutation.loop, since=pos):
+            return other
+    return _stored_into_input(facts, name, derived, mutation)
+
+
+# How many locals deep a value computed from the input is followed (t1 = f(x); t2 = g(t1); r = h(t2)).
+_CHAIN_DEPTH = 4
+
+
+def _stored_into_input(facts, name, derived, mutation) -> str | None:
+    """Another parameter that a store before the write filled with values read from ``name`` (``dst[0:, :] =
+    src[0:, :]``, ``dst.copy_(src)``): the caller reads it after the call, so the store must read ``name`` before
+    the write reaches it (pytorch #198131)."""
+    write_at = start(mutation.stmt)
+    for m in facts.mutations:
+        if m is mutation or not start(m.stmt) < write_at or not facts.reachable(start(m.stmt), write_at):
             continue
-        for b in bindings:
-            if b.kind != "assign" or b.value is None or not b.pos <= write_at:
-                continue
-            if not facts.reachable(b.pos, write_at) or not _reads_values(b.value, name):
-                continue
-            if facts.read_after(other, after, mutation.loop, since=b.pos):
-                return other
+        root = _view_root(m.target)
+        if not isinstance(root, ast.Name) or root.id == name or root.id in ("self", "cls") \
+                or root.id not in facts.params or facts.binding_at(root.id, start(m.stmt)) != "param":
+            continue
+        if isinstance(m.stmt, (ast.Assign, ast.AugAssign)) and m.kind in ("setitem", "augassign"):
+            sources = [m.stmt.value]
+        elif m.kind == "method" and isinstance(m.node, ast.Call):
+            sources = [*m.node.args, *(k.value for k in m.node.keywords)]
+        else:
+            continue
+        if any(_reads_values(e, d) for e in sources for d in derived):
+            return root.id
     return None
 
 

@@ -87,6 +87,9 @@ There is no automatic fix.
         "    has_scan = selective_scan_fn is not None\n"
         "@torch.compile\ndef f(x):\n    if is_fast_path_available and has_scan:\n        return mamba_inner_fn(x)\n"
         "    return selective_scan_fn(x) if selective_scan_fn else x\n",
+        # set by the script before anything is called: configuration, as at import
+        "import torch\nclass Cfg:\n    factor = 1.0\n@torch.compile\ndef f(x):\n    return x * Cfg.factor\n"
+        "if __name__ == '__main__':\n    Cfg.factor = 2.0\n    print(f(torch.ones(2)))\n",
         # a constant bound once on every path
         "import torch\ntry:\n    import apex\n    HAS_APEX = True\nexcept ImportError:\n    HAS_APEX = False\n"
         "@torch.compile\ndef f(x):\n    return x * 2 if HAS_APEX else x\n",
@@ -106,6 +109,14 @@ There is no automatic fix.
         # a class attribute the training loop changes between calls (issue 31's `GlobalState.factor`)
         "import torch\nclass GlobalState:\n    factor = 1.0\n@torch.compile\ndef f(x):\n    return x * GlobalState.factor\n"
         "def train():\n    for i in range(3):\n        GlobalState.factor = i * 0.5\n        f(torch.ones(2))\n",
+        # the same, changed by the script's own run between two calls
+        "import torch\nclass Settings:\n    scale = 1.0\ndef scaled(x):\n    return x * Settings.scale\n"
+        "if __name__ == '__main__':\n    g = torch.compile(scaled)\n    Settings.scale = 1.0\n    g(torch.ones(1))\n"
+        "    Settings.scale = 10.0\n    g(torch.ones(1))\n",
+        # a ContextVar the script sets between two calls (lightning-thunder's report: the second call still added 1)
+        "import thunder, torch\nfrom contextvars import ContextVar\n_offset = ContextVar('offset', default=1)\n"
+        "def add_offset(x):\n    return x + _offset.get()\nif __name__ == '__main__':\n    jadd = thunder.jit(add_offset)\n"
+        "    print(jadd(torch.ones(3)))\n    _offset.set(2)\n    print(jadd(torch.ones(3)))\n",
         # the same, changed through a classmethod
         "import torch\nclass GlobalState:\n    factor = 1.0\n    @classmethod\n    def set_factor(cls, f):\n"
         "        cls.factor = f\n@torch.compile\ndef f(x):\n    return x * GlobalState.factor\n",

@@ -65,9 +65,18 @@ There is no automatic fix.
         # the nonlocal belongs to the jitted function itself
         "import thunder\n@thunder.jit\ndef foo():\n    a = 5\n    def bar():\n        nonlocal a\n        del a\n    bar()\n    return 1\n",
         "import thunder\ncounter = 0\n@thunder.jit\ndef f(x):\n    global counter\n    return x\n",
+        # a class attribute read (not written), and a warn-once flag set on the class
+        "import torch, warnings\nclass Cfg:\n    table = {'a': 1}\n    warned = False\n@torch.compile\ndef f(x, k):\n"
+        "    if not Cfg.warned:\n        warnings.warn('slow path')\n        Cfg.warned = True\n"
+        "    return x * Cfg.table[k]\n",
     ],
     invalid=[
         "import thunder\ncounter = 0\n@thunder.jit\ndef f(x):\n    global counter\n    counter += 1\n    return x\n",
+        # a class attribute's list, shared by every call and instance, filled by the compiled forward (pytorch #169253)
+        "import torch\nclass Recorder(torch.nn.Module):\n    seen = []\n    def forward(self, x):\n"
+        "        Recorder.seen.append(x)\n        return x * 2\nm = torch.compile(Recorder())\n",
+        "import torch\nclass Stats:\n    counts = {}\n@torch.compile\ndef f(x, k):\n    Stats.counts[k] = x.shape[0]\n"
+        "    return x\n",
         # a module-level container written inside compiled code: a write, not only a read (issue 31)
         "import torch\n_stats = {'n': 0}\n@torch.compile\ndef f(x):\n    _stats['n'] += 1\n    return x * 2\n",
         "import torch\n_seen = []\ndef record(x):\n    _seen.append(x.shape[0])\n@torch.compile\ndef f(x):\n"
@@ -100,6 +109,7 @@ def check(ctx):
                 yield _finding(target, node, f"writes the {what} variable `{name}`")
         yield from _object_writes(ctx, target, jit_scope)
         yield from _called_closure_writes(ctx, target, jit_scope)
+        yield from _class_attribute_writes(ctx, target, jit_scope)
 
 
 def _object_writes(ctx, target, jit_scope):
@@ -168,6 +178,7 @@ def _store_targets(node):
 def _called_closure_writes(ctx, target, jit_scope):
     """A function of an enclosing scope that the compiled function calls (``bump()``) runs compiled: its
     ``nonlocal``/``global`` writes of variables outside the compiled function are the compiled function's."""
+    reported = set()
     for scope in jit_scope.walk():
         for call in scope.calls:
             if not isinstance(call.func, ast.Name):
@@ -187,8 +198,12 @@ def _called_closure_writes(ctx, target, jit_scope):
                         elif name not in inner.globals:
                             continue
                         kind = "global" if name in inner.globals else "captured"
-                        # at the write, where the fix goes (the call that reaches it is named in the message)
-                        yield _finding(target, node, f"calls `{call.func.id}`, which writes the {kind} variable `{name}`")
+                        if id(node) in reported:
+                            break
+                        reported.add(id(node))
+                        # at the write, where it is fixed (the call may be one of several reaching it)
+                        yield _finding(target, node, f"writes the {kind} variable `{name}` here, in code it runs through "
+                                                     f"`{call.func.id}` (line {call.lineno})")
                         break
                     else:
                         continue
@@ -208,3 +223,45 @@ def _finding(target, node, subject):
             "TL203",
         ),
     )
+
+
+def _class_attribute_of(node):
+    """(class Name, attribute, how) for ``C.seen.append(x)``, ``C.cache[k] = v``, ``C.count += 1``'s target: writes
+    into the object a class attribute holds, or an update of it; None otherwise. A plain ``C.flag = True`` is left
+    out (warn-once flags are set so, and torch.compile replays them)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+        held, how = node.func.value, "into"
+    elif isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        held, how = node.value, "an item of"
+    elif isinstance(node, ast.AugAssign):
+        held, how = node.target, "an update of"
+    else:
+        return None
+    if isinstance(held, ast.Attribute) and isinstance(held.value, ast.Name):
+        return held.value, held.attr, how
+    return None
+
+
+def _class_attribute_writes(ctx, target, jit_scope):
+    """``Recorder.seen.append(x)`` in a compiled forward, with ``seen = []`` a class attribute of a module-level
+    class: state shared by every call (and every instance), written as a module global's object is."""
+    hits = {}
+    for node in ast.walk(jit_scope.node):
+        got = _class_attribute_of(node)
+        if got:
+            if ctx.index.bindings.get(got[0].id) == ["class"]:
+                hits.setdefault(id(got[0]), (node, got))
+    if not hits:
+        return
+    eager_only = eager_only_spans_of(ctx, jit_scope)
+    seen = set()
+    for scope in jit_scope.walk():
+        for name_node in scope.loads:
+            hit = hits.get(id(name_node))
+            if hit is None or scope.owner_of(name_node.id) is not None:
+                continue
+            node, (cls, attr, how) = hit
+            if (cls.id, attr) in seen or (eager_only and in_spans(node, eager_only)):
+                continue
+            seen.add((cls.id, attr))
+            yield _finding(target, node, f"writes {how} the class attribute `{cls.id}.{attr}`, shared by every call")

@@ -96,6 +96,10 @@ There is no automatic fix.
 - [lightning-thunder #1951: thunder.jit ignores conditional update to buffer](https://github.com/Lightning-AI/lightning-thunder/issues/1951)
 """,
     valid=[
+        # a None slot filled lazily inside forward, or by a setter nothing outside the class calls
+        "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.proj = None\n    def set_proj(self, p):\n        self.proj = p\n    def forward(self, x):\n"
+        "        if self.proj is None:\n            return x\n        return self.proj(x)\ncompiled = torch.compile(M())\n",
         # configuration set in __init__ (and a setup helper only __init__ calls) and never changed: quiet
         "import torch\nfrom torch import nn\nclass Attn(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
         "        self.heads = 8\n        self.causal = True\n        self._setup()\n    def _setup(self):\n"
@@ -162,6 +166,12 @@ There is no automatic fix.
         "net = Net()\n",
     ],
     invalid=[
+        # a None slot that a setter the script calls fills between calls (diffusers' LoRA layer, pytorch #120958)
+        "import torch\nimport torch.nn as nn\nclass Lin(nn.Linear):\n    def __init__(self, *a):\n        super().__init__(*a)\n"
+        "        self.lora_layer = None\n    def set_lora_layer(self, layer):\n        self.lora_layer = layer\n"
+        "    def forward(self, x):\n        if self.lora_layer is None:\n            return super().forward(x)\n"
+        "        return super().forward(x) + self.lora_layer(x)\nnet = Lin(1, 1)\ncompiled = torch.compile(net)\n"
+        "compiled(torch.ones(1, 1))\nnet.set_lora_layer(nn.Linear(1, 1))\ncompiled(torch.ones(1, 1))\n",
         # a registered buffer rebound inside the compiled forward (lightning-thunder #646, #1951, #1637)
         "import thunder\nimport torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n"
         "        super().__init__()\n        self.register_buffer('buf', None, persistent=False)\n    def forward(self, x):\n"
@@ -499,7 +509,8 @@ def check(ctx):
                     # `self.scale = scale` in __init__ (no evidence), `model.scale = 0.5` in the script: a number;
                     # a slot left None at construction that a script fills between calls (`set_lora_layer`)
                     by = _set_by_script(facts, owner, attr) or (
-                        attr in owner.slots and _slot_filler(facts, owner, attr, compiled if owner is st else set()))
+                        attr in owner.slots and _slot_filler(facts, owner, attr, compiled if owner is st else set())) \
+                        or _slot_filled_between_calls(facts, owner, attr, node, nodes, compiled if owner is st else set(), func)
                 else:
                     by = _changer(facts, owner, attr, compiled if owner is st else set(), func)
                 if not by:
@@ -557,3 +568,18 @@ def _compiled_helpers(st, called: set[str]) -> set[str]:
 
 def _inside(node, func) -> bool:
     return func.lineno <= node.lineno <= func.end_lineno
+
+
+def _slot_filled_between_calls(facts, st, attr, node, nodes, compiled, func) -> str:
+    """``if self.lora_layer is None:`` on a slot that construction leaves None and a setter fills, called by a script
+    between calls (diffusers' `set_lora_layer`, pytorch #120958): the branch taken depends on Python state that
+    changes between calls. Who changes it, or ""."""
+    if not any(type(n) is ast.Compare and n.left is node and len(n.ops) == 1 and type(n.ops[0]) in (ast.Is, ast.IsNot)
+               and type(n.comparators[0]) is ast.Constant and n.comparators[0].value is None for n in nodes):
+        return ""
+    stores = st.stores.get(attr, ())
+    if not any(s.method in st.construction and type(s.value) is ast.Constant and s.value.value is None for s in stores):
+        return ""
+    if not any(s.method and s.method not in st.construction for s in stores):
+        return ""
+    return _changer(facts, st, attr, compiled, func)

@@ -101,6 +101,11 @@ There is no automatic fix.
         "jfoo = thunder.jit(foo, cache=thunder.CACHE_OPTIONS.SYMBOLIC_VALUES)\n",
         "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    if x.shape[0] > 8:\n        return x[:8]\n    return x\n",
         "import thunder\ndef f(x, n):\n    for i in range(n):\n        x = x + i\n    return x\ng = thunder.jit(f, cache='symbolic values')\n",
+        # a shape copied into a tuple or a list holds the same symbolic sizes (lightning-thunder #1525)
+        "import thunder, torch\ndef foo(a, b):\n    if tuple(a.shape) == tuple((2, 2)):\n        return a\n    return b\n"
+        "jfoo = thunder.jit(foo, cache='symbolic values')\n",
+        "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    if list(x.shape[1:]) == [4, 4]:\n        return x * 2\n"
+        "    return x\n",
         # sizes unpacked from a shape are symbolic too
         "import torch\n@torch.compile(dynamic=True)\ndef f(x, verbose: bool = False):\n    bsz, q_len, _ = x.size()\n"
         "    if verbose and q_len > 1:\n        x = x[:, -1:]\n    return x\n",

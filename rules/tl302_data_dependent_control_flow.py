@@ -87,6 +87,9 @@ There is no automatic fix.
         "    def max(self) -> int:\n        return max(self.lengths)\n@torch.compile\ndef f(x, jt: JaggedTensor):\n"
         "    if jt.max() > 4:\n        return x[:4]\n    return x\n",
         # a NumPy array built from a shape holds sizes, not tensor data
+        # NumPy of sizes, and NumPy's metadata of an array, are Python values
+        "import numpy as np, torch\n@torch.compile\ndef f(x):\n    if np.ndim(x) == 2 and np.prod(x.shape) > 4:\n"
+        "        return x[:2]\n    return x\n",
         "import numpy as np, torch\n@torch.compile\ndef f(x):\n    pad = np.array(x.shape[-2:]) % 8\n    if pad.any():\n"
         "        x = x[..., : x.shape[-2] - pad[0], : x.shape[-1] - pad[1]]\n    return x\n",
         # `t != 1` runs only when `t` is a Python number; past `if isinstance(lo, Tensor): return`, `lo` is one
@@ -123,6 +126,11 @@ There is no automatic fix.
         "import torch\n@torch.compile\ndef f(x):\n    y = x * 2.0\n    if y.sum() > 0:\n        y = y + 1\n    return y\n",
         "import torch\nstate = {'s': 2.0}\n@torch.compile\ndef f(x):\n    y = x * state['s']\n    if y.sum() > 0:\n"
         "        return y\n    return -y\n",
+        # NumPy routines on arrays: torch.compile traces them as tensor ops, so a branch on one reads data
+        # (pytorch #119186)
+        "import numpy as np\nimport torch\ndef propagate(clauses, table):\n    for clause in clauses:\n"
+        "        res = np.logical_xor(clause, table[table.shape[0] - 1])\n        if np.count_nonzero(res) == 1:\n"
+        "            table = table | res\n    return table\ncompiled = torch.compile(propagate)\n",
         "import torch\n@torch.compile\ndef f(x):\n    n = x.max().item()\n    return x / n\n",
         "import thunder, torch\n@thunder.jit\ndef f(x: torch.Tensor):\n    while x:\n        x = x - 1\n    return x\n",
         # the operand before the eager-only check is still evaluated compiled

@@ -110,3 +110,33 @@ def test_a_nonlocal_written_by_a_called_helper_is_written_each_call():
     for _ in range(3):
         g(torch.ones(2))
     assert read() == 3 and len(backend.graphs) == 2  # written each call; the guarded cell recompiles once
+
+
+CLASS_LIST = """\
+import torch
+class Recorder(torch.nn.Module):
+    seen = []
+    def forward(self, x):
+        Recorder.seen.append(x)
+        return x * 2
+m = torch.compile(Recorder())
+"""
+
+
+def test_a_class_attribute_list_appended_in_compiled_forward_is_replayed_each_call():
+    assert "TL203" in _codes(CLASS_LIST)
+
+    class Recorder(torch.nn.Module):
+        seen = []
+
+        def forward(self, x):
+            Recorder.seen.append(x)
+            return x * 2
+
+    backend = CountingBackend()
+    m = torch.compile(Recorder(), backend=backend)
+    for _ in range(3):
+        m(torch.ones(2))
+    # the append is replayed after every call (torch 2.13; pytorch #169253 lost it), and the list's length is
+    # guarded: it grows on every call, so every call recompiles (the message's "a recompile whenever it changes")
+    assert len(Recorder.seen) == 3 and len(backend.graphs) == 3

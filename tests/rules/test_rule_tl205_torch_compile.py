@@ -121,6 +121,28 @@ model = Norm()
 compiled = torch.compile(model)
 """
 
+# diffusers' LoRA slot (pytorch #120958): None after construction, filled by a setter the script calls
+SLOT = """\
+import torch
+from torch import nn
+class Lin(nn.Linear):
+    def __init__(self):
+        super().__init__(3, 3)
+        self.lora = None
+    def set_lora(self, layer):
+        self.lora = layer
+    def forward(self, x):
+        if self.lora is None:
+            return super().forward(x)
+        return super().forward(x) + self.lora(x)
+def step(model, i):
+    if i == 2:
+        model.set_lora(nn.Linear(3, 3))
+torch.manual_seed(0)
+model = Lin()
+compiled = torch.compile(model)
+"""
+
 
 def _run(source: str, use_compiled: bool, calls: int = 6):
     """Per call: the result and the number of graphs dynamo compiled during it."""
@@ -157,8 +179,10 @@ def _reported(source: str) -> bool:
         (TRAINING_LOOP, [1, 0, 1, 0, 1, 0]),
         # a plain object's int position advanced inside forward: a recompile on every call
         (HELD_CACHE, [1, 1, 1, 1, 1, 1]),
+        # a None slot a setter fills between calls: the `is None` branch is guarded, one recompile when it is filled
+        (SLOT, [1, 0, 1, 0, 0, 0]),
     ],
-    ids=["counter", "switch", "training-loop", "held-cache"],
+    ids=["counter", "switch", "training-loop", "held-cache", "none-slot"],
 )
 def test_reported_shapes_recompile_when_the_attribute_changes(source, graphs):
     assert _reported(source)
@@ -218,3 +242,34 @@ def test_a_rebound_buffer_is_stored_like_eager_under_torch_compile_and_not_repor
     compiled = _run(REBOUND_BUFFER, use_compiled=True)
     assert [r for r, _ in compiled] == [r for r, _ in eager]
     assert sum(n for _, n in compiled) <= 2  # the None buffer filled: at most one recompile
+
+
+RESET_TENSOR = """\
+import torch
+class PositionCache(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.slots = torch.tensor([0, 0])
+    def forward(self, x, pos):
+        self.slots[pos] = x
+        return self.slots
+model = PositionCache()
+compiled = torch.compile(model)
+"""
+
+
+def test_a_tensor_attribute_the_script_replaces_is_read_fresh_under_torch_compile_and_not_reported():
+    # pytorch's report behind tests/real_bugs/cache_tensor_reset.py: `model.slots = torch.tensor([0, 0])` between
+    # calls of a compiled forward that writes into self.slots. torch 2.13 lifts the plain tensor attribute as a
+    # graph input: eager's results, one graph, so TL205 (whose torch.compile messages are about recompiles and
+    # stale values) stays quiet there.
+    assert not _reported(RESET_TENSOR)
+    backend = CountingBackend()
+    ns: dict = {"backend": backend}
+    exec(compile(RESET_TENSOR.replace("torch.compile(model)", "torch.compile(model, backend=backend)"), "<tl205>",
+                 "exec"), ns)
+    model, compiled = ns["model"], ns["compiled"]
+    assert compiled(torch.tensor([2]), torch.tensor([0])).tolist() == [2, 0]
+    model.slots = torch.tensor([0, 0])
+    assert compiled(torch.tensor([1]), torch.tensor([1])).tolist() == [0, 1]  # eager's answer; the report saw [2, 1]
+    assert len(backend.graphs) == 1

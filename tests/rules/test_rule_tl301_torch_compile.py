@@ -25,6 +25,9 @@ FORMS = {
                                          [(torch.ones(2),), (torch.ones(3),), (torch.ones(9),)], True),
     "loop bound from a number": ("def f(x, n: int):\n    for i in range(n):\n        x = x + i\n    return x\n",
                                  [(torch.ones(2), 2), (torch.ones(2), 3), (torch.ones(2), 5)], True),
+    "branch on a shape copied into a tuple": ("def f(x):\n    if tuple(x.shape) == (2, 2):\n        return x + 1\n"
+                                              "    return x - 1\n",
+                                              [(torch.ones(2, 2),), (torch.ones(3, 2),), (torch.ones(4, 2),)], True),
     "min of a number and a size": ("def f(logits, top_k: int):\n    k = min(top_k, logits.size(-1))\n"
                                    "    return torch.topk(logits, k)[0]\n",
                                    [(torch.randn(2, 3), 10), (torch.randn(2, 8), 10), (torch.randn(2, 20), 10),
@@ -128,3 +131,23 @@ def test_dynamic_false_turns_automatic_dynamic_off():
     source = "import torch\n@torch.compile(dynamic=False)\ndef f(x):\n    for i in range(x.shape[0]):\n        x = x + i\n" \
              "    return x\n"
     assert not [d for d in lint_source(source, "m.py") if d.code == "TL301"]
+
+
+def test_max_of_a_marked_dynamic_size_compiles_once_and_is_not_reported():
+    # pytorch #149635's shape (tests/real_bugs/mark_dynamic_max_pad.py): `max(x.shape[0], 16)` on a dimension marked
+    # dynamic. The report saw a recompile between sizes below and above 16; torch 2.13 keeps the max symbolic (one
+    # graph for sizes on both sides), so TL301 does not report it, as with `min` under dynamic=True above.
+    source = ("def f(x):\n    padded_size = max(x.shape[0], 16)\n    padded = torch.ones(padded_size, *x.shape[1:])\n"
+              "    return padded + x.sum()\n")
+    ns = {"torch": torch}
+    exec(compile(source, "<tl301>", "exec"), ns)
+    torch._dynamo.reset()
+    backend = CountingBackend()
+    jf = torch.compile(ns["f"], backend=backend)
+    for n in (15, 17, 20, 5):
+        x = torch.arange(n)
+        torch._dynamo.mark_dynamic(x, 0)
+        assert torch.equal(jf(x), ns["f"](x))
+    assert len(backend.graphs) == 1
+    assert not [d for d in lint_source("import torch\n@torch.compile(backend='eager')\n" + source, "m.py")
+                if d.code == "TL301"]

@@ -7,6 +7,7 @@ each form below is compiled, must give eager's results for two calls with other 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -21,6 +22,11 @@ FORMS = {
                     [(torch.ones(3), torch.ones(3)), (torch.ones(3), torch.zeros(3))]),
     "slice bound": ("def f(x, t: torch.Tensor):\n    buf = torch.zeros(3, 10)\n    buf[:, t[0]:t[1]] = x\n"
                     "    return buf\n", [(torch.ones(3, 2), torch.tensor([1, 3])), (torch.ones(3, 2), torch.tensor([4, 6]))]),
+    # pytorch #119186: torch.compile traces NumPy routines on arrays as tensor ops; a branch on their result breaks
+    "numpy routine on arrays": ("def f(clause, table):\n    res = np.logical_xor(clause, table[table.ndim - 2])\n"
+                                "    if np.count_nonzero(res) == 1:\n        return table | res\n    return table\n",
+                                [(np.array([True, False, False]), np.array([[False, False, False]])),
+                                 (np.array([True, True, False]), np.array([[False, False, False]]))]),
     "float of a tensor": ("def f(x, n: torch.Tensor):\n    return x * (1.0 / float(n))\n",
                           [(torch.ones(3), torch.tensor(4)), (torch.ones(3), torch.tensor(5))]),
 }
@@ -39,7 +45,7 @@ def _same(a, b):
 @pytest.mark.parametrize("form", sorted(FORMS))
 def test_torch_compile_breaks_the_graph_or_recompiles_where_tl302_reports(form):
     source, calls = FORMS[form]
-    ns = {"torch": torch}
+    ns = {"torch": torch, "np": np}
     exec(compile(source, "<tl302>", "exec"), ns)
     torch._dynamo.reset()
     backend = CountingBackend()
@@ -51,7 +57,7 @@ def test_torch_compile_breaks_the_graph_or_recompiles_where_tl302_reports(form):
     # the read splits the function at a graph break (two graphs, or none: dynamo ran the frame eagerly), or (a
     # tensor argument read as a number) specializes on its value: new data recompiles
     assert first != 1 or len(backend.graphs) == len(calls), (form, first, len(backend.graphs))
-    reported = [d for d in lint_source("import torch\n@torch.compile\n" + source, "m.py") if d.code == "TL302"]
+    reported = [d for d in lint_source("import numpy as np\nimport torch\n@torch.compile\n" + source, "m.py") if d.code == "TL302"]
     assert reported, form
 
 

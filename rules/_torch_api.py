@@ -123,6 +123,41 @@ def eager_only_spans(func, ifs=None) -> list[tuple[tuple[int, int], tuple[int, i
             block = node.body if compiling is False else node.orelse if compiling else None
             if block:
                 spans.append((start(block[0]), end(block[-1])))
+    spans += _after_compiling_returns(func)
+    return spans
+
+
+def _terminates(block) -> bool:
+    """Does every path through ``block`` end in a ``return`` or ``raise``?"""
+    if not block:
+        return False
+    last = block[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.If):
+        return _terminates(last.body) and _terminates(last.orelse)
+    return False
+
+
+def _after_compiling_returns(func) -> list:
+    """``if torch.compiler.is_compiling(): ...; return y`` then eager code: what follows the `if` in its block runs
+    only eagerly (unsloth's `_bounded_dense_matmul` hands the compiled path to a custom op and returns)."""
+    spans = []
+    stack = [func] if isinstance(func, ast.AST) else []
+    while stack:
+        node = stack.pop()
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if not isinstance(block, list):
+                continue
+            for i, stmt in enumerate(block):
+                if isinstance(stmt, ast.If) and _is_compiling_test(stmt.test) is True and not stmt.orelse \
+                        and _terminates(stmt.body) and i + 1 < len(block):
+                    spans.append((start(block[i + 1]), end(block[-1])))
+                    break
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.stmt, ast.excepthandler)) and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stack.append(child)
     return spans
 
 

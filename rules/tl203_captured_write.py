@@ -56,6 +56,9 @@ There is no automatic fix.
 - [lightning-thunder #132: functional jit loading closures sharp edge](https://github.com/Lightning-AI/lightning-thunder/issues/132)
 """,
     valid=[
+        # after `if torch.compiler.is_compiling(): ... return`, the rest runs only eagerly (unsloth's custom-op dispatch)
+        "import torch\n_budget = {}\ndef _eager(x):\n    _budget.pop('k', None)\n    return x\n"
+        "@torch.compile\ndef f(x):\n    if torch.compiler.is_compiling():\n        return x * 2\n    return _eager(x)\n",
         # the compiled function's own dict, and a module's configuration namespace
         "import torch\nimport numpy as np\n@torch.compile\ndef f(x):\n    stats = {}\n    stats['n'] = 1\n"
         "    np.seterr(all='ignore')\n    return x * stats['n']\n",

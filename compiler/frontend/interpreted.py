@@ -248,6 +248,9 @@ class InterpretedCall:
             return
         state.segmenter.flush("a Python effect", frame.location() if frame is not None else None)
 
+    def made_by_call(self, obj) -> bool:
+        return self.fresh is not None and self.fresh.get(id(obj)) is obj
+
     def pre_existing(self, obj) -> bool:
         """An object the call did not make, reachable from the state it read (a global list, a closure's
         dict, the jitted module's attributes): returned by identity, as eager returns it."""

@@ -586,7 +586,10 @@ class Interpreter:
                     value, _ = self.call(frame, fallback.__get__(obj, kind) if hasattr(fallback, "__get__")
                                          else fallback, (name,), {}, (pv.Constant(name),), {})
                     return value, pv.Attribute(prov, name)
-        return getattr(obj, name), pv.Attribute(prov, name)
+        value = getattr(obj, name)
+        if name == "__dict__" and self.fresh is not None and self.is_fresh(obj):
+            self.fresh[id(value)] = value  # a fresh object's own dict (copy.copy fills it: `y.__dict__.update`)
+        return value, pv.Attribute(prov, name)
 
 
 _OWN_DIR = __file__.rsplit("/", 1)[0] + "/"

@@ -91,15 +91,16 @@ class Runner:
     """One segment, compiled: passes, executors, generated code; reads/writes the call's env by name."""
 
     def __init__(self, trace: Trace, options: Options, final: bool):
-        from ..executors import assign_executors
+        from ..executors.plan import plan_execution
         from ..passes import run_passes
 
         traces = run_passes(trace, *(() if options.passes is None else (options.passes,)))
-        execution = assign_executors(traces[-1], options.executors)
+        # a fusing executor fuses each segment as it would the whole trace (functional path, regions)
+        added, self.fn = plan_execution(traces[-1], options.executors)
+        execution = added[-1]
         execution.header = f"{trace.header}; {execution.header}"
-        traces.append(execution)
+        traces += added
         self.traces = traces
-        self.fn = execution.python_callable()
         self.arg_names = [a.name for a in trace.args]
         self.out_names = None if final else [o.name for o in trace.output]
 

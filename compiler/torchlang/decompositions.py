@@ -269,6 +269,12 @@ def matmul(a, b):
 def embedding(idx, weight, padding_idx=None, max_norm=None, *rest, **kw):
     if max_norm is not None:
         raise Skip("max_norm renormalizes the weight in place")
+    scale_grad_by_freq = rest[1] if len(rest) > 1 else kw.get("scale_grad_by_freq", False)
+    sparse = rest[2] if len(rest) > 2 else kw.get("sparse", False)
+    if getattr(weight, "requires_grad", True) and (padding_idx is not None or scale_grad_by_freq or sparse):
+        # eager's backward zeroes the padding row's gradient (and scales or sparsifies it): index_select's
+        # would not (BERT's tied word embeddings differed in row 0 through inductor)
+        raise Skip("padding_idx, scale_grad_by_freq or sparse change the weight's gradient")
     flat = prims.reshape(idx, (-1,))
     return prims.reshape(prims.index_select(weight, 0, flat), (*idx.shape, weight.shape[1]))
 

@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     torch.set_num_threads(args.threads)
-    runs = [(c, None) for c in args.caches.split(",")]
+    runs = [(c, None) for c in args.caches.split(",") if c in CACHES]  # (--caches none: inductor rows only)
     if not args.no_inductor:
         runs.append(("constant values", ("inductor", "torch")))
     rows, start = [], time.perf_counter()

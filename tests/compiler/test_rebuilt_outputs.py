@@ -101,3 +101,18 @@ def test_gradients_flow_through_a_rebuilt_object():
         (e.layers[0].keys.sum() + e.layers[0].values.sum()).backward()
         assert torch.equal(got, w.grad)
         w.grad = None
+
+
+def test_an_object_made_before_a_read_of_a_tensor_value_is_rebuilt_per_outcome():
+    def f(x):
+        c = Cache()
+        c.layers.append(Layer(x.sin(), x))
+        if x.sum() > 0:  # the trace is split here
+            c.layers[0].keys = c.layers[0].keys * 2
+        return c
+
+    jf = compiler.jit(f)
+    for x in (torch.ones(3), -torch.ones(3), torch.ones(3), -torch.ones(3)):
+        c, e = jf(x), f(x)
+        assert torch.equal(c.layers[0].keys, e.layers[0].keys) and torch.equal(c.layers[0].values, x)
+    assert (compiler.cache_hits(jf), compiler.cache_misses(jf)) == (2, 2)

@@ -189,15 +189,16 @@ def check(name: str, mode: str = "forward", cache: str = "constant values", exec
     if traces:
         res.regions = sum(1 for b in traces[-1].bsyms if "_fusion_" in b.symbol.name)
     if timed and res.error is None and cache != "no caching":  # (no caching: every call traces, ~0.5 s)
-        res.eager_s = _median_time(lambda i: step(model, i), timed)
-        res.jit_s = _median_time(lambda i: step(jm, i), timed)
+        res.eager_s, res.jit_s = _median_times(lambda i: step(model, i), lambda i: step(jm, i), timed)
     return res
 
 
-def _median_time(fn, n: int) -> float:
-    times = []
+def _median_times(eager, jitted, n: int) -> tuple[float, float]:
+    """Median seconds of each, their calls interleaved so that both see the same load of a shared machine."""
+    times: tuple[list, list] = ([], [])
     for i in range(n):
-        start = time.perf_counter()
-        fn(i)
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
+        for fn, out in ((eager, times[0]), (jitted, times[1])):
+            start = time.perf_counter()
+            fn(i)
+            out.append(time.perf_counter() - start)
+    return sorted(times[0])[n // 2], sorted(times[1])[n // 2]

@@ -205,6 +205,7 @@ class InterpretedCall:
         self.roots = lambda: []  # the state it read (global and closure values, the module): set by the front end
         self.own_modules = set()  # ids of the jitted module's tree (set by the front end)
         self._known = None
+        self.arguments: list = []  # the caller's arguments (not the proxied copies): what they reach existed before
 
     def __call__(self, *args, **kwargs):
         check_stack = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
@@ -270,7 +271,9 @@ def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observer
     call = InterpretedCall(fn, (effects, *interpreter_observers), on_interpreter)
     module = options.get("module")
     call.own_modules = effects.own_modules
-    call.roots = lambda: [*effects.read_values.values(), *effects.touched.values(), *([module] if module is not None else [])]
+    call.arguments = [*args, *kwargs.values()]  # (a DynamicCache passed in and returned: by identity)
+    call.roots = lambda: [*effects.read_values.values(), *effects.touched.values(), *call.arguments,
+                          *([module] if module is not None else [])]
     try:
         result = native_frontend(fn, args, kwargs, observers=observers, call=call,
                                  hidden_reads=lambda: effects.reads,

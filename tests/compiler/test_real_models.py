@@ -47,3 +47,20 @@ def test_the_comparison_sees_values_structure_and_cache_contents():
         c.past_key_values.layers.pop()
         assert rm.same(a, c) is not None
         assert "logits" in rm.same(a, model(rm.inputs("llama", 1)[0][0]))
+
+
+def test_a_decode_step_with_the_cache_passed_back_equals_eager():
+    """The cache made by the first call, passed in again (generation's next step): changed in place and returned
+    by identity, as eager does (each step traces again: the cache's attributes are written)."""
+    import compiler
+
+    model = rm.build("llama").eval()
+    jm = compiler.jit(model)
+    (ids,), _ = rm.inputs("llama", 0)
+    with torch.no_grad():
+        cache, eager_cache = jm(ids).past_key_values, model(ids).past_key_values
+        for step in range(2):
+            nxt = ids[:, step:step + 1]
+            out, expected = jm(nxt, past_key_values=cache), model(nxt, past_key_values=eager_cache)
+            assert out.past_key_values is cache and expected.past_key_values is eager_cache
+            assert rm.same(out, expected) is None

@@ -116,3 +116,15 @@ def test_an_object_made_before_a_read_of_a_tensor_value_is_rebuilt_per_outcome()
         c, e = jf(x), f(x)
         assert torch.equal(c.layers[0].keys, e.layers[0].keys) and torch.equal(c.layers[0].values, x)
     assert (compiler.cache_hits(jf), compiler.cache_misses(jf)) == (2, 2)
+
+
+def test_an_object_argument_returned_is_returned_by_identity():
+    def f(x, holder, items):
+        return x * 2, holder, items
+
+    jf = compiler.jit(f)
+    holder, items = Holder(torch.ones(2)), [torch.ones(2), 3]
+    for _ in range(2):
+        y, h, got = jf(torch.ones(2), holder, items)
+        assert h is holder and torch.equal(y, torch.full((2,), 2.0))
+        assert type(got[0]) is torch.Tensor and got[1] == 3  # (a list argument: rebuilt, never the proxied copy)

@@ -28,6 +28,7 @@ from ..core import tree as pytree
 from ..core.errors import CompilerError
 from ..core.events import DATA_DEPENDENT, DATA_DEPENDENT_READ, Event
 from ..core.proxies import OpaqueProxy, TensorProxy
+from ..core.symbols import Tag
 from ..core.trace import Trace
 from ..core.context import tracing
 
@@ -95,8 +96,13 @@ class Runner:
         from ..passes import run_passes
 
         traces = run_passes(trace, *(() if options.passes is None else (options.passes,)))
-        # a fusing executor fuses each segment as it would the whole trace (functional path, regions)
-        added, self.fn = plan_execution(traces[-1], options.executors)
+        # a fusing executor fuses each segment as it would the whole trace (functional path, regions), where the
+        # segment writes nothing in place: segments that do run in eager order (their write-backs into tensors
+        # that later segments read, and random aliasing programs through the functional path, crashed)
+        executors = options.executors
+        if any(b.symbol.tags & Tag.INPLACE for b in traces[-1].bsyms):
+            executors = tuple(e for e in executors if not getattr(e, "fuses", False))
+        added, self.fn = plan_execution(traces[-1], executors)
         execution = added[-1]
         execution.header = f"{trace.header}; {execution.header}"
         traces += added

@@ -282,5 +282,7 @@ def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observer
         if not getattr(e, "thunder_effects_kept", False):  # a refusal: put back what tracing wrote
             effects.undo_writes()
         raise
+    finally:
+        call.arguments = []  # (the caller's tensors: no trace may keep them)
     result.rerun = effects.rerun + effects.changed_attributes() + result.rerun
     return result

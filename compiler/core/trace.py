@@ -37,6 +37,37 @@ class SameObject:
         return f"SameObject({type(self.obj).__qualname__} at {id(self.obj):#x})"
 
 
+class Rebuilt(pytree.RebuiltBase):
+    """An object the call made and returned (a transformers DynamicCache, a user class instance): every call
+    makes a new one of the same class and attribute structure, its tensors filled from that call's results,
+    as eager's call would have made it. `key` names it in the printed trace (`_o0`), so one object reached twice
+    in the output (a ModelOutput's field and item) is one object; copies made by tree_map keep the key."""
+
+    __slots__ = ("cls", "attrs", "key")
+
+    def __init__(self, cls, attrs: dict, key: int):
+        self.cls, self.attrs, self.key = cls, attrs, key
+
+    def __repr__(self):
+        return f"Rebuilt({self.cls.__qualname__} _o{self.key})"
+
+
+def rebuild(cls, attrs: dict):
+    """What a trace calls to make a Rebuilt object: a bare instance with the recorded attributes."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(attrs)
+    return obj
+
+
+def _rebuilt_nodes(x, out: dict) -> dict:
+    """key -> Rebuilt reached from `x`, children before the objects holding them."""
+    for leaf in pytree.tree_leaves(x, rebuilt=True):
+        if type(leaf) is Rebuilt and leaf.key not in out:
+            _rebuilt_nodes(leaf.attrs, out)
+            out.setdefault(leaf.key, leaf)
+    return out
+
+
 class Trace:
     def __init__(self, name: str = "computation"):
         self.name = name
@@ -104,6 +135,8 @@ class Trace:
             return x.name
         if type(x) is SameObject:
             return self.const_expr(x.obj)
+        if type(x) is Rebuilt:
+            return f"_o{x.key}"
         if type(x) is tuple:
             inner = ", ".join(self.expr(i) for i in x)
             return f"({inner},)" if len(x) == 1 else f"({inner})"
@@ -177,6 +210,9 @@ class Trace:
                     for sub in bsym.subsymbols:
                         lines.append(f"    # {self._target(sub.output, set())} = {self.call_expr(sub, sub.symbol.name)}")
                 defined.update(o.name for o in bsym.tensor_outputs())
+            for node in _rebuilt_nodes(self.output, {}).values():  # objects the call made, made again
+                lines.append(f"  _o{node.key} = {self.const_expr(rebuild)}({self.const_expr(node.cls)}, "
+                             f"{self.expr(node.attrs)})")
             lines.append(f"  return {self.expr(self.output)}")
         if self.wrap_try:
             start = 2 if self.header and with_comments else 1

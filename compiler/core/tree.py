@@ -12,30 +12,39 @@ import torch
 from .proxies import Symbolic
 
 
-def tree_leaves(x, out=None) -> list:
+class RebuiltBase:
+    """compiler.core.trace.Rebuilt's base: an object the call made, its attributes (`attrs`, a dict) a tree."""
+
+    __slots__ = ()
+
+
+def tree_leaves(x, out=None, rebuilt: bool = False) -> list:
+    """rebuilt=True: a Rebuilt object is a leaf (else its attributes' leaves are)."""
     if out is None:
         out = []
     t = type(x)
     if t is tuple or t is list:
         for i in x:
-            tree_leaves(i, out)
+            tree_leaves(i, out, rebuilt)
     elif t is dict or t is OrderedDict or t is defaultdict:
         for i in x.values():
-            tree_leaves(i, out)
+            tree_leaves(i, out, rebuilt)
     elif t is set or t is frozenset:
         for i in x:
-            tree_leaves(i, out)
+            tree_leaves(i, out, rebuilt)
     elif isinstance(x, tuple) and not _is_size(x):
         for i in x:
-            tree_leaves(i, out)
+            tree_leaves(i, out, rebuilt)
     elif is_dataclass_instance(x):
         for name in t.__dataclass_fields__:
-            tree_leaves(getattr(x, name), out)
+            tree_leaves(getattr(x, name), out, rebuilt)
         if isinstance(x, dict):  # a ModelOutput-like mapping: items set that are not a field's value
             fields = [getattr(x, name) for name in t.__dataclass_fields__]
             for v in dict.values(x):
                 if not any(v is a for a in fields):
-                    tree_leaves(v, out)
+                    tree_leaves(v, out, rebuilt)
+    elif isinstance(x, RebuiltBase) and not rebuilt:
+        tree_leaves(x.attrs, out)
     else:
         out.append(x)
     return out
@@ -58,6 +67,8 @@ def tree_map(f, x):
     if isinstance(x, tuple) and not _is_size(x):
         items = [tree_map(f, i) for i in x]
         return t(*items) if hasattr(x, "_fields") else t(items)  # namedtuple / structseq
+    if isinstance(x, RebuiltBase):
+        return t(x.cls, {k: tree_map(f, v) for k, v in x.attrs.items()}, x.key)
     if is_dataclass_instance(x):
         new = t(**{name: tree_map(f, getattr(x, name)) for name in t.__dataclass_fields__})
         if isinstance(x, dict):

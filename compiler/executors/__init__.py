@@ -99,7 +99,21 @@ def assign_executors(trace: Trace, executors) -> Trace:
     out = trace.copy_with([], "execution trace: " + ", ".join(getattr(e, "name", type(e).__name__) for e in executors))
     for bsym in trace.bsyms:
         out.bsyms.extend(_claim(bsym, executors, out))
+    out.header += "; ran: " + ran_where(out)
     return out
+
+
+def ran_where(trace: Trace) -> str:
+    """What ran where, e.g. "inductor 3 regions (41 ops), torch 20 ops, python 2 ops" (an executor listed but
+    given nothing is not named: the list of executors alone would say inductor where nothing was fused)."""
+    counts: dict = {}
+    for b in trace.bsyms:
+        name = getattr(b.impl[0], "name", type(b.impl[0]).__name__) if b.impl else "python"
+        regions, ops = counts.get(name, (0, 0))
+        fused = "_fusion_" in b.symbol.name
+        counts[name] = (regions + fused, ops + (len(b.subsymbols) if fused else 1))
+    return ", ".join(f"{name} {regions} region{'s' * (regions != 1)} ({ops} ops)" if regions else f"{name} {ops} ops"
+                     for name, (regions, ops) in counts.items()) or "nothing"
 
 
 def _claim(bsym: BoundSymbol, executors, trace: Trace) -> list[BoundSymbol]:

@@ -19,7 +19,8 @@ import types
 import torch
 
 from ..core.proxies import NumberProxy, Proxy, Symbolic, TensorProxy
-from ..core.trace import SameObject
+from ..core import tree as pytree
+from ..core.trace import Rebuilt, SameObject
 
 _LIMIT = 20000  # objects visited per walk: state reached from the written objects, not the whole program
 _ATOMS = (str, bytes, int, float, complex, bool, type(None), torch.dtype, torch.device, torch.Size, type,
@@ -207,3 +208,35 @@ def returned_by_identity(out, pre_existing):
         return value
 
     return mark(out)
+
+
+def rebuilt_outputs(out, made_by_call, pre_existing):
+    """The output with every object the call made that is not a container the trace prints (a transformers
+    DynamicCache, a user class instance) replaced by a Rebuilt: its class and attributes (tensors, numbers,
+    containers, other such objects, objects returned by identity), made again by every call. An object whose
+    structure a bare instance plus its attributes cannot give back (__slots__, its own __new__, a container
+    subclass, a cycle) is left as it is (refused by the front end's output check)."""
+    memo: dict = {}  # id -> Rebuilt (one object reached twice stays one object)
+    making: set = set()
+
+    def leaf(value):
+        if type(value) is SameObject or isinstance(value, _ATOMS) or is_traced(value):
+            return value
+        if id(value) in memo:
+            return memo[id(value)]
+        if not made_by_call(value):
+            return SameObject(value) if pre_existing(value) or isinstance(value, torch.nn.Module) else value
+        cls = type(value)
+        holder = getattr(value, "__dict__", None)
+        if not isinstance(holder, dict) or cls.__new__ is not object.__new__ or id(value) in making or \
+                isinstance(value, (dict, list, tuple, set, frozenset, collections.deque, torch.nn.Module)):
+            return value
+        making.add(id(value))
+        try:
+            attrs = {k: pytree.tree_map(leaf, returned_by_identity(v, pre_existing)) for k, v in list(holder.items())}
+        finally:
+            making.discard(id(value))
+        memo[id(value)] = node = Rebuilt(cls, attrs, len(memo))
+        return node
+
+    return pytree.tree_map(leaf, out)

@@ -26,7 +26,8 @@ _SIMPLE = (bool, int, float, complex, str, type(None), torch.dtype, torch.device
 
 @dataclass(frozen=True)
 class HiddenValue:
-    kind: str  # "global", "cell", "attribute" (of a module) or "child" (a submodule slot)
+    kind: str  # "global", "cell", "attribute" (of a module), "child" (a submodule slot), "environ"
+    # (os.environ[key], None where unset) or "contextvar" (its value, UNSET where it has none)
     holder: object  # the globals dict, the cell, or the module
     key: str  # global name, free variable name, attribute name
     value: object
@@ -37,6 +38,15 @@ class HiddenValue:
     check: str = ""
     shape: object = None  # "list"/"tuple": the length; "dict": (type, keys); "set": (type, items) when expanded
 
+
+class _Unset:
+    """What a ContextVar with no value reads as in a guard (`var.get(UNSET)`)."""
+
+    def __repr__(self):
+        return "UNSET"
+
+
+UNSET = _Unset()
 
 _MAX_ITEMS = 64  # containers/objects larger than this are guarded by identity only
 _MAX_DEPTH = 3

@@ -15,6 +15,7 @@ What the interpreter sees decides how the trace may be cached:
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 import types
@@ -29,7 +30,7 @@ from ..symbolic.builtin_answers import traced_type
 from ..core.context import mark_container_write, mark_write
 from . import escapes
 from .native import FrontendResult, holds_proxy, native_frontend
-from .hidden_inputs import HiddenValue, expand, library_file, write_slot
+from .hidden_inputs import UNSET, HiddenValue, by_value, expand, library_file, write_slot
 from ..interpreter import Interpreter, InterpreterError, events as ev, provenance
 from ..core.errors import CompilerError
 from ..interpreter.classify import reads_outside_state
@@ -55,6 +56,25 @@ def _varies_between_calls(callee, value) -> bool:
     return not holds_proxy(value) and reads_outside_state(callee)
 
 
+_ENVIRON_GET = os._Environ.__getitem__
+
+
+def _environ_key(arguments) -> bool:
+    return arguments is not None and len(arguments) == 2 and arguments[0] is os.environ and type(arguments[1]) is str
+
+
+def _attribute(obj, name):
+    """The value an attribute holds (ABSENT where it has none), read without running user Python where
+    possible (the instance dict first)."""
+    holder = getattr(obj, "__dict__", None)
+    if isinstance(holder, dict) and name in holder:
+        return holder[name]
+    try:
+        return getattr(obj, name)
+    except Exception:  # noqa: BLE001 - any failure to read is "no value"
+        return ABSENT
+
+
 class CallEffects:
     """Interpreter observer: the hidden values user code read, the writes it made outside the call, and
     the reasons a trace of it cannot be reused."""
@@ -69,6 +89,35 @@ class CallEffects:
         self.rerun: list[str] = []
         self.read_values: dict = {}  # id -> a value read from a global or an outside closure cell
         self.touched: dict = {}  # id -> object outliving the call that it changed (a container, an attribute's owner)
+        # (id, name) -> (object, name, value before the call's first write, reason): plain objects' attributes
+        self.attribute_slots: dict = {}
+
+        self.context_vars: dict = {}  # id -> (ContextVar, its value before the call's first set, reason)
+
+    def changed_attributes(self) -> list[str]:
+        """Why the trace is single-use: attributes of outliving plain objects, and ContextVars, that the call
+        left changed (a value set and put back, as transformers' output capturing does, is no effect)."""
+        return [reason for obj, name, before, reason in self.attribute_slots.values()
+                if _attribute(obj, name) is not before] + \
+            [reason for var, before, reason in self.context_vars.values() if var.get(UNSET) is not before]
+
+    def _context_var(self, var, method: str, value, where) -> None:
+        """ContextVar.get before the call sets it: a guarded input (its value, or its identity); set/reset: the
+        value before the first set is remembered, and the call must leave it so (else the trace is single-use)."""
+        if method == "get":
+            if id(var) not in self.context_vars and ("contextvar", id(var)) not in self._read_slots:
+                self._read_slots.add(("contextvar", id(var)))
+                now = var.get(UNSET)
+                self.reads.append(HiddenValue("contextvar", var, var.name, now, f"ContextVar {var.name!r}",
+                                              check="value" if by_value(now) else "identity"))
+            return
+        if id(var) in self.context_vars:
+            return
+        if method == "set" and isinstance(value, contextvars.Token):
+            before = UNSET if value.old_value is contextvars.Token.MISSING else value.old_value
+            self.context_vars[id(var)] = (var, before, f"{where}: sets ContextVar {var.name!r} and leaves it changed")
+        else:  # a reset of a set made before the call: the call changes it
+            self.rerun.append(f"{where}: resets ContextVar {var.name!r} to a value set before the call")
 
     def __call__(self, event) -> None:
         kind, d, where = event.kind, event.details, event.location
@@ -109,10 +158,24 @@ class CallEffects:
                 self.rerun.append(f"{where}: sets attribute {event.name!r} of a {type(event.value).__name__} module "
                                   f"that is not part of the jitted module")
             elif not isinstance(event.value, (torch.nn.Module, torch.Tensor, Proxy)):  # (epilogue, training_step)
-                self.rerun.append(f"{where}: sets attribute {event.name!r} of a {type(event.value).__name__} "
-                                  f"object that outlives the call")
+                # an effect only if the call leaves it changed: a value set and put back before the call ends
+                # (transformers' and kernels' CompileableContextVar under is_compiling) leaves nothing to repeat
+                key = (id(event.value), event.name)
+                if key not in self.attribute_slots:
+                    self.attribute_slots[key] = (event.value, event.name, _attribute(event.value, event.name),
+                                                 f"{where}: sets attribute {event.name!r} of a "
+                                                 f"{type(event.value).__name__} object that outlives the call")
         elif kind == ev.SIDE_EFFECT_CALL:
             self.rerun.append(f"{where}: calls {event.name}, a side effect")
+        elif kind == ev.OPAQUE_CALL and d.get("callee") is _ENVIRON_GET and _environ_key(d.get("arguments")):
+            key = d["arguments"][1]  # os.environ[key] (also inside .get): guarded by value, None where unset
+            if ("environ", key) not in self._read_slots:
+                self._read_slots.add(("environ", key))
+                self.reads.append(HiddenValue("environ", os.environ, key, os.environ.get(key),
+                                              f"os.environ[{key!r}]", check="value"))
+        elif kind == ev.OPAQUE_CALL and isinstance(getattr(d.get("callee"), "__self__", None), contextvars.ContextVar) \
+                and getattr(d["callee"], "__name__", "") in ("get", "set", "reset"):
+            self._context_var(d["callee"].__self__, d["callee"].__name__, event.value, where)
         elif kind == ev.OPAQUE_CALL and _varies_between_calls(d.get("callee"), event.value):
             self.rerun.append(f"{where}: calls {event.name}, whose result can change between calls")
 
@@ -142,6 +205,7 @@ class InterpretedCall:
         self.roots = lambda: []  # the state it read (global and closure values, the module): set by the front end
         self.own_modules = set()  # ids of the jitted module's tree (set by the front end)
         self._known = None
+        self.arguments: list = []  # the caller's arguments (not the proxied copies): what they reach existed before
 
     def __call__(self, *args, **kwargs):
         check_stack = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
@@ -179,7 +243,14 @@ class InterpretedCall:
         if target is not None and (id(target) in interp.watched_containers or isinstance(target, (Proxy, torch.Tensor))
                                    or isinstance(target, torch.nn.Module) and id(target) in self.own_modules):
             return  # (stored by the epilogue, or not an effect of this kind)
+        if target is not None and not isinstance(target, torch.nn.Module) and not interp.is_container(target):
+            # an attribute of a plain object: an effect only if the call leaves it changed (CallEffects), which
+            # is known at the end; a flush here would split every set-and-put-back pair into segments
+            return
         state.segmenter.flush("a Python effect", frame.location() if frame is not None else None)
+
+    def made_by_call(self, obj) -> bool:
+        return self.fresh is not None and self.fresh.get(id(obj)) is obj
 
     def pre_existing(self, obj) -> bool:
         """An object the call did not make, reachable from the state it read (a global list, a closure's
@@ -200,7 +271,9 @@ def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observer
     call = InterpretedCall(fn, (effects, *interpreter_observers), on_interpreter)
     module = options.get("module")
     call.own_modules = effects.own_modules
-    call.roots = lambda: [*effects.read_values.values(), *effects.touched.values(), *([module] if module is not None else [])]
+    call.arguments = [*args, *kwargs.values()]  # (a DynamicCache passed in and returned: by identity)
+    call.roots = lambda: [*effects.read_values.values(), *effects.touched.values(), *call.arguments,
+                          *([module] if module is not None else [])]
     try:
         result = native_frontend(fn, args, kwargs, observers=observers, call=call,
                                  hidden_reads=lambda: effects.reads,
@@ -209,5 +282,7 @@ def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observer
         if not getattr(e, "thunder_effects_kept", False):  # a refusal: put back what tracing wrote
             effects.undo_writes()
         raise
-    result.rerun = effects.rerun + result.rerun
+    finally:
+        call.arguments = []  # (the caller's tensors: no trace may keep them)
+    result.rerun = effects.rerun + effects.changed_attributes() + result.rerun
     return result

@@ -69,12 +69,19 @@ def _checkpoint(function, *args, **kwargs):
     return interpret_call(function, args, kwargs)
 
 
+def _is_compiling() -> bool:
+    """torch.compiler.is_compiling() in traced code: True, as under torch.compile and thunder, so library code
+    takes its compile paths (transformers' masks otherwise read tensor values, which splits the trace).
+    torch._dynamo.is_compiling and torch._utils.is_compiling call this one."""
+    return True
+
+
 def interpreter_lookasides() -> dict:
     """callable -> replacement, for the interpreting front end."""
     import torch.utils.checkpoint
 
     # (custom autograd.Function.apply: compiler/features/autograd_function.py, added by the interpreting front end)
-    table = {torch.utils.checkpoint.checkpoint: _checkpoint}
+    table = {torch.utils.checkpoint.checkpoint: _checkpoint, torch.compiler.is_compiling: _is_compiling}
     table |= rng.lookasides()  # seeds, RNG states and generators made inside: recorded in eager's order
     table |= training_step.lookasides()  # backward, optimizer steps, tensor attribute writes: refused
     table |= backward_hooks.lookasides()  # module backward hooks: torch's BackwardHook set up at run time

@@ -79,6 +79,7 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
             out = (fn if call is None else call)(*pargs, **pkwargs)
             if getattr(call, "pre_existing", None) is not None:  # objects it did not make: returned as they are
                 out = escapes.returned_by_identity(out, call.pre_existing)
+                out = escapes.rebuilt_outputs(out, call.made_by_call, call.pre_existing)  # (a DynamicCache)
             out = state.normalize(out)  # numbers -> values, returned real tensors -> captured inputs
             # a returned comparison of symbolic values (`k = t.max().item() > s`): eager returns a bool, so the
             # trace returns this call's answer and guards it, as `if k:` would

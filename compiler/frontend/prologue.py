@@ -15,7 +15,7 @@ import torch
 
 from ..features import autocast, torch_flags
 from ..core.errors import UnsupportedInputError
-from .hidden_inputs import hidden_values
+from .hidden_inputs import UNSET, hidden_values
 from ..meta.functions import meta_like
 from ..core.proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
 from ..core.symbols import BoundSymbol, Symbol, Tag
@@ -156,7 +156,9 @@ def _print_hidden(bsym, trace):
     (h,) = bsym.args
     holder = h.holder if h.kind == "argument" else trace.const_expr(h.holder)  # (an argument: its variable)
     read = {"global": f"{holder}[{h.key!r}]", "cell": f"{holder}.cell_contents", "argument": holder,
-            "attribute": f"{holder}.{h.key}", "child": f"{holder}._modules[{h.key!r}]"}[h.kind]
+            "attribute": f"{holder}.{h.key}", "child": f"{holder}._modules[{h.key!r}]",
+            "environ": f"{holder}.get({h.key!r})",
+            "contextvar": f"{holder}.get({trace.const_expr(UNSET) if h.kind == 'contextvar' else ''})"}[h.kind]
     for step, k in h.path:
         read += f"[{k!r}]" if step == "item" else f".{k}"
     v = h.value

@@ -28,6 +28,7 @@ from ..core import tree as pytree
 from ..core.errors import CompilerError
 from ..core.events import DATA_DEPENDENT, DATA_DEPENDENT_READ, Event
 from ..core.proxies import OpaqueProxy, TensorProxy
+from ..core.symbols import Tag
 from ..core.trace import Trace
 from ..core.context import tracing
 
@@ -91,15 +92,22 @@ class Runner:
     """One segment, compiled: passes, executors, generated code; reads/writes the call's env by name."""
 
     def __init__(self, trace: Trace, options: Options, final: bool):
-        from ..executors import assign_executors
+        from ..executors.plan import plan_execution
         from ..passes import run_passes
 
         traces = run_passes(trace, *(() if options.passes is None else (options.passes,)))
-        execution = assign_executors(traces[-1], options.executors)
+        # a fusing executor fuses each segment as it would the whole trace (functional path, regions), where the
+        # segment writes nothing in place: segments that do run in eager order (their write-backs into tensors
+        # that later segments read, and random aliasing programs through the functional path, crashed)
+        executors = options.executors
+        if any(b.symbol.tags & Tag.INPLACE for b in traces[-1].bsyms):
+            executors = tuple(e for e in executors if not getattr(e, "fuses", False))
+        with torch._C.DisableTorchFunction(), tracing(None):  # (planned while tracing goes on: regions build
+            added, self.fn = plan_execution(traces[-1], executors)  # their VJPs from prims, which must not record)
+        execution = added[-1]
         execution.header = f"{trace.header}; {execution.header}"
-        traces.append(execution)
+        traces += added
         self.traces = traces
-        self.fn = execution.python_callable()
         self.arg_names = [a.name for a in trace.args]
         self.out_names = None if final else [o.name for o in trace.output]
 

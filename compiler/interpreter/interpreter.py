@@ -294,13 +294,14 @@ class Interpreter:
             # observers hear of the call even so: that it raised can be the state it read (a missing
             # os.environ key) or its effect
             self.emit(ev.SIDE_EFFECT_CALL if side_effect else ev.OPAQUE_CALL, name, frame, None,
-                      pv.OpaqueResult(name, ()), callee=fn, raised=True)
+                      pv.OpaqueResult(name, ()), callee=fn, raised=True, **_read_arguments(fn, args))
             raise
         if isinstance(owner, CONTAINER_TYPES) and getattr(fn, "__name__", None) in _CONTAINER_MUTATORS:
             self.container_changed(frame, fn.__name__, owner)  # (a deque, an OrderedDict...)
         self.note_if_unshared(value, 1)
         prov = pv.OpaqueResult(name, tuple(provs) + tuple(kwprovs.values()))
-        self.emit(ev.SIDE_EFFECT_CALL if side_effect else ev.OPAQUE_CALL, name, frame, value, prov, callee=fn)
+        self.emit(ev.SIDE_EFFECT_CALL if side_effect else ev.OPAQUE_CALL, name, frame, value, prov, callee=fn,
+                  **_read_arguments(fn, args))
         return value, prov
 
     def _trampoline(self, globals_):
@@ -373,15 +374,17 @@ class Interpreter:
         for i in range(info.nargs):
             name = names[i]
             fast[i] = bound[name]
-            if i < npos and i < len(args):
+            if i >= npos + code.co_kwonlyargcount:  # `*args`, `**kwargs`: made by this call, its own to change
+                pfast[i] = pv.Computed("packed arguments")
+                self.note_fresh(fast[i])
+            elif i < npos and i < len(args):
                 pfast[i] = provs[i] if i < len(provs) else pv.UNKNOWN
             elif name in kwprovs and name in kwargs:
                 pfast[i] = kwprovs[name]
             elif name in kwargs:
                 pfast[i] = pv.UNKNOWN
             else:
-                pfast[i] = pv.Computed("packed arguments") if i >= npos + code.co_kwonlyargcount else \
-                    pv.Default(fn.__qualname__, name)
+                pfast[i] = pv.Default(fn.__qualname__, name)
         return Frame(fn, info, fast, pfast)
 
     # ----- execution -----
@@ -583,7 +586,10 @@ class Interpreter:
                     value, _ = self.call(frame, fallback.__get__(obj, kind) if hasattr(fallback, "__get__")
                                          else fallback, (name,), {}, (pv.Constant(name),), {})
                     return value, pv.Attribute(prov, name)
-        return getattr(obj, name), pv.Attribute(prov, name)
+        value = getattr(obj, name)
+        if name == "__dict__" and self.fresh is not None and self.is_fresh(obj):
+            self.fresh[id(value)] = value  # a fresh object's own dict (copy.copy fills it: `y.__dict__.update`)
+        return value, pv.Attribute(prov, name)
 
 
 _OWN_DIR = __file__.rsplit("/", 1)[0] + "/"
@@ -603,6 +609,11 @@ def _outside_caller():
     while native is not None and native.f_code.co_filename.startswith(_OWN_DIR):
         native = native.f_back
     return native
+
+
+def _read_arguments(fn, args) -> dict:
+    """The arguments of a read of outside state (`os.environ[key]`), for observers that guard what it read."""
+    return {"arguments": tuple(args)} if id(fn) in RUN_NATIVELY_IDS else {}
 
 
 def _unsupported_opcode(interp, frame, instr):

@@ -269,6 +269,12 @@ def matmul(a, b):
 def embedding(idx, weight, padding_idx=None, max_norm=None, *rest, **kw):
     if max_norm is not None:
         raise Skip("max_norm renormalizes the weight in place")
+    scale_grad_by_freq = rest[1] if len(rest) > 1 else kw.get("scale_grad_by_freq", False)
+    sparse = rest[2] if len(rest) > 2 else kw.get("sparse", False)
+    if getattr(weight, "requires_grad", True) and (padding_idx is not None or scale_grad_by_freq or sparse):
+        # eager's backward zeroes the padding row's gradient (and scales or sparsifies it): index_select's
+        # would not (BERT's tied word embeddings differed in row 0 through inductor)
+        raise Skip("padding_idx, scale_grad_by_freq or sparse change the weight's gradient")
     flat = prims.reshape(idx, (-1,))
     return prims.reshape(prims.index_select(weight, 0, flat), (*idx.shape, weight.shape[1]))
 
@@ -350,12 +356,23 @@ def fill_(a, value):
     return prims.copy_(a, prims.full(tuple(a.shape), value, dtype=a.dtype, device=a.device))
 
 
+def _default_device(device):
+    """A factory's device: the one named, else the default device of the traced call where it is not the CPU
+    (`with torch.device("cuda"):` around the call): a fused segment before a data-dependent read runs inside
+    tracing, where that torch-function mode is not active."""
+    from ..core.context import current_state
+
+    state = current_state()
+    default = getattr(state, "default_device", None)
+    return device if device is not None or default is None or default.type == "cpu" else default
+
+
 def _creation(value):
     def dec(*size, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, out=None):
         if requires_grad or out is not None:
             raise Skip("requires_grad/out")
         shape = _shape_arg(size)
-        return prims.full(shape, value, dtype=dtype or torch.get_default_dtype(), device=device)
+        return prims.full(shape, value, dtype=dtype or torch.get_default_dtype(), device=_default_device(device))
 
     return dec
 
@@ -363,7 +380,7 @@ def _creation(value):
 def _full(size, fill_value, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False):
     if requires_grad or _is_t(fill_value):
         raise Skip("requires_grad / tensor fill")
-    return prims.full(tuple(size), fill_value, dtype=dtype, device=device)
+    return prims.full(tuple(size), fill_value, dtype=dtype, device=_default_device(device))
 
 
 CREATION = {"zeros": _creation(0), "ones": _creation(1), "full": _full}

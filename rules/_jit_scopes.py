@@ -84,7 +84,14 @@ DISABLE = frozenset({"torch.compiler.disable", "torch._dynamo.disable", "torch._
                      "torch._dynamo.eval_frame.disable", "torch._dynamo.skip"})
 
 
+# A custom operator's body is opaque to the compilers: torch.compile calls it as one op (its fake kernel gives the
+# shapes), so its Python runs eagerly at every call, as under @torch.compiler.disable.
+CUSTOM_OPS = frozenset({"torch.library.custom_op", "torch.library.triton_op", "torch._library.custom_ops.custom_op"})
+
+
 def _disable_name(name: str) -> bool:
+    if name in CUSTOM_OPS:
+        return True
     last = name.rsplit(".", 1)[-1].lower()
     # `disable` however imported; a project's own helper named for what it does (`disable_compiler`,
     # `torch_compile_disable`, `_disable_dynamo`)

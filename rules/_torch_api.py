@@ -123,7 +123,7 @@ def eager_only_spans(func, ifs=None) -> list[tuple[tuple[int, int], tuple[int, i
             block = node.body if compiling is False else node.orelse if compiling else None
             if block:
                 spans.append((start(block[0]), end(block[-1])))
-    spans += _after_compiling_returns(func)
+    spans += after_compiling_returns(func)
     return spans
 
 
@@ -139,7 +139,7 @@ def _terminates(block) -> bool:
     return False
 
 
-def _after_compiling_returns(func) -> list:
+def after_compiling_returns(func) -> list:
     """``if torch.compiler.is_compiling(): ...; return y`` then eager code: what follows the `if` in its block runs
     only eagerly (unsloth's `_bounded_dense_matmul` hands the compiled path to a custom op and returns)."""
     spans = []

@@ -56,6 +56,10 @@ There is no automatic fix.
 - [lightning-thunder #132: functional jit loading closures sharp edge](https://github.com/Lightning-AI/lightning-thunder/issues/132)
 """,
     valid=[
+        # a custom operator's body runs as one opaque op, eagerly at every call (unsloth's bounded matmul)
+        "import torch\n_budget = {}\n@torch.library.custom_op('demo::op', mutates_args=())\n"
+        "def op(x: torch.Tensor) -> torch.Tensor:\n    _budget.pop('k', None)\n    return x.clone()\n"
+        "@torch.compile\ndef f(x):\n    return op(x) * 2\n",
         # after `if torch.compiler.is_compiling(): ... return`, the rest runs only eagerly (unsloth's custom-op dispatch)
         "import torch\n_budget = {}\ndef _eager(x):\n    _budget.pop('k', None)\n    return x\n"
         "@torch.compile\ndef f(x):\n    if torch.compiler.is_compiling():\n        return x * 2\n    return _eager(x)\n",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 
 from rules.jit_markers import eager_decorator
-from rules.jit_markers import eager_only_spans
+from rules.jit_markers import after_compiling_returns, eager_only_spans
 
 from ..static.children import child_fields
 from ..static.module_index import dotted_name, strip_self_returning
@@ -93,10 +93,15 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
     nested_spans = []
     fields = {}  # node type -> its child fields (children.py), looked up once per type
     stack = list(fn.body)  # (the decorators and defaults run where the function is defined)
+    # after `if torch.compiler.is_compiling(): ... return`, the rest of the block runs only eagerly
+    eager_after = after_compiling_returns(fn) if compiling_checks else ()
     while stack:
         node = stack.pop()
         t = type(node)
         if t in _LEAVES:  # names and constants (four nodes in ten), and a dict's ** entry's missing key
+            continue
+        if eager_after and isinstance(node, ast.stmt) and any(
+                lo <= (node.lineno, node.col_offset) <= hi for lo, hi in eager_after):
             continue
         if t is ast.Attribute:
             value = node.value

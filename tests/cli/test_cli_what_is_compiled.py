@@ -764,3 +764,45 @@ def test_a_compile_of_another_librarys_model_is_not_called_no_compile_call(cli, 
     out = cli(".", "--no-cache").out
     assert "no compile call found" not in out, out
     assert "1 compile call found, of other libraries' code only (run.py:4 `torch.compile(AutoModel.from_pretrained('x'))`)" in out
+
+
+def test_code_after_an_is_compiling_early_return_is_not_reached(cli, tmp_path):
+    # issue 31 false class 6 (unsloth's custom-op dispatch): `if is_compiling(): ... return` then eager code
+    write(tmp_path / "m.py", '''\
+import torch
+from torch import nn
+
+_budget = {}
+
+
+def _eager(x):
+    _budget.pop("k", None)
+    return x
+
+
+def dispatch(x):
+    if torch.compiler.is_compiling():
+        if x is None:
+            return x
+        return x * 2
+    return _eager(x)
+
+
+def dispatch_both(x):
+    if torch.compiler.is_compiling():
+        y = x * 2  # no return: what follows runs compiled too
+    return _eager(x)
+
+
+class Lin(nn.Module):
+    def forward(self, x):
+        return dispatch(x)
+
+
+class Both(nn.Module):
+    def forward(self, x):
+        return dispatch_both(x)
+''')
+    got = findings(cli, ".")
+    assert {(c, line) for _, c, line, _ in got} == {("TL201", 8), ("TL203", 8)}, got
+    assert all("`Both`" in m for *_, m in got), got  # reached from Both, never from Lin

@@ -15,6 +15,12 @@ from dataclasses import dataclass
 HEADLINE_CHARS = 160  # a finding's first line: the hazard and the fix; the compiler's side goes to notes
 
 
+def prose_length(line: str) -> int:
+    """A first line's length without the code spans' contents (names, which are never shortened)."""
+    parts = line.split("`")
+    return sum(len(p) if i % 2 == 0 else 2 for i, p in enumerate(parts))
+
+
 def compiled_message(target, subject: str, fix: str, hazard: str, torch_compile: str, code: str = "") -> dict:
     """``Finding`` keywords for ``target``'s compiler: the message, and a severity override (None: the rule's own).
 
@@ -27,9 +33,8 @@ def compiled_message(target, subject: str, fix: str, hazard: str, torch_compile:
     first = f"{subject}: {fix}"
     if getattr(target, "assumed", False):
         first = f"{target.elsewhere}, {first}"
-    if len(first) > HEADLINE_CHARS:  # long names: the line and column say where, the first line stays short
-        parts = first.split("`")
-        first = "`".join(p[:20] + "..." if i % 2 and len(p) > 24 else p for i, p in enumerate(parts))
+    # Names stay whole, however long (a user searches for them; issue 35 found them cut at 20 characters): the
+    # first line's limit is on its prose, measured by prose_length.
     notes = []
     elsewhere = getattr(target, "elsewhere", "")
     if elsewhere and not getattr(target, "assumed", False):

@@ -16,7 +16,7 @@ import torch
 
 import analyzer
 import compiler
-from rules.compilers import HEADLINE_CHARS
+from rules.compilers import HEADLINE_CHARS, prose_length
 
 
 def test_plain_slicing_under_symbolic_values_names_no_condition_every_size_meets():
@@ -90,4 +90,4 @@ def test_trace_headlines_are_short():
     found = analyzer.check(inplace, torch.ones(2, 3))
     assert {d.code for d in found} >= {"TL101", "TL103"}, [d.code for d in found]
     for d in found:
-        assert len(d.message.split("\n")[0]) <= HEADLINE_CHARS, d.message
+        assert prose_length(d.message.split("\n")[0]) <= HEADLINE_CHARS, d.message

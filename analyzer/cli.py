@@ -435,14 +435,18 @@ MAX_UNRESOLVED_NOTES = 10
 def unresolved_notes(report: dict | None, library_default: str) -> list[str]:
     """One line per compile call the index could not follow, where the library default did not apply (its own
     note names them then): the code it compiles is linted as not compiled, and the user should know."""
-    if library_default or not report:
+    if not report:
         return []
+    unmatched = [f"warning: the `assume-compiled` pattern `{p}` matches no function of the linted files"
+                 for p in report.get("unmatched", ())]
+    if library_default:
+        return unmatched
     sites = sorted(tuple(u) for u in report.get("unresolved", ()))
     lines = [f"note: compile call at {p}:{line} (`{label}`) not resolved: the code it compiles is linted as not "
              "compiled (name it with `assume-compiled`)" for p, line, label in sites[:MAX_UNRESOLVED_NOTES]]
     if len(sites) > MAX_UNRESOLVED_NOTES:
         lines.append(f"note: ... and {len(sites) - MAX_UNRESOLVED_NOTES} more compile calls not resolved")
-    return lines
+    return unmatched + lines
 
 
 def _report(args, diagnostics, sources, *, fixed: int | None, extra_head: str = "", library_default: str = "",
@@ -691,7 +695,7 @@ def _merged_results(results: list):
         cache_hits=sum(r.cache_hits for r in results),
         elapsed=sum(r.elapsed for r in results),
         library_default="; ".join(notes),
-        report={k: [x for r in results for x in r.report.get(k, ())] for k in ("unresolved", "pipelines")},
+        report={k: [x for r in results for x in r.report.get(k, ())] for k in ("unresolved", "pipelines", "unmatched")},
     )
 
 

@@ -141,7 +141,8 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
         return relinted, sidecar.library_default
     with_summary = [r for r in results if r.summary is not None]
     index = ProjectIndex([r.summary for r in with_summary], settings.root, settings.assume_compiled, settings.target)
-    said = {"unresolved": [list(u) for u in index.unresolved], "pipelines": [list(p) for p in index.pipelines]}
+    said = {"unresolved": [list(u) for u in index.unresolved], "pipelines": [list(p) for p in index.pipelines],
+            "unmatched": list(index.unmatched_patterns)}
     if report is not None:
         report.update(said)
     todo, held = [], []

@@ -413,6 +413,7 @@ class ProjectIndex:
             self._module_of_path[s["path"]] = key
         # None: not configured (the library default applies when no compile call is found); () turns it off
         self.assume_compiled = None if assume_compiled is None else tuple(assume_compiled)
+        self.unmatched_patterns: list[str] = []  # `assume-compiled` patterns that match no function of the project
         self.target = target
         self.found_compile_site = False
         # why the library default applied ("no compile call found"), or "" when it did not
@@ -584,10 +585,15 @@ class ProjectIndex:
         if self.assume_compiled is not None:
             compiler = self.target if self.target != "any" else "unknown"
             how = Compiled(compiler, False, "compiled as `assume-compiled` says")
+            matched = set()
             for mod, s in self.modules.items():
                 for qual in s["functions"]:
-                    if any(fnmatch.fnmatchcase(f"{mod}.{qual}", p) for p in self.assume_compiled):
+                    hits = [p for p in self.assume_compiled if fnmatch.fnmatchcase(f"{mod}.{qual}", p)]
+                    if hits:
+                        matched.update(hits)
                         pending.append(((mod, qual), how, 0))
+            # a pattern that names nothing is most likely a typo or a moved module: the summary says so
+            self.unmatched_patterns = [p for p in self.assume_compiled if p not in matched]
         elif not compiles_a_module:
             # A library: nothing here compiles its modules (at most some functions), its users do. Lint every
             # module's forward (and what it reaches) as compiled, saying so.

@@ -52,3 +52,14 @@ def test_the_library_default_names_the_calls_it_could_not_follow(cli, tmp_path):
     write(tmp_path / "pkg" / "fast.py", "import torch\n\n\ndef speed_up(m):\n    return torch.compile(m.module_getter())\n")
     r = cli(".", "--no-cache", "--output-format", "concise")
     assert "not resolved" in r.out and "pkg/fast.py:5" in r.out and "no compile call found" not in r.out, r.out
+
+
+def test_an_assume_compiled_pattern_that_matches_nothing_is_said(cli, tmp_path):
+    # issue 35: `--assume-compiled` with a typo was silent
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "net.py", NET)
+    r = cli(".", "--no-cache", "--assume-compiled", "pkg.nett.*.forward", "--assume-compiled", "pkg.net.Net.forward")
+    assert "the `assume-compiled` pattern `pkg.nett.*.forward` matches no function" in r.out, r.out
+    assert "pkg.net.Net.forward` matches" not in r.out and "TL204" in r.out
+    r = cli(".", "--no-cache", "--output-format", "json", "--assume-compiled", "nothing.here")
+    assert "`nothing.here` matches no function" in r.err and json.loads(r.out) == []

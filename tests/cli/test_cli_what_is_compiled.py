@@ -604,7 +604,8 @@ def test_the_second_pass_reports_unresolved_calls_and_transforms_also_from_the_c
         r = cli(".", "--format", "json")
         assert r.code == 1, r.err
     expected = {"unresolved": [["run.py", 5, "torch.compile(pipe.unet)"]],
-                "pipelines": [["lib/transforms.py", "Flip", "draws Python's random in a data module"]]}
+                "pipelines": [["lib/transforms.py", "Flip", "draws Python's random in a data module"]],
+                "unmatched": []}
     assert reports == [expected, expected]
 
 

@@ -422,6 +422,11 @@ def _emit(args: argparse.Namespace, text: str) -> None:
         except OSError as e:
             raise UsageError(f"cannot write the report to {args.output_file}: {e.strerror or e}") from None
     else:
+        if getattr(args, "format", None) in ("full", "concise"):
+            from .report.colour import colourize, wanted
+
+            if wanted(sys.stdout):
+                text = colourize(text)
         try:
             sys.stdout.write(text)
         except UnicodeEncodeError:

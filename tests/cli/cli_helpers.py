@@ -25,7 +25,7 @@ class Result:
 
 def run_process(args: list[str], cwd: Path, stdin: bytes | None = None, timeout: float = 120) -> Result:
     """The CLI as users run it: a fresh interpreter (`python3 -m analyzer.cli`)."""
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "THUNDER_LINT_OUTPUT_FORMAT")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
         [sys.executable, "-m", "analyzer.cli", *args], cwd=cwd, input=stdin, capture_output=True, timeout=timeout, env=env

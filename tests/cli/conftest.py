@@ -20,6 +20,8 @@ def cli(capsys, monkeypatch, tmp_path):
     """Runs from ``tmp_path`` (or ``cwd=``), with the results cache kept inside tmp_path."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("THUNDER_LINT_CACHE_DIR", str(tmp_path / ".cache-under-test"))
+    monkeypatch.delenv("FORCE_COLOR", raising=False)  # a CI that forces colour must not change what tests read
+    monkeypatch.delenv("THUNDER_LINT_OUTPUT_FORMAT", raising=False)
 
     def run(*args: str, stdin: str | bytes | None = None, cwd: Path | None = None) -> Result:
         if cwd is not None:

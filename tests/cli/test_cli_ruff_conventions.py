@@ -228,3 +228,32 @@ def test_a_folder_named_on_the_command_line_is_linted_even_if_git_ignores_it(cli
     assert cli("--show-files").out == ""
     files = cli("--show-files", "corpus").out.split()
     assert [os.path.relpath(p, tmp_path) for p in files] == ["corpus/lib/m.py"]  # its own .gitignore still counts
+
+
+def test_colour_follows_no_color_and_force_color(cli, tmp_path, monkeypatch):
+    write(tmp_path / "m.py", TL101_SRC)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    assert "\x1b[" not in cli("m.py").out  # not a terminal: plain text
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    out = cli("m.py", "--output-format", "concise").out
+    assert "\x1b[1mm.py:6:5:\x1b[0m \x1b[1m\x1b[31mTL101\x1b[0m" in out, repr(out)
+    assert "\x1b[" not in cli("m.py", "--output-format", "json").out  # machine formats never
+    cli("m.py", "-o", "report.txt")
+    assert "\x1b[" not in (tmp_path / "report.txt").read_text()  # files never
+    monkeypatch.setenv("FORCE_COLOR", "0")
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in cli("m.py").out
+
+
+def test_colour_on_a_terminal_unless_no_color():
+    import io
+
+    from analyzer.report.colour import wanted
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert wanted(Tty(), {}) and not wanted(Tty(), {"NO_COLOR": "1"}) and not wanted(io.StringIO(), {})
+    assert wanted(io.StringIO(), {"FORCE_COLOR": "true"})

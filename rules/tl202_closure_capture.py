@@ -65,8 +65,31 @@ There is no automatic fix.
         "        loss_acc.add_(loss)\n        if grad_weight is not None:\n            grad_weight.add_(1)\n"
         "    if compiled:\n        accumulate = torch.compile(accumulate)\n    for chunk in x.chunk(4):\n"
         "        accumulate(chunk)\n    return loss_acc\n",
+        # the same, with the tensors known only from the helper they are passed to (liger-kernel's distillation
+        # loss): `.t()` on the parameter, and an optional bias added to a matmul product
+        "import torch\nfrom functools import partial\nclass Base:\n    @staticmethod\n"
+        "    def _loss(x, weight, tx, teacher_weight, teacher_bias=None, scale=1.0):\n"
+        "        t = tx @ teacher_weight.t()\n        if teacher_bias is not None:\n            t += teacher_bias\n"
+        "        return ((x @ weight.t() - t) ** 2).sum() * scale\n    @staticmethod\n"
+        "    def forward(x, weight, tx, teacher_weight, teacher_bias=None, compiled=True):\n"
+        "        grad_weight = torch.zeros_like(weight)\n        loss_acc = torch.zeros(())\n"
+        "        def accumulate(x_chunk, tx_chunk):\n"
+        "            g, loss = torch.func.grad_and_value(partial(Base._loss, scale=0.5), argnums=1)(\n"
+        "                x_chunk, weight, tx_chunk, teacher_weight, teacher_bias)\n"
+        "            grad_weight.add_(g)\n            loss_acc.add_(loss)\n"
+        "        if compiled:\n            accumulate = torch.compile(accumulate)\n"
+        "        for x_chunk, tx_chunk in zip(x.chunk(2), tx.chunk(2)):\n            accumulate(x_chunk, tx_chunk)\n"
+        "        return loss_acc, grad_weight\n",
     ],
     invalid=[
+        # a Python value passed to a helper that uses it as a number: no tensor evidence there, still guarded
+        "import torch\ndef _scaled(x, s):\n    return x * s\ndef chunked_loss(x, scale):\n"
+        "    def accumulate(chunk):\n        return _scaled(chunk, scale).sum()\n"
+        "    accumulate = torch.compile(accumulate)\n    return sum(accumulate(c) for c in x.chunk(4))\n",
+        # a number added to a matmul product, never tested against None: no bias evidence
+        "import torch\ndef chunked_loss(x, w, shift):\n    def accumulate(chunk):\n        y = chunk @ w.t()\n"
+        "        y += shift\n        return y.sum()\n"
+        "    accumulate = torch.compile(accumulate)\n    return sum(accumulate(c) for c in x.chunk(4))\n",
         # the same per-call compile over a Python value: torch.compile guards it, a recompile per new value
         "import torch\ndef chunked_loss(x, scale):\n    def accumulate(chunk):\n        return (chunk * scale).sum()\n"
         "    accumulate = torch.compile(accumulate)\n    return sum(accumulate(c) for c in x.chunk(4))\n",

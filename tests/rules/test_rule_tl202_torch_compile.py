@@ -56,3 +56,23 @@ def test_a_new_float_recompiles_once_then_is_dynamic():
 
 def test_a_new_function_recompiles_per_function():
     assert _run([(2.0, torch.mul), (2.0, torch.add), (2.0, torch.mul), (2.0, torch.sub)]) == 3
+
+
+def test_tensors_known_from_the_helper_they_go_to_are_graph_inputs():
+    """The VALID example whose tensors show only in the helper they are passed to (liger-kernel's distillation
+    loss: partial + torch.func.grad_and_value): quiet, and under torch.compile one graph for new tensors on every
+    call, eager's result each time."""
+    from rules.tl202_closure_capture import INFO
+
+    src = next(s for s in INFO.valid if "teacher_bias" in s)
+    assert not [d for d in lint_source(src, "m.py") if d.code == "TL202"]
+    backend = CountingBackend()
+    ns: dict = {"backend": backend}
+    exec(src.replace("torch.compile(accumulate)", "torch.compile(accumulate, backend=backend)"), ns)
+    torch.manual_seed(0)
+    for _ in range(3):
+        x, w, tx, tw, tb = torch.randn(4, 3), torch.randn(5, 3), torch.randn(4, 2), torch.randn(5, 2), torch.randn(5)
+        loss, grad = ns["Base"].forward(x, w, tx, tw, tb)
+        want_loss, want_grad = ns["Base"].forward(x, w, tx, tw, tb, compiled=False)
+        assert torch.allclose(loss, want_loss, atol=1e-5) and torch.allclose(grad, want_grad, atol=1e-5)
+    assert len(backend.graphs) == 1

@@ -248,3 +248,67 @@ def _tensor_made(ctx, value) -> bool:
         callee = ctx.resolve(value.func) or ""
         return callee.startswith("torch.") and not callee.startswith(_TORCH_NON_TENSOR)
     return False
+
+
+def memoized(ctx, func, name: str) -> bool:
+    """Is ``name`` bound in ``func`` only by ``name = build()``, where the module function ``build`` memoizes its
+    result in a module global (``global _OP; if _OP is not None: return _OP; ...; _OP = op; return _OP``) that
+    nothing else in the file binds but to None at the top? Then every call of ``func`` captures the same object:
+    torch.compile's guard on the cell holds, no recompile (tests/rules/test_rule_tl202_torch_compile.py)."""
+    bound = [n.value for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+             and any(_is_name(t, name) for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    if len(bound) != 1 or not isinstance(bound[0], ast.Call) or bound[0].args or bound[0].keywords \
+            or not isinstance(bound[0].func, ast.Name):
+        return False
+    a = func.args
+    if any(p.arg == bound[0].func.id for p in a.posonlyargs + a.args + a.kwonlyargs):
+        return False  # a builder passed in, not the module's function of that name
+    found = _module_def(ctx.tree, bound[0].func)
+    if found is None:
+        return False
+    build = found[0]
+    cache = next((g for s in build.body if isinstance(s, ast.Global) for g in s.names), None)
+    if cache is None:
+        return False
+    returns = [n for n in _own_nodes(build) if isinstance(n, ast.Return)]
+    if not returns or not all(_is_name(r.value, cache) for r in returns):
+        return False
+    guard = next((i for i, s in enumerate(build.body) if isinstance(s, ast.If) and _is_cached(s.test, cache)
+                  and len(s.body) == 1 and isinstance(s.body[0], ast.Return)), None)
+    stores = [i for i, s in enumerate(build.body) if any(_stores(n, cache) for n in ast.walk(s))]
+    if guard is None or any(i <= guard for i in stores):
+        return False  # no early return of the cached value before the cache is filled: built anew each call
+    for node in ast.walk(ctx.tree):  # the cache's other bindings: only `_OP = None` at the top of the module
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not build \
+                and any(_stores(n, cache) for n in ast.walk(node)) \
+                and any(isinstance(n, ast.Global) and cache in n.names for n in ast.walk(node)):
+            return False
+    for stmt in ctx.tree.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            for n in ast.walk(stmt):
+                if _stores(n, cache) and not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant)
+                                              and stmt.value.value is None):
+                    return False
+    return True
+
+
+def _own_nodes(func):
+    """Nodes of ``func``'s body, nested functions and classes left out."""
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (*_FUNC, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _is_cached(test, cache: str) -> bool:
+    if _is_name(test, cache):
+        return True
+    return isinstance(test, ast.Compare) and _is_name(test.left, cache) and isinstance(test.ops[0], ast.IsNot) \
+        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+
+
+def _stores(node, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) or (
+        isinstance(node, (ast.Delete,)) and any(_is_name(t, name) for t in node.targets))

@@ -90,11 +90,20 @@ def rebound_after(func, name: str, line: int) -> bool:
     return False
 
 
-def is_tensor(ctx, func, name: str) -> bool:
+def is_tensor(ctx, func, name: str, depth: int = 2) -> bool:
     """Evidence in ``func`` (the closure's maker, closure included) that ``name`` holds a tensor (or None): a tensor
     annotation, a tensor-only attribute or method used on it (``weight.requires_grad``, ``acc.add_(...)``),
-    ``torch.zeros_like(name)``, ``name @ w``, or every assignment a torch call (``torch.zeros(())``,
-    ``torch.zeros_like(w) if grad else None``)."""
+    ``torch.zeros_like(name)``, ``name @ w``, a bias added to a matmul product under an ``is not None`` test,
+    every assignment a torch call (``torch.zeros(())``, ``torch.zeros_like(w) if grad else None``), or ``name``
+    passed to a function of this module whose parameter has such evidence (``depth`` calls deep)."""
+    if _is_tensor_here(ctx, func, name):
+        return True
+    if _optional_bias(func, name):
+        return True
+    return depth > 0 and _passed_as_tensor(ctx, func, name, depth - 1)
+
+
+def _is_tensor_here(ctx, func, name: str) -> bool:
     args = func.args
     for a in args.posonlyargs + args.args + args.kwonlyargs:
         if a.arg == name and a.annotation is not None and is_tensor_annotation(a.annotation):
@@ -121,6 +130,115 @@ def is_tensor(ctx, func, name: str) -> bool:
     return bool(assigned) and all(_tensor_made(ctx, v) for v in assigned)
 
 
+def _optional_bias(func, name: str) -> bool:
+    """``y = x @ w`` then ``y += name`` (or ``x @ w + name``) with ``name is not None`` tested: a linear layer's
+    optional bias. Only an addition to a matmul product, and only an optional one: a Python scale (``y * s``,
+    ``y + 1.0``) is no evidence, and a number is rarely passed where None means "no term"."""
+    optional = products = False
+    added = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == name \
+                and isinstance(node.ops[0], ast.IsNot) and isinstance(node.comparators[0], ast.Constant) \
+                and node.comparators[0].value is None:
+            optional = True
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and _is_name(node.value, name) \
+                and isinstance(node.target, ast.Name):
+            added.append(node.target.id)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and _is_name(node.right, name) \
+                and _is_matmul(node.left):
+            products = True
+    if not optional:
+        return False
+    if products:
+        return True
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and _is_matmul(node.value) \
+                and any(isinstance(t, ast.Name) and t.id in added for t in node.targets):
+            return True
+    return False
+
+
+def _is_name(node, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _is_matmul(node) -> bool:
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)
+
+
+# torch.func transforms called as transform(f, ...)(args): the args go to f.
+_TRANSFORMS = frozenset({"torch.func.grad", "torch.func.grad_and_value", "torch.func.vmap", "torch.vmap",
+                         "functorch.grad", "functorch.grad_and_value", "functorch.vmap"})
+
+
+def _passed_as_tensor(ctx, func, name: str, depth: int) -> bool:
+    """Is ``name`` passed, as a bare argument, to a function defined in this module whose parameter there has
+    tensor evidence? Calls through ``functools.partial`` names and torch.func transforms are followed."""
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Call):
+            continue
+        at = [i for i, a in enumerate(node.args) if _is_name(a, name)]
+        kws = [k.arg for k in node.keywords if k.arg and _is_name(k.value, name)]
+        if not at and not kws:
+            continue
+        callee = _callee(ctx, func, node.func)
+        if callee is None:
+            continue
+        target, skip = callee
+        params = target.args.posonlyargs + target.args.args
+        names = [params[i + skip].arg for i in at if i + skip < len(params)]
+        names += [k for k in kws if any(p.arg == k for p in params + target.args.kwonlyargs)]
+        if any(is_tensor(ctx, target, p, depth) for p in names):
+            return True
+    return False
+
+
+def _callee(ctx, func, expr, hops: int = 4):
+    """The module function ``expr`` calls, with how many leading positional parameters a partial binds."""
+    if hops == 0:
+        return None
+    if isinstance(expr, ast.Call):
+        made = ctx.resolve(expr.func) or ""
+        if made in _TRANSFORMS and expr.args:  # grad_and_value(f, argnums=...)(...): the arguments go to f
+            return _callee(ctx, func, expr.args[0], hops - 1)
+        if made == "functools.partial" and expr.args:  # partial(f, a, k=v)(...): after a, they go to f
+            inner = _callee(ctx, func, expr.args[0], hops - 1)
+            return inner and (inner[0], inner[1] + len(expr.args) - 1)
+        return None
+    if isinstance(expr, ast.Name):
+        bound = [n.value for n in ast.walk(func) if isinstance(n, ast.Assign)
+                 and any(_is_name(t, expr.id) for t in n.targets)]
+        if len(bound) == 1 and isinstance(bound[0], ast.Call):
+            return _callee(ctx, func, bound[0], hops - 1)  # loss_fn = partial(f, ...)
+        a = func.args
+        if bound or any(p.arg == expr.id for p in a.posonlyargs + a.args + a.kwonlyargs):
+            return None  # a local value or a parameter, not the module's function of that name
+    return _module_def(ctx.tree, expr)
+
+
+def _module_def(tree, expr):
+    """``f`` or ``Class.f`` defined at the top of the module: (def, 0); a method called through its class takes its
+    ``self`` explicitly, so the positions line up either way."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    parts.reverse()
+    body = tree.body
+    for i, part in enumerate(parts):
+        found = next((s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                      and s.name == part), None)
+        if found is None:
+            return None
+        if not isinstance(found, ast.ClassDef):
+            return (found, 0) if i == len(parts) - 1 else None
+        body = found.body
+    return None
+
+
 def _tensor_made(ctx, value) -> bool:
     if isinstance(value, ast.IfExp):
         branches = [b for b in (value.body, value.orelse)
@@ -130,3 +248,67 @@ def _tensor_made(ctx, value) -> bool:
         callee = ctx.resolve(value.func) or ""
         return callee.startswith("torch.") and not callee.startswith(_TORCH_NON_TENSOR)
     return False
+
+
+def memoized(ctx, func, name: str) -> bool:
+    """Is ``name`` bound in ``func`` only by ``name = build()``, where the module function ``build`` memoizes its
+    result in a module global (``global _OP; if _OP is not None: return _OP; ...; _OP = op; return _OP``) that
+    nothing else in the file binds but to None at the top? Then every call of ``func`` captures the same object:
+    torch.compile's guard on the cell holds, no recompile (tests/rules/test_rule_tl202_torch_compile.py)."""
+    bound = [n.value for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+             and any(_is_name(t, name) for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    if len(bound) != 1 or not isinstance(bound[0], ast.Call) or bound[0].args or bound[0].keywords \
+            or not isinstance(bound[0].func, ast.Name):
+        return False
+    a = func.args
+    if any(p.arg == bound[0].func.id for p in a.posonlyargs + a.args + a.kwonlyargs):
+        return False  # a builder passed in, not the module's function of that name
+    found = _module_def(ctx.tree, bound[0].func)
+    if found is None:
+        return False
+    build = found[0]
+    cache = next((g for s in build.body if isinstance(s, ast.Global) for g in s.names), None)
+    if cache is None:
+        return False
+    returns = [n for n in _own_nodes(build) if isinstance(n, ast.Return)]
+    if not returns or not all(_is_name(r.value, cache) for r in returns):
+        return False
+    guard = next((i for i, s in enumerate(build.body) if isinstance(s, ast.If) and _is_cached(s.test, cache)
+                  and len(s.body) == 1 and isinstance(s.body[0], ast.Return)), None)
+    stores = [i for i, s in enumerate(build.body) if any(_stores(n, cache) for n in ast.walk(s))]
+    if guard is None or any(i <= guard for i in stores):
+        return False  # no early return of the cached value before the cache is filled: built anew each call
+    for node in ast.walk(ctx.tree):  # the cache's other bindings: only `_OP = None` at the top of the module
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not build \
+                and any(_stores(n, cache) for n in ast.walk(node)) \
+                and any(isinstance(n, ast.Global) and cache in n.names for n in ast.walk(node)):
+            return False
+    for stmt in ctx.tree.body:
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            for n in ast.walk(stmt):
+                if _stores(n, cache) and not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant)
+                                              and stmt.value.value is None):
+                    return False
+    return True
+
+
+def _own_nodes(func):
+    """Nodes of ``func``'s body, nested functions and classes left out."""
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (*_FUNC, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _is_cached(test, cache: str) -> bool:
+    if _is_name(test, cache):
+        return True
+    return isinstance(test, ast.Compare) and _is_name(test.left, cache) and isinstance(test.ops[0], ast.IsNot) \
+        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+
+
+def _stores(node, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) or (
+        isinstance(node, (ast.Delete,)) and any(_is_name(t, name) for t in node.targets))

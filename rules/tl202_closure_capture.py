@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._captures import compiled_per_call, is_tensor, rebound_after
+from ._captures import compiled_per_call, is_tensor, memoized, rebound_after
 from ._jit_scopes import free_reads, jitted_scopes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -65,8 +65,46 @@ There is no automatic fix.
         "        loss_acc.add_(loss)\n        if grad_weight is not None:\n            grad_weight.add_(1)\n"
         "    if compiled:\n        accumulate = torch.compile(accumulate)\n    for chunk in x.chunk(4):\n"
         "        accumulate(chunk)\n    return loss_acc\n",
+        # the same, with the tensors known only from the helper they are passed to (liger-kernel's distillation
+        # loss): `.t()` on the parameter, and an optional bias added to a matmul product
+        "import torch\nfrom functools import partial\nclass Base:\n    @staticmethod\n"
+        "    def _loss(x, weight, tx, teacher_weight, teacher_bias=None, scale=1.0):\n"
+        "        t = tx @ teacher_weight.t()\n        if teacher_bias is not None:\n            t += teacher_bias\n"
+        "        return ((x @ weight.t() - t) ** 2).sum() * scale\n    @staticmethod\n"
+        "    def forward(x, weight, tx, teacher_weight, teacher_bias=None, compiled=True):\n"
+        "        grad_weight = torch.zeros_like(weight)\n        loss_acc = torch.zeros(())\n"
+        "        def accumulate(x_chunk, tx_chunk):\n"
+        "            g, loss = torch.func.grad_and_value(partial(Base._loss, scale=0.5), argnums=1)(\n"
+        "                x_chunk, weight, tx_chunk, teacher_weight, teacher_bias)\n"
+        "            grad_weight.add_(g)\n            loss_acc.add_(loss)\n"
+        "        if compiled:\n            accumulate = torch.compile(accumulate)\n"
+        "        for x_chunk, tx_chunk in zip(x.chunk(2), tx.chunk(2)):\n            accumulate(x_chunk, tx_chunk)\n"
+        "        return loss_acc, grad_weight\n",
+        # a function from a builder that memoizes it in a module global (unsloth's nvfp4 verify()): the same object
+        # on every call, so torch.compile's guard on the cell holds (tests/rules/test_rule_tl202_torch_compile.py)
+        "import torch\n_OP = None\ndef _build_op():\n    global _OP\n    if _OP is not None:\n        return _OP\n"
+        "    def op(x, s):\n        return x * s\n    _OP = op\n    return _OP\ndef verify(x):\n"
+        "    op = _build_op()\n    op_compiled = torch.compile(lambda x, s: op(x, s), fullgraph=True)\n"
+        "    return op_compiled(x, x)\n",
     ],
     invalid=[
+        # a builder that makes a new choice on every call (no memo): a different function recompiles
+        "import torch\ndef _pick_op(x):\n    return torch.mul if x.dtype == torch.float32 else torch.add\n"
+        "def verify(x):\n    op = _pick_op(x)\n    op_compiled = torch.compile(lambda x, s: op(x, s), fullgraph=True)\n"
+        "    return op_compiled(x, x)\n",
+        # a builder whose cache another function resets: the next call builds another object
+        "import torch\n_OP = None\ndef _build_op():\n    global _OP\n    if _OP is not None:\n        return _OP\n"
+        "    _OP = torch.mul\n    return _OP\ndef reset():\n    global _OP\n    _OP = None\ndef verify(x):\n"
+        "    op = _build_op()\n    op_compiled = torch.compile(lambda x, s: op(x, s), fullgraph=True)\n"
+        "    return op_compiled(x, x)\n",
+        # a Python value passed to a helper that uses it as a number: no tensor evidence there, still guarded
+        "import torch\ndef _scaled(x, s):\n    return x * s\ndef chunked_loss(x, scale):\n"
+        "    def accumulate(chunk):\n        return _scaled(chunk, scale).sum()\n"
+        "    accumulate = torch.compile(accumulate)\n    return sum(accumulate(c) for c in x.chunk(4))\n",
+        # a number added to a matmul product, never tested against None: no bias evidence
+        "import torch\ndef chunked_loss(x, w, shift):\n    def accumulate(chunk):\n        y = chunk @ w.t()\n"
+        "        y += shift\n        return y.sum()\n"
+        "    accumulate = torch.compile(accumulate)\n    return sum(accumulate(c) for c in x.chunk(4))\n",
         # the same per-call compile over a Python value: torch.compile guards it, a recompile per new value
         "import torch\ndef chunked_loss(x, scale):\n    def accumulate(chunk):\n        return (chunk * scale).sum()\n"
         "    accumulate = torch.compile(accumulate)\n    return sum(accumulate(c) for c in x.chunk(4))\n",
@@ -93,6 +131,8 @@ def check(ctx):
                 # compiled anew on each call of its maker: the cell holds this call's value (rules/_captures.py)
                 if is_tensor(ctx, per_call[0], node.id) or target.compiler == "thunder":
                     continue  # a graph input to torch.compile; a fresh trace for thunder's jit made each call
+                if memoized(ctx, per_call[0], node.id):
+                    continue  # the same object on every call (a memoized builder): the guard holds
                 yield Finding(node, **compiled_message(
                     target,
                     f"{target.subject} reads `{node.id}` of `{maker}`, which compiles it on every call",

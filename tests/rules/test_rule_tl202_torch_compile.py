@@ -56,3 +56,82 @@ def test_a_new_float_recompiles_once_then_is_dynamic():
 
 def test_a_new_function_recompiles_per_function():
     assert _run([(2.0, torch.mul), (2.0, torch.add), (2.0, torch.mul), (2.0, torch.sub)]) == 3
+
+
+def test_tensors_known_from_the_helper_they_go_to_are_graph_inputs():
+    """The VALID example whose tensors show only in the helper they are passed to (liger-kernel's distillation
+    loss: partial + torch.func.grad_and_value): quiet, and under torch.compile one graph for new tensors on every
+    call, eager's result each time."""
+    from rules.tl202_closure_capture import INFO
+
+    src = next(s for s in INFO.valid if "teacher_bias" in s)
+    assert not [d for d in lint_source(src, "m.py") if d.code == "TL202"]
+    backend = CountingBackend()
+    ns: dict = {"backend": backend}
+    exec(src.replace("torch.compile(accumulate)", "torch.compile(accumulate, backend=backend)"), ns)
+    torch.manual_seed(0)
+    for _ in range(3):
+        x, w, tx, tw, tb = torch.randn(4, 3), torch.randn(5, 3), torch.randn(4, 2), torch.randn(5, 2), torch.randn(5)
+        loss, grad = ns["Base"].forward(x, w, tx, tw, tb)
+        want_loss, want_grad = ns["Base"].forward(x, w, tx, tw, tb, compiled=False)
+        assert torch.allclose(loss, want_loss, atol=1e-5) and torch.allclose(grad, want_grad, atol=1e-5)
+    assert len(backend.graphs) == 1
+
+
+# unsloth's nvfp4 verify(): a closure and a lambda compiled on every call, over `op` from a builder that memoizes
+# it in a module global and `original`, read from module state. Neither recompiles (the same objects each call);
+# a new closure of the same code does not either; only a different function each call would.
+VERIFY = """\
+import torch
+_OP = None
+_ORIGINAL = None
+class Quant:
+    @staticmethod
+    def to_q(x):
+        return x * 2
+def _build_op():
+    global _OP
+    if _OP is not None:
+        return _OP
+    def op(x, s):
+        return x * s
+    _OP = op
+    return _OP
+def _fresh_op():
+    def op(x, s):
+        return x * s
+    return op
+def verify(backend, build=_build_op):
+    original = _ORIGINAL or Quant.to_q
+    op = build()
+    def reference(x):
+        return original(x) + 1
+    compiled = torch.compile(reference, backend=backend)
+    op_compiled = torch.compile(lambda x, s: op(x, s), backend=backend)
+    x = torch.randn(4)
+    assert torch.equal(compiled(x), x * 2 + 1) and torch.equal(op_compiled(x, x), op(x, x))
+"""
+
+
+def _verify_graphs(build: str) -> int:
+    ns: dict = {}
+    exec(VERIFY, ns)
+    backend = CountingBackend()
+    ops = {"memoized": [ns["_build_op"]] * 3, "fresh": [ns["_fresh_op"]] * 3,
+           "different": [lambda: torch.mul, lambda: torch.add, lambda: torch.sub]}[build]
+    for i, make in enumerate(ops):
+        ns["_ORIGINAL"] = ns["Quant"].to_q if i else None  # install() sets it before verify() runs again
+        ns["verify"](backend, make)
+    return len(backend.graphs)
+
+
+def test_verify_values_are_the_same_objects_on_every_call_no_recompile():
+    assert _verify_graphs("memoized") == 2  # one graph for reference, one for the lambda, over 3 calls
+
+
+def test_a_new_closure_of_the_same_code_does_not_recompile():
+    assert _verify_graphs("fresh") == 2  # dynamo inlines it by code and cells, not by the function object
+
+
+def test_a_different_function_on_every_call_recompiles_on_every_call():
+    assert _verify_graphs("different") == 4  # reference once, the lambda once per function

@@ -23,7 +23,7 @@ import ast
 from rules.jit_markers import eager_decorator
 from rules.jit_markers import after_compiling_returns, eager_only_spans
 
-from ..static.children import child_fields
+from ..static.children import child_fields, own_statements
 from ..static.module_index import dotted_name, strip_self_returning
 
 _FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -209,19 +209,4 @@ def _call_refs(func, types) -> list[str]:
 
 def scope_statements(scope):
     """Statements of a function (or module) body, nested blocks included, never nested defs or classes."""
-    stack = list(reversed(scope.body))
-    while stack:
-        s = stack.pop()
-        yield s
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        nested = []
-        for attr in ("body", "orelse", "finalbody"):
-            v = getattr(s, attr, None)
-            if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
-                nested.extend(v)
-        for h in getattr(s, "handlers", ()) or ():
-            nested.extend(h.body)
-        for c in getattr(s, "cases", ()) or ():
-            nested.extend(c.body)
-        stack.extend(reversed(nested))
+    return own_statements(scope.body)

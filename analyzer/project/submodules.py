@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from ..static.children import nested_statements
 from ..static.module_index import dotted_name, strip_self_returning
 
 _CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "ParameterList", "list", "tuple", "dict",
@@ -57,14 +58,7 @@ def _statements(body):
     while stack:
         s = stack.pop()
         yield s
-        nested = []
-        for attr in ("body", "orelse", "finalbody"):
-            v = getattr(s, attr, None)
-            if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
-                nested.extend(v)
-        for h in getattr(s, "handlers", ()) or ():
-            nested.extend(h.body)
-        stack.extend(reversed(nested))
+        stack.extend(reversed(nested_statements(s)))
 
 
 def _self_attr(node) -> str | None:

@@ -113,11 +113,7 @@ def cmd_run(argv: list[str]) -> int:
             outcome = program.run(target, program_args, module=bool(args.module))
     finally:
         stop_alarm()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    program.flush_streams()
 
     timings = os.environ.get("THUNDER_LINT_RUN_TIMINGS")  # bench/run_overhead.py: first-call cost per function
     if timings:

@@ -106,3 +106,12 @@ def _summary(e: BaseException) -> str:
     where = f" at {frames[-1].filename}:{frames[-1].lineno} (in {frames[-1].name})" if frames else ""
     last = "".join(traceback.format_exception_only(type(e), e)).strip().splitlines()
     return f"the program failed{where}: {last[-1] if last else type(e).__name__}"
+
+
+def flush_streams() -> None:
+    """The program's output out before the report (a closed or broken stream is the program's business)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass

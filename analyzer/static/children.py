@@ -20,3 +20,27 @@ def child_fields(node_type: type) -> tuple[str, ...]:
     if fields is None:
         fields = _FIELDS[node_type] = tuple(f for f in node_type._fields if f not in _NOT_NODES)
     return fields
+
+
+def nested_statements(stmt) -> list:
+    """The statements directly inside ``stmt``'s blocks: body, orelse, finalbody, except handlers, match cases."""
+    nested = []
+    for attr in ("body", "orelse", "finalbody"):
+        v = getattr(stmt, attr, None)
+        if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
+            nested.extend(v)
+    for h in getattr(stmt, "handlers", ()) or ():
+        nested.extend(h.body)
+    for c in getattr(stmt, "cases", ()) or ():
+        nested.extend(c.body)
+    return nested
+
+
+def own_statements(body):
+    """A scope's statements in order, nested blocks included, never nested functions' or classes' bodies."""
+    stack = list(reversed(body))
+    while stack:
+        s = stack.pop()
+        yield s
+        if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stack.extend(reversed(nested_statements(s)))

@@ -13,6 +13,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from .children import nested_statements, own_statements
 from .module_index import FunctionInfo, ModuleIndex, strip_self_returning
 from .prefilter import matching_lines
 
@@ -131,15 +132,7 @@ def statements_on_lines(tree: ast.Module, lines: set[int]):
         stmt = stack.pop()
         if not holds(stmt):
             continue
-        children = []
-        for attr in ("body", "orelse", "finalbody"):
-            v = getattr(stmt, attr, None)
-            if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
-                children.extend(v)
-        for h in getattr(stmt, "handlers", ()) or ():
-            children.extend(h.body)
-        for c in getattr(stmt, "cases", ()) or ():
-            children.extend(c.body)
+        children = nested_statements(stmt)
         if children:
             yield stmt  # its header expressions (test, iter, decorators...) may hold the line too
             stack.extend(reversed(children))
@@ -308,24 +301,6 @@ def _forward_of(expr, stmt, index: ModuleIndex) -> list[FunctionInfo]:
     return [i for i in index.functions if i.class_node is cls and i.node.name == "forward"]
 
 
-def _own_statements(body):
-    """A scope's statements, nested blocks included, never nested functions' or classes' bodies."""
-    stack = list(reversed(body))
-    while stack:
-        s = stack.pop()
-        yield s
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        nested = []
-        for attr in ("body", "orelse", "finalbody"):
-            v = getattr(s, attr, None)
-            if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
-                nested.extend(v)
-        for h in getattr(s, "handlers", ()) or ():
-            nested.extend(h.body)
-        for c in getattr(s, "cases", ()) or ():
-            nested.extend(c.body)
-        stack.extend(reversed(nested))
 
 
 def _class_bound_in_scope(name: str, stmt, index: ModuleIndex) -> str | None:
@@ -343,7 +318,7 @@ def _class_bound_in_scope(name: str, stmt, index: ModuleIndex) -> str | None:
     scopes.append(index.tree.body)
     for body in scopes:
         found = None
-        for s in _own_statements(body):
+        for s in own_statements(body):
             if isinstance(s, ast.Assign) and (s.lineno < stmt.lineno or body is not scopes[0]) and any(
                     isinstance(t, ast.Name) and t.id == name for t in s.targets):
                 callee = strip_self_returning(s.value)
@@ -351,6 +326,6 @@ def _class_bound_in_scope(name: str, stmt, index: ModuleIndex) -> str | None:
                     found = callee.func.id
         if found or body is not index.tree.body and any(
                 isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
-                for s in _own_statements(body)):
+                for s in own_statements(body)):
             return found  # (bound in the function to something else: not a module global)
     return None

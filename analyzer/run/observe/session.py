@@ -32,11 +32,7 @@ def run_observed(args, target: str, program_args: list[str], settings, *, verify
             outcome = program.run(target, program_args, module=bool(args.module))
     finally:
         stop_alarm()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    program.flush_streams()
 
     sites = findings.observed_sites(observer)
     files = findings.user_files(observer) | {s.path for s in sites if os.path.isfile(s.path) and is_user_file(s.path)}
@@ -76,7 +72,9 @@ def run_observed(args, target: str, program_args: list[str], settings, *, verify
         if tail:
             print("\n".join(tail), file=sys.stderr)
 
-    if outcome.failed or errors:
+    if outcome.failed:
+        return outcome.exit_code or 1  # the program's own status, as `run` passes it through (issue 35)
+    if errors:
         return 2
     if outcome.kind == "interrupted":
         return 130

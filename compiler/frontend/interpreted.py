@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import os
+import sys
 import types
 
 import torch
@@ -194,6 +195,21 @@ def _symbolic_lookasides() -> dict:
     return {**_LOOKASIDES, **symbolic.lookasides()}  # int(), float(), bool(), math.* record scalar ops
 
 
+def _dynamo_bookkeeping() -> None:
+    """Once torch.compile has run in the process, dynamo's patched nn.Module.__init__ tags every new module in its
+    own weak dictionary (GenerationTracker.tag). Interpreted, that write into a dict that outlives the call is a
+    Python effect that ends a segment (transformers' models split in two after any torch.compile in the same
+    process): it is dynamo's bookkeeping, so it runs natively, as dynamo needs it, and is no effect of the call.
+    Added on the first call after torch._dynamo is loaded (loading it here would cost every process ~1 s)."""
+    mutation_guard = sys.modules.get("torch._dynamo.mutation_guard")
+    tracker = getattr(mutation_guard, "GenerationTracker", None)
+    tag = getattr(getattr(tracker, "tag", None), "__func__", None)
+    if tag is None or tag in _LOOKASIDES:
+        return
+    _LOOKASIDES[tag] = tag  # called natively by the interpreter with (cls, module)
+    _symbolic_lookasides.cache_clear()
+
+
 class InterpretedCall:
     """The user's function as the native front end calls it: calling it interprets it."""
 
@@ -209,6 +225,7 @@ class InterpretedCall:
 
     def __call__(self, *args, **kwargs):
         check_stack = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
+        _dynamo_bookkeeping()
         state = current_state()
         symbolic_values = state is not None and state.symbolic
         interp = Interpreter(self.observers, _symbolic_lookasides() if symbolic_values else _LOOKASIDES,

@@ -253,9 +253,7 @@ def cmd_check(argv: list[str]) -> int:
 
     from .runner import Settings
 
-    settings = Settings.from_config(cfg, fix=fix_mode)
-    if args.max_file_size is not None:
-        settings = dataclasses.replace(settings, max_file_bytes=args.max_file_size)
+    settings = Settings.from_config(cfg, fix=fix_mode, max_file_bytes=args.max_file_size)
     if args.show_settings:
         return _show_settings(args, cfg, settings)
     if stdin_mode:
@@ -283,18 +281,11 @@ def _show_settings(args, cfg, settings) -> int:
     lines = [f"config file: {cfg.source or '(none: defaults)'}", f"project root: {cfg.root}",
              f"cache dir: {_cache_dir(args, cfg)}", f"output-format = {args.format!r}",
              f"unsafe-fixes = {str(bool(args.unsafe_fixes)).lower()}"]
+    rules = cfg.file_rules()  # (exclude and include with their defaults filled in)
     for field in dataclasses.fields(cfg):
         if field.name in ("root", "source", "output_format", "unsafe_fixes", "cache_dir"):
             continue
-        value = getattr(cfg, field.name)
-        if field.name == "exclude" and value is None:
-            from .discovery import DEFAULT_EXCLUDE
-
-            value = DEFAULT_EXCLUDE
-        if field.name == "include" and value is None:
-            from .discovery import DEFAULT_INCLUDE
-
-            value = DEFAULT_INCLUDE
+        value = getattr(rules, field.name) if field.name in ("exclude", "include") else getattr(cfg, field.name)
         lines.append(f"{field.name.replace('_', '-')} = {value!r}")
     from .selection import resolve
     from rules import RULES
@@ -572,7 +563,7 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
     from .progress import ProgressBar
     from .runner import run
 
-    found = discover(paths, root=cfg.root, force_exclude=args.force_exclude, rules=cfg.file_rules())
+    found = _discover(args, paths, cfg)
     if not found.files and not found.problems:
         print("thunder-lint: warning: No Python files found under the given path(s)", file=sys.stderr)
     named = None  # --index-whole-project: the files to report (the others only feed the project index)
@@ -680,10 +671,7 @@ def _config_groups(args, cfg, settings, files: list[str]):
     out = []
     for source, group in sorted(groups.items(), key=lambda kv: kv[0] or ""):
         group_cfg = cfg if source == cfg.source else effective_config(args, group, found=source)
-        group_settings = Settings.from_config(group_cfg, fix=settings.fix)
-        if settings.max_file_bytes is not None:
-            group_settings = dataclasses.replace(group_settings, max_file_bytes=settings.max_file_bytes)
-        out.append((group_cfg, group_settings, group))
+        out.append((group_cfg, Settings.from_config(group_cfg, fix=settings.fix, max_file_bytes=settings.max_file_bytes), group))
     return out
 
 

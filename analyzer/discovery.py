@@ -140,18 +140,29 @@ class GitIgnored:
     the repository's ``.git/info/exclude`` and the user's global excludes file (``core.excludesFile``, else
     ``$XDG_CONFIG_HOME/git/ignore``). Folders above a walk's top, up to the repository root, count too."""
 
-    def __init__(self, floor: str | None = None):
+    def __init__(self, floor: str | None = None, read=None):
         self._specs: dict[str, list] = {}  # folder -> [(base folder, PathSpec)] from the root down
         self.floor = floor  # no ignore file above this folder counts (None: up to the repository root)
+        # read(path) -> the text of an ignore file, or None: the file system by default; the service passes a
+        # submitted archive's files (with floor "/" its root)
+        self._read = read or _read_text
+        self._on_disk = read is None  # (a given tree never looks at the disk for .git folders)
 
     def _spec_of(self, path: str):
         import pathspec
 
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return pathspec.GitIgnoreSpec.from_lines(f.read().splitlines())
-        except (OSError, ValueError):
-            return None
+        text = self._read(path)
+        return None if text is None else pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+
+    def ignores_within(self, path: str) -> bool:
+        """Is ``path`` or a folder above it, up to the floor, ignored (a folder ignored hides what is in it)? For
+        a tree given as names, where no walk stops at an ignored folder."""
+        folder = os.path.dirname(path)
+        while folder != self.floor and folder != os.path.dirname(folder):
+            if self.ignores(folder, True):
+                return True
+            folder = os.path.dirname(folder)
+        return self.ignores(path, False)
 
     def chain(self, folder: str) -> list:
         got = self._specs.get(folder)
@@ -160,11 +171,11 @@ class GitIgnored:
         parent = os.path.dirname(folder)
         if folder == self.floor:
             got = []
-        elif os.path.isdir(os.path.join(folder, ".git")) or parent == folder:
+        elif (self._on_disk and os.path.isdir(os.path.join(folder, ".git"))) or parent == folder:
             got = self._top_specs(folder)  # the repository root (or the file system's): git's own files
         else:
             got = list(self.chain(parent))
-        spec = self._spec_of(os.path.join(folder, ".gitignore")) if os.path.isfile(os.path.join(folder, ".gitignore")) else None
+        spec = self._spec_of(os.path.join(folder, ".gitignore"))
         if spec is not None:
             got = got + [(folder, spec)]
         self._specs[folder] = got
@@ -173,7 +184,7 @@ class GitIgnored:
     def _top_specs(self, root: str) -> list:
         out = []
         for candidate in (_global_excludes_file(), os.path.join(root, ".git", "info", "exclude")):
-            if candidate and os.path.isfile(candidate):
+            if candidate:
                 spec = self._spec_of(candidate)
                 if spec is not None:
                     out.append((root, spec))
@@ -189,6 +200,14 @@ class GitIgnored:
             if result.include is not None:
                 decision = result.include
         return bool(decision)
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except (OSError, ValueError):  # missing (most folders have none), a folder of that name, unreadable
+        return None
 
 
 def _global_excludes_file() -> str | None:

@@ -36,7 +36,7 @@ class Settings:
     unfixable: tuple[str, ...] = ()  # ... and never these
 
     @classmethod
-    def from_config(cls, config: Config, *, fix: str | None = None) -> "Settings":
+    def from_config(cls, config: Config, *, fix: str | None = None, max_file_bytes: int | None = None) -> "Settings":
         return cls(
             select=config.select,
             ignore=config.ignore,
@@ -49,6 +49,7 @@ class Settings:
             target=config.target,
             fixable=config.fixable,
             unfixable=config.unfixable,
+            max_file_bytes=max_file_bytes,
         )
 
     def ignore_for(self, path: str) -> tuple[str, ...]:
@@ -98,7 +99,7 @@ def lint_text(text: str, path: str, settings: Settings, project=None) -> list[Di
 
 def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: tuple | None = None,
                  first_digest: bytes | None = None, hold: bool = False) -> FileResult:
-    """Read, hash and lint one file; never raises. ``facts``: what the project index knows about it
+    """Read, hash and lint one file (fix mode lints first too, then fix_with_facts fixes); never raises. ``facts``: what the project index knows about it
     (None on the first pass, before the index exists); ``first_digest``: the content hash the first pass
     linted (the same content was compile-checked there). ``hold``: only parse, compile-check and summarize it,
     keeping the parsed file in ``result.held`` for ``lint_held`` once the index's facts are known."""
@@ -107,7 +108,7 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
         data, st = read_with_stat(path, settings.max_file_bytes)
         result.digest = content_hash(data)
         result.signature = trusted_signature(st)
-        if known.get(os.path.abspath(path)) == result.digest and settings.fix is None:
+        if known.get(os.path.abspath(path)) == result.digest:
             return result  # hit: the parent has the findings
         text, notebook = source_of(path, data)
         result.cells = notebook and notebook.cell_map
@@ -115,35 +116,21 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
         result.diagnostics = [unreadable_diagnostic(path, problem)]
         return result
     try:
-        if settings.fix is None:
-            from .project.index import project_file
+        from .project.index import project_file
 
-            project = project_file(path, settings, facts)
-            project.compile_checked = facts is not None and first_digest == result.digest
-            if hold:
-                ctx = engine().prepare_source(text, path, jit_decorators=settings.jit_decorators, project=project)
-                if isinstance(ctx, list):  # does not parse or compile: that is its finding
-                    result.diagnostics, result.facts = _placed(result, ctx), ()
-                else:
-                    result.held, result.summary = (ctx, project), project.summary
-                return result
-            result.diagnostics = _placed(result, lint_text(text, path, settings, project))
-            result.summary, result.facts = project.summary, project.used
-            if result.facts is None:  # unparsable: linted, with nothing for the index
-                result.facts = ()
-        else:
-            outcome = engine().fix_source(
-                text,
-                path,
-                select=settings.select,
-                ignore=settings.ignore_for(path),
-                extend_select=settings.extend_select,
-                jit_decorators=settings.jit_decorators,
-                unsafe=settings.fix == "unsafe",
-                fixable=settings.fixable,
-                unfixable=settings.unfixable,
-            )
-            _take_fix(result, outcome, text, notebook)
+        project = project_file(path, settings, facts)
+        project.compile_checked = facts is not None and first_digest == result.digest
+        if hold:
+            ctx = engine().prepare_source(text, path, jit_decorators=settings.jit_decorators, project=project)
+            if isinstance(ctx, list):  # does not parse or compile: that is its finding
+                result.diagnostics, result.facts = _placed(result, ctx), ()
+            else:
+                result.held, result.summary = (ctx, project), project.summary
+            return result
+        result.diagnostics = _placed(result, lint_text(text, path, settings, project))
+        result.summary, result.facts = project.summary, project.used
+        if result.facts is None:  # unparsable: linted, with nothing for the index
+            result.facts = ()
     except BaseException as e:  # the engine promises not to raise; if it does, this file is reported, the run goes on
         _internal_error(result, e)
     return result

@@ -244,7 +244,7 @@ def _notebook_mentions(results: list[FileResult]) -> None:
 
 def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
     start = time.perf_counter()
-    use_cache = cache is not None and settings.fix is None
+    use_cache = cache is not None  # (fix mode reaches here as a plain run: _run_then_fix)
     known = cache.known_hashes() if use_cache else {}
     results: list[FileResult] = []
     errors: list[str] = []
@@ -273,7 +273,7 @@ def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
     # are then final), by this process and forked helpers that each hold a share. A bigger one goes to a pool,
     # each file linted as it is read, and files whose facts the index changes linted again.
     size = _total_bytes(paths)
-    hold = settings.fix is None and size <= HOLD_BYTES
+    hold = size <= HOLD_BYTES
     if jobs is None or jobs <= 0:
         jobs = idle_cores() if hold else default_jobs()
     finish = None  # how the held files are linted once the index gives their facts (None: here)
@@ -342,21 +342,17 @@ def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
         else:
             fresh_results.add(id(r))
 
+    # Second pass: what the whole project compiles, and the files whose findings depend on it. The index
+    # sees the files in the order given (a pool returns them as they finish): where two entry points reach
+    # a function, the one a finding names must not depend on which worker was faster.
+    from .project_pass import apply_project_index
+
+    position = {p: i for i, p in enumerate(given)}
+    results.sort(key=lambda r: position.get(r.path, -1))
     report: dict = {}
-    if settings.fix is None:
-        # Second pass: what the whole project compiles, and the files whose findings depend on it. The index
-        # sees the files in the order given (a pool returns them as they finish): where two entry points reach
-        # a function, the one a finding names must not depend on which worker was faster.
-        from .project_pass import apply_project_index
-
-        position = {p: i for i, p in enumerate(given)}
-        results.sort(key=lambda r: position.get(r.path, -1))
-
-        relinted, library_default = apply_project_index(results, settings, cache, jobs, fresh_results, finish,
-                                                        report=report)
-        fresh_results.update(relinted)
-    else:
-        library_default = ""
+    relinted, library_default = apply_project_index(results, settings, cache, jobs, fresh_results, finish,
+                                                    report=report)
+    fresh_results.update(relinted)
     held.close()  # every held file is linted: the collector may run again, the helpers are done
     _notebook_mentions(results)
 

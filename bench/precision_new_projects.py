@@ -25,13 +25,14 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
-import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from real_code import fetch_wheel  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LABELS = Path(__file__).with_suffix(".md")
@@ -60,28 +61,7 @@ TARGET = 0.9
 
 def fetch(spec: str) -> Path:
     """The unpacked .py files of ``name==version`` (downloaded and unpacked the first time)."""
-    name, version = spec.split("==")
-    wheel_name = re.sub(r"[-_.]+", "_", name)
-    tree = CORPUS / f"{wheel_name}-{version}"
-    if (tree / ".complete").exists():
-        return tree
-    wheels = CORPUS / "wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
-    found = sorted(wheels.glob(f"{wheel_name}-{version}-*.whl"))
-    if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q",
-                        "-d", str(wheels), spec], check=True)
-        found = sorted(wheels.glob(f"{wheel_name}-{version}-*.whl"))
-    if not found:
-        raise SystemExit(f"no wheel for {spec} in {wheels}")
-    if tree.exists():
-        shutil.rmtree(tree)
-    with zipfile.ZipFile(found[0]) as z:
-        for member in z.namelist():
-            if member.endswith(".py"):
-                z.extract(member, tree)
-    (tree / ".complete").write_text(found[0].name)
-    return tree
+    return fetch_wheel(spec, CORPUS, only_binary=True)
 
 
 def lint(tree: Path, engine: Path) -> tuple[list[dict], str, float]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -46,16 +47,23 @@ RUFF_TARGET = 2.0
 
 def fetch(spec: str) -> Path:
     """The unpacked wheel of ``name==version`` (downloaded and unpacked the first time)."""
+    return fetch_wheel(spec, CORPUS)
+
+
+def fetch_wheel(spec: str, corpus: Path, only_binary: bool = False) -> Path:
+    """The unpacked .py files of the wheel of ``name==version`` under ``corpus`` (downloaded with pip and
+    unpacked the first time; bench/precision_new_projects.py shares it)."""
     name, version = spec.split("==")
-    wheel_name = name.replace("-", "_")
-    tree = CORPUS / f"{wheel_name}-{version}"
+    wheel_name = re.sub(r"[-_.]+", "_", name)
+    tree = corpus / f"{wheel_name}-{version}"
     if (tree / ".complete").exists():
         return tree
-    wheels = CORPUS / "wheels"
+    wheels = corpus / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     found = sorted(wheels.glob(f"{wheel_name}-{version}-*.whl"))
     if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), spec], check=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", *(["--only-binary", ":all:"] if only_binary else []),
+                        "-q", "-d", str(wheels), spec], check=True)
         found = sorted(wheels.glob(f"{wheel_name}-{version}-*.whl"))
     if not found:
         raise SystemExit(f"no wheel for {spec} in {wheels}")

@@ -25,10 +25,10 @@ import tomllib
 import zlib
 from urllib.parse import parse_qsl, urlencode
 
-import pathspec  # (imported here, not on a request: serving touches no file)
+import pathspec  # noqa: F401 (GitIgnored reads .gitignore with it: loaded at start-up, never on a request)
 
 from analyzer.config import ConfigError, parse_table
-from analyzer.discovery import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, FileRules
+from analyzer.discovery import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, FileRules, GitIgnored
 
 from .errors import ApiError, error_body
 from .middleware import is_archive_request, send_json
@@ -128,14 +128,17 @@ def select_files(files: dict[str, bytes]) -> dict[str, bytes]:
                           extend_exclude=cfg.extend_exclude,
                           include=cfg.include if cfg.include is not None else DEFAULT_INCLUDE,
                           extend_include=cfg.extend_include, respect_gitignore=cfg.respect_gitignore)
-    ignores = _gitignores(files) if rules.respect_gitignore else {}
+    # the archive's own .gitignore files, as the CLI's walk reads them (its root is "/", above it nothing counts)
+    texts = {"/" + name: data for name, data in files.items() if name.rsplit("/", 1)[-1] == ".gitignore"}
+    ignored = GitIgnored(floor="/", read=lambda p: texts[p].decode("utf-8", "replace") if p in texts else None) \
+        if rules.respect_gitignore and texts else None
     out = {}
     for name, data in files.items():
         base = name.rsplit("/", 1)[-1]
         if base in CONFIG_NAMES:
             out[name] = data
             continue
-        if base == ".gitignore" or _excluded(name, rules) or _ignored(name, ignores):
+        if base == ".gitignore" or _excluded(name, rules) or (ignored is not None and ignored.ignores_within("/" + name)):
             continue
         if rules.included.matches(name, whole_only=True):
             out[name] = data
@@ -162,37 +165,6 @@ def _root_config(files: dict[str, bytes]):
 def _excluded(name: str, rules) -> bool:
     parts = name.split("/")
     return any(rules.excluded.matches("/".join(parts[:i]), whole_only=True) for i in range(1, len(parts) + 1))
-
-
-def _gitignores(files: dict[str, bytes]) -> dict[str, object]:
-    out = {}
-    for name, data in files.items():
-        if name == ".gitignore" or name.endswith("/.gitignore"):
-            folder = name[: -len(".gitignore")].rstrip("/")
-            out[folder] = pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
-    return out
-
-
-def _ignored(name: str, ignores: dict) -> bool:
-    """git's decision for ``name`` and each folder above it (a folder ignored hides what is inside)."""
-    if not ignores:
-        return False
-    parts = name.split("/")
-    for i in range(1, len(parts) + 1):
-        path, is_dir = "/".join(parts[:i]), i < len(parts)
-        decision = None
-        for j in range(i):  # .gitignore files from the root down: a deeper decision wins
-            folder = "/".join(parts[:j])
-            spec = ignores.get(folder)
-            if spec is None:
-                continue
-            rel = path[len(folder) + 1:] if folder else path
-            result = spec.check_file(rel + "/" if is_dir else rel)
-            if result.include is not None:
-                decision = result.include
-        if decision:
-            return True
-    return False
 
 
 def request_body(files: dict[str, bytes], query: dict[str, str]) -> bytes:

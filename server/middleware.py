@@ -215,14 +215,15 @@ class BodyLimitMiddleware:
         self.app = app
         self.limit = limit
         self.read_timeout = read_timeout
-        self.archive_limit = archive_limit or limit  # a whole repository as a gzip'd tar (server/archive.py)
+        # a whole repository as a gzip'd tar (server/archive.py) has a limit of its own: the same checks, made once
+        self.archive = BodyLimitMiddleware(app, archive_limit, read_timeout) \
+            if archive_limit is not None and archive_limit != limit else None
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        if self.archive_limit != self.limit:
-            if is_archive_request(scope):
-                return await BodyLimitMiddleware(self.app, self.archive_limit, self.read_timeout)(scope, receive, send)
+        if self.archive is not None and is_archive_request(scope):
+            return await self.archive(scope, receive, send)
         state = scope.setdefault("state", {})
         declared = _header(scope, b"content-length")
         if declared is not None:

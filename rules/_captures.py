@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 
 from ._values import is_tensor_annotation
+from .statements import own_statements
 
 _FUNC = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 # Attributes and methods only tensors have among the values a function captures (lists, dicts, numbers and
@@ -50,7 +51,7 @@ def compiled_per_call(ctx, target, jit_scope):
     if owner is None or not isinstance(owner.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     func = owner.node
-    for stmt in _own_statements(func):
+    for stmt in own_statements(func.body):
         if stmt.lineno != line:
             continue
         if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets) \
@@ -61,25 +62,9 @@ def compiled_per_call(ctx, target, jit_scope):
     return None
 
 
-def _own_statements(func):
-    """Statements of ``func``, nested blocks included, nested functions and classes not."""
-    stack = list(func.body)
-    while stack:
-        stmt = stack.pop()
-        yield stmt
-        if isinstance(stmt, (*_FUNC, ast.ClassDef)):
-            continue
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(stmt, name, None)
-            if isinstance(block, list):
-                stack.extend(s for s in block if isinstance(s, ast.stmt))
-        for h in getattr(stmt, "handlers", ()) or ():
-            stack.extend(h.body)
-
-
 def rebound_after(func, name: str, line: int) -> bool:
     """Does ``func`` bind ``name`` again after the compile on ``line``, or anywhere in a loop around it?"""
-    loops = [s for s in _own_statements(func) if isinstance(s, (ast.For, ast.AsyncFor, ast.While))
+    loops = [s for s in own_statements(func.body) if isinstance(s, (ast.For, ast.AsyncFor, ast.While))
              and s.lineno <= line <= (s.end_lineno or s.lineno)]
     for node in ast.walk(func):
         if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):

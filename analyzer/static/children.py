@@ -22,25 +22,4 @@ def child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
-def nested_statements(stmt) -> list:
-    """The statements directly inside ``stmt``'s blocks: body, orelse, finalbody, except handlers, match cases."""
-    nested = []
-    for attr in ("body", "orelse", "finalbody"):
-        v = getattr(stmt, attr, None)
-        if isinstance(v, list) and v and isinstance(v[0], ast.stmt):
-            nested.extend(v)
-    for h in getattr(stmt, "handlers", ()) or ():
-        nested.extend(h.body)
-    for c in getattr(stmt, "cases", ()) or ():
-        nested.extend(c.body)
-    return nested
-
-
-def own_statements(body):
-    """A scope's statements in order, nested blocks included, never nested functions' or classes' bodies."""
-    stack = list(reversed(body))
-    while stack:
-        s = stack.pop()
-        yield s
-        if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            stack.extend(reversed(nested_statements(s)))
+from rules.statements import nested_statements, own_statements  # noqa: E402,F401 (the walks, shared with the rules)

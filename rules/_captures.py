@@ -297,3 +297,74 @@ def _is_cached(test, cache: str) -> bool:
 def _stores(node, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) or (
         isinstance(node, (ast.Delete,)) and any(_is_name(t, name) for t in node.targets))
+
+
+def looked_up_function(ctx, func, scope_node, name: str) -> bool:
+    """Is ``name`` a function the closure calls, bound once in ``func`` to a lookup on an imported class or module
+    (``original = Quant.to_q``, ``fn = F.gelu``) that this file never assigns, or to the saved-original idiom
+    ``original = _SAVED or Quant.to_q`` where the module global ``_SAVED`` is bound only to None or to that same
+    lookup (a patch saves the original there before replacing it)? Then every call of ``func`` captures the same
+    function object and torch.compile's identity guard on the cell holds: no recompile
+    (tests/rules/test_rule_tl202_torch_compile.py, unsloth's nvfp4 verify())."""
+    if not any(isinstance(n, ast.Call) and _is_name(n.func, name) for n in ast.walk(scope_node)):
+        return False  # only a called value is known to be a function
+    bound = [n for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For))
+             and any(_is_name(t, name) for t in _targets(n))]
+    if len(bound) != 1 or not isinstance(bound[0], ast.Assign):
+        return False
+    value = bound[0].value
+    saved = None
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2 \
+            and isinstance(value.values[0], ast.Name):
+        saved, value = value.values[0].id, value.values[1]
+    lookup = _chain(value)
+    if lookup is None or len(lookup) < 2 or not _imported(ctx, func, lookup[0]):
+        return False
+    patched = False
+    for node in ast.walk(ctx.tree):
+        for target in _targets(node) if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) else ():
+            if _chain(target) == lookup:
+                patched = True
+            if saved is not None and _is_name(target, saved):
+                v = node.value
+                if not (isinstance(v, ast.Constant) and v.value is None) and _chain(v) != lookup:
+                    return False  # the saved global holds something else at some point
+    if saved is not None:
+        return _module_bound(ctx.tree, saved)
+    return not patched
+
+
+def _targets(node):
+    if isinstance(node, ast.Assign):
+        out = []
+        for t in node.targets:
+            out.extend(t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])
+        return out
+    return [node.target]
+
+
+def _chain(expr):
+    """``a.b.c`` as ("a", "b", "c"); None for anything else."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return tuple(reversed(parts))
+
+
+def _imported(ctx, func, root: str) -> bool:
+    """``root`` names an import: at the module's top, or inside ``func`` itself (``from m import Cls``)."""
+    for stmt in list(ctx.tree.body) + [n for n in ast.walk(func) if isinstance(n, (ast.Import, ast.ImportFrom))]:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name.split(".")[0]) == root for a in stmt.names):
+            return True
+    return False
+
+
+def _module_bound(tree, name: str) -> bool:
+    """``name`` is a global of the module: bound at its top level."""
+    return any(isinstance(s, (ast.Assign, ast.AnnAssign)) and any(_is_name(t, name) for t in _targets(s))
+               for s in tree.body)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._captures import compiled_per_call, is_tensor, memoized, rebound_after
+from ._captures import compiled_per_call, is_tensor, looked_up_function, memoized, rebound_after
 from ._jit_scopes import free_reads, jitted_scopes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -86,8 +86,27 @@ There is no automatic fix.
         "    def op(x, s):\n        return x * s\n    _OP = op\n    return _OP\ndef verify(x):\n"
         "    op = _build_op()\n    op_compiled = torch.compile(lambda x, s: op(x, s), fullgraph=True)\n"
         "    return op_compiled(x, x)\n",
+        # a function looked up on an imported class, through the saved-original idiom of a patch (unsloth's nvfp4
+        # verify(): `_ORIGINAL or NVFP4Tensor.to_nvfp4`, the global bound only to None or to that lookup): the same
+        # function on every call, torch.compile's identity guard holds
+        "import torch\n_ORIGINAL = None\ndef install():\n    global _ORIGINAL\n    from quant import Quant\n"
+        "    _ORIGINAL = Quant.to_q\n    Quant.to_q = staticmethod(lambda x: x)\n"
+        "def verify(x):\n    from quant import Quant\n    original = _ORIGINAL or Quant.to_q\n"
+        "    def reference(x):\n        return original(x) + 1\n    compiled = torch.compile(reference)\n"
+        "    return compiled(x)\n",
+        # a function looked up on an imported module that nothing here patches
+        "import torch\nimport torch.nn.functional as F\ndef run(x):\n    act = F.gelu\n"
+        "    def step(y):\n        return act(y) * 2\n    step = torch.compile(step)\n    return step(x)\n",
     ],
     invalid=[
+        # a looked-up function the file patches, with no saved original: the object changes between calls
+        "import torch\nimport torch.nn.functional as F\ndef patch():\n    F.gelu = F.relu\ndef run(x):\n"
+        "    act = F.gelu\n    def step(y):\n        return act(y) * 2\n    step = torch.compile(step)\n"
+        "    return step(x)\n",
+        # the saved global holds another function at some point: not the original either way
+        "import torch\nimport torch.nn.functional as F\n_SAVED = None\ndef other():\n    global _SAVED\n"
+        "    _SAVED = F.relu\ndef run(x):\n    act = _SAVED or F.gelu\n    def step(y):\n"
+        "        return act(y) * 2\n    step = torch.compile(step)\n    return step(x)\n",
         # a builder that makes a new choice on every call (no memo): a different function recompiles
         "import torch\ndef _pick_op(x):\n    return torch.mul if x.dtype == torch.float32 else torch.add\n"
         "def verify(x):\n    op = _pick_op(x)\n    op_compiled = torch.compile(lambda x, s: op(x, s), fullgraph=True)\n"
@@ -131,8 +150,8 @@ def check(ctx):
                 # compiled anew on each call of its maker: the cell holds this call's value (rules/_captures.py)
                 if is_tensor(ctx, per_call[0], node.id) or target.compiler == "thunder":
                     continue  # a graph input to torch.compile; a fresh trace for thunder's jit made each call
-                if memoized(ctx, per_call[0], node.id):
-                    continue  # the same object on every call (a memoized builder): the guard holds
+                if memoized(ctx, per_call[0], node.id) or looked_up_function(ctx, per_call[0], scope.node, node.id):
+                    continue  # the same object on every call (a memoized builder, a looked-up function): guard holds
                 yield Finding(node, **compiled_message(
                     target,
                     f"{target.subject} reads `{node.id}` of `{maker}`, which compiles it on every call",

@@ -299,3 +299,49 @@ def _binding_statements(body, name: str) -> list:
             if isinstance(sub, list) and sub:
                 out.extend(_binding_statements(sub, name))
     return out
+
+
+_ANY = object()  # a change of a dict that may touch any key
+_KEYED_CALLS = frozenset({"pop", "setdefault"})
+
+
+def keys_read(func_node, name: str) -> frozenset | None:
+    """The constant keys global ``name`` is read at in ``func_node`` (``name["k"]``, ``name.get("k")``), or None
+    when it is used any other way (passed on, iterated, read at a computed key): then all of it is an input."""
+    parents = {}
+    for node in ast.walk(func_node):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    keys = set()
+    for node in ast.walk(func_node):
+        if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
+            continue
+        up = parents.get(id(node))
+        if isinstance(up, ast.Subscript) and up.value is node and isinstance(up.slice, ast.Constant) \
+                and isinstance(up.ctx, ast.Load):
+            keys.add(up.slice.value)
+            continue
+        call = parents.get(id(up))
+        if isinstance(up, ast.Attribute) and up.attr == "get" and isinstance(call, ast.Call) and call.func is up \
+                and call.args and isinstance(call.args[0], ast.Constant):
+            keys.add(call.args[0].value)
+            continue
+        return None
+    return frozenset(keys)
+
+
+def changed_key(change: Change):
+    """The constant key an item store or a keyed call (``pop``, ``setdefault``) changes, else ``_ANY``."""
+    node = change.node
+    if change.how == "item" and isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return node.slice.value
+    if change.how == "call" and isinstance(node, ast.Call) and node.func.attr in _KEYED_CALLS and node.args \
+            and isinstance(node.args[0], ast.Constant):
+        return node.args[0].value
+    return _ANY
+
+
+def touches(change: Change, keys: frozenset) -> bool:
+    """Can ``change`` alter what is read at ``keys``? A store at another constant key cannot."""
+    key = changed_key(change)
+    return key is _ANY or key in keys

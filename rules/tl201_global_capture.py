@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from ._globals import bound_once_by_call, derived_from_imports, global_changes, imported_or_none, is_data_global, might_change
+from ._globals import (bound_once_by_call, derived_from_imports, global_changes, imported_or_none, is_data_global,
+                       keys_read, might_change, touches)
+from .statements import own_statements
 from ._jit_scopes import free_reads, jitted_scopes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -93,8 +95,23 @@ There is no automatic fix.
         # a constant bound once on every path
         "import torch\ntry:\n    import apex\n    HAS_APEX = True\nexcept ImportError:\n    HAS_APEX = False\n"
         "@torch.compile\ndef f(x):\n    return x * 2 if HAS_APEX else x\n",
+        # a module dict read at one key, set just before the compile by the function that compiles; the caller
+        # counts calls under another key (unsloth's int8 linear): torch.compile guards the item read, one graph
+        # (tests/rules/test_rule_hidden_inputs_torch_compile.py)
+        "import torch\n_STATE = {'fn': None}\ndef _rows(x):\n    op = _STATE.get('op')\n"
+        "    return op(x) if op is not None else x\ndef compiled_rows():\n    if _STATE['fn'] is None:\n"
+        "        _STATE['op'] = torch.neg\n        _STATE['fn'] = torch.compile(_rows)\n    return _STATE['fn']\n"
+        "def run(x):\n    out = compiled_rows()(x)\n    _STATE['calls'] = _STATE.get('calls', 0) + 1\n    return out\n",
     ],
     invalid=[
+        # the same dict, with the key the compiled function reads changed between calls
+        "import torch\n_STATE = {'fn': None}\ndef _rows(x):\n    op = _STATE.get('op')\n"
+        "    return op(x) if op is not None else x\ndef compiled_rows():\n    if _STATE['fn'] is None:\n"
+        "        _STATE['op'] = torch.neg\n        _STATE['fn'] = torch.compile(_rows)\n    return _STATE['fn']\n"
+        "def use_abs():\n    _STATE['op'] = torch.abs\n",
+        # read whole (iterated): any key's change is an input
+        "import torch\n_STATE = {'a': 1.0}\ndef _total(x):\n    return x * sum(_STATE.values())\n"
+        "f = torch.compile(_total)\ndef count():\n    _STATE['calls'] = _STATE.get('calls', 0) + 1\n",
         "import thunder\nx = 5\n@thunder.jit\ndef foo():\n    return x\n",
         # bound once per import path, but used as data, not as a namespace
         "import torch\ntry:\n    import fast\n    scale = fast.SCALE\nexcept ImportError:\n    scale = None\n"
@@ -180,7 +197,7 @@ def check(ctx):
                     continue  # `Matcher, _ = optional_import(...)`: a class, function or module chosen at import
             reported.add(name)
             yield _finding(target, node, f"reads the module global `{name}`, a hidden input")
-        for node, change in _changed_constants(ctx, scope, changes, reported):
+        for node, change in _changed_constants(ctx, scope, changes, reported, target):
             what = f"`{node.id}.{change.attr}`" if change.attr and isinstance(ctx.index.bindings.get(node.id), list) \
                 and ctx.index.bindings[node.id] == ["class"] else f"the module global `{node.id}`"
             yield _finding(target, node, f"reads {what}, which line {change.node.lineno} changes")
@@ -206,7 +223,7 @@ def _used_as_code(jit_scope, name: str) -> bool:
     return all(id(n) in code for s in jit_scope.walk() for n in s.loads if n.id == name and s.owner_of(name) is None)
 
 
-def _changed_constants(ctx, jit_scope, changes, reported):
+def _changed_constants(ctx, jit_scope, changes, reported, jit_target=None):
     """Reads of globals that look constant (a private name bound once, a value made once by a call, a class) but
     whose object the file changes: ``_state.scale = v``, ``GlobalState.factor = f``. (node, first change)."""
     loads = {}
@@ -238,7 +255,48 @@ def _changed_constants(ctx, jit_scope, changes, reported):
             if hit:
                 yield node, hit[0]
         elif is_data_global(ctx.index, name) and ctx.index.module_name_kind(name) == "static" and outside:
-            yield node, outside[0]
+            keys = keys_read(inside, name)
+            if keys is not None:
+                # a dict read at constant keys: a store under another key changes nothing the trace reads
+                # (torch.compile guards the items read, not the dict's other keys), and a store under a key read that
+                # the compiling function makes just before its compile call is set once per compile
+                made = _compiling_function(ctx, jit_target)
+                outside = [c for c in outside if touches(c, keys) and not (
+                    made is not None and made[0].lineno <= c.node.lineno < made[1]
+                    and _own_line(made[0], c.node))]
+            if outside:
+                yield node, outside[0]
+
+
+def _compiling_function(ctx, target):
+    """(the function whose body makes ``target``'s compile call in this file, that call's line), or None."""
+    how = getattr(target, "how", "") or ""
+    if not how.startswith("line ") or getattr(target, "elsewhere", ""):
+        return None
+    try:
+        line = int(how.split()[1])
+    except (IndexError, ValueError):
+        return None
+    best = None
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= node.end_lineno:
+            if best is None or node.lineno > best.lineno:
+                best = node
+    return (best, line) if best is not None else None
+
+
+def _own_line(func, node) -> bool:
+    """Is ``node`` in ``func``'s own statements (not in a function nested in it)? Each statement's expressions
+    are searched; its nested statements come on their own from own_statements."""
+    for stmt in own_statements(func.body):
+        stack = [c for c in ast.iter_child_nodes(stmt) if not isinstance(c, ast.stmt)] + [stmt]
+        while stack:
+            n = stack.pop()
+            if n is node:
+                return True
+            if n is not stmt:
+                stack.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, ast.Lambda))
+    return False
 
 
 def _attribute_reads(jit_scope, names) -> dict[str, set[str]]:

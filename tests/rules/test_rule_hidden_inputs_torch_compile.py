@@ -140,3 +140,51 @@ def test_a_class_attribute_list_appended_in_compiled_forward_is_replayed_each_ca
     # the append is replayed after every call (torch 2.13; pytorch #169253 lost it), and the list's length is
     # guarded: it grows on every call, so every call recompiles (the message's "a recompile whenever it changes")
     assert len(Recorder.seen) == 3 and len(backend.graphs) == 3
+
+
+# unsloth's int8 linear: the compiled function reads one key of a module dict, set once before the compile in the
+# function that compiles; the caller counts calls under another key. Only the key read is an input of the trace.
+KEYED_STATE = """\
+import torch
+_STATE: dict = {"fn": None}
+def _rows(x):
+    op = _STATE.get("op")
+    return op(x) if op is not None else x.contiguous()
+def compiled_rows(backend="inductor"):
+    fn = _STATE["fn"]
+    if fn is not None:
+        return fn
+    _STATE["op"] = torch.neg
+    fn = _STATE["fn"] = torch.compile(_rows, backend=backend)
+    return fn
+def run(x):
+    out = compiled_rows()(x)
+    _STATE["calls"] = _STATE.get("calls", 0) + 1
+    return out
+"""
+
+
+def _keyed_graphs(change_read_key: bool) -> int:
+    ns: dict = {}
+    exec(KEYED_STATE, ns)
+    backend = CountingBackend()
+    fn = ns["compiled_rows"](backend)
+    for i in range(6):
+        x = torch.randn(3)
+        want = (torch.abs if change_read_key and i % 2 else torch.neg)(x)
+        if change_read_key:
+            ns["_STATE"]["op"] = torch.abs if i % 2 else torch.neg
+        assert torch.equal(fn(x), want)
+        ns["_STATE"]["calls"] = ns["_STATE"].get("calls", 0) + 1  # a new key after the first call, then counts
+    return len(backend.graphs)
+
+
+def test_a_module_dict_read_at_one_key_is_quiet_when_only_other_keys_change():
+    assert "TL201" not in _codes(KEYED_STATE)
+    assert _keyed_graphs(change_read_key=False) == 1  # 'calls' counting between calls recompiles nothing
+
+
+def test_a_module_dict_read_at_one_key_that_changes_between_calls_is_reported_and_recompiles():
+    changed = KEYED_STATE + "def use_abs():\n    _STATE['op'] = torch.abs\n"
+    assert "TL201" in _codes(changed)
+    assert _keyed_graphs(change_read_key=True) == 2  # one graph per function stored under the key read

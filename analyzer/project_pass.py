@@ -19,25 +19,17 @@ only the files whose facts it changes are linted again.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from . import file_pass
 from .cache import read_signed, write_signed
 from .file_pass import SERIAL_BELOW, init_worker, pool_context, process_file
+from .project.incremental import NOT_INDEXED, contribution, fingerprint
 from .project.index import ProjectIndex, module_name, normalize_facts
 
 SUMMARIES_FORMAT = 1
 KEEP_FILES = 4
-NOT_INDEXED = ""  # the contribution of a file with no summary (it does not parse): it adds nothing to the index
-
-
-def contribution(summary: dict | None) -> str:
-    """The digest of what a file contributes to the index (its summary; repr is exact for these plain values)."""
-    if summary is None:
-        return NOT_INDEXED
-    return hashlib.blake2b(repr(summary).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
 class SummaryStore:
@@ -112,17 +104,6 @@ def _relint(todo: list[tuple[object, tuple | None]], settings, jobs: int) -> lis
     return [by_path[p] for p, _, _ in items]
 
 
-def _fingerprint(contributions: dict[str, str], digests: dict[str, bytes], read: list[str]) -> str:
-    """What the index is built from: every file's contribution, and the content of the files it read."""
-    h = hashlib.blake2b(digest_size=16)
-    for path in sorted(contributions):
-        h.update(f"{path}\0{contributions[path]}\n".encode("utf-8", "surrogateescape"))
-    for path in read:
-        d = digests.get(path)
-        h.update(f"read {path}\0{d.hex() if d else '-'}\n".encode("utf-8", "surrogateescape"))
-    return h.hexdigest()
-
-
 def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[int] = frozenset(),
                         finish=None, report: dict | None = None) -> tuple[set[int], str]:
     """Give every file the facts of the project index: lint the held files (``finish([(result, facts)])``, by
@@ -159,7 +140,7 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
             ap = os.path.abspath(r.path)
             contributions[ap], digests[ap] = contribution(r.summary), r.digest
     read = [p for p in stored.get("read", ()) if isinstance(p, str)]
-    built_from = _fingerprint(contributions, digests, read)
+    built_from = fingerprint(contributions, digests, read)
     indexed = {ap for ap, c in contributions.items() if c != NOT_INDEXED}
 
     if stored.get("built_from") == built_from and all(ap in known for ap in indexed):
@@ -169,7 +150,7 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
         said = stored.get("report") if isinstance(stored.get("report"), dict) else {}
     else:
         now, library_default, said, read = _build(results, settings, cache, jobs, relinted, contributions, digests)
-        built_from = _fingerprint(contributions, digests, read)
+        built_from = fingerprint(contributions, digests, read)
         indexed = {ap for ap, c in contributions.items() if c != NOT_INDEXED}
     if report is not None:
         report.update(said)

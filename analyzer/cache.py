@@ -23,7 +23,7 @@ from pathlib import Path
 from .diagnostics import Diagnostic
 
 CACHE_DIR_NAME = ".thunder-lint-cache"
-FORMAT = 2
+FORMAT = 3  # 3: the project-level pass's results beside the findings
 KEEP_FILES = 4  # results files of other settings/versions kept beside the current one
 # A file modified within this long before it was read may be modified again within the same mtime tick;
 # for such "racy" files the stat shortcut is not recorded and the content hash decides next time.
@@ -157,6 +157,29 @@ class _PlainUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"cache files hold plain data only, not {module}.{name}")
 
 
+def read_signed(path: str | os.PathLike):
+    """The plain data of a file ``write_signed`` wrote with this user's secret; raises otherwise."""
+    with open(path, "rb") as f:
+        payload = _verified(f.read())
+    return _PlainUnpickler(io.BytesIO(payload)).load()
+
+
+def write_signed(directory: Path, path: Path, data) -> None:
+    """Write plain data signed with this user's secret, atomically (temp file + rename); raises OSError."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".pickle")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_signed(pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 class ResultCache:
     """``entries``: absolute path -> (content hash, tuple of diagnostic entries, stat signature or None).
 
@@ -169,6 +192,10 @@ class ResultCache:
         self.key = key
         self.file = self.directory / f"results-{key}.pickle"
         self.entries: dict[str, tuple[bytes, tuple]] = {}
+        # The project-level pass's results (analyzer/project_pass.py): what each file contributes to the index and
+        # the facts it was linted with, and what the index was built from. In this same file, so that a warm run
+        # reads one file and builds no index.
+        self.project: dict = {}
         self.dirty = False
 
     def load(self) -> "ResultCache":
@@ -178,9 +205,15 @@ class ResultCache:
             data = _PlainUnpickler(io.BytesIO(payload)).load()
             if isinstance(data, dict) and data.get("key") == self.key and isinstance(data.get("entries"), dict):
                 self.entries = data["entries"]
+                self.project = data["project"] if isinstance(data.get("project"), dict) else {}
         except Exception:  # missing, truncated, or written by something else: start afresh
-            self.entries = {}
+            self.entries, self.project = {}, {}
         return self
+
+    def set_project(self, project: dict) -> None:
+        if project != self.project:
+            self.project = project
+            self.dirty = True
 
     def known_hashes(self) -> dict[str, bytes]:
         return {path: entry[0] for path, entry in self.entries.items()}
@@ -222,7 +255,7 @@ class ResultCache:
             if not gitignore.exists():
                 gitignore.write_text("# Created by thunder-lint automatically.\n*\n")
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
-            payload = pickle.dumps({"key": self.key, "entries": self.entries}, protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps({"key": self.key, "entries": self.entries, "project": self.project}, protocol=pickle.HIGHEST_PROTOCOL)
             with os.fdopen(fd, "wb") as f:
                 f.write(_signed(payload))
             os.replace(tmp, self.file)

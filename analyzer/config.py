@@ -227,24 +227,46 @@ def find_pyproject(start: str | os.PathLike) -> str | None:
             if (folder / name).is_file():
                 return str(folder / name)
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            if not _may_hold_table(candidate):
-                continue
-            import tomllib
-
-            try:
-                with open(candidate, "rb") as f:
-                    data = tomllib.load(f)
-            except (OSError, tomllib.TOMLDecodeError):
-                # A broken pyproject.toml that is not ours must not stop the run; one that is ours is
-                # reported by load_file when it is named or is the match.
-                if _mentions_table(candidate):
-                    return str(candidate)
-                continue
-            tool = data.get("tool")
-            if isinstance(tool, dict) and TABLE in tool:
-                return str(candidate)
+        if candidate.is_file() and _holds_table(candidate):
+            return str(candidate)
     return None
+
+
+# pyproject.toml -> (its stat stamp, whether it is ours): a run asks once per folder of its files, and each of a
+# big tree's hundreds of folders finds the same file above it (parsing it each time cost a second on transformers)
+_OURS: dict[str, tuple[tuple, bool]] = {}
+
+
+def _holds_table(candidate: Path) -> bool:
+    try:
+        st = candidate.stat()
+        stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    except OSError:
+        stamp = None
+    key = str(candidate)
+    got = _OURS.get(key)
+    if stamp is not None and got is not None and got[0] == stamp:
+        return got[1]
+    ours = _parse_for_table(candidate)
+    if stamp is not None:
+        _OURS[key] = (stamp, ours)
+    return ours
+
+
+def _parse_for_table(candidate: Path) -> bool:
+    if not _may_hold_table(candidate):
+        return False
+    import tomllib
+
+    try:
+        with open(candidate, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError):
+        # A broken pyproject.toml that is not ours must not stop the run; one that is ours is
+        # reported by load_file when it is named or is the match.
+        return _mentions_table(candidate)
+    tool = data.get("tool")
+    return isinstance(tool, dict) and TABLE in tool
 
 
 find_config = find_pyproject

@@ -87,6 +87,13 @@ def compile_glob(pattern: str) -> re.Pattern:
     return re.compile(r"(?s:" + _translate(pattern) + r")\Z")
 
 
+def _alternation(patterns: list[re.Pattern]) -> re.Pattern | None:
+    """One pattern that matches where any of ``patterns`` (each anchored at both ends) does."""
+    if not patterns:
+        return None
+    return re.compile("|".join(p.pattern for p in patterns))
+
+
 class GlobSet:
     """Several patterns; ``matches(rel)`` over a posix path relative to the project root."""
 
@@ -98,17 +105,20 @@ class GlobSet:
             body = p[2:] if p.startswith("./") else p.lstrip("/") if p.startswith("/") else p
             body = body.rstrip("/") or body
             (self._paths if "/" in body else self._names).append(compile_glob(body))
+        # each kind as one alternation: a folder walk asks about every name it meets (one match, not one per pattern)
+        self._any_name = _alternation(self._names)
+        self._any_path = _alternation(self._paths)
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
 
     def matches_name(self, name: str) -> bool:
-        return any(r.match(name) for r in self._names)
+        return self._any_name is not None and self._any_name.match(name) is not None
 
     def matches(self, rel: str, *, whole_only: bool = False) -> bool:
         """Whether ``rel`` (posix, relative to the root) matches: a relative pattern over the path, a single-path
         pattern over its last component (or, unless ``whole_only``, over any folder it is in)."""
-        if any(r.match(rel) for r in self._paths):
+        if self._any_path is not None and self._any_path.match(rel) is not None:
             return True
         parts = rel.split("/")
         names = parts[-1:] if whole_only else parts

@@ -1,82 +1,81 @@
 """The runner's second pass: join the files' summaries into the project index, lint the files held parsed
-for it (a small project in one process) and re-lint the files whose compiled functions it changes, and keep
-summaries beside the results cache.
+for it (a small project in one process) and re-lint the files whose compiled functions it changes; cached and
+incremental like the first pass.
 
 The first pass lints every file knowing only what the file itself compiles (and its `assume-compiled`
 matches); almost every file's findings stand as they are. Only files that another file compiles (or
 whose cached findings were made under other facts) are linted again, so the index costs one extra
 parse of those few files and none of the rest.
+
+What the index says is a function of what it reads: each file's summary (its *contribution*, kept as a digest)
+and the text of the few files it reads beyond their summaries (a wrapper's callers). The results cache keeps,
+beside each file's findings, its contribution and the facts it was linted with, and the fingerprint of what the
+index was built from. A run whose files contribute what they did last time (nothing changed, or an edit that
+changes no summary) builds no index and reads no summaries: every file's facts are the stored ones, and only
+the edited files are linted (with them). Otherwise the summaries of the unchanged files come from their own
+store (one file, read only then), the index is built (linear in the project: analyzer/project/index.py) and
+only the files whose facts it changes are linted again.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import tempfile
 from pathlib import Path
 
 from . import file_pass
+from .cache import read_signed, write_signed
 from .file_pass import SERIAL_BELOW, init_worker, pool_context, process_file
-from .project.index import ProjectIndex, normalize_facts
+from .project.incremental import NOT_INDEXED, contribution, fingerprint
+from .project.index import ProjectIndex, module_name, normalize_facts
 
-INDEX_FORMAT = 3  # 2: facts carry `assumed` (the library default); 3: summaries of AST facts, the report
+SUMMARIES_FORMAT = 1
 KEEP_FILES = 4
 
 
-class IndexCache:
-    """abspath -> [content hash hex, summary, facts the cached findings were made with], as JSON."""
+class SummaryStore:
+    """abspath -> (content digest, summary), one signed file beside the results cache: read only when the index
+    has to be built, so that the summaries of files answered from the cache need not be made again."""
 
     def __init__(self, directory: str | os.PathLike, key: str):
         self.directory = Path(directory)
-        self.file = self.directory / f"index-{key}.json"
+        self.file = self.directory / f"summaries-{key}.pickle"
         self.key = key
-        self.entries: dict[str, list] = {}
-        self.built_from = ""  # fingerprint of the files the stored facts were computed from
-        self.library_default = ""  # why that index applied the library default, "" if it did not (ProjectIndex)
-        self.report: dict = {}  # what else the summary says: unresolved compile calls, data transforms left out
+        self.entries: dict[str, tuple] = {}
         self.dirty = False
 
-    def load(self) -> "IndexCache":
+    def load(self) -> "SummaryStore":
         try:
-            with open(self.file, encoding="utf-8") as f:
-                data = json.load(f)
-            if data.get("format") == INDEX_FORMAT and data.get("key") == self.key and isinstance(data.get("entries"), dict):
+            data = read_signed(self.file)
+            if isinstance(data, dict) and data.get("format") == SUMMARIES_FORMAT and data.get("key") == self.key \
+                    and isinstance(data.get("entries"), dict):
                 self.entries = data["entries"]
-                self.built_from = str(data.get("built_from", ""))
-                self.library_default = str(data.get("library_default") or "")
-                self.report = data.get("report") if isinstance(data.get("report"), dict) else {}
-        except Exception:  # missing or damaged: rebuilt from this run
+        except Exception:  # missing, damaged or not ours: the files are summarized again
             self.entries = {}
         return self
 
-    def get(self, abspath: str, digest: bytes):
+    def get(self, abspath: str, digest: bytes) -> dict | None:
         e = self.entries.get(abspath)
-        if isinstance(e, list) and len(e) == 3 and e[0] == digest.hex() and isinstance(e[1], (dict, type(None))):
-            return e[1], normalize_facts(e[2])
+        if isinstance(e, tuple) and len(e) == 2 and e[0] == digest and isinstance(e[1], dict):
+            return e[1]
         return None
 
-    def put(self, abspath: str, digest: bytes, summary: dict | None, facts: tuple) -> None:
-        new = [digest.hex(), summary, [list(f) for f in facts]]
-        if self.entries.get(abspath) != new:
-            self.entries[abspath] = new
+    def put(self, abspath: str, digest: bytes, summary: dict) -> None:
+        e = self.entries.get(abspath)
+        if e is None or e[0] != digest or e[1] != summary:
+            self.entries[abspath] = (digest, summary)
             self.dirty = True
 
     def save(self) -> None:
         if not self.dirty:
             return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"format": INDEX_FORMAT, "key": self.key, "built_from": self.built_from,
-                           "library_default": self.library_default, "report": self.report, "entries": self.entries}, f, separators=(",", ":"))
-            os.replace(tmp, self.file)
-            others = sorted((p for p in self.directory.glob("index-*.json") if p != self.file), key=_mtime)
+            write_signed(self.directory, self.file, {"format": SUMMARIES_FORMAT, "key": self.key, "entries": self.entries})
+            self.dirty = False
+            others = sorted((p for p in self.directory.glob("summaries-*.pickle") if p != self.file), key=_mtime)
             for stale in others[: max(0, len(others) - KEEP_FILES)]:
                 stale.unlink(missing_ok=True)
         except OSError:
-            pass  # the results cache reports unwritable folders; the index is rebuilt next time
+            pass  # the results cache reports unwritable folders; the summaries are made again next time
 
 
 def _mtime(p: Path) -> float:
@@ -90,7 +89,7 @@ def _relint_chunk(items: list[tuple[str, tuple, bytes | None]]):
     return [process_file(p, file_pass.worker_settings(), {}, facts, digest) for p, facts, digest in items]
 
 
-def _relint(todo: list[tuple[object, tuple]], settings, jobs: int) -> list:
+def _relint(todo: list[tuple[object, tuple | None]], settings, jobs: int) -> list:
     items = [(r.path, facts, r.digest) for r, facts in todo]
     if jobs <= 1 or len(items) < SERIAL_BELOW:
         return [process_file(p, settings, {}, facts, digest) for p, facts, digest in items]
@@ -105,53 +104,67 @@ def _relint(todo: list[tuple[object, tuple]], settings, jobs: int) -> list:
     return [by_path[p] for p, _, _ in items]
 
 
-def _fingerprint(results: list) -> str:
-    material = "\n".join(sorted(f"{os.path.abspath(r.path)}:{r.digest.hex() if r.digest else ''}" for r in results))
-    return hashlib.blake2b(material.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
-
-
 def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[int] = frozenset(),
                         finish=None, report: dict | None = None) -> tuple[set[int], str]:
-    """Fill in summaries, build the index, lint the held files (``finish([(result, facts)])``, by default here)
-    and re-lint files whose facts changed: (ids of re-linted results, why the library default applied ("no compile
-    call found": every nn.Module forward linted as compiled), or ""). ``report``, when given, receives what the
-    summary should say beyond that: "unresolved", the compile calls the index could not follow ([path, line,
-    label], paths relative to the root), and "pipelines", the module classes the library default took for data
-    transforms ([path, class, evidence])."""
-    sidecar = IndexCache(cache.directory, cache.key).load() if cache is not None else None
+    """Give every file the facts of the project index: lint the held files (``finish([(result, facts)])``, by
+    default here) and re-lint files whose facts changed. Returns (ids of re-linted results, why the library
+    default applied ("no compile call found": every nn.Module forward linted as compiled), or ""). ``report``,
+    when given, receives what the summary should say beyond that: "unresolved", the compile calls the index could
+    not follow ([path, line, label], paths relative to the root), "pipelines", the module classes the library
+    default took for data transforms ([path, class, evidence]), and "unmatched" `assume-compiled` patterns."""
+    stored = cache.project if cache is not None else {}
+    known = stored.get("files") if isinstance(stored.get("files"), dict) else {}
     relinted: set[int] = set()
+    contributions: dict[str, str] = {}  # abspath -> contribution, of every readable file
+    digests: dict[str, bytes] = {}
+    unknown = []  # cache hits stored without their contribution (an older cache): linted afresh for their summary
     for r in results:
-        if r.summary is None and r.digest is not None and r.diagnostics is not None and r.error is None:
-            got = sidecar.get(os.path.abspath(r.path), r.digest) if sidecar is not None else None
-            if got is not None:
-                r.summary, r.facts = got
-            elif r.facts is None:
-                # a cached result without its summary (an older cache): lint it afresh for both
-                new = process_file(r.path, settings, {})
-                r.diagnostics, r.error, r.summary, r.facts = new.diagnostics, new.error, new.summary, new.facts
-                relinted.add(id(r))
-    # The index is a function of the linted files and their contents: when those are the ones the stored
-    # facts came from, every cached finding still stands and the index need not be built at all.
-    built_from = _fingerprint(results)
-    if sidecar is not None and not relinted and built_from == sidecar.built_from and all(
-        r.facts is not None for r in results if r.digest is not None
-    ) and not any(id(r) in fresh for r in results):
-        if report is not None:
-            report.update(sidecar.report)
-        return relinted, sidecar.library_default
-    with_summary = [r for r in results if r.summary is not None]
-    index = ProjectIndex([r.summary for r in with_summary], settings.root, settings.assume_compiled, settings.target)
-    said = {"unresolved": [list(u) for u in index.unresolved], "pipelines": [list(p) for p in index.pipelines],
-            "unmatched": list(index.unmatched_patterns)}
+        if r.digest is None:
+            continue
+        ap = os.path.abspath(r.path)
+        if r.facts is None and r.held is None and r.error is None:  # a cache hit: its part was stored with it
+            got = known.get(ap)
+            if got is not None and got[0] == r.digest:
+                contributions[ap], r.facts = got[1], normalize_facts(got[2])
+            else:
+                unknown.append(r)
+                continue
+        else:
+            contributions[ap] = contribution(r.summary)
+        digests[ap] = r.digest
+    for r, new in zip(unknown, _relint([(r, None) for r in unknown], settings, jobs)):
+        r.diagnostics, r.error, r.summary, r.facts = new.diagnostics, new.error, new.summary, new.facts
+        r.digest, r.signature = new.digest, new.signature
+        relinted.add(id(r))
+        if r.digest is not None:
+            ap = os.path.abspath(r.path)
+            contributions[ap], digests[ap] = contribution(r.summary), r.digest
+    read = [p for p in stored.get("read", ()) if isinstance(p, str)]
+    built_from = fingerprint(contributions, digests, read)
+    indexed = {ap for ap, c in contributions.items() if c != NOT_INDEXED}
+
+    if stored.get("built_from") == built_from and all(ap in known for ap in indexed):
+        # The index would be the one built last time: every file's facts are those stored for it.
+        now = {ap: normalize_facts(known[ap][2]) for ap in indexed}
+        library_default = str(stored.get("library_default") or "")
+        said = stored.get("report") if isinstance(stored.get("report"), dict) else {}
+    else:
+        now, library_default, said, read = _build(results, settings, cache, jobs, relinted, contributions, digests)
+        built_from = fingerprint(contributions, digests, read)
+        indexed = {ap for ap, c in contributions.items() if c != NOT_INDEXED}
     if report is not None:
         report.update(said)
+
     todo, held = [], []
-    for r in with_summary:
-        now = index.facts_for(r.summary["module"], r.summary["path"])
+    for r in results:
+        ap = os.path.abspath(r.path)
+        if r.digest is None or ap not in indexed:
+            continue
+        facts = now.get(ap, ())
         if r.held is not None:  # parsed, waiting for these facts: linted now, once
-            held.append((r, now))
-        elif now != r.facts:
-            todo.append((r, now))
+            held.append((r, facts))
+        elif facts != r.facts:
+            todo.append((r, facts))
     if finish is None:
         for r, facts in held:
             file_pass.lint_held(r, settings, facts)
@@ -160,12 +173,60 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
     for (r, _facts), new in zip(todo, _relint(todo, settings, jobs)):
         r.diagnostics, r.error, r.facts = new.diagnostics, new.error, new.facts
         relinted.add(id(r))
-    if sidecar is not None:
+
+    if cache is not None:
+        files = dict(known)
         for r in results:
-            if r.digest is not None and r.facts is not None and r.error is None:
-                sidecar.put(os.path.abspath(r.path), r.digest, r.summary, r.facts)
-        if sidecar.built_from != built_from or sidecar.library_default != index.library_default or sidecar.report != said:
-            sidecar.built_from, sidecar.library_default, sidecar.dirty = built_from, index.library_default, True
-            sidecar.report = said
-        sidecar.save()
-    return relinted, index.library_default
+            ap = os.path.abspath(r.path)
+            if r.digest is not None and r.error is None and r.facts is not None and ap in contributions:
+                files[ap] = (r.digest, contributions[ap], r.facts)
+        cache.set_project({"built_from": built_from, "read": read, "library_default": library_default,
+                           "report": said, "files": files})
+    return relinted, library_default
+
+
+def _build(results, settings, cache, jobs, relinted, contributions, digests):
+    """Build the index from every file's summary (the unchanged files' from the store): (abspath -> facts, the
+    library default's note, the report, the files whose text it read)."""
+    store = SummaryStore(cache.directory, cache.key).load() if cache is not None else None
+    packages: dict[str, bool] = {}
+
+    def is_package(folder: str) -> bool:
+        if folder not in packages:
+            packages[folder] = os.path.isfile(os.path.join(folder, "__init__.py"))
+        return packages[folder]
+
+    missing = []
+    for r in results:
+        if r.digest is None or r.summary is not None:
+            continue
+        ap = os.path.abspath(r.path)
+        if contributions.get(ap, NOT_INDEXED) == NOT_INDEXED:
+            continue
+        got = store.get(ap, r.digest) if store is not None else None
+        # (an unchanged file's module name changes when an __init__.py comes or goes: its summary is made again)
+        if got is not None and got.get("module") == module_name(ap, settings.root, is_package):
+            r.summary = got
+        else:
+            missing.append(r)
+    # a cache hit whose summary is not stored (an older cache, a damaged store): linted afresh for it
+    for r, new in zip(missing, _relint([(r, None) for r in missing], settings, jobs)):
+        r.diagnostics, r.error, r.summary, r.facts = new.diagnostics, new.error, new.summary, new.facts
+        r.digest, r.signature = new.digest, new.signature
+        relinted.add(id(r))
+        ap = os.path.abspath(r.path)
+        if r.digest is not None:
+            contributions[ap], digests[ap] = contribution(r.summary), r.digest
+        else:
+            contributions.pop(ap, None)
+    with_summary = [r for r in results if r.summary is not None and r.digest is not None]
+    index = ProjectIndex([r.summary for r in with_summary], settings.root, settings.assume_compiled, settings.target)
+    said = {"unresolved": [list(u) for u in index.unresolved], "pipelines": [list(p) for p in index.pipelines],
+            "unmatched": list(index.unmatched_patterns)}
+    now = {os.path.abspath(r.path): index.facts_for(r.summary["module"], r.summary["path"]) for r in with_summary}
+    if store is not None:
+        for r in with_summary:
+            if r.error is None:
+                store.put(os.path.abspath(r.path), r.digest, r.summary)
+        store.save()
+    return now, index.library_default, said, [os.path.abspath(p) for p in index.texts_read()]

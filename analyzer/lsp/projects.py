@@ -21,6 +21,7 @@ from ..file_pass import Settings
 from ..file_reader import Unreadable, read_bytes
 from ..notebook import source_of
 from ..project.index import Compiled, ProjectIndex, module_name
+from ..project.incremental import contribution
 from .settings import EditorSettings, effective_settings
 
 MAX_INDEXED_FILES = 20_000  # a workspace larger than this is indexed in part (and the log says so)
@@ -48,10 +49,14 @@ class Project:
     indexed: bool  # whether the files under root are scanned into the index
     problems: list[str] = field(default_factory=list)  # config problems, reported once
     summaries: dict[str, dict] = field(default_factory=dict)  # abspath -> summary
+    # abspath -> what the file contributes to the index (project_pass.contribution, as the CLI's cache keeps it):
+    # the index is rebuilt only when one changes, and a document is re-linted only when its facts change
+    contributions: dict[str, str] = field(default_factory=dict)
     buffers: dict[str, str] = field(default_factory=dict)  # abspath -> text of an open document
     index: ProjectIndex | None = None
     scanned: bool = False
     generation: int = 0  # how many times the index was rebuilt
+    _facts: dict[str, tuple] = field(default_factory=dict)  # abspath -> facts, of this generation's index
 
     def module(self, path: str) -> str:
         return module_name(path, self.settings.root)
@@ -78,22 +83,24 @@ class Project:
         try:
             text, _ = source_of(path, read_bytes(path))  # a notebook: its code cells
         except Unreadable:
-            self.summaries.pop(path, None)
+            self._forget(path)
             return
-        summary = summary_of(text, path, self.module(path), self.settings.jit_decorators)
-        if summary is None:
-            self.summaries.pop(path, None)
-        else:
-            self.summaries[path] = summary
+        self.set_summary(path, summary_of(text, path, self.module(path), self.settings.jit_decorators))
 
     def set_summary(self, path: str, summary: dict | None) -> bool:
-        """Record a file's summary (None: it has none now); whether the index must be rebuilt."""
-        old = self.summaries.get(path)
+        """Record a file's summary (None: it has none now); whether its contribution changed (the index must be
+        rebuilt)."""
+        old = self.contributions.get(path)
         if summary is None:
             self.summaries.pop(path, None)
-        else:
-            self.summaries[path] = summary
-        return old != summary
+            self.contributions.pop(path, None)
+            return old is not None
+        self.summaries[path] = summary
+        self.contributions[path] = contribution(summary)
+        return old != self.contributions[path]
+
+    def _forget(self, path: str) -> bool:
+        return self.set_summary(path, None)
 
     def path_changed_on_disk(self, path: str) -> bool:
         """The editor says a file or folder changed, appeared or went away (an open document's buffer wins);
@@ -108,26 +115,26 @@ class Project:
                 return False
             gone = [p for p in self.summaries if p.startswith(path + os.sep) and p not in self.buffers]
             for p in gone:  # a folder went away with its files
-                del self.summaries[p]
+                self._forget(p)
             return bool(gone)
         if path in self.buffers:
             return False
-        old = self.summaries.get(path)
+        old = self.contributions.get(path)
         if os.path.isfile(path):
             self._summarize_from_disk(path)
         else:
-            self.summaries.pop(path, None)
-        return self.summaries.get(path) != old
+            self._forget(path)
+        return self.contributions.get(path) != old
 
     def closed(self, path: str) -> bool:
         """The document was closed: from now on the disk says what the file is."""
         self.buffers.pop(path, None)
-        old = self.summaries.get(path)
+        old = self.contributions.get(path)
         if self.indexed and os.path.isfile(path) and self.contains(path):
             self._summarize_from_disk(path)
         else:
-            self.summaries.pop(path, None)
-        return self.summaries.get(path) != old
+            self._forget(path)
+        return self.contributions.get(path) != old
 
     @property
     def assume_compiled(self) -> tuple[str, ...] | None:
@@ -141,6 +148,7 @@ class Project:
     def rebuild(self) -> None:
         self.index = ProjectIndex(list(self.summaries.values()), self.settings.root, self.assume_compiled,
                                   self.settings.target, texts=self.buffers)
+        self._facts = {}
         self.generation += 1
 
     def facts_with(self, path: str, summary: dict) -> tuple | None:
@@ -154,7 +162,10 @@ class Project:
         """What other files (and `assume-compiled`) say about ``path``; None before the index exists."""
         if self.index is None or path not in self.summaries:
             return None
-        return self.index.facts_for(self.summaries[path]["module"], path)
+        got = self._facts.get(path)
+        if got is None:  # asked for every open document after each rebuild: answered once per index
+            got = self._facts[path] = self.index.facts_for(self.summaries[path]["module"], path)
+        return got
 
     def compiled_at(self, path: str, line: int) -> Compiled | None:
         """How the function holding ``line`` (1-based) is compiled, if the index says it is."""

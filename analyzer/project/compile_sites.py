@@ -42,6 +42,17 @@ def is_module_class(index, module: str, cls: str, depth: int = 0) -> bool:
     so: its name (``LightningModule``, ``PreTrainedModel``) or the class itself (it holds ``torch.nn``
     layers, registers buffers or parameters). An attention backend's ``AttentionImpl`` with a ``forward``
     is no module."""
+    memo = getattr(index, "_memo", None)  # the index's answers to pure questions (None: a duck-typed index)
+    if memo is None:
+        return _is_module_class(index, module, cls, depth)
+    key = ("module class", module, cls, depth)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = _is_module_class(index, module, cls, depth)
+    return got
+
+
+def _is_module_class(index, module: str, cls: str, depth: int) -> bool:
     info = index.modules.get(module, {}).get("classes", {}).get(cls.rsplit(".", 1)[-1])
     if info is None or depth > 8:
         return False
@@ -157,6 +168,31 @@ def trains(call: str) -> bool:
     return name.replace(":", ".").rsplit(".", 1)[-1] in _TRAINING_CALLS
 
 
+def _trains_itself(index, where, rec) -> bool:
+    """Does this function itself call backward or zero_grad, or read the optimizer it holds? (Asked once per
+    function: every module class's forward walk meets the same helpers.)"""
+    memo = getattr(index, "_memo", None)
+    key = ("trains", where)
+    got = memo.get(key) if memo is not None else None
+    if got is None:
+        got = any(map(trains, rec[2])) or bool(_OPTIMIZER_ATTRS.intersection(rec[3] if len(rec) > 3 else ()))
+        if memo is not None:
+            memo[key] = got
+    return got
+
+
+def _self_calls(index, where, rec) -> list[str]:
+    """The methods a function calls on ``self`` by a plain name (``self.calculate_loss()``), asked once."""
+    memo = getattr(index, "_memo", None)
+    key = ("self calls", where)
+    got = memo.get(key) if memo is not None else None
+    if got is None:
+        got = [c[2:] for c in rec[2] if c.startswith("s:") and "." not in c]
+        if memo is not None:
+            memo[key] = got
+    return got
+
+
 def _runs_backward(index, forward, depth: int = 3) -> bool:
     """Does ``forward``, or what it calls (``depth`` calls deep), call ``.backward()`` or ``zero_grad()``, or read
     the optimizer it holds? Sentence-transformers' cached losses reach ``loss.backward()`` through
@@ -169,16 +205,15 @@ def _runs_backward(index, forward, depth: int = 3) -> bool:
             rec = index.modules[where[0]]["functions"].get(where[1])
             if where[1].endswith(".backward"):
                 continue  # an autograd.Function's backward (a kernel's recomputation) is no training step
-            if rec is not None and (any(map(trains, rec[2])) or _OPTIMIZER_ATTRS.intersection(rec[3] if len(rec) > 3 else ())):
+            if rec is not None and _trains_itself(index, where, rec):
                 return True
             more = list(index._reached_once(*where))
             if rec is not None:  # self.calculate_loss() in a base class: the concrete class's override
                 owner = forward[1].rsplit(".", 1)[0]
-                for c in rec[2]:
-                    if c.startswith("s:") and "." not in c:
-                        found = index._method(forward[0], owner, c[2:])
-                        if found:
-                            more.append(found)
+                for name in _self_calls(index, where, rec):
+                    found = index._method(forward[0], owner, name)
+                    if found:
+                        more.append(found)
             for got in more:
                 if got not in seen:
                     seen.add(got)

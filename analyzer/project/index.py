@@ -424,13 +424,20 @@ class ProjectIndex:
         self._renames: dict[str, str] = {}
         self._eager_attr_cache: dict[tuple[str, str], frozenset] = {}
         self._renames = self._own_names()
+        # Lookups the walks repeat thousands of times (a base class's methods, what an import names), each a pure
+        # function of the summaries: answered once (the build is then linear in the project, not in its walks).
+        self._memo: dict[tuple, object] = {}
+        self._facts_by_module: dict[str, list] | None = None  # module -> its compiled functions, for facts_for
         self._roots: set[tuple[str, str, str]] = set()  # (module, qualname, entry path): direct targets
         # compile calls whose target the index cannot follow into the project's code: (path, line, label)
         self.unresolved: list[tuple[str, int, str]] = []
         # module classes the library default leaves out as data transforms: (path, class, the evidence)
         self.pipelines: list[tuple[str, str, str]] = []
         self._external: list[tuple[str, int, str]] = []  # compile calls of other libraries' code
-        self._build()
+        from ..parsing import gc_paused
+
+        with gc_paused():  # the build makes many lasting objects and no cycles: each collection would rescan them all
+            self._build()
 
     # Resolving names across modules.
     def _own_names(self) -> dict[str, str]:
@@ -489,6 +496,14 @@ class ProjectIndex:
 
     def resolve(self, module: str, ref: str) -> tuple[str, str] | None:
         """(module, qualname) of a class or function that ``ref`` names from inside ``module``."""
+        key = ("r", module, ref)
+        try:
+            return self._memo[key]
+        except KeyError:
+            got = self._memo[key] = self._resolve(module, ref)
+            return got
+
+    def _resolve(self, module: str, ref: str) -> tuple[str, str] | None:
         s = self.modules.get(module)
         if s is None:
             return None
@@ -502,6 +517,14 @@ class ProjectIndex:
 
     def _method(self, module: str, cls: str, name: str, depth: int = 0) -> tuple[str, str] | None:
         """The class's own method ``name`` or the one it inherits (bases followed across modules)."""
+        key = ("m", module, cls, name, depth)  # (depth cuts the walk off: part of the answer's key)
+        try:
+            return self._memo[key]
+        except KeyError:
+            got = self._memo[key] = self._method_at(module, cls, name, depth)
+            return got
+
+    def _method_at(self, module: str, cls: str, name: str, depth: int) -> tuple[str, str] | None:
         s = self.modules.get(module)
         if s is None or depth > 8:
             return None
@@ -523,6 +546,14 @@ class ProjectIndex:
         return s["classes"].get(cls.rsplit(".", 1)[-1]) if s else None
 
     def _submodule_classes(self, module: str, cls: str, depth: int = 0) -> dict[str, list[tuple[str, str]]]:
+        """attr -> the classes ``cls`` (with its bases) holds there. The answer is shared: read it, never change it."""
+        key = ("h", module, cls, depth)
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = self._submodule_classes_at(module, cls, depth)
+        return got
+
+    def _submodule_classes_at(self, module: str, cls: str, depth: int) -> dict[str, list[tuple[str, str]]]:
         out: dict[str, list[tuple[str, str]]] = {}
         info = self._class_info(module, cls)
         if info is None or depth > 8:
@@ -817,6 +848,10 @@ class ProjectIndex:
             self._lines[path] = lines
         return lines
 
+    def texts_read(self) -> list[str]:
+        """The files whose text (beyond their summary) the index has read: what it says depends on their content."""
+        return sorted(self._lines)
+
     def tree_of(self, path: str) -> ast.Module | None:
         """A linted file's syntax tree, parsed again only when asked (the callers of a wrapper: few files)."""
         if path not in self._trees:
@@ -931,11 +966,13 @@ class ProjectIndex:
         """Compiled functions of ``module`` that its own text does not compile directly, as sorted plain
         tuples ``(qualname, compiler, symbolic, how, assumed, entry)``; part of the file's cache key."""
         module = self.module_key(module, path)
+        if self._facts_by_module is None:  # grouped once: every file's call then costs its own module only
+            self._facts_by_module = {}
+            for (mod, qual), c in self.compiled.items():
+                self._facts_by_module.setdefault(mod, []).append((qual, c))
         out = []
-        for (mod, qual), c in self.compiled.items():
-            if mod != module:
-                continue
-            if (mod, qual, path) in self._roots:
+        for qual, c in self._facts_by_module.get(module, ()):
+            if (module, qual, path) in self._roots:
                 continue  # the file's own entry point: the per-file analysis sees it already
             # (a reached function's scalar arguments come from its callers, not from the compiled call's inputs:
             # only the sizes it reads itself are symbolic there)

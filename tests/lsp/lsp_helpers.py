@@ -42,10 +42,12 @@ def make_client() -> LanguageClient:
     """pytest-lsp's client, also remembering the version each publishDiagnostics was for."""
     client = LanguageClient(converter_factory=default_converter)
     client.diagnostic_versions = {}
+    client.publishes = {}  # uri -> how many times the server published its diagnostics (each is one lint)
 
     def publish(ls: LanguageClient, params: types.PublishDiagnosticsParams):
         ls.diagnostics[params.uri] = params.diagnostics
         ls.diagnostic_versions[params.uri] = params.version
+        ls.publishes[params.uri] = ls.publishes.get(params.uri, 0) + 1
 
     client.registrations = []
 

@@ -157,3 +157,48 @@ async def test_the_library_default_comes_once_the_workspace_is_scanned(tmp_path)
         diags = await diagnostics(client, models, 1, until=lambda ds: codes(ds) == ["TL201"])
         assert diags[0].message.startswith("if `Net` is compiled")
         assert not diags[0].related_information  # no compile site to point at
+
+
+OTHER = '''\
+import torch
+
+
+def helper(x):
+    y = x.reshape(-1)
+    y.add_(1)
+    return x
+'''
+
+
+async def test_an_edit_relints_the_documents_whose_facts_it_changes_only(workspace, tmp_path):
+    """The index is incremental as the CLI's cached pass is (analyzer/project/incremental.py): an edit that changes
+    what train.py contributes re-lints the open documents whose facts change (models.py), not the others; an edit
+    that changes no contribution re-lints none but itself."""
+    import asyncio
+
+    (workspace / "train.py").write_text(TRAIN_WITHOUT_COMPILE, encoding="utf-8")
+    (workspace / "other.py").write_text(OTHER, encoding="utf-8")
+    async with session(workspace, tmp_path) as client:
+        models = open_doc(client, workspace / "models.py")
+        other = open_doc(client, workspace / "other.py")
+        train = open_doc(client, workspace / "train.py")
+        await indexed(client)
+        await diagnostics(client, models, 1, until=lambda ds: ds == [])
+        await diagnostics(client, other, 1, until=lambda ds: codes(ds) == ["TL101"])
+        await diagnostics(client, train, 1)
+        await asyncio.sleep(0.5)  # (re-lints the end of the scan scheduled)
+        before = dict(client.publishes)
+
+        change_doc(client, train, 2, new_text=TRAIN)  # now compiles Net
+        await diagnostics(client, models, 1, until=lambda ds: codes(ds) == ["TL201"])
+        await diagnostics(client, train, 2)
+        assert client.publishes[models] == before[models] + 1
+        assert client.publishes[other] == before[other]
+
+        # a comment after the code: train.py's summary is as it was, so no other document is linted again
+        change_doc(client, train, 3, new_text=TRAIN + "# compiled once at start-up\n")
+        await diagnostics(client, train, 3)
+        change_doc(client, other, 2, new_text=OTHER + "\n")  # a barrier: linted after anything scheduled before
+        await diagnostics(client, other, 2)
+        assert client.publishes[models] == before[models] + 1
+        assert client.publishes[other] == before[other] + 1

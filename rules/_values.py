@@ -7,6 +7,7 @@ import ast
 from ._call_sites import NOT_NONE, UNKNOWN, call_arguments, dead_spans, fixed_parameters
 from ._tensor_attributes import TENSOR_ATTRIBUTES
 from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
+from .walk import walk
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"})
 # torch.* functions that return Python values or objects, not tensors.
@@ -142,7 +143,7 @@ def _tensor_attributes(ctx, cls) -> frozenset:
         name = ctx.resolve(base) or ""
         if name.startswith("torch.nn.") and ("BatchNorm" in name or "_NormBase" in name):
             tensor |= _NORM_BUFFERS
-    for node in ast.walk(cls):
+    for node in walk(cls):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_self(node.func.value) \
                 and node.func.attr in ("register_buffer", "register_parameter") and len(node.args) >= 2:
             key, value = node.args[0], node.args[1]

@@ -30,21 +30,40 @@ def walk(node):
     return chain((node,), below)
 
 
+# Fields that never hold a node (names, numbers, flags, a constant's value): skipped without a getattr. A name
+# that is a node on some newer Python (3.12's ``TypeAlias.name``) is kept there: see _fields.
+_NO_NODES = frozenset({"id", "attr", "arg", "module", "level", "kind", "conversion", "is_async", "simple",
+                       "type_comment", "asname", "name", "rest", "kwd_attrs", "tag"})
+_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.Global: (), ast.Nonlocal: ()}
+
+
+def _fields(kind: type) -> tuple[str, ...]:
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        keep = {"name"} if getattr(ast, "TypeAlias", None) is kind else set()
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _NO_NODES or f in keep)
+    return fields
+
+
 def _descendants(root) -> list:
     """The nodes under ``root``, breadth first, each node's children in field order (``ast.iter_child_nodes``)."""
     out: list = []
     append, extend = out.append, out.extend
+    fields_of, AST = _FIELDS.get, _AST
     n, i = root, 0
     while True:
-        for name in n._fields:
+        fields = fields_of(type(n))
+        if fields is None:
+            fields = _fields(type(n))
+        for name in fields:
             try:
                 v = getattr(n, name)
             except AttributeError:
                 continue
-            if isinstance(v, _AST):
+            if type(v) is list:
+                extend([x for x in v if isinstance(x, AST)])
+            elif isinstance(v, AST):
                 append(v)
-            elif isinstance(v, list):
-                extend([x for x in v if isinstance(x, _AST)])
         if i == len(out):
             return out
         n = out[i]

@@ -68,3 +68,25 @@ def _descendants(root) -> list:
             return out
         n = out[i]
         i += 1
+
+
+def preorder(node) -> list:
+    """``node`` and every node under it, depth first, the last child first: the order of
+    ``_module_state.fast_walk`` (which TL205's findings follow), as a list built without a generator."""
+    out: list = []
+    stack = [node]
+    pop, push, extend, append = stack.pop, stack.append, stack.extend, out.append
+    fields_of, AST = _FIELDS.get, _AST
+    while stack:
+        n = pop()
+        append(n)
+        fields = fields_of(type(n))
+        if fields is None:
+            fields = _fields(type(n))
+        for name in fields:
+            v = getattr(n, name, None)
+            if type(v) is list:
+                extend([x for x in v if isinstance(x, AST)])
+            elif isinstance(v, AST):
+                push(v)
+    return out

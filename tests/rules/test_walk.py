@@ -47,3 +47,13 @@ def test_the_kept_list_makes_no_cycle():
     finally:
         if was:
             gc.enable()
+
+
+@pytest.mark.parametrize("path", SOURCES[:12], ids=lambda p: p.name)
+def test_preorder_is_fast_walks_order(path):
+    from rules._module_state import fast_walk
+    from rules.walk import preorder
+
+    tree = ast.parse(path.read_text())
+    for node in [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
+        assert [id(n) for n in preorder(node)] == [id(n) for n in fast_walk(node)]

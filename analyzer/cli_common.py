@@ -124,8 +124,6 @@ def sources_for(diagnostics: list[Diagnostic], known: dict[str, str]) -> dict[st
     """The text of each file that has findings (for the code frames of the full format)."""
     from .file_reader import Unreadable, decode, read_bytes
 
-    from .notebook import NotANotebook, Notebook
-
     sources = dict(known)
     for path in {d.path for d in diagnostics if d.code != "TL002"} - set(sources):
         try:
@@ -133,6 +131,8 @@ def sources_for(diagnostics: list[Diagnostic], known: dict[str, str]) -> dict[st
         except Unreadable:
             continue
         if any(d.cell is not None for d in diagnostics if d.path == path):  # a notebook: a source per cell
+            from .notebook import NotANotebook, Notebook  # (only then: it loads json and difflib)
+
             try:
                 sources.update({(path, n): text for n, text in Notebook(sources[path]).cell_sources().items()})
             except NotANotebook:

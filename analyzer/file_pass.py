@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from dataclasses import dataclass, field
 
 from .cache import content_hash, trusted_signature
 from .config import Config
 from .diagnostics import Diagnostic
-from .file_reader import Unreadable, read_with_stat, unreadable_diagnostic
-from .notebook import source_of
+from .file_reader import Unreadable, decode, read_with_stat, unreadable_diagnostic
 
 SERIAL_BELOW = 24  # fewer files than this: a pool costs more than it saves
+NOTEBOOK_SUFFIX = ".ipynb"  # (notebook.SUFFIX: that module, with json and difflib, loads only for notebooks)
 
 
 @dataclass(frozen=True)
@@ -75,6 +74,15 @@ class FileResult:
     # process that holds it (helper_processes.Helper)
     held: object = None
     cells: object = None  # a notebook's notebook.CellMap: its findings are placed in cells (None: a Python file)
+
+
+def source_of(path: str, data: bytes):
+    """notebook.source_of: (the text to lint, its Notebook or None); a Python file's only decoded."""
+    if not path.lower().endswith(NOTEBOOK_SUFFIX):
+        return decode(data), None
+    from .notebook import source_of as notebook_source
+
+    return notebook_source(path, data)
 
 
 def engine():
@@ -223,6 +231,8 @@ def _internal_error(result: FileResult, e: BaseException) -> None:
     result.diagnostics = []
     result.error = f"{result.path}: internal error while linting: {type(e).__name__}: {e}".rstrip()
     if os.environ.get("THUNDER_LINT_DEBUG"):
+        import traceback
+
         result.error += "\n" + traceback.format_exc()
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 
+from .walk import walk
+
 NOT_NONE = object()  # an argument whose value is unknown but certainly not None (`x.shape[1]`, `a + b`)
 UNKNOWN = object()
 _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod"})
@@ -26,14 +28,16 @@ def _references(ctx) -> dict:
     cache = ctx.__dict__.get("_call_site_refs")
     if cache is None:
         called = {}
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.Call):
-                called[id(node.func)] = node
         cache = {}
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                cache.setdefault(node.id, []).append((node, called.get(id(node))))
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+        Call, Name, Attribute, Load = ast.Call, ast.Name, ast.Attribute, ast.Load
+        for node in walk(ctx.tree):  # breadth first: a call comes before its function
+            kind = type(node)
+            if kind is Call:
+                called[id(node.func)] = node
+            elif kind is Name:
+                if type(node.ctx) is Load:
+                    cache.setdefault(node.id, []).append((node, called.get(id(node))))
+            elif kind is Attribute and type(node.ctx) is Load:
                 cache.setdefault("." + node.attr, []).append((node, called.get(id(node))))
         ctx.__dict__["_call_site_refs"] = cache
     return cache

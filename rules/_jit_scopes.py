@@ -12,11 +12,20 @@ from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
 _HELPER_DEPTH = 2  # helpers of helpers are followed this far
 
 
-def jitted_scopes(ctx, follow_helpers: bool = True):
+def jitted_scopes(ctx, follow_helpers: bool = True) -> list:
     """(jit target, its scope) for every jitted function of the file, then (with ``follow_helpers``) for the
     module-level functions they call by name: a jit traces into those too, so their global reads and side
     effects are the jitted function's. Helpers decorated to run eagerly (``@torch.compiler.disable``) are not.
+    Found once per file: five jit rules ask.
     """
+    cache = ctx.__dict__.setdefault("_jitted_scopes", {})
+    found = cache.get(follow_helpers)
+    if found is None:
+        found = cache[follow_helpers] = list(_jitted_scopes(ctx, follow_helpers))
+    return found
+
+
+def _jitted_scopes(ctx, follow_helpers: bool):
     seen = set()
     frontier = []
     for target in ctx.jitted:
@@ -65,7 +74,11 @@ def eager_only_spans_of(ctx, jit_scope) -> list:
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not mentions_compiling_checks(
             ctx.source.text):
         return []
-    return eager_only_spans(node, ctx.facts(node).all_ifs)
+    cache = ctx.__dict__.setdefault("_eager_only_spans", {})  # asked by every jit rule, for each function
+    spans = cache.get(id(node))
+    if spans is None:
+        spans = cache[id(node)] = eager_only_spans(node, ctx.facts(node).all_ifs)
+    return spans
 
 
 def _runs_eagerly(ctx, node) -> bool:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from .walk import walk
+
 # Methods that build the object: what they set is configuration, fixed once the object exists.
 CONSTRUCTION = frozenset({"__init__", "__post_init__", "__new__", "__setstate__", "__init_subclass__"})
 # Attributes the framework changes between calls on purpose: train()/eval() toggle `training`.
@@ -216,7 +218,7 @@ def class_state(cls: ast.ClassDef, classes: dict) -> ClassState:
 def saved_names(func, me: str) -> dict[str, str]:
     """Local names bound to an attribute of ``self`` (``tmp = self.x``): name -> attribute."""
     out = {}
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             if is_self_attr(node.value, me):
                 out[node.targets[0].id] = node.value.attr

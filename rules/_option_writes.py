@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from .walk import walk
+
 # Text that can hold one: files and functions without it skip the search.
 INPLACE_OPTION_TEXT = "inplace"
 
@@ -50,7 +52,7 @@ def _inplace_module_attributes(ctx, class_node) -> dict[str, str]:
     found = cache.get(id(class_node))
     if found is None:
         found = cache[id(class_node)] = {}
-        for node in ast.walk(class_node):
+        for node in walk(class_node):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _inplace_true(node.value):
                 if not _is_torch(ctx, node.value.func):
                     continue

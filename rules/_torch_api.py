@@ -109,7 +109,13 @@ def _is_compiling_test(test) -> bool | None:
 
 def mentions_compiling_checks(text: str) -> bool:
     """Does the text name any `is_compiling()`-like check? (Else no function of it has an eager-only block.)"""
-    return "is_" in text and any(name in text for name in _COMPILING_CHECKS)
+    global _last_mention
+    if _last_mention[0] is not text:  # asked once per compiled function, always of the same file's text
+        _last_mention = (text, "is_" in text and any(name in text for name in _COMPILING_CHECKS))
+    return _last_mention[1]
+
+
+_last_mention: tuple = (None, False)
 
 
 def eager_only_spans(func, ifs=None) -> list[tuple[tuple[int, int], tuple[int, int]]]:

@@ -7,6 +7,8 @@ import ast
 from ._call_sites import NOT_NONE, UNKNOWN, call_arguments, dead_spans, fixed_parameters
 from ._tensor_attributes import TENSOR_ATTRIBUTES
 from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
+from .statements import nested_statements
+from .walk import walk
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"})
 # torch.* functions that return Python values or objects, not tensors.
@@ -142,15 +144,19 @@ def _tensor_attributes(ctx, cls) -> frozenset:
         name = ctx.resolve(base) or ""
         if name.startswith("torch.nn.") and ("BatchNorm" in name or "_NormBase" in name):
             tensor |= _NORM_BUFFERS
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_self(node.func.value) \
-                and node.func.attr in ("register_buffer", "register_parameter") and len(node.args) >= 2:
-            key, value = node.args[0], node.args[1]
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                is_none = isinstance(value, ast.Constant) and value.value is None
-                (other if not is_none and not _makes_tensor(ctx, value) and not isinstance(value, ast.Name)
-                 else tensor).add(key.value)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+    # (sets: the order the class's nodes are met in does not matter, so statements and calls are looked up
+    # separately instead of walking every expression of the class)
+    for node in _register_calls_in(ctx, cls):
+        key, value = node.args[0], node.args[1]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            is_none = isinstance(value, ast.Constant) and value.value is None
+            (other if not is_none and not _makes_tensor(ctx, value) and not isinstance(value, ast.Name)
+             else tensor).add(key.value)
+    stack = list(cls.body)
+    while stack:
+        node = stack.pop()
+        stack.extend(nested_statements(node))
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
                 if isinstance(t, ast.Attribute) and _is_self(t.value):
@@ -161,6 +167,25 @@ def _tensor_attributes(ctx, cls) -> frozenset:
                     elif not (isinstance(node.value, ast.Constant) and node.value.value is None):
                         other.add(t.attr)
     return frozenset(tensor - other)
+
+
+_REGISTER = ("register_buffer", "register_parameter")
+
+
+def _register_calls_in(ctx, cls) -> list:
+    """``self.register_buffer(name, value)`` / ``register_parameter`` calls inside ``cls`` (its methods, nested
+    code and decorators included): the file's such calls, found in one walk of the file, within the class's span."""
+    calls = ctx.__dict__.get("_register_calls")
+    if calls is None:
+        calls = ctx.__dict__["_register_calls"] = [
+            n for n in walk(ctx.tree) if type(n) is ast.Call and isinstance(n.func, ast.Attribute)
+            and n.func.attr in _REGISTER and _is_self(n.func.value) and len(n.args) >= 2
+        ] if "register_" in ctx.source.text else []
+    if not calls:
+        return calls
+    first = cls.decorator_list[0] if cls.decorator_list else cls
+    lo, hi = (first.lineno, first.col_offset), (cls.end_lineno, cls.end_col_offset)
+    return [n for n in calls if lo <= (n.lineno, n.col_offset) <= hi]
 
 
 def _makes_tensor(ctx, e) -> bool:

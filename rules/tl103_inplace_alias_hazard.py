@@ -19,6 +19,7 @@ from ._values import Values
 from ._option_writes import all_writes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
+from .walk import walk
 
 INFO = RuleInfo(
     code="TL103",
@@ -143,7 +144,7 @@ def _only_returned(func, facts, name, after, loop) -> bool:
     """Are all the later uses of ``name`` a plain ``return name``? Returning the written input reads no
     memory inside the compiled region, so no reordered write-back can be seen."""
     returned = set()
-    for n in ast.walk(func):
+    for n in walk(func):
         if isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == name:
             returned.add((n.value.lineno, n.value.col_offset))
         elif isinstance(n, ast.Assign):
@@ -419,7 +420,7 @@ def _conditional_blocks(facts):
     cached = getattr(facts, "_tl103_blocks", None)
     if cached is None:
         cached = []
-        for node in ast.walk(facts.node):
+        for node in walk(facts.node):
             if isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)):
                 for block in (node.body, node.orelse):
                     if block:
@@ -460,7 +461,7 @@ def _call_sites(ctx, target):
 def _attributes_holding(cls, held: str) -> set[str]:
     """``self.<attr> = <held>(...)`` anywhere in the class ``cls``: its submodules of the class named ``held``."""
     out = set()
-    for node in ast.walk(cls):
+    for node in walk(cls):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             f = node.value.func
             if isinstance(f, ast.Name) and f.id == held:

@@ -9,6 +9,7 @@ from ._jit_scopes import eager_only_spans_of, jitted_scopes
 from ._torch_api import in_spans
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
+from .walk import walk
 
 INFO = RuleInfo(
     code="TL203",
@@ -123,12 +124,14 @@ def _object_writes(ctx, target, jit_scope):
     """``_stats["n"] += 1``, ``_cache.append(x)``, ``_state.step = n`` on a module global: a write of state the
     compiled function does not own, as much as a ``global`` assignment is."""
     changed = {}
-    for node in ast.walk(jit_scope.node):
-        for t in _store_targets(node):
-            got = change_of(t) or _class_attribute_change(ctx, t)
-            if got:
-                changed[id(got[0])] = (t, got)
-        if isinstance(node, ast.Call):
+    for node in walk(jit_scope.node):
+        kind = type(node)
+        if kind in _STORES:  # (most nodes are neither a store nor a call: tested by type first)
+            for t in _store_targets(node):
+                got = change_of(t) or _class_attribute_change(ctx, t)
+                if got:
+                    changed[id(got[0])] = (t, got)
+        elif kind is ast.Call:
             got = change_of(node) or _class_attribute_change(ctx, node)
             if got:
                 changed[id(got[0])] = (node, got)
@@ -171,6 +174,9 @@ def _class_attribute_change(ctx, node):
             ctx.index.bindings.get(node.value.id) == ["class"]:
         return node.value, node.attr, how
     return None
+
+
+_STORES = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete})
 
 
 def _store_targets(node):
@@ -249,11 +255,16 @@ def _class_attribute_of(node):
     return None
 
 
+_CLASS_WRITES = frozenset({ast.Call, ast.Subscript, ast.AugAssign})  # what _class_attribute_of looks at
+
+
 def _class_attribute_writes(ctx, target, jit_scope):
     """``Recorder.seen.append(x)`` in a compiled forward, with ``seen = []`` a class attribute of a module-level
     class: state shared by every call (and every instance), written as a module global's object is."""
     hits = {}
-    for node in ast.walk(jit_scope.node):
+    for node in walk(jit_scope.node):
+        if type(node) not in _CLASS_WRITES:
+            continue
         got = _class_attribute_of(node)
         if got:
             if ctx.index.bindings.get(got[0].id) == ["class"]:

@@ -9,6 +9,7 @@ from ._jit_scopes import jitted_scopes
 from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks, report_only_spans
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
+from .walk import walk
 
 _BUILTINS = frozenset({"print", "open", "input", "breakpoint", "globals", "locals", "vars"})
 _MODULES = ("random", "time")
@@ -132,7 +133,7 @@ def _env_or_log(ctx, scope, call) -> tuple[str, str] | None:
 
 def _environ_reads(ctx, jit_scope):
     """`os.environ[k]` and `k in os.environ` in the jitted function (and the functions nested in it)."""
-    for node in ast.walk(jit_scope.node):
+    for node in walk(jit_scope.node):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             if ctx.resolve(node.value) == "os.environ":
                 yield node

@@ -6,11 +6,12 @@ import ast
 import bisect
 import re
 
-from ._module_state import (CONSTRUCTION, EXPECTED, class_state, fast_walk, is_self_attr, outside_code, progressive,
+from ._module_state import (CONSTRUCTION, EXPECTED, class_state, is_self_attr, outside_code, progressive,
                             python_value, self_name, tensor_value)
 from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
+from .walk import preorder
 
 INFO = RuleInfo(
     code="TL205",
@@ -415,7 +416,7 @@ def _set_by_script(facts, st, attr) -> str:
 
 
 def _in_order(func):
-    nodes = [n for n in fast_walk(func) if hasattr(n, "lineno")]
+    nodes = [n for n in preorder(func) if hasattr(n, "lineno")]
     nodes.sort(key=lambda n: (n.lineno, n.col_offset))
     return nodes
 
@@ -570,12 +571,25 @@ def _inside(node, func) -> bool:
     return func.lineno <= node.lineno <= func.end_lineno
 
 
+_last_none_tested: tuple = (None, frozenset())
+
+
+def _none_tested(nodes) -> frozenset:
+    """ids of the left sides of ``x is None`` / ``x is not None`` among ``nodes`` (a compiled function's, in order),
+    found once per function: each attribute read asks."""
+    global _last_none_tested
+    if _last_none_tested[0] is not nodes:
+        _last_none_tested = (nodes, frozenset(
+            id(n.left) for n in nodes if type(n) is ast.Compare and len(n.ops) == 1 and type(n.ops[0]) in (ast.Is, ast.IsNot)
+            and type(n.comparators[0]) is ast.Constant and n.comparators[0].value is None))
+    return _last_none_tested[1]
+
+
 def _slot_filled_between_calls(facts, st, attr, node, nodes, compiled, func) -> str:
     """``if self.lora_layer is None:`` on a slot that construction leaves None and a setter fills, called by a script
     between calls (diffusers' `set_lora_layer`, pytorch #120958): the branch taken depends on Python state that
     changes between calls. Who changes it, or ""."""
-    if not any(type(n) is ast.Compare and n.left is node and len(n.ops) == 1 and type(n.ops[0]) in (ast.Is, ast.IsNot)
-               and type(n.comparators[0]) is ast.Constant and n.comparators[0].value is None for n in nodes):
+    if id(node) not in _none_tested(nodes):
         return ""
     stores = st.stores.get(attr, ())
     if not any(s.method in st.construction and type(s.value) is ast.Constant and s.value.value is None for s in stores):

@@ -8,6 +8,7 @@ from ._torch_api import in_spans, only_reports
 from ._values import Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
+from .walk import walk
 
 INFO = RuleInfo(
     code="TL301",
@@ -116,7 +117,7 @@ There is no automatic fix.
 def _validation_tests(func) -> set[int]:
     """ids of `if` tests whose branches only raise, warn or log (input validation, not computation)."""
     out = set()
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.If) and only_reports(node.body) and (not node.orelse or only_reports(node.orelse)):
             out.add(id(node.test))
     return out

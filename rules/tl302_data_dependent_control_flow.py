@@ -9,6 +9,7 @@ from ._torch_api import compiled_operands, eager_only_spans, in_spans, mentions_
 from ._values import DATA_READ_FUNCTIONS, Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
+from .walk import walk
 
 _CONVERSIONS = frozenset({"bool", "int", "float"})
 
@@ -286,16 +287,28 @@ def _data_read(ctx, values, call) -> str | None:
     return None
 
 
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
 def _slice_bounds(func):
-    """The bounds of each slice in ``func``'s subscripts (`t[0]` in `buf[:, t[0]:t[1]]`), not in nested functions."""
-    stack = list(func.body) if isinstance(func.body, list) else [func.body]  # (a lambda's body is an expression)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.Slice):
+    """The bounds of each slice in ``func``'s body (`t[0]` in `buf[:, t[0]:t[1]]`), not in nested functions or classes.
+    From the function's node list that the other jit rules walk too: the slices in the body's span and in no
+    nested definition's span (decorators included)."""
+    body = func.body if isinstance(func.body, list) else [func.body]  # (a lambda's body is an expression)
+    if not body:
+        return
+    lo, hi = (body[0].lineno, body[0].col_offset), (body[-1].end_lineno, body[-1].end_col_offset)
+    slices, nested = [], []
+    for node in walk(func):
+        if type(node) is ast.Slice:
+            slices.append(node)
+        elif isinstance(node, _NESTED) and node is not func:
+            first = node.decorator_list[0] if getattr(node, "decorator_list", None) else node
+            nested.append(((first.lineno, first.col_offset), (node.end_lineno, node.end_col_offset)))
+    for node in slices:
+        pos = (node.lineno, node.col_offset)
+        if lo <= pos <= hi and not any(a <= pos <= b for a, b in nested):
             yield [b for b in (node.lower, node.upper, node.step) if b is not None]
-        stack.extend(ast.iter_child_nodes(node))
 
 
 def _raises_under_data_checks(facts, values) -> list:

@@ -26,7 +26,7 @@ import torch
 from ..features import autograd_function
 from . import recursion
 from ..symbolic import values as symbolic
-from ..core.context import current_state
+from ..core.context import current_state, tracing
 from ..symbolic.builtin_answers import traced_type
 from ..core.context import mark_container_write, mark_write
 from . import escapes
@@ -137,6 +137,14 @@ class CallEffects:
             self.reads += expand(HiddenValue("global" if kind == ev.GLOBAL_READ else "cell", holder, event.name,
                                              event.value, label))
             return
+        if kind == ev.DEFAULT_READ:  # a user function called with a default: `f.__defaults__ = ...` re-traces
+            fn = event.value
+            if ("defaults", id(fn)) not in self._read_slots and not library_file(fn.__code__.co_filename):
+                self._read_slots.add(("defaults", id(fn)))
+                for attr in ("__defaults__", "__kwdefaults__"):
+                    self.reads += expand(HiddenValue("attribute", fn, attr, getattr(fn, attr),
+                                                     f"{fn.__qualname__}.{attr}"))
+            return
         if kind in (ev.GLOBAL_WRITE, ev.GLOBAL_DELETE, ev.NONLOCAL_WRITE, ev.NONLOCAL_DELETE):
             if d.get("internal"):
                 return  # a cell created inside this call: part of the computation
@@ -168,6 +176,8 @@ class CallEffects:
                                                  f"{type(event.value).__name__} object that outlives the call")
         elif kind == ev.SIDE_EFFECT_CALL:
             self.rerun.append(f"{where}: calls {event.name}, a side effect")
+        elif kind == ev.OPAQUE_CALL and d.get("outside_generator"):
+            self.rerun.append(f"{where}: {event.name} runs the code of a generator made outside the call")
         elif kind == ev.OPAQUE_CALL and d.get("callee") is _ENVIRON_GET and _environ_key(d.get("arguments")):
             key = d["arguments"][1]  # os.environ[key] (also inside .get): guarded by value, None where unset
             if ("environ", key) not in self._read_slots:
@@ -237,6 +247,7 @@ class InterpretedCall:
             interp.watched_containers = state.tracked_containers  # module-held: their changes mark the epilogue
             if state.segmenter is not None:
                 interp.before_effect = lambda frame, target: self._before_effect(state, interp, frame, target)
+            interp.run_outside = lambda fn, a, k: _run_outside(state, fn, a, k)
         interp.fresh = {}  # (changes to objects made during the call are not effects outside it)
         if self.on_interpreter is not None:
             self.on_interpreter(interp)
@@ -277,6 +288,31 @@ class InterpretedCall:
         if self._known is None:
             self._known = escapes.reachable_ids(self.roots())
         return id(obj) in self._known
+
+
+def _run_outside(state, fn, args, kwargs):
+    """A generator made outside the call advanced by it (a @contextmanager object passed in, entered or exited
+    inside): its frame is native, so its code runs natively, on real values and out of the trace (the ops before
+    it ran for real first: _before_effect), once per call as in eager (the trace is single-use: CallEffects)."""
+    from ..core.proxies import TensorProxy
+    from ..core.tree import tree_map
+
+    if state.segmenter is None:
+        raise CompilerError(f"{fn!r} runs the code of a generator made outside the call, which needs the real "
+                            "values (compiler.jit runs it so)")
+    known = {**state.real_inputs, **{p.name: real for real, p in state.captured}, **state.segmenter.env}
+
+    def real(v):
+        if isinstance(v, TensorProxy):
+            if v.name not in known:
+                raise CompilerError(f"{fn!r}: a traced tensor ({v.name}) is sent into a generator made outside the "
+                                    "call before its value is computed")
+            return known[v.name]
+        return v
+
+    args, kwargs = tree_map(real, (tuple(args), dict(kwargs)))
+    with torch._C.DisableTorchFunction(), tracing(None):
+        return fn(*args, **kwargs)
 
 
 def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observers=(), on_interpreter=None,

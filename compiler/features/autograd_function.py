@@ -38,7 +38,7 @@ def _symbol(cls) -> Symbol:
 
 def apply(cls, *args, **kwargs):
     """Lookaside for torch.autograd.Function.apply under the interpreter."""
-    if not any(isinstance(x, TensorProxy) for x in pytree.tree_leaves((args, kwargs))):
+    if not any(isinstance(x, (torch.Tensor, TensorProxy)) for x in pytree.tree_leaves((args, kwargs))):
         with torch._C.DisableTorchFunction():
             return cls.apply(*args, **kwargs)
     return _symbol(cls)(*args, **kwargs)

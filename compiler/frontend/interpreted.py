@@ -176,8 +176,8 @@ class CallEffects:
                                                  f"{type(event.value).__name__} object that outlives the call")
         elif kind == ev.SIDE_EFFECT_CALL:
             self.rerun.append(f"{where}: calls {event.name}, a side effect")
-        elif kind == ev.OPAQUE_CALL and d.get("outside_generator"):
-            self.rerun.append(f"{where}: {event.name} runs the code of a generator made outside the call")
+        elif kind == ev.OPAQUE_CALL and d.get("for_real"):  # (run natively on real values: once per call)
+            self.rerun.append(f"{where}: {event.name} {d['for_real']}")
         elif kind == ev.OPAQUE_CALL and d.get("callee") is _ENVIRON_GET and _environ_key(d.get("arguments")):
             key = d["arguments"][1]  # os.environ[key] (also inside .get): guarded by value, None where unset
             if ("environ", key) not in self._read_slots:
@@ -291,22 +291,23 @@ class InterpretedCall:
 
 
 def _run_outside(state, fn, args, kwargs):
-    """A generator made outside the call advanced by it (a @contextmanager object passed in, entered or exited
-    inside): its frame is native, so its code runs natively, on real values and out of the trace (the ops before
+    """Code the interpreter runs natively as an effect (Interpreter.run_for_real): a generator made outside the call
+    advanced by it (a @contextmanager object passed in, entered or exited inside: its frame is native), an
+    autograd.Function whose forward has Python effects. It runs on real values and out of the trace (the ops before
     it ran for real first: _before_effect), once per call as in eager (the trace is single-use: CallEffects)."""
     from ..core.proxies import TensorProxy
     from ..core.tree import tree_map
 
     if state.segmenter is None:
-        raise CompilerError(f"{fn!r} runs the code of a generator made outside the call, which needs the real "
-                            "values (compiler.jit runs it so)")
+        raise CompilerError(f"{fn!r} runs natively on real values as an effect (a generator made outside the call, "
+                            "an autograd.Function forward with Python effects): only compiler.jit can run it so")
     known = {**state.real_inputs, **{p.name: real for real, p in state.captured}, **state.segmenter.env}
 
     def real(v):
         if isinstance(v, TensorProxy):
             if v.name not in known:
-                raise CompilerError(f"{fn!r}: a traced tensor ({v.name}) is sent into a generator made outside the "
-                                    "call before its value is computed")
+                raise CompilerError(f"{fn!r}: a traced tensor ({v.name}) goes to code run natively before its value "
+                                    "is computed")
             return known[v.name]
         return v
 

@@ -320,11 +320,16 @@ class Interpreter:
             fn is next and bool(args) and outside_generator(args[0])
 
     def advance_outside_generator(self, frame, fn, args, kwargs, provs=(), kwprovs=None):
-        """Its code runs natively, once, as in eager (the interpreter cannot take over a suspended native frame):
-        an effect on state outliving the run, which observers hear of as an opaque call marked so."""
+        """Its code runs natively, once, as in eager (the interpreter cannot take over a suspended native frame)."""
+        return self.run_for_real(frame, fn, args, kwargs, "runs the code of a generator made outside the call",
+                                 provs, kwprovs)
+
+    def run_for_real(self, frame, fn, args, kwargs, why: str, provs=(), kwprovs=None):
+        """Call `fn` natively through `run_outside` (on real values, where the embedder traces stand-ins): an effect
+        on state outliving the run, which observers hear of as an opaque call with details["for_real"] = why."""
         name = pv.describe_callee(fn)
         self.before_change(frame, None)
-        self.emit(ev.OPAQUE_CALL, name, frame, None, pv.OpaqueResult(name, ()), callee=fn, outside_generator=True)
+        self.emit(ev.OPAQUE_CALL, name, frame, None, pv.OpaqueResult(name, ()), callee=fn, for_real=why)
         if self.run_outside is not None:
             value = self.run_outside(fn, args, kwargs)
         elif frame is not None:

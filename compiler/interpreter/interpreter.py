@@ -126,6 +126,7 @@ class Interpreter:
         # embedder tracing over stand-in values runs it on the real ones (it is an effect on outliving state:
         # the generator's frame)
         self.run_outside = None
+        self.defaults_read: dict = {}  # id -> function whose defaults a call used (reported once: DEFAULT_READ)
         # Objects made during this run (literals, constructed instances, unshared results of native calls): their
         # in-place changes and attribute writes are the computation's own, not effects on state that outlives the
         # run. None (the default): not tracked, every change of a container or attribute is reported. The dict
@@ -421,7 +422,9 @@ class Interpreter:
             else:
                 pfast[i] = pv.Default(fn.__qualname__, name)
                 defaulted = True
-        if defaulted:  # (observers guard the defaults: `f.__defaults__ = ...` between calls changes the result)
+        if defaulted and self.observers and id(fn) not in self.defaults_read:
+            # (observers guard the defaults: `f.__defaults__ = ...` between calls changes the result); once per run
+            self.defaults_read[id(fn)] = fn
             self.emit(ev.DEFAULT_READ, fn.__qualname__, self.active[-1] if self.active else None, fn)
         return Frame(fn, info, fast, pfast)
 

@@ -323,3 +323,18 @@ def test_autograd_function_on_a_captured_leaf_then_grad(cache):
         torch.testing.assert_close(g, torch.full((3,), 3.0))
         with torch.no_grad():
             a.mul_(2)  # changed in place between calls: the cached trace computes again, from the new values
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_parameter_of_a_traced_tensor_refused_with_advice(cache):
+    # (a lazy module made inside the call initializes there; the native constructor crashed on a proxy before)
+    def make_param(x):
+        return torch.nn.Parameter(x * 2) * 3
+
+    def lazy_inside(x):
+        return LazyOverList()([x, x])
+
+    for fn in (make_param, lazy_inside):
+        with pytest.raises(compiler.CompilerError, match="Parameter made from a traced tensor .* make parameters "
+                                                         "outside it"):
+            compiler.jit(fn, cache=cache)(torch.ones(2))

@@ -256,6 +256,7 @@ class InterpretedCall:
         try:
             with interpreting(interp), recursion.eager_depth(interp, recursion.user_depth()):
                 value, _ = interp.call(None, self.fn, tuple(args), dict(kwargs), provs, kwprovs)
+                self._close_dropped_generators(interp, value)
         finally:
             self.fresh = interp.fresh
             if self.on_interpreter is not None:
@@ -264,6 +265,22 @@ class InterpretedCall:
             # the jitted call's inputs and outputs included, until the garbage collector runs. Eager frees them
             interp.native_caller = None
         return value
+
+    def _close_dropped_generators(self, interp, value) -> None:
+        """Generators the call made and left suspended (a @contextmanager entered and never exited) that nothing
+        outliving the call holds are closed as the call ends, while it is traced, as eager closes them when the
+        call's frame dies: their `finally` runs then (the interpreter's `fresh` dict kept them alive past tracing,
+        where their finally ran untraced code on proxies, or never)."""
+        from ..interpreter.interpreter import driven_generator
+
+        pending = [g for g in interp.fresh.values() if driven_generator(g) and g.gi_frame is not None
+                   and g.gi_frame.f_lasti >= 0 and not g.gi_running]
+        if not pending:
+            return
+        held = escapes.reachable_ids([value, *self.roots(), *self.arguments])
+        for g in reversed(pending):  # (the newest first, as the frames that made them unwind)
+            if id(g) not in held:
+                g.close()
 
     def _before_effect(self, state, interp, frame, target) -> None:
         """A Python effect a cached trace cannot repeat is about to happen (the trace is single-use): the ops

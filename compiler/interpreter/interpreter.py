@@ -239,7 +239,8 @@ class Interpreter:
                     not (self.native_paths and info.code.co_filename.startswith(self.native_paths)):
                 new_frame = self.make_frame(fn, args, kwargs, provs, kwprovs, info)  # inlined call_function
                 if info.code.co_flags & CO_GENERATOR:
-                    return self._drive_generator(new_frame), pv.Computed(f"generator {fn.__qualname__}")
+                    generator = self.note_fresh(self._drive_generator(new_frame))
+                    return generator, pv.Computed(f"generator {fn.__qualname__}")
                 outcome = self.execute(new_frame)
                 return outcome.value, outcome.prov
         elif kind is types.MethodType:
@@ -387,7 +388,7 @@ class Interpreter:
             return fn(*args, **kwargs), pv.Computed("call", tuple(provs) + tuple((kwprovs or {}).values()))
         frame = self.make_frame(fn, args, kwargs, provs, kwprovs or {}, info)
         if frame.code.co_flags & CO_GENERATOR:
-            return self._drive_generator(frame), pv.Computed(f"generator {fn.__qualname__}")
+            return self.note_fresh(self._drive_generator(frame)), pv.Computed(f"generator {fn.__qualname__}")
         outcome = self.execute(frame)
         return outcome.value, outcome.prov
 
@@ -631,6 +632,11 @@ class Interpreter:
         if name == "__dict__" and self.fresh is not None and self.is_fresh(obj):
             self.fresh[id(value)] = value  # a fresh object's own dict (copy.copy fills it: `y.__dict__.update`)
         return value, pv.Attribute(prov, name)
+
+
+def driven_generator(value) -> bool:
+    """A generator object the interpreter made for an interpreted generator function."""
+    return type(value) is types.GeneratorType and value.gi_code is _DRIVER_CODE
 
 
 def outside_generator(value) -> bool:

@@ -164,6 +164,27 @@ def test_for_loop_over_a_generator_made_outside(cache):
         assert log == eager_log == [0, 1, 2]
 
 
+@pytest.mark.parametrize("cache", CACHES)
+def test_contextmanager_made_inside_entered_and_dropped_runs_its_finally_as_the_call_ends(cache):
+    counting = _counting_cm()
+
+    def make(box):
+        def fn(x):
+            cm = counting(box, x)
+            y = cm.__enter__()  # never exited: eager's generator is closed when the call's frame dies
+            return x * y
+        return fn
+
+    eager_box, box = _box(), _box()
+    fn, jfn = make(eager_box), compiler.jit(make(box), cache=cache)
+    for i in range(2):
+        x = torch.full((2,), float(i + 1))
+        assert_same(jfn(x), fn(x), where=f"call {i}")
+        assert (box["entered"], box["exited"]) == (eager_box["entered"], eager_box["exited"]) == (i + 1, i + 1)
+        assert [type(t) for t in box["saved"]] == [torch.Tensor] * 2 * (i + 1), box["saved"]
+        assert_same(box["saved"], eager_box["saved"], where=f"call {i}: saved")
+
+
 # ----------------------------------------------------------------- defaults replaced between calls
 
 @pytest.mark.parametrize("cache", CACHES)

@@ -50,6 +50,14 @@ def apply(cls, *args, **kwargs):
             # values (an effect of the call: its trace serves that call only)
             return interp.run_for_real(interp.active[-1] if interp.active else None, cls.apply, args, kwargs,
                                        f"runs {cls.__qualname__}.forward, which has a Python effect ({effect})")[0]
+        from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+        try:
+            return _symbol(cls)(*args, **kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException):
+            # the forward reads tensor values (float(x.sum()), x[mask]): no fake run gives its metadata, so it runs
+            # for real, once per call, like the forwards with effects
+            return interp.run_for_real(interp.active[-1] if interp.active else None, cls.apply, args, kwargs,
+                                       f"runs {cls.__qualname__}.forward, which reads tensor values")[0]
     return _symbol(cls)(*args, **kwargs)
 
 

@@ -1206,3 +1206,153 @@ def autograd_function_forward_with_a_python_effect():
     def fn(x):
         return Logged.apply(x)
     return World(fn, observe=lambda: list(log))
+
+
+# ---------------------------------------------------------------------------------------------------
+# more of the same protocols, in the shapes dynamo's tests combine them
+# ---------------------------------------------------------------------------------------------------
+
+@program(lambda: (T(2),), lambda: (T(2, seed=1),))
+def contextmanager_made_inside_entered_and_dropped():
+    log = []
+
+    @contextlib.contextmanager
+    def whoo(x):
+        try:
+            log.append(x.sin())
+            yield x.cos() + 1
+        finally:
+            log.append(x.cos())  # (eager: when the call's frame dies and drops the generator)
+
+    def fn(x):
+        ctx = whoo(x)
+        y = ctx.__enter__()
+        return x + y
+    return World(fn, observe=lambda: list(log))
+
+
+@program(lambda: (T(2), Feed(numbers(T(2)))), lambda: (T(2, seed=1), Feed(numbers(T(2, seed=1)))))
+def generator_made_outside_delegated_to_with_yield_from():
+    def fn(x, feed):
+        def relay():
+            yield from feed.gen
+
+        total = x
+        for v in relay():
+            total = total * 0.5 + v
+        return total
+    return fn
+
+
+@program(lambda: (T(2), Feed(numbers(T(2), 4))), lambda: (T(2, seed=1), Feed(numbers(T(2, seed=1), 4))))
+def generator_made_outside_zipped_and_enumerated():
+    def fn(x, feed):
+        out = x
+        for i, (v, w) in enumerate(zip(feed.gen, (x, x + 1))):
+            out = out + i * v + w
+        return out
+    return fn
+
+
+@program(lambda: cm_arg(0), lambda: cm_arg(3))
+def contextmanager_as_argument_around_a_data_dependent_read():
+    def fn(x, b, ctx):
+        y = x * 2
+        with ctx as z:
+            if (y + z).sum() > 0:  # (a segment ends here, inside the with-block)
+                y = y + z
+            else:
+                y = y - z
+        return y
+    return fn
+
+
+@program(lambda: cm_arg(0), lambda: cm_arg(1))
+def contextmanager_as_argument_after_an_in_place_write():
+    def fn(x, b, ctx):
+        x.mul_(3)  # (runs for real before the generator's code reads x)
+        with ctx as z:
+            return x + z
+    return fn
+
+
+@program(lambda: (G(3),), lambda: (G(3, seed=1),))
+def autograd_function_with_an_effect_after_traced_ops():
+    log = []
+
+    class Logged(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            log.append(float(x.sum()))
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    def fn(x):
+        y = x.sin() + 1
+        z = Logged.apply(y)
+        return z.cos(), Logged.apply(z)
+    return World(fn, observe=lambda: list(log))
+
+
+@program(lambda: (T(3),), lambda: (T(3, seed=1),), lambda: (T(3, seed=2),))
+def mutable_default_list_accumulates():
+    def helper(x, acc=[]):  # noqa: B006 - the Python pitfall itself: the default list lives across calls
+        acc.append(x.sum())
+        return len(acc)
+
+    def fn(x):
+        return x * helper(x)
+    return World(fn, observe=lambda: list(helper.__defaults__[0]))
+
+
+@program(lambda: (T(3),), lambda: (T(3),))
+def default_replaced_on_a_bound_method_function():
+    class Model:
+        def scale(self, x, k=2.0):
+            return x * k
+
+    m = Model()
+    bound = m.scale
+
+    def fn(x):
+        return bound(x)
+
+    def change(i):
+        Model.scale.__defaults__ = (-1.0,)
+    return World(fn, change=change)
+
+
+@program(lambda: (T(2, 2),), lambda: (T(2, 2, seed=1),))
+def grad_mode_object_made_inside_graph_break_in_enter():
+    class Breaking(GradModeObject):
+        def __enter__(self):
+            super().__enter__()
+            return torch.is_grad_enabled()
+
+    def fn(x):
+        with Breaking(False) as on:
+            y = x * 2
+        return y, on, torch.is_grad_enabled()
+    return fn
+
+
+@program(lambda: (G(3),), lambda: (G(3, seed=1).neg(),), lambda: (T(3),))
+def autograd_function_forward_branching_on_values():
+    class SignScale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.k = 2.0 if x.sum() > 0 else 3.0
+            return x * ctx.k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k
+
+    def fn(x):
+        return SignScale.apply(x + 1) * 2
+    return fn

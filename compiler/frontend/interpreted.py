@@ -258,6 +258,7 @@ class InterpretedCall:
                 value, _ = interp.call(None, self.fn, tuple(args), dict(kwargs), provs, kwprovs)
                 self._close_dropped_generators(interp, value)
         finally:
+            interp.ended = True  # (generators it made and left suspended hold proxies: they must not run on later)
             self.fresh = interp.fresh
             if self.on_interpreter is not None:
                 self.on_interpreter(None)
@@ -274,12 +275,19 @@ class InterpretedCall:
         from ..interpreter.interpreter import driven_generator
 
         pending = [g for g in interp.fresh.values() if driven_generator(g) and g.gi_frame is not None
-                   and g.gi_frame.f_lasti >= 0 and not g.gi_running]
+                   and not g.gi_running]
         if not pending:
             return
         held = escapes.reachable_ids([value, *self.roots(), *self.arguments])
+        kept = [g for g in pending if id(g) in held]
+        if kept:  # (its frame is the interpreter's, over this trace's stand-ins: it cannot run on after the call)
+            made = getattr(kept[0].gi_frame.f_locals.get("frame"), "code", None)  # (the driver's interpreted frame)
+            raise CompilerError(f"a generator made inside the jitted function ({getattr(made, 'co_qualname', '?')}) "
+                                "is kept after "
+                                "the call (returned, or stored where the call's caller can reach it); the compiler "
+                                "cannot hand it out: make it outside the jitted function and pass it in")
         for g in reversed(pending):  # (the newest first, as the frames that made them unwind)
-            if id(g) not in held:
+            if g.gi_frame.f_lasti >= 0:  # (one never started has no code to finish)
                 g.close()
 
     def _before_effect(self, state, interp, frame, target) -> None:

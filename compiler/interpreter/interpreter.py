@@ -127,6 +127,9 @@ class Interpreter:
         # the generator's frame)
         self.run_outside = None
         self.defaults_read: dict = {}  # id -> function whose defaults a call used (reported once: DEFAULT_READ)
+        # set by an embedder whose run's values die with it (a tracer's stand-ins): generators the run made and left
+        # suspended then end without running more of their code (a close runs no finally), and refuse to resume
+        self.ended = False
         # Objects made during this run (literals, constructed instances, unshared results of native calls): their
         # in-place changes and attribute writes are the computation's own, not effects on state that outlives the
         # run. None (the default): not tracked, every change of a container or attribute is reported. The dict
@@ -550,6 +553,12 @@ class Interpreter:
                     sent = yield value
                 except BaseException as exc:  # throw() / close(); handled below, outside the except block,
                     thrown = exc  # so a later yield does not chain it as __context__
+                if self.ended:
+                    if isinstance(thrown, GeneratorExit):
+                        return  # (finalized after the run: its frame's values were the run's, not to be used)
+                    raise InterpreterError(f"a generator made by the interpreted run ({frame.code.co_qualname}) was "
+                                           "resumed after the run ended", filename=frame.code.co_filename,
+                                           lineno=frame.location().lineno, construct="generator")
                 if thrown is None:
                     frame.delegate = None
                     frame.push(sent, pv.Computed("sent value"))

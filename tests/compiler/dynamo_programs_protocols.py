@@ -306,7 +306,7 @@ def contextmanager_exit_in_finally():
     return fn
 
 
-@program(lambda: (T(3),), lambda: (T(3, seed=1),), refused="returns a generator")
+@program(lambda: (T(3),), lambda: (T(3, seed=1),), refused="is kept after the call")
 def contextmanager_returned_after_entering():
     log = []
 
@@ -1356,3 +1356,18 @@ def autograd_function_forward_branching_on_values():
     def fn(x):
         return SignScale.apply(x + 1) * 2
     return fn
+
+
+@program(lambda: (T(2),), lambda: (T(2, seed=1),), refused="is kept after the call")
+def generator_made_inside_stored_outside():
+    keep = []
+
+    def gen(x):
+        yield x + 1
+        yield x + 2
+
+    def fn(x):
+        g = gen(x)
+        keep.append(g)
+        return next(g)
+    return World(fn, observe=lambda: len(keep))

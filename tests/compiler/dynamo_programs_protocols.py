@@ -124,7 +124,8 @@ def contextmanager_as_argument_exit_with_an_exception():
     return fn
 
 
-@program(lambda: (T(2), Holder(logging_cm(box(), T(2)))), lambda: (T(2, seed=1), Holder(logging_cm(box(), T(2, seed=1)))))
+@program(lambda: (T(2), Holder(logging_cm(box(), T(2)))),
+         lambda: (T(2, seed=1), Holder(logging_cm(box(), T(2, seed=1)))))
 def contextmanager_held_by_an_object_argument():
     def fn(x, holder):
         with holder.cm as y:
@@ -1371,3 +1372,65 @@ def generator_made_inside_stored_outside():
         keep.append(g)
         return next(g)
     return World(fn, observe=lambda: len(keep))
+
+
+class LazySumOfLists(LazyModuleMixin, torch.nn.Module):
+    def initialize_parameters(self, xs, ys):
+        with torch.no_grad():
+            self._px = torch.nn.Parameter(torch.full(xs[0].shape, 0.5))
+            self._py = torch.nn.Parameter(torch.full(ys[0].shape, 0.25))
+
+    def forward(self, xs, ys):
+        total = 0
+        for t in list(xs) + list(ys):
+            total = total + t
+        return total * self._px + self._py
+
+
+class LazyPassingKeywords(LazyModuleMixin, torch.nn.Module):
+    def initialize_parameters(self, *args, **kwargs):
+        with torch.no_grad():
+            self.layer = LazySumOfLists()
+
+    def forward(self, xs, ys):
+        return self.layer(xs, ys=ys)
+
+
+class LazyFailingInit(LazyModuleMixin, torch.nn.Module):
+    def initialize_parameters(self, *args, **kwargs):
+        self.missing_counter += 1  # (AttributeError on every call, in eager too: it never initializes)
+
+    def forward(self, x):
+        return x * 2
+
+
+class LazyParent(LazyModuleMixin, torch.nn.Module):
+    def impl(self, x):
+        return x.cos() + self._val
+
+
+class LazyChildWithSuper(LazyParent):
+    def initialize_parameters(self, x):
+        with torch.no_grad():
+            self._val = torch.nn.Parameter(torch.ones(2, 2) * 3)
+
+    def forward(self, x):
+        return super().impl(x.sin())
+
+
+class LazyOverASlice(LazyModuleMixin, torch.nn.Module):
+    def initialize_parameters(self, inp):
+        with torch.no_grad():
+            self.layer = LazyOverList()
+
+    def forward(self, inp):
+        return self.layer(inp[:-1])
+
+
+_lazy("lazy_module_passing_keywords_to_a_lazy_child", LazyPassingKeywords,
+      lambda: ([T(2, 2), T(2, 2, seed=1)], [T(2, 2, seed=2)]), lambda: ([T(2, 2, seed=3)], [T(2, 2, seed=4)]))
+_lazy("lazy_module_whose_initialization_fails", LazyFailingInit, lambda: (T(2),), lambda: (T(2, seed=1),))
+_lazy("lazy_child_calling_a_parent_method_through_super", LazyChildWithSuper, lambda: (T(2, 2),),
+      lambda: (T(2, 2, seed=1),))
+_lazy("lazy_module_over_a_slice_of_its_input", LazyOverASlice, lambda: ([T(2), T(2, seed=1), T(2, seed=2)],),
+      lambda: ([T(2, seed=3), T(2, seed=4)],))

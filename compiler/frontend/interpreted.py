@@ -283,9 +283,8 @@ class InterpretedCall:
         if kept:  # (its frame is the interpreter's, over this trace's stand-ins: it cannot run on after the call)
             made = getattr(kept[0].gi_frame.f_locals.get("frame"), "code", None)  # (the driver's interpreted frame)
             raise CompilerError(f"a generator made inside the jitted function ({getattr(made, 'co_qualname', '?')}) "
-                                "is kept after "
-                                "the call (returned, or stored where the call's caller can reach it); the compiler "
-                                "cannot hand it out: make it outside the jitted function and pass it in")
+                                "is kept after the call (returned, or stored where the call's caller can reach it); "
+                                "the compiler cannot hand it out: make it outside the jitted function and pass it in")
         for g in reversed(pending):  # (the newest first, as the frames that made them unwind)
             if g.gi_frame.f_lasti >= 0:  # (one never started has no code to finish)
                 g.close()

@@ -121,10 +121,10 @@ class Interpreter:
         # called before a change of state outliving the run (an object not made during it, a global, a cell from
         # outside, a side-effect call): (frame, the object or None) -> None
         self.before_effect = None
-        # runs the code of a generator made outside the run when the program advances it (next, send, throw,
-        # close, a for loop, `yield from`): (callable, args, kwargs) -> value. None: a plain native call. An
-        # embedder tracing over stand-in values runs it on the real ones (it is an effect on outliving state:
-        # the generator's frame)
+        # runs what run_for_real hands it (the code of a generator made outside the run that the program advances:
+        # next, send, throw, close, a for loop, `yield from`; what an embedder's lookaside cannot trace):
+        # (callable, args, kwargs) -> value. None: a plain native call. An embedder tracing over stand-in values
+        # runs it on the real ones (an effect on outliving state: the generator's frame)
         self.run_outside = None
         self.defaults_read: dict = {}  # id -> function whose defaults a call used (reported once: DEFAULT_READ)
         # set by an embedder whose run's values die with it (a tracer's stand-ins): generators the run made and left

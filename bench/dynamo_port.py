@@ -1,4 +1,5 @@
-"""The programs ported from PyTorch's dynamo test suite (tests/compiler/dynamo_programs.py) in each cache mode:
+"""The programs ported from PyTorch's dynamo test suite (tests/compiler/dynamo_programs.py and
+dynamo_programs_protocols.py) in each cache mode:
 how many equal eager on every call, how many are refused (by message), wrong or crash.
 
     python3 bench/dynamo_port.py [--modes "constant values,symbolic values,no caching"] [--executors inductor,torch]
@@ -20,6 +21,10 @@ sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..")))
 warnings.filterwarnings("ignore")  # (the op-sample tables warn while they are built)
 
 import dynamo_programs as dp  # noqa: E402
+import dynamo_programs_protocols as dpp  # noqa: E402
+
+
+CASES = dp.CASES + dpp.CASES  # (dynamo_programs_protocols.py: context managers, defaults, lazy modules, Functions)
 
 
 def main() -> int:
@@ -31,7 +36,7 @@ def main() -> int:
     bad = 0
     for mode in [m.strip() for m in opts.modes.split(",")]:
         counts, refusals, start = collections.Counter(), collections.Counter(), time.perf_counter()
-        for case in dp.CASES:
+        for case in CASES:
             try:
                 outcome = dp.run_case(case, mode, **options)
             except Exception as e:  # noqa: BLE001 - a failure of the harness itself is reported
@@ -42,7 +47,7 @@ def main() -> int:
             elif outcome.status != "ok":
                 print(f"{outcome.status.upper()} {case.name} [{mode}]: {outcome.detail}")
         bad += counts["wrong"] + counts["crash"]
-        print(f"[{mode}] {len(dp.CASES)} cases: {counts['ok']} equal eager, {counts['refused']} refused, "
+        print(f"[{mode}] {len(CASES)} cases: {counts['ok']} equal eager, {counts['refused']} refused, "
               f"{counts['wrong']} wrong, {counts['crash']} crash; {time.perf_counter() - start:.0f} s")
         for message, n in refusals.most_common():
             print(f"  {n:4d}  {message}")

@@ -26,7 +26,7 @@ import torch
 from ..features import autograd_function
 from . import recursion
 from ..symbolic import values as symbolic
-from ..core.context import current_state
+from ..core.context import current_state, tracing
 from ..symbolic.builtin_answers import traced_type
 from ..core.context import mark_container_write, mark_write
 from . import escapes
@@ -137,6 +137,14 @@ class CallEffects:
             self.reads += expand(HiddenValue("global" if kind == ev.GLOBAL_READ else "cell", holder, event.name,
                                              event.value, label))
             return
+        if kind == ev.DEFAULT_READ:  # a user function called with a default: `f.__defaults__ = ...` re-traces
+            fn = event.value
+            if ("defaults", id(fn)) not in self._read_slots and not library_file(fn.__code__.co_filename):
+                self._read_slots.add(("defaults", id(fn)))
+                for attr in ("__defaults__", "__kwdefaults__"):
+                    self.reads += expand(HiddenValue("attribute", fn, attr, getattr(fn, attr),
+                                                     f"{fn.__qualname__}.{attr}"))
+            return
         if kind in (ev.GLOBAL_WRITE, ev.GLOBAL_DELETE, ev.NONLOCAL_WRITE, ev.NONLOCAL_DELETE):
             if d.get("internal"):
                 return  # a cell created inside this call: part of the computation
@@ -168,6 +176,8 @@ class CallEffects:
                                                  f"{type(event.value).__name__} object that outlives the call")
         elif kind == ev.SIDE_EFFECT_CALL:
             self.rerun.append(f"{where}: calls {event.name}, a side effect")
+        elif kind == ev.OPAQUE_CALL and d.get("for_real"):  # (run natively on real values: once per call)
+            self.rerun.append(f"{where}: {event.name} {d['for_real']}")
         elif kind == ev.OPAQUE_CALL and d.get("callee") is _ENVIRON_GET and _environ_key(d.get("arguments")):
             key = d["arguments"][1]  # os.environ[key] (also inside .get): guarded by value, None where unset
             if ("environ", key) not in self._read_slots:
@@ -237,6 +247,7 @@ class InterpretedCall:
             interp.watched_containers = state.tracked_containers  # module-held: their changes mark the epilogue
             if state.segmenter is not None:
                 interp.before_effect = lambda frame, target: self._before_effect(state, interp, frame, target)
+            interp.run_outside = lambda fn, a, k: _run_outside(state, fn, a, k)
         interp.fresh = {}  # (changes to objects made during the call are not effects outside it)
         if self.on_interpreter is not None:
             self.on_interpreter(interp)
@@ -245,7 +256,9 @@ class InterpretedCall:
         try:
             with interpreting(interp), recursion.eager_depth(interp, recursion.user_depth()):
                 value, _ = interp.call(None, self.fn, tuple(args), dict(kwargs), provs, kwprovs)
+                self._close_dropped_generators(interp, value)
         finally:
+            interp.ended = True  # (generators it made and left suspended hold proxies: they must not run on later)
             self.fresh = interp.fresh
             if self.on_interpreter is not None:
                 self.on_interpreter(None)
@@ -253,6 +266,28 @@ class InterpretedCall:
             # the jitted call's inputs and outputs included, until the garbage collector runs. Eager frees them
             interp.native_caller = None
         return value
+
+    def _close_dropped_generators(self, interp, value) -> None:
+        """Generators the call made and left suspended (a @contextmanager entered and never exited) that nothing
+        outliving the call holds are closed as the call ends, while it is traced, as eager closes them when the
+        call's frame dies: their `finally` runs then (the interpreter's `fresh` dict kept them alive past tracing,
+        where their finally ran untraced code on proxies, or never)."""
+        from ..interpreter.interpreter import driven_generator
+
+        pending = [g for g in interp.fresh.values() if driven_generator(g) and g.gi_frame is not None
+                   and not g.gi_running]
+        if not pending:
+            return
+        held = escapes.reachable_ids([value, *self.roots(), *self.arguments])
+        kept = [g for g in pending if id(g) in held]
+        if kept:  # (its frame is the interpreter's, over this trace's stand-ins: it cannot run on after the call)
+            made = getattr(kept[0].gi_frame.f_locals.get("frame"), "code", None)  # (the driver's interpreted frame)
+            raise CompilerError(f"a generator made inside the jitted function ({getattr(made, 'co_qualname', '?')}) "
+                                "is kept after the call (returned, or stored where the call's caller can reach it); "
+                                "the compiler cannot hand it out: make it outside the jitted function and pass it in")
+        for g in reversed(pending):  # (the newest first, as the frames that made them unwind)
+            if g.gi_frame.f_lasti >= 0:  # (one never started has no code to finish)
+                g.close()
 
     def _before_effect(self, state, interp, frame, target) -> None:
         """A Python effect a cached trace cannot repeat is about to happen (the trace is single-use): the ops
@@ -277,6 +312,32 @@ class InterpretedCall:
         if self._known is None:
             self._known = escapes.reachable_ids(self.roots())
         return id(obj) in self._known
+
+
+def _run_outside(state, fn, args, kwargs):
+    """Code the interpreter runs natively as an effect (Interpreter.run_for_real): a generator made outside the call
+    advanced by it (a @contextmanager object passed in, entered or exited inside: its frame is native), an
+    autograd.Function whose forward has Python effects. It runs on real values and out of the trace (the ops before
+    it ran for real first: _before_effect), once per call as in eager (the trace is single-use: CallEffects)."""
+    from ..core.proxies import TensorProxy
+    from ..core.tree import tree_map
+
+    if state.segmenter is None:
+        raise CompilerError(f"{fn!r} runs natively on real values as an effect (a generator made outside the call, "
+                            "an autograd.Function forward with Python effects): only compiler.jit can run it so")
+    known = {**state.real_inputs, **{p.name: real for real, p in state.captured}, **state.segmenter.env}
+
+    def real(v):
+        if isinstance(v, TensorProxy):
+            if v.name not in known:
+                raise CompilerError(f"{fn!r}: a traced tensor ({v.name}) goes to code run natively before its value "
+                                    "is computed")
+            return known[v.name]
+        return v
+
+    args, kwargs = tree_map(real, (tuple(args), dict(kwargs)))
+    with torch._C.DisableTorchFunction(), tracing(None):
+        return fn(*args, **kwargs)
 
 
 def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observers=(), on_interpreter=None,

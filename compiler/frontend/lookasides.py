@@ -16,7 +16,7 @@ from __future__ import annotations
 import types
 
 
-from ..features import backward_hooks, module_hooks, rng, training_step, vmap
+from ..features import backward_hooks, module_hooks, new_parameters, rng, training_step, vmap
 from ..core.proxies import TensorProxy
 from ..torchlang.table import interpret_call
 from ..core.source import INTERPRETERS
@@ -87,6 +87,7 @@ def interpreter_lookasides() -> dict:
     table |= backward_hooks.lookasides()  # module backward hooks: torch's BackwardHook set up at run time
     table |= module_hooks.lookasides()  # modules called: their hook dictionaries are guarded
     table |= vmap.lookasides()  # torch.vmap(f)(...): one op, run by torch's vmap
+    table |= new_parameters.lookasides()  # nn.Parameter of a traced tensor: refused
     table |= {real: _answer(real) for real in (torch._C._has_torch_function, torch._C._has_torch_function_unary,
                                                torch._C._has_torch_function_variadic)}
     for name, method in vars(torch._C.TensorBase).items():

@@ -25,9 +25,12 @@ CONTAINER_WRITE = "container_write"
 # an attribute of an object not made during the run is about to be set or deleted (obj.x = ..., setattr, del
 # obj.x): value is the object
 ATTRIBUTE_WRITE = "attribute_write"
+# an interpreted call bound a parameter to its default (`__defaults__`/`__kwdefaults__`, which can be replaced
+# between calls): value is the function, name its qualified name
+DEFAULT_READ = "default_read"
 
 KINDS = (GLOBAL_READ, CLOSURE_READ, GLOBAL_WRITE, GLOBAL_DELETE, NONLOCAL_WRITE, NONLOCAL_DELETE, OPAQUE_CALL,
-         SIDE_EFFECT_CALL, CONTAINER_WRITE, ATTRIBUTE_WRITE)
+         SIDE_EFFECT_CALL, CONTAINER_WRITE, ATTRIBUTE_WRITE, DEFAULT_READ)
 
 
 @dataclass(frozen=True)

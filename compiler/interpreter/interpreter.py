@@ -121,6 +121,15 @@ class Interpreter:
         # called before a change of state outliving the run (an object not made during it, a global, a cell from
         # outside, a side-effect call): (frame, the object or None) -> None
         self.before_effect = None
+        # runs what run_for_real hands it (the code of a generator made outside the run that the program advances:
+        # next, send, throw, close, a for loop, `yield from`; what an embedder's lookaside cannot trace):
+        # (callable, args, kwargs) -> value. None: a plain native call. An embedder tracing over stand-in values
+        # runs it on the real ones (an effect on outliving state: the generator's frame)
+        self.run_outside = None
+        self.defaults_read: dict = {}  # id -> function whose defaults a call used (reported once: DEFAULT_READ)
+        # set by an embedder whose run's values die with it (a tracer's stand-ins): generators the run made and left
+        # suspended then end without running more of their code (a close runs no finally), and refuse to resume
+        self.ended = False
         # Objects made during this run (literals, constructed instances, unshared results of native calls): their
         # in-place changes and attribute writes are the computation's own, not effects on state that outlives the
         # run. None (the default): not tracked, every change of a container or attribute is reported. The dict
@@ -233,7 +242,8 @@ class Interpreter:
                     not (self.native_paths and info.code.co_filename.startswith(self.native_paths)):
                 new_frame = self.make_frame(fn, args, kwargs, provs, kwprovs, info)  # inlined call_function
                 if info.code.co_flags & CO_GENERATOR:
-                    return self._drive_generator(new_frame), pv.Computed(f"generator {fn.__qualname__}")
+                    generator = self.note_fresh(self._drive_generator(new_frame))
+                    return generator, pv.Computed(f"generator {fn.__qualname__}")
                 outcome = self.execute(new_frame)
                 return outcome.value, outcome.prov
         elif kind is types.MethodType:
@@ -271,7 +281,7 @@ class Interpreter:
         owner = getattr(fn, "__self__", None)
         if type(fn) in _UNBOUND_METHODS and args and issubclass(fn.__objclass__, CONTAINER_TYPES):
             owner = args[0]  # list.append(lst, x), dict.__setitem__(d, k, v)
-        if is_pure(fn):
+        if is_pure(fn) and not self.advances_outside_generator(fn, args):
             if isinstance(owner, CONTAINER_TYPES) and fn.__name__ in _CONTAINER_MUTATORS:
                 self.before_change(frame, owner)
             value = fn(*args, **kwargs)
@@ -280,6 +290,8 @@ class Interpreter:
             self.note_if_unshared(value, 1)
             return value, pv.Computed("call", tuple(provs) + tuple(kwprovs.values()))
         name = pv.describe_callee(fn)
+        if self.advances_outside_generator(fn, args):
+            return self.advance_outside_generator(frame, fn, args, kwargs, provs, kwprovs)
         side_effect = is_side_effect(fn)
         if side_effect:
             self.before_change(frame, None)
@@ -303,6 +315,33 @@ class Interpreter:
         self.emit(ev.SIDE_EFFECT_CALL if side_effect else ev.OPAQUE_CALL, name, frame, value, prov, callee=fn,
                   **_read_arguments(fn, args))
         return value, prov
+
+    @staticmethod
+    def advances_outside_generator(fn, args) -> bool:
+        """`fn(*args)` runs Python code of a generator the interpreter does not drive (made outside the run):
+        next(g) or g.send/throw/close/__next__ (builtins that consume one, list(g), get it wrapped by their
+        lookasides: lookasides._interpreted_iterable)."""
+        return outside_generator(getattr(fn, "__self__", None)) or \
+            fn is next and bool(args) and outside_generator(args[0])
+
+    def advance_outside_generator(self, frame, fn, args, kwargs, provs=(), kwprovs=None):
+        """Its code runs natively, once, as in eager (the interpreter cannot take over a suspended native frame)."""
+        return self.run_for_real(frame, fn, args, kwargs, "runs the code of a generator made outside the call",
+                                 provs, kwprovs)
+
+    def run_for_real(self, frame, fn, args, kwargs, why: str, provs=(), kwprovs=None):
+        """Call `fn` natively through `run_outside` (on real values, where the embedder traces stand-ins): an effect
+        on state outliving the run, which observers hear of as an opaque call with details["for_real"] = why."""
+        name = pv.describe_callee(fn)
+        self.before_change(frame, None)
+        self.emit(ev.OPAQUE_CALL, name, frame, None, pv.OpaqueResult(name, ()), callee=fn, for_real=why)
+        if self.run_outside is not None:
+            value = self.run_outside(fn, args, kwargs)
+        elif frame is not None:
+            value = self._trampoline(frame.globals)(fn, args, kwargs)
+        else:
+            value = fn(*args, **kwargs)
+        return value, pv.OpaqueResult(name, tuple(provs) + tuple((kwprovs or {}).values()))
 
     def _trampoline(self, globals_):
         """A tiny native function whose globals are the interpreted frame's: native code that inspects its
@@ -352,7 +391,7 @@ class Interpreter:
             return fn(*args, **kwargs), pv.Computed("call", tuple(provs) + tuple((kwprovs or {}).values()))
         frame = self.make_frame(fn, args, kwargs, provs, kwprovs or {}, info)
         if frame.code.co_flags & CO_GENERATOR:
-            return self._drive_generator(frame), pv.Computed(f"generator {fn.__qualname__}")
+            return self.note_fresh(self._drive_generator(frame)), pv.Computed(f"generator {fn.__qualname__}")
         outcome = self.execute(frame)
         return outcome.value, outcome.prov
 
@@ -371,6 +410,7 @@ class Interpreter:
         bound = bind_arguments(fn, args, kwargs)
         names = info.names
         npos = code.co_argcount
+        defaulted = False
         for i in range(info.nargs):
             name = names[i]
             fast[i] = bound[name]
@@ -385,6 +425,11 @@ class Interpreter:
                 pfast[i] = pv.UNKNOWN
             else:
                 pfast[i] = pv.Default(fn.__qualname__, name)
+                defaulted = True
+        if defaulted and self.observers and id(fn) not in self.defaults_read:
+            # (observers guard the defaults: `f.__defaults__ = ...` between calls changes the result); once per run
+            self.defaults_read[id(fn)] = fn
+            self.emit(ev.DEFAULT_READ, fn.__qualname__, self.active[-1] if self.active else None, fn)
         return Frame(fn, info, fast, pfast)
 
     # ----- execution -----
@@ -508,6 +553,12 @@ class Interpreter:
                     sent = yield value
                 except BaseException as exc:  # throw() / close(); handled below, outside the except block,
                     thrown = exc  # so a later yield does not chain it as __context__
+                if self.ended:
+                    if isinstance(thrown, GeneratorExit):
+                        return  # (finalized after the run: its frame's values were the run's, not to be used)
+                    raise InterpreterError(f"a generator made by the interpreted run ({frame.code.co_qualname}) was "
+                                           "resumed after the run ended", filename=frame.code.co_filename,
+                                           lineno=frame.location().lineno, construct="generator")
                 if thrown is None:
                     frame.delegate = None
                     frame.push(sent, pv.Computed("sent value"))
@@ -591,6 +642,19 @@ class Interpreter:
             self.fresh[id(value)] = value  # a fresh object's own dict (copy.copy fills it: `y.__dict__.update`)
         return value, pv.Attribute(prov, name)
 
+
+def driven_generator(value) -> bool:
+    """A generator object the interpreter made for an interpreted generator function."""
+    return type(value) is types.GeneratorType and value.gi_code is _DRIVER_CODE
+
+
+def outside_generator(value) -> bool:
+    """A live Python generator whose frame runs natively: not one the interpreter drives (its own generator
+    objects run _drive_generator's code)."""
+    return type(value) is types.GeneratorType and value.gi_code is not _DRIVER_CODE and value.gi_frame is not None
+
+
+_DRIVER_CODE = Interpreter._drive_generator.__code__
 
 _OWN_DIR = __file__.rsplit("/", 1)[0] + "/"
 

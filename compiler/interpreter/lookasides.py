@@ -265,6 +265,9 @@ def _interpreted_iterable(interp, frame, obj):
     """`obj` itself, or for an instance of a class with __iter__ written in Python an iterator whose
     __iter__/__next__ run under the interpreter (what a native consumer such as list() would call)."""
     from .dunders import python_method
+    from .interpreter import outside_generator
+    if outside_generator(obj):  # each step runs its native frame, as an effect (advance_outside_generator)
+        return _outside_steps(interp, frame, obj)
     method = python_method(type(obj), "__iter__")
     if method is None:
         return obj
@@ -283,6 +286,15 @@ def _interpreted_iterable(interp, frame, obj):
                 return
             yield value
     return interpreted_iterator()
+
+
+def _outside_steps(interp, frame, generator):
+    while True:
+        try:
+            value, _ = interp.advance_outside_generator(frame, next, (generator,), {})
+        except StopIteration:
+            return
+        yield value
 
 
 def _callback_lookaside(target, positions=(), keywords=(), iterables=()):

@@ -4,6 +4,7 @@ from __future__ import annotations
 from . import dunders
 from . import provenance as pv
 from .decode import VERSION
+from .interpreter import outside_generator
 from .registry import Outcome, handles
 
 _EXHAUSTED = object()  # 3.12+: FOR_ITER pushes a dummy for END_FOR to pop, as dis.stack_effect models
@@ -83,7 +84,12 @@ def for_iter(interp, frame, instr):
     iterator = frame.stack[-1]
     method = dunders.python_method(type(iterator), "__next__")
     try:
-        value = next(iterator) if method is None else interp.call_function(method, (iterator,), {}, ())[0]
+        if method is not None:
+            value = interp.call_function(method, (iterator,), {}, ())[0]
+        elif outside_generator(iterator):  # a generator made outside the run: its code runs natively, an effect
+            value = interp.advance_outside_generator(frame, next, (iterator,), {})[0]
+        else:
+            value = next(iterator)
     except StopIteration:
         if VERSION >= (3, 12):
             frame.push(_EXHAUSTED, None)
@@ -314,7 +320,10 @@ def send(interp, frame, instr):
     value = frame.pop()
     receiver = frame.stack[-1]
     try:
-        if value is None:
+        if outside_generator(receiver):  # (see for_iter)
+            step = (next, (receiver,)) if value is None else (receiver.send, (value,))
+            result = interp.advance_outside_generator(frame, step[0], step[1], {})[0]
+        elif value is None:
             result = next(receiver)
         else:
             result = receiver.send(value)

@@ -40,6 +40,10 @@ def cse(trace: Trace) -> Trace:
         if rename:
             bsym = _renamed(bsym, sub)
         if bsym.symbol.tags & _NEVER_MERGE or not bsym.tensor_outputs():
+            if bsym.symbol.tags & Tag.EFFECT and not bsym.tensor_outputs():
+                # a switch of the state ops run in (grad mode, autocast, torch's flags): the same call after it
+                # may give another dtype or requires_grad, so nothing before it is merged with what follows
+                seen.clear()
             kept.append(bsym)
             continue
         key = bsym.key()

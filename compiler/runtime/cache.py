@@ -228,14 +228,18 @@ class JittedFunction:
 def _uninitialized_lazy_module(fn, module) -> bool:
     """Whether the jitted module, or a module the function's code reaches (globals, closures), still has
     uninitialized (lazy) parameters or buffers."""
+    from torch.nn.modules.lazy import LazyModuleMixin
     from torch.nn.parameter import is_lazy
 
     from ..frontend.hidden_inputs import hidden_values
 
     roots = [module] if module is not None else \
         [h.value for h in hidden_values(fn) if isinstance(h.value, torch.nn.Module) and h.check == "identity"]
-    return any(is_lazy(t) for root in roots for sub in root.modules()
-               for t in [*sub._parameters.values(), *sub._buffers.values()] if t is not None)
+    # (a LazyModuleMixin subclass with its own initialize_parameters may hold no uninitialized parameter: its
+    # initializing pre-hook, which removes itself on the first call, says it has not run yet)
+    return any(isinstance(sub, LazyModuleMixin) and hasattr(sub, "_initialize_hook") or
+               any(is_lazy(t) for t in [*sub._parameters.values(), *sub._buffers.values()] if t is not None)
+               for root in roots for sub in root.modules())
 
 
 def _fusing_and_defaults(executors) -> bool:

@@ -98,7 +98,9 @@ class TracingState:
         for real, proxy in self.captured:
             if real is t:
                 return proxy
-        proxy = TensorProxy(self.trace.new_name("c"), meta_like(t), t.device, origin="captured")
+        with torch._C.DisableTorchFunction():  # (called from user code too: its metadata must not be traced)
+            meta = meta_like(t)
+        proxy = TensorProxy(self.trace.new_name("c"), meta, t.device, origin="captured")
         self.captured.append((t, proxy))
         self.emit(ev.Event(ev.CAPTURED_TENSOR, f"tensor {proxy.name} {tuple(t.shape)} is used but is not an "
                            "argument of the jitted function (global, closure or attribute); it is held by reference",

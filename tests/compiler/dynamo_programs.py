@@ -15,12 +15,14 @@ import collections
 import contextlib
 import dataclasses
 import functools
+import inspect
 import itertools
 import math
 import operator
 import os
 import re
 import sys
+import types
 import typing
 import warnings
 
@@ -176,6 +178,10 @@ def _plain(value):
         return (type(value).__name__, {k: _plain(v) for k, v in value.state_dict().items()})
     if isinstance(value, functools.partial):
         return ("partial", value.func, _plain(value.args), _plain(value.keywords))
+    if isinstance(value, types.GeneratorType):  # (where its frame stands: not started, suspended, finished)
+        return ("generator", value.gi_code, inspect.getgeneratorstate(value))
+    if isinstance(value, contextlib._GeneratorContextManagerBase):  # a @contextmanager object: its generator, args
+        return ("contextmanager", _plain(value.gen), *(_plain(getattr(value, k, None)) for k in ("args", "kwds")))
     if hasattr(value, "__dict__") and not isinstance(value, type) and not callable(value):
         return (type(value).__name__, {k: _plain(v) for k, v in vars(value).items()})
     if type(value).__module__.startswith("torch") and hasattr(type(value), "__enter__"):

@@ -30,6 +30,7 @@ from ..core.context import current_state
 from ..symbolic.builtin_answers import traced_type
 from ..core.context import mark_container_write, mark_write
 from . import escapes
+from .module_reads import AttributeReads
 from .native import FrontendResult, holds_proxy, native_frontend
 from .hidden_inputs import UNSET, HiddenValue, by_value, expand, library_file, write_slot
 from ..interpreter import Interpreter, InterpreterError, events as ev, provenance
@@ -222,6 +223,7 @@ class InterpretedCall:
         self.own_modules = set()  # ids of the jitted module's tree (set by the front end)
         self._known = None
         self.arguments: list = []  # the caller's arguments (not the proxied copies): what they reach existed before
+        self.attribute_reads = None  # module_reads.AttributeReads: module attributes read before they are written
 
     def __call__(self, *args, **kwargs):
         check_stack = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
@@ -238,6 +240,8 @@ class InterpretedCall:
             if state.segmenter is not None:
                 interp.before_effect = lambda frame, target: self._before_effect(state, interp, frame, target)
         interp.fresh = {}  # (changes to objects made during the call are not effects outside it)
+        if self.attribute_reads is not None:
+            self.attribute_reads.install(interp)
         if self.on_interpreter is not None:
             self.on_interpreter(interp)
         provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]
@@ -285,7 +289,9 @@ def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observer
     (compiler.interpreter.events), ``on_interpreter(interp)`` is told the interpreter while it runs
     (and None after)."""
     effects = CallEffects(options.get("module"))
-    call = InterpretedCall(fn, (effects, *interpreter_observers), on_interpreter)
+    reads = AttributeReads(effects.own_modules)
+    call = InterpretedCall(fn, (effects, reads, *interpreter_observers), on_interpreter)
+    call.attribute_reads = reads
     module = options.get("module")
     call.own_modules = effects.own_modules
     call.arguments = [*args, *kwargs.values()]  # (a DynamicCache passed in and returned: by identity)

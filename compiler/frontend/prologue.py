@@ -167,7 +167,9 @@ def _print_hidden(bsym, trace):
     if h.check == "names":  # how many attributes an object has (one added or deleted re-traces)
         return _fail_if(f"len({read}) != {h.shape}")
     if h.check == "dict":
-        kind, keys = h.shape
+        kind, keys, *also = h.shape  # also: the keys the trace's own stores leave (module_reads.py)
+        if also:
+            return _fail_if(f"type({read}) is not {trace.const_expr(kind)} or tuple({read}) not in {(keys, *also)!r}")
         return _fail_if(f"type({read}) is not {trace.const_expr(kind)} or tuple({read}) != {keys!r}")
     if h.check == "set":
         kind, items = h.shape
@@ -305,6 +307,7 @@ class PrologueBuilder:
         self.arg_tensors: dict = {}  # id(tensor argument) -> (proxy, prologue variable)
         self.grads: dict = {}  # input proxy name -> the proxy of its .grad (or None)
         self.hidden_guarded: set = set()  # (id(holder), key, path) of the hidden values guarded so far
+        self.hidden_found: list = []  # what `hidden` found statically
         self._trace_for_consts = Trace("prologue")
         self._trace_for_consts.wrap_try = True
         self.labels: dict = {}  # origin "args[1]" -> the parameter's name, for naming symbolic inputs
@@ -536,7 +539,34 @@ class PrologueBuilder:
 
     def hidden(self, fn, module=None) -> None:
         """Guard the globals, closure cells and module attributes the function's code can reach."""
-        self.guard_hidden(hidden_values(fn, module))
+        self.hidden_found = hidden_values(fn, module)
+        self.guard_hidden(self.hidden_found)
+
+    def unguard(self, slots, alternatives: dict) -> None:
+        """Module attributes the call writes before reading them (`slots`: (module, name)): no guard on what
+        they held, nor on what it reaches; a guard that a shared object got through one of them is made again
+        through its other holder. The names of a module's __dict__ may also be those the trace's stores leave
+        (`alternatives`: id(dict) -> keys)."""
+        from dataclasses import replace
+
+        ids = {(id(sub), name) for sub, name in slots}
+        roots = {b.args[0].where for b in self.bsyms if b.symbol is CHECK_HIDDEN
+                 and b.args[0].kind == "attribute" and not b.args[0].path and (id(b.args[0].holder), b.args[0].key) in ids}
+
+        def under(h) -> bool:
+            return any(h.where == w or h.where.startswith((w + ".", w + "[")) for w in roots)
+
+        kept = []
+        for b in self.bsyms:
+            h = b.args[0] if b.symbol is CHECK_HIDDEN else None
+            if h is not None and under(h):
+                self.hidden_guarded.discard((id(h.holder), h.key, h.path))
+                continue
+            if h is not None and h.check == "dict" and h.key == "__dict__" and id(h.value) in alternatives:
+                b = BoundSymbol(CHECK_HIDDEN, (replace(h, shape=(*h.shape, alternatives[id(h.value)])),), {}, None)
+            kept.append(b)
+        self.bsyms[:] = kept
+        self.guard_hidden([h for h in getattr(self, "hidden_found", ()) if not under(h)])
 
     def guard_hidden(self, values) -> None:
         """Guard these HiddenValues (expanded), skipping any slot already guarded."""

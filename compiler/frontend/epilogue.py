@@ -27,6 +27,7 @@ from .hidden_inputs import write_slot
 from ..core.proxies import OpaqueProxy, TensorProxy
 from ..core.symbols import BoundSymbol, Symbol, Tag
 from ..core.trace import SameObject
+from .state_objects import InputAttr, print_store
 
 
 
@@ -92,6 +93,8 @@ def stores_recorded():
 
 def _print_store(bsym, trace):
     slot, value = bsym.args
+    if isinstance(slot, InputAttr):  # an attribute of an argument object: that call's object
+        return print_store(slot, None if value is _MISSING else trace.expr(value))
     if value is _MISSING:  # (a deleted name)
         return [f"{trace.const_expr(slot)}.store({trace.const_expr(_MISSING)})  # {slot.label}: deleted"]
     return [f"{trace.const_expr(slot)}.store({trace.expr(value)})  # {slot.label}"]
@@ -313,12 +316,17 @@ def append_stores(trace, writes, location=None) -> None:
         trace.bsyms.append(BoundSymbol(STORE, (slot, value), {}, None, location=location))
 
 
+def replayable(value) -> bool:
+    """A value a cached trace can store again in a slot of its own (compiler/frontend/state_objects.py)."""
+    return _replayable(value, None)
+
+
 def _replayable(value, slot) -> bool:
     """A value a cached trace can store again: a traced value, an immutable constant (the same on every
     call the trace's guards admit), a tuple/list/dict of those, an item a module-held list/dict had before
     the call, or no value (a deleted name). Not other objects, such as one made in the call."""
     if value is _MISSING:
-        return slot.kind == "dict"
+        return slot is not None and slot.kind == "dict"
     before = pytree.tree_leaves(getattr(slot, "before", ()))
     return all(v is None or isinstance(v, (TensorProxy, OpaqueProxy, SameObject, *_CONSTANTS)) or
                any(v is b for b in before) for v in pytree.tree_leaves(value))

@@ -218,12 +218,15 @@ class Rebuilder:
     object whose structure a bare instance plus its attributes cannot give back (__slots__, its own __new__, a
     container subclass, a cycle) is left as it is (refused by the front end's output check)."""
 
-    def __init__(self, made_by_call, pre_existing):
+    def __init__(self, made_by_call, pre_existing, inputs=None):
         self.made_by_call, self.pre_existing = made_by_call, pre_existing
+        self.inputs = inputs or {}  # id(argument object) -> its OpaqueProxy (compiler/frontend/state_objects.py)
         self.memo: dict = {}  # id -> Rebuilt (one object reached twice stays one object)
         self._making: set = set()
 
     def __call__(self, value):
+        if self.inputs:  # an argument object is the caller's object of each call
+            value = pytree.tree_map(lambda v: self.inputs.get(id(v), v), value)
         return pytree.tree_map(self._leaf, returned_by_identity(value, self.pre_existing))
 
     def _leaf(self, value):

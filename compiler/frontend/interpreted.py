@@ -95,6 +95,7 @@ class CallEffects:
         self.attribute_slots: dict = {}
 
         self.context_vars: dict = {}  # id -> (ContextVar, its value before the call's first set, reason)
+        self.argument_objects: dict = {}  # id -> argument objects holding tensors (filled by the front end)
 
     def changed_attributes(self) -> list[str]:
         """Why the trace is single-use: attributes of outliving plain objects, and ContextVars, that the call
@@ -159,6 +160,8 @@ class CallEffects:
             if isinstance(event.value, torch.nn.Module) and id(event.value) not in self.own_modules:
                 self.rerun.append(f"{where}: sets attribute {event.name!r} of a {type(event.value).__name__} module "
                                   f"that is not part of the jitted module")
+            elif id(event.value) in self.argument_objects:
+                pass  # an argument holding tensors: the front end stores what the call assigns (state_objects.py)
             elif not isinstance(event.value, (torch.nn.Module, torch.Tensor, Proxy)):  # (epilogue, training_step)
                 # an effect only if the call leaves it changed: a value set and put back before the call ends
                 # (transformers' and kernels' CompileableContextVar under is_compiling) leaves nothing to repeat
@@ -292,6 +295,7 @@ def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observer
     reads = AttributeReads(effects.own_modules)
     call = InterpretedCall(fn, (effects, reads, *interpreter_observers), on_interpreter)
     call.attribute_reads = reads
+    call.argument_objects = effects.argument_objects
     module = options.get("module")
     call.own_modules = effects.own_modules
     call.arguments = [*args, *kwargs.values()]  # (a DynamicCache passed in and returned: by identity)

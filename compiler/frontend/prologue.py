@@ -15,6 +15,7 @@ import torch
 
 from ..features import autocast, torch_flags
 from ..core.errors import UnsupportedInputError
+from .state_objects import StateObjects, is_state_object
 from .hidden_inputs import UNSET, hidden_values
 from ..meta.functions import meta_like
 from ..core.proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
@@ -252,6 +253,11 @@ def _passed_by_identity(x) -> bool:
     return hasattr(x, "__dict__") and mod not in sys.stdlib_module_names and mod not in ("builtins", "compiler")
 
 
+def _print_state_object(bsym, trace):
+    var, cls, names = bsym.args
+    return _fail_if(f"type({var}) is not {trace.const_expr(cls)} or tuple({var}.__dict__) != {names!r}")
+
+
 def _print_same(bsym, trace):
     var, first = bsym.args
     return _fail_if(f"{var} is not {first}")
@@ -287,6 +293,7 @@ CHECK_GLOBAL_STATE = _guard("check_global_state", _print_globals)
 RETURN_INPUTS = _guard("return_inputs", _print_return)
 CHECK_HIDDEN = _guard("check_hidden_value", _print_hidden)
 CHECK_SAME = _guard("check_same_object", _print_same)
+CHECK_STATE_OBJECT = _guard("check_state_object", _print_state_object)
 CHECK_DISTINCT = _guard("check_distinct_objects", _print_distinct)
 CHECK_NUMPY_VALUE = _guard("check_numpy_value", _print_numpy_value)
 CHECK_NUMPY_ARRAY = _guard("check_numpy_array", _print_numpy_array)
@@ -308,6 +315,8 @@ class PrologueBuilder:
         self.grads: dict = {}  # input proxy name -> the proxy of its .grad (or None)
         self.hidden_guarded: set = set()  # (id(holder), key, path) of the hidden values guarded so far
         self.hidden_found: list = []  # what `hidden` found statically
+        self.arg_objects: dict = {}  # id(argument object holding tensors) -> (its OpaqueProxy, prologue variable)
+        self.state_objects = StateObjects()
         self._trace_for_consts = Trace("prologue")
         self._trace_for_consts.wrap_try = True
         self.labels: dict = {}  # origin "args[1]" -> the parameter's name, for naming symbolic inputs
@@ -459,6 +468,8 @@ class PrologueBuilder:
             return x
         if _is_numpy_array(x):
             return self._numpy_array(source, x, origin)
+        if is_state_object(x):
+            return self._state_object(source, x, origin)
         if _passed_by_identity(x):
             return self._by_identity(source, x, origin)
         raise UnsupportedInputError(f"unsupported input at {origin}: a value of type {t.__module__}.{t.__qualname__}; "
@@ -475,6 +486,27 @@ class PrologueBuilder:
         self.state.inputs.append(p)
         self.state.opaque[id(x)] = p
         self.input_names.append(var)
+        return x
+
+    def _state_object(self, source: str, x, origin: str):
+        """An object holding tensors (compiler/frontend/state_objects.py): an input of the computation, guarded
+        by class and attribute names; what it holds goes through `value` (tensors become inputs), and the
+        function sees it holding those proxies until tracing ends."""
+        var = self._var()
+        self._emit(UNPACK, var, source)
+        seen = self.arg_objects.get(id(x))
+        if seen is not None:  # one object reached twice: the same object on every call
+            self._emit(CHECK_SAME, var, seen[1])
+            return x
+        before = dict(vars(x))
+        self._emit(CHECK_STATE_OBJECT, var, type(x), tuple(before))
+        p = OpaqueProxy(self.state.trace.new_name("o"), x, origin)
+        self.state.inputs.append(p)
+        self.input_names.append(var)
+        self.arg_objects[id(x)] = (p, var)
+        traced = {name: self.value(f"{var}.__dict__[{name!r}]", v, f"{origin}.{name}") for name, v in before.items()}
+        self.state_objects.add(x, p, before, traced)
+        vars(x).update(traced)
         return x
 
     def _by_identity(self, source: str, x, origin: str):

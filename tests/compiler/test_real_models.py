@@ -114,3 +114,18 @@ def test_a_second_generation_of_the_same_lengths_hits_every_step(cache):
             assert torch.equal(tokens, expected_tokens) and rm.same(out, expected) is None
             assert rm.same(out.past_key_values, expected.past_key_values) is None
             assert (compiler.cache_hits(jm), compiler.cache_misses(jm)) == ((0, 4) if run == 0 else (4, 4))
+
+
+def test_thunder_lint_run_on_a_training_script_with_torch_compile():
+    """issue 37: `thunder-lint run` on a transformers training script that calls torch.compile(model) compiles and
+    checks the model (no TL003: nothing ran unchecked) and prints eager's losses (bench/real_models_run.py)."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "real_models_run.py")
+    spec = importlib.util.spec_from_file_location("real_models_run", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    r = bench.measure(steps=3)
+    assert r["stdout"].count("loss") == 3 and r["losses_equal"], (r["stdout"], r["eager_stdout"])
+    assert "TL003" not in r["codes"], r["messages"]

@@ -46,7 +46,8 @@ def _kind(x, depth: int) -> str | None:
     if not isinstance(holder, dict) or mod in ("torch", "builtins", "compiler") or mod in sys.stdlib_module_names \
             or isinstance(x, (torch.nn.Module, torch.Tensor, types.FunctionType, types.MethodType,
                               contextlib.AbstractContextManager)) \
-            or callable(x) or hasattr(t, "__enter__") or "__slots__" in t.__dict__ or isinstance(x, tuple):
+            or callable(x) or hasattr(t, "__enter__") or "__slots__" in t.__dict__ \
+            or isinstance(x, (tuple, list, dict, set, frozenset)):  # (a container subclass: ModelOutput)
         return None
     kinds = [_kind(v, depth + 1) for v in holder.values()]
     return None if None in kinds else "tensors" if "tensors" in kinds else "plain"

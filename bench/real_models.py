@@ -84,7 +84,7 @@ def main(argv=None) -> int:
                       + (f"  {r.error}" if r.error else ""), flush=True)
     ok = [r for r in rows if r.error is None]
     families_ok = {r.family for r in rows} - {r.family for r in rows if r.error is not None}
-    per_call = lambda r: 1 + rm.GENERATED if r.mode == "generate" else 1  # noqa: E731 (calls of the model per judge call)
+    per_call = lambda r: 1 + rm.GENERATED if r.mode == "generate" else 1  # noqa: E731 (model calls per judge call)
     hit_all = [r for r in ok if r.cache != "no caching" and r.hits == (args.calls - 1) * per_call(r)]
     print(f"\n{len(ok)}/{len(rows)} runs equal to eager; families with every run equal: {len(families_ok)}/"
           f"{len({r.family for r in rows})}; cached runs hitting on calls 2..{args.calls}: {len(hit_all)}/"

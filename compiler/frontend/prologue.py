@@ -582,8 +582,8 @@ class PrologueBuilder:
         from dataclasses import replace
 
         ids = {(id(sub), name) for sub, name in slots}
-        roots = {b.args[0].where for b in self.bsyms if b.symbol is CHECK_HIDDEN
-                 and b.args[0].kind == "attribute" and not b.args[0].path and (id(b.args[0].holder), b.args[0].key) in ids}
+        roots = {h.where for h in (b.args[0] for b in self.bsyms if b.symbol is CHECK_HIDDEN)
+                 if h.kind == "attribute" and not h.path and (id(h.holder), h.key) in ids}
 
         def under(h) -> bool:
             return any(h.where == w or h.where.startswith((w + ".", w + "[")) for w in roots)

@@ -98,7 +98,8 @@ class StateObjects:
             after = dict(d)
             kept = {}
             if keep:
-                d.update({name: before[name] for name, value in after.items() if name in traced and value is traced[name]})
+                d.update({name: before[name] for name, value in after.items()
+                          if name in traced and value is traced[name]})
                 continue
             stores += [(InputAttr(proxy, name), MISSING) for name in traced if name not in after]  # (deleted)
             for name, value in after.items():

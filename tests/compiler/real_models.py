@@ -75,8 +75,9 @@ FAMILIES = ("llama", "mistral", "qwen2", "gemma", "phi", "gpt_neox", "gpt2", "op
 TORCHVISION_FAMILIES = ("resnet", "tv_vit", "convnext")
 DECODERS = ("llama", "mistral", "qwen2", "gemma", "phi", "gpt_neox", "gpt2", "opt")  # (mode "generate")
 TORCHVISION, PILLOW = "torchvision==0.28.0", "pillow==13.0.0"  # (torchvision 0.28 goes with torch 2.13)
-CORPUS = os.path.join(os.environ.get("THUNDER_LINT_BENCH_CORPUS", os.path.join(os.path.expanduser("~"), ".cache",
-                                                                                 "thunder-lint-bench")), "wheels-unpacked")
+CORPUS = os.path.join(os.environ.get("THUNDER_LINT_BENCH_CORPUS",
+                                     os.path.join(os.path.expanduser("~"), ".cache", "thunder-lint-bench")),
+                      "wheels-unpacked")
 
 
 def _unpacked(spec: str, fetch: bool) -> str | None:
@@ -93,7 +94,8 @@ def _unpacked(spec: str, fetch: bool) -> str | None:
     wheels = os.path.join(CORPUS, "wheels")
     os.makedirs(wheels, exist_ok=True)
     name = spec.split("==")[0]
-    found = lambda: [f for f in os.listdir(wheels) if f.lower().startswith(spec.replace("==", "-").lower() + "-")]  # noqa: E731
+    prefix = spec.replace("==", "-").lower() + "-"
+    found = lambda: [f for f in os.listdir(wheels) if f.lower().startswith(prefix)]  # noqa: E731
     if not found():
         done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q",
                                "-d", wheels, spec], capture_output=True)

@@ -90,3 +90,21 @@ def test_a_python_value_it_is_given_is_stored_too():
     for i in range(3):
         assert torch.equal(jf(torch.ones(1), cache), count(torch.ones(1), eager_cache))
         assert cache.layers[0].steps == eager_cache.layers[0].steps == i + 1
+
+
+def test_an_argument_object_kept_on_the_module_is_that_call_s_object():
+    class Keeps(torch.nn.Module):
+        def forward(self, x, cache):
+            self.past = cache  # written before read: no guard on what it held
+            return step(x, cache)[0]
+
+    model = Keeps()
+    jm = compiler.jit(model)
+    for run in range(3):
+        cache, eager_cache = Cache(2, 3), Cache(0, 0)
+        eager_cache.layers = [Layer(layer.keys.clone()) for layer in cache.layers]
+        x = torch.randn(2, 1)
+        assert torch.equal(jm(x, cache), step(x, eager_cache)[0])
+        assert model.past is cache
+        _equal_caches(cache, eager_cache)
+    assert (compiler.cache_hits(jm), compiler.cache_misses(jm)) == (2, 1)

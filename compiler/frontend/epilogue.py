@@ -221,7 +221,8 @@ class StateWrites:
             if slot.id in done:
                 continue
             if not _replayable(value, slot) and rebuild is not None and not slot.is_global:
-                value = rebuild(value) or value
+                rebuilt = rebuild(value)
+                value = value if rebuilt is None else rebuilt
             if not _replayable(value, slot):  # (kept as written)
                 if slot.kind == "dict" and isinstance(slot.key, str) and slot.key.startswith("_"):
                     continue  # a module's private cache (RNNBase's _flat_weight_refs: weakrefs), rebuilt by its code

@@ -136,3 +136,32 @@ def test_a_counter_read_before_it_is_written_still_re_traces():
         x = torch.ones(2)
         assert torch.equal(jm(x), eager(x))
     assert compiler.cache_misses(jm) == 3
+
+
+class StoresThenReads(torch.nn.Module):
+    """A stored object changed after a read of a tensor's value (the trace splits into segments there)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        self.box = Box(y)
+        if y.sum() > 0:
+            self.box.k = y * 2
+            return y + 1
+        return y - 1
+
+
+@pytest.mark.parametrize("executors", [None, ("inductor", "torch")])
+def test_an_object_stored_before_a_value_read_is_eager_s_on_both_outcomes(executors):
+    model = StoresThenReads()
+    eager = copy.deepcopy(model)
+    jm = compiler.jit(model, executors=executors)
+    for i in range(4):
+        x = torch.randn(2, 4) * (1 if i % 2 else -1)
+        torch.testing.assert_close(jm(x), eager(x))
+        assert type(model.box) is Box
+        torch.testing.assert_close(model.box.k, eager.box.k)  # (fused: float32 rounding may differ)
+    assert compiler.cache_hits(jm) >= 2

@@ -92,7 +92,7 @@ def stores_recorded():
 
 
 def _print_store(bsym, trace):
-    slot, value = bsym.args
+    slot, value, *_ = bsym.args  # (an InputAttr's object is a third argument: passes and segments see it used)
     if isinstance(slot, InputAttr):  # an attribute of an argument object: that call's object
         return print_store(slot, None if value is _MISSING else trace.expr(value))
     if value is _MISSING:  # (a deleted name)
@@ -314,7 +314,8 @@ def _same_items(a, b) -> bool:
 
 def append_stores(trace, writes, location=None) -> None:
     for slot, value in writes:
-        trace.bsyms.append(BoundSymbol(STORE, (slot, value), {}, None, location=location))
+        args = (slot, value, slot.proxy) if isinstance(slot, InputAttr) else (slot, value)
+        trace.bsyms.append(BoundSymbol(STORE, args, {}, None, location=location))
 
 
 def replayable(value) -> bool:

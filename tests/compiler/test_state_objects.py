@@ -108,3 +108,25 @@ def test_an_argument_object_kept_on_the_module_is_that_call_s_object():
         assert model.past is cache
         _equal_caches(cache, eager_cache)
     assert (compiler.cache_hits(jm), compiler.cache_misses(jm)) == (2, 1)
+
+
+def test_stores_into_an_argument_object_across_a_value_read():
+    """The trace splits at `if layer.keys.sum() > 0` (segments): the final segment stores into that call's object
+    (before: the segment did not get the object as an input, NameError)."""
+    def f(x, cache):
+        layer = cache.layers[0]
+        layer.keys = torch.cat([layer.keys, x], -1)
+        if layer.keys.sum() > 0:
+            layer.steps = layer.steps + 1
+            return x + 1
+        return x - 1
+
+    jf = compiler.jit(f)
+    for i in range(4):
+        torch.manual_seed(i)
+        cache, eager_cache = Cache(1, 2), Cache(0, 0)
+        eager_cache.layers = [Layer(cache.layers[0].keys.clone())]
+        x = torch.randn(2, 1) * 5
+        assert torch.equal(jf(x, cache), f(x, eager_cache))
+        _equal_caches(cache, eager_cache)
+    assert compiler.cache_hits(jf) >= 1

@@ -194,8 +194,9 @@ class Trace:
             lines += ["  " + ln for ln in self.extra_lines]
         else:
             defined = {a.name for a in self.args if isinstance(a, TensorProxy)}
-            last_loc = None
+            last_loc, made = None, set()  # (keys of the Rebuilt objects made so far)
             for bsym in self.bsyms:
+                lines += self._rebuild_lines((bsym.args, bsym.kwargs), made)  # (an object the call stores)
                 if with_comments and bsym.location is not None and bsym.location != last_loc:
                     loc = bsym.location
                     lines.append(f"  # {os.path.basename(loc.filename)}:{loc.lineno} {loc.function}: {loc.line}")
@@ -210,15 +211,23 @@ class Trace:
                     for sub in bsym.subsymbols:
                         lines.append(f"    # {self._target(sub.output, set())} = {self.call_expr(sub, sub.symbol.name)}")
                 defined.update(o.name for o in bsym.tensor_outputs())
-            for node in _rebuilt_nodes(self.output, {}).values():  # objects the call made, made again
-                lines.append(f"  _o{node.key} = {self.const_expr(rebuild)}({self.const_expr(node.cls)}, "
-                             f"{self.expr(node.attrs)})")
+            lines += self._rebuild_lines(self.output, made)  # objects the call made, made again
             lines.append(f"  return {self.expr(self.output)}")
         if self.wrap_try:
             start = 2 if self.header and with_comments else 1
             body = ["  " + ln for ln in lines[start:]]
             lines = lines[:start] + ["  try:"] + body + ["  except Exception:", "    return None"]
         return "\n".join(lines) + "\n"
+
+    def _rebuild_lines(self, x, made: set) -> list:
+        """`_o0 = rebuild(Cls, {...})` for each object in `x` the call made that is not made yet."""
+        lines = []
+        for node in _rebuilt_nodes(x, {}).values():
+            if node.key not in made:
+                made.add(node.key)
+                lines.append(f"  _o{node.key} = {self.const_expr(rebuild)}({self.const_expr(node.cls)}, "
+                             f"{self.expr(node.attrs)})")
+        return lines
 
     def __str__(self):
         return self.python_source()

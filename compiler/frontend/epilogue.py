@@ -26,6 +26,8 @@ from ..core.context import MISSING as _MISSING, contents, current_state
 from .hidden_inputs import write_slot
 from ..core.proxies import OpaqueProxy, TensorProxy
 from ..core.symbols import BoundSymbol, Symbol, Tag
+from ..core.trace import SameObject
+from .state_objects import InputAttr, print_store
 
 
 
@@ -90,7 +92,9 @@ def stores_recorded():
 
 
 def _print_store(bsym, trace):
-    slot, value = bsym.args
+    slot, value, *_ = bsym.args  # (an InputAttr's object is a third argument: passes and segments see it used)
+    if isinstance(slot, InputAttr):  # an attribute of an argument object: that call's object
+        return print_store(slot, None if value is _MISSING else trace.expr(value))
     if value is _MISSING:  # (a deleted name)
         return [f"{trace.const_expr(slot)}.store({trace.const_expr(_MISSING)})  # {slot.label}: deleted"]
     return [f"{trace.const_expr(slot)}.store({trace.expr(value)})  # {slot.label}"]
@@ -100,9 +104,11 @@ STORE = Symbol("epilogue.store", None, Tag.EFFECT, meta=lambda sym, a, k: None, 
 
 
 def _print_keys(bsym, trace):
-    holder, keys = bsym.args
+    holder, keys, *also = bsym.args  # also: keys the trace's own stores leave (attributes it adds unread)
     if type(holder) is list:  # its keys are its indices (tuple(list) would compare the items)
         return [f"if len({trace.const_expr(holder)}) != {len(keys)}: return None"]
+    if also:
+        return [f"if tuple({trace.const_expr(holder)}) not in {(keys, *also)!r}: return None"]
     return [f"if tuple({trace.const_expr(holder)}) != {keys!r}: return None"]
 
 
@@ -119,6 +125,8 @@ class StateWrites:
         self.contents = []  # (label, list/dict held by a module attribute, a copy of it)
         self._module_dict_before = {}  # id(a module's dict) -> its copy
         self._watched = {}  # id(holder) -> key -> its Slot (for slots written without a change)
+        self.owners = {}  # id(a module's __dict__) -> the module
+        self.end_keys = None  # id(a module's dict) -> its keys as the call left them (set by the first `take`)
         for holder, name, _ in snapshot.values:
             self._watched[id(holder)] = lambda key, holder=holder: _global_slot(holder, key)
         if module is None:
@@ -130,6 +138,8 @@ class StateWrites:
                 self.module_dicts.append((sub, label, store, d, dict(d)))
                 self._module_dict_before[id(d)] = self.module_dicts[-1][-1]
                 self._watched[id(d)] = lambda key, d=d, label=label, store=store: _dict_slot(d, key, label, store)
+                if store == "__dict__":
+                    self.owners[id(d)] = sub
             for name, v in vars(sub).items():
                 if not name.startswith("_") and type(v) in (list, dict):
                     self.contents.append((f"{label}.{name}", v, contents(v)))
@@ -196,18 +206,23 @@ class StateWrites:
             out.append((slot, value, value))  # list back: its contents are the slot, not the attribute)
         return out
 
-    def settled(self, put_back: bool, marks: dict, taken) -> tuple[list, list, list]:
+    def settled(self, put_back: bool, marks: dict, taken, rebuild=None) -> tuple[list, list, list]:
         """After `take`: slots the call changed to a value that is not traced (None, a number, a deleted
         attribute, a tuple of those). The epilogue stores them too, so that a cached call leaves what eager
         leaves even where another call stored a tensor there; `put_back`: they are put back now, as traced
         values are (not when the call raised: eager keeps them). (writes, key guards, why the trace is
-        single-use: a value a cached trace cannot rebuild, such as an object made in the call; in a private
-        `_name` it is only left as written, as modules keep caches there). `taken`: the writes `take` returned."""
+        single-use: a value a cached trace cannot rebuild; in a private `_name` it is only left as written, as
+        modules keep caches there). `taken`: the writes `take` returned. `rebuild(value)`: an object the call made
+        (a cache holding tensors) as a value every call makes again (compiler/frontend/escapes.Rebuilder), or
+        None where it cannot be."""
         writes, guards, single_use = [], [], []
         done = {slot.id for slot, _ in taken}
         for slot, value, before in self.written(self.start(), self.now(), marks):
             if slot.id in done:
                 continue
+            if not _replayable(value, slot) and rebuild is not None and not slot.is_global:
+                rebuilt = rebuild(value)
+                value = value if rebuilt is None else rebuilt
             if not _replayable(value, slot):  # (kept as written)
                 if slot.kind == "dict" and isinstance(slot.key, str) and slot.key.startswith("_"):
                     continue  # a module's private cache (RNNBase's _flat_weight_refs: weakrefs), rebuilt by its code
@@ -219,6 +234,23 @@ class StateWrites:
             writes.append((slot, value))
             guards += self._key_guard(slot)
         return writes, [] if single_use else guards, single_use
+
+    def unread(self, writes, read_before_write) -> tuple[list, dict]:
+        """The module attributes among `writes` that the call wrote before reading them (compiler/frontend/
+        module_reads.py): their value before the call does not matter, so the prologue need not guard them.
+        (those slots as (module, name), id(module dict) -> the keys it may also have: the call's own result,
+        where every name it added or removed is such a slot)."""
+        slots = [(self.owners[id(slot.holder)], slot.key) for slot, _ in writes
+                 if slot.kind == "dict" and id(slot.holder) in self.owners
+                 and not read_before_write(self.owners[id(slot.holder)], slot.key)]
+        names = {(id(sub), key) for sub, key in slots}
+        alternatives = {}
+        for sub, label, store, d, before in self.module_dicts:
+            after = (self.end_keys or {}).get(id(d))
+            if store == "__dict__" and after is not None and after != tuple(before) and \
+                    all((id(sub), k) in names for k in set(before).symmetric_difference(after)):
+                alternatives[id(d)] = after
+        return slots, alternatives
 
     def _key_guard(self, slot: Slot) -> list:
         """The prologue's guard on the names of the dict or list a written slot is in, as tracing found them."""
@@ -233,6 +265,8 @@ class StateWrites:
         traced value, each put back as it was. Made after the front end put proxies in place of parameters and
         buffers, so a slot still holding its proxy is unchanged."""
         writes, guards = [], []
+        if self.end_keys is None:
+            self.end_keys = {id(d): tuple(d) for *_, d, _ in self.module_dicts}
         for slot, value, before in self.changes(self.start(), self.now()):
             if is_traced(value):
                 slot.store(before)
@@ -280,7 +314,13 @@ def _same_items(a, b) -> bool:
 
 def append_stores(trace, writes, location=None) -> None:
     for slot, value in writes:
-        trace.bsyms.append(BoundSymbol(STORE, (slot, value), {}, None, location=location))
+        args = (slot, value, slot.proxy) if isinstance(slot, InputAttr) else (slot, value)
+        trace.bsyms.append(BoundSymbol(STORE, args, {}, None, location=location))
+
+
+def replayable(value) -> bool:
+    """A value a cached trace can store again in a slot of its own (compiler/frontend/state_objects.py)."""
+    return _replayable(value, None)
 
 
 def _replayable(value, slot) -> bool:
@@ -288,10 +328,10 @@ def _replayable(value, slot) -> bool:
     call the trace's guards admit), a tuple/list/dict of those, an item a module-held list/dict had before
     the call, or no value (a deleted name). Not other objects, such as one made in the call."""
     if value is _MISSING:
-        return slot.kind == "dict"
+        return slot is not None and slot.kind == "dict"
     before = pytree.tree_leaves(getattr(slot, "before", ()))
-    return all(v is None or isinstance(v, (TensorProxy, OpaqueProxy, *_CONSTANTS)) or any(v is b for b in before)
-               for v in pytree.tree_leaves(value))
+    return all(v is None or isinstance(v, (TensorProxy, OpaqueProxy, SameObject, *_CONSTANTS)) or
+               any(v is b for b in before) for v in pytree.tree_leaves(value))
 
 
 _CONSTANTS = (bool, int, float, complex, str, torch.dtype, torch.device, torch.Size)
@@ -303,11 +343,27 @@ def insert_stores(trace, writes, marks: dict, floor: int = 0, location=None) -> 
     is replayable, then its last value where it was last written. A module-held list/dict is a slot whose
     value is its contents, marked at each in-place change the interpreter reports (append, item store...);
     a change it does not report (`lst += [...]`) leaves the store at the end."""
-    placed = []
+    placed, defined = [], None
     for slot, value in writes:
         seen = [(max(at, floor), v) for at, v in marks.get(slot.id, [])]
+        if seen and any(isinstance(v, pytree.RebuiltBase) for v in pytree.tree_leaves(value, rebuilt=True)):
+            # an object the call made and then filled (a cache stored on self, then updated): stored once every
+            # value in it is computed
+            defined = defined if defined is not None else _defined_at(trace.bsyms)
+            ready = max((defined.get(getattr(v, "name", None), 0) for v in pytree.tree_leaves(value)), default=0)
+            seen[-1] = (max(seen[-1][0], ready), seen[-1][1])
         _place(placed, slot, seen, value, len(trace.bsyms), location, last_always=True)
     _insert(trace.bsyms, placed)
+
+
+def _defined_at(bsyms) -> dict:
+    """proxy name -> the trace position just after the op that makes it."""
+    out = {}
+    for i, bsym in enumerate(bsyms):
+        for v in pytree.tree_leaves(bsym.output):
+            if isinstance(getattr(v, "name", None), str):  # (tensors and symbolic numbers)
+                out[v.name] = i + 1
+    return out
 
 
 def segment_stores(bsyms: list, writes, marks: dict, start: int, location=None) -> tuple[list, list]:
@@ -344,9 +400,11 @@ def _insert(bsyms: list, placed: list) -> None:
         bsyms.insert(*placed[i])
 
 
-def emit_guards(builder, guards) -> None:
+def emit_guards(builder, guards, alternatives=None) -> None:
+    """alternatives: id(dict) -> other keys it may have (StateWrites.unread)."""
     seen = set()
     for holder, keys in guards:
         if id(holder) not in seen:  # (one guard per dict or list, however many of its slots were written)
             seen.add(id(holder))
-            builder._emit(CHECK_KEYS, holder, keys)
+            also = (alternatives or {}).get(id(holder))
+            builder._emit(CHECK_KEYS, holder, keys, *((also,) if also is not None and also != keys else ()))

@@ -210,33 +210,41 @@ def returned_by_identity(out, pre_existing):
     return mark(out)
 
 
-def rebuilt_outputs(out, made_by_call, pre_existing):
-    """The output with every object the call made that is not a container the trace prints (a transformers
-    DynamicCache, a user class instance) replaced by a Rebuilt: its class and attributes (tensors, numbers,
-    containers, other such objects, objects returned by identity), made again by every call. An object whose
-    structure a bare instance plus its attributes cannot give back (__slots__, its own __new__, a container
-    subclass, a cycle) is left as it is (refused by the front end's output check)."""
-    memo: dict = {}  # id -> Rebuilt (one object reached twice stays one object)
-    making: set = set()
+class Rebuilder:
+    """Objects the call made that are not containers the trace prints (a transformers DynamicCache, a user class
+    instance), returned or stored outside the call, as Rebuilt values: class and attributes (tensors, numbers,
+    containers, other such objects, objects returned by identity), made again by every call. One Rebuilder per
+    trace, so an object both returned and stored (`self.cache = c; return c`) is one object on every call. An
+    object whose structure a bare instance plus its attributes cannot give back (__slots__, its own __new__, a
+    container subclass, a cycle) is left as it is (refused by the front end's output check)."""
 
-    def leaf(value):
+    def __init__(self, made_by_call, pre_existing, inputs=None):
+        self.made_by_call, self.pre_existing = made_by_call, pre_existing
+        self.inputs = inputs or {}  # id(argument object) -> its OpaqueProxy (compiler/frontend/state_objects.py)
+        self.memo: dict = {}  # id -> Rebuilt (one object reached twice stays one object)
+        self._making: set = set()
+
+    def __call__(self, value):
+        if self.inputs:  # an argument object is the caller's object of each call
+            value = pytree.tree_map(lambda v: self.inputs.get(id(v), v), value)
+        return pytree.tree_map(self._leaf, returned_by_identity(value, self.pre_existing))
+
+    def _leaf(self, value):
         if type(value) is SameObject or isinstance(value, _ATOMS) or is_traced(value):
             return value
-        if id(value) in memo:
-            return memo[id(value)]
-        if not made_by_call(value):
-            return SameObject(value) if pre_existing(value) or isinstance(value, torch.nn.Module) else value
+        if id(value) in self.memo:
+            return self.memo[id(value)]
+        if not self.made_by_call(value):
+            return SameObject(value) if self.pre_existing(value) or isinstance(value, torch.nn.Module) else value
         cls = type(value)
         holder = getattr(value, "__dict__", None)
-        if not isinstance(holder, dict) or cls.__new__ is not object.__new__ or id(value) in making or \
+        if not isinstance(holder, dict) or cls.__new__ is not object.__new__ or id(value) in self._making or \
                 isinstance(value, (dict, list, tuple, set, frozenset, collections.deque, torch.nn.Module)):
             return value
-        making.add(id(value))
+        self._making.add(id(value))
         try:
-            attrs = {k: pytree.tree_map(leaf, returned_by_identity(v, pre_existing)) for k, v in list(holder.items())}
+            attrs = {k: self(v) for k, v in list(holder.items())}
         finally:
-            making.discard(id(value))
-        memo[id(value)] = node = Rebuilt(cls, attrs, len(memo))
+            self._making.discard(id(value))
+        self.memo[id(value)] = node = Rebuilt(cls, attrs, len(self.memo))
         return node
-
-    return pytree.tree_map(leaf, out)

@@ -30,6 +30,7 @@ from ..core.context import current_state, tracing
 from ..symbolic.builtin_answers import traced_type
 from ..core.context import mark_container_write, mark_write
 from . import escapes
+from .module_reads import AttributeReads
 from .native import FrontendResult, holds_proxy, native_frontend
 from .hidden_inputs import UNSET, HiddenValue, by_value, expand, library_file, write_slot
 from ..interpreter import Interpreter, InterpreterError, events as ev, provenance
@@ -94,6 +95,7 @@ class CallEffects:
         self.attribute_slots: dict = {}
 
         self.context_vars: dict = {}  # id -> (ContextVar, its value before the call's first set, reason)
+        self.argument_objects: dict = {}  # id -> argument objects holding tensors (filled by the front end)
 
     def changed_attributes(self) -> list[str]:
         """Why the trace is single-use: attributes of outliving plain objects, and ContextVars, that the call
@@ -166,6 +168,8 @@ class CallEffects:
             if isinstance(event.value, torch.nn.Module) and id(event.value) not in self.own_modules:
                 self.rerun.append(f"{where}: sets attribute {event.name!r} of a {type(event.value).__name__} module "
                                   f"that is not part of the jitted module")
+            elif id(event.value) in self.argument_objects:
+                pass  # an argument holding tensors: the front end stores what the call assigns (state_objects.py)
             elif not isinstance(event.value, (torch.nn.Module, torch.Tensor, Proxy)):  # (epilogue, training_step)
                 # an effect only if the call leaves it changed: a value set and put back before the call ends
                 # (transformers' and kernels' CompileableContextVar under is_compiling) leaves nothing to repeat
@@ -232,6 +236,7 @@ class InterpretedCall:
         self.own_modules = set()  # ids of the jitted module's tree (set by the front end)
         self._known = None
         self.arguments: list = []  # the caller's arguments (not the proxied copies): what they reach existed before
+        self.attribute_reads = None  # module_reads.AttributeReads: module attributes read before they are written
 
     def __call__(self, *args, **kwargs):
         check_stack = os.environ.get("THUNDER_LINT_CHECK_STACK", "") not in ("", "0")
@@ -249,6 +254,8 @@ class InterpretedCall:
                 interp.before_effect = lambda frame, target: self._before_effect(state, interp, frame, target)
             interp.run_outside = lambda fn, a, k: _run_outside(state, fn, a, k)
         interp.fresh = {}  # (changes to objects made during the call are not effects outside it)
+        if self.attribute_reads is not None:
+            self.attribute_reads.install(interp)
         if self.on_interpreter is not None:
             self.on_interpreter(interp)
         provs = [provenance.Argument(f"args[{i}]") for i in range(len(args))]
@@ -346,7 +353,10 @@ def interpreted_frontend(fn, args, kwargs, *, observers=(), interpreter_observer
     (compiler.interpreter.events), ``on_interpreter(interp)`` is told the interpreter while it runs
     (and None after)."""
     effects = CallEffects(options.get("module"))
-    call = InterpretedCall(fn, (effects, *interpreter_observers), on_interpreter)
+    reads = AttributeReads(effects.own_modules)
+    call = InterpretedCall(fn, (effects, reads, *interpreter_observers), on_interpreter)
+    call.attribute_reads = reads
+    call.argument_objects = effects.argument_objects
     module = options.get("module")
     call.own_modules = effects.own_modules
     call.arguments = [*args, *kwargs.values()]  # (a DynamicCache passed in and returned: by identity)

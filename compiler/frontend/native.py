@@ -21,7 +21,7 @@ from .hidden_inputs import StateSnapshot, user_codes
 from ..features import autocast, torch_flags
 from . import escapes, segments
 from ..symbolic import values as symbolic
-from .epilogue import StateWrites, emit_guards, holds_proxy, insert_stores
+from .epilogue import StateWrites, append_stores, emit_guards, holds_proxy, insert_stores, replayable
 from .hook_guards import guard_called_modules, guard_hooks
 from ..core.proxies import OpaqueProxy, TensorProxy
 from ..torchlang.table import TracingMode
@@ -60,26 +60,33 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     state.symbolic = call is not None and symbolic.is_requested()
     if state.symbolic:
         builder.labels = _parameter_labels(fn, len(args), kwargs)
-    pargs, pkwargs = builder.arguments(args, kwargs)
-    swaps = builder.module_tensors(module, "module") if module is not None else []
-    builder.hidden(fn, module)
-    guard_hooks(builder, module, interpreted=call is not None)
-    snapshot = StateSnapshot(fn, module)
-    state_writes = StateWrites(module, snapshot)
-    state.tracked_containers = {id(held) for _, held, _ in state_writes.contents}
-    if state.segmenter is not None:
-        state.segmenter.watch(state_writes)
-    if call is None:  # natively, type(proxy) is TensorProxy; the interpreter answers type() as eager does
-        refuse_type_is_tensor(user_code_objects(user_codes(fn, module)))
+    try:
+        pargs, pkwargs = builder.arguments(args, kwargs)
+        if getattr(call, "argument_objects", None) is not None:  # (their attribute writes are stores, not effects)
+            call.argument_objects.update(builder.arg_objects)
+        swaps = builder.module_tensors(module, "module") if module is not None else []
+        builder.hidden(fn, module)
+        guard_hooks(builder, module, interpreted=call is not None)
+        snapshot = StateSnapshot(fn, module)
+        state_writes = StateWrites(module, snapshot)
+        state.tracked_containers = {id(held) for _, held, _ in state_writes.contents}
+        if state.segmenter is not None:
+            state.segmenter.watch(state_writes)
+        if call is None:  # natively, type(proxy) is TensorProxy; the interpreter answers type() as eager does
+            refuse_type_is_tensor(user_code_objects(user_codes(fn, module)))
+    except BaseException:
+        builder.state_objects.put_back(None, lambda v: True)  # (argument objects hold proxies until tracing ends)
+        raise
     grad_enabled = torch.is_grad_enabled()
     globals_before = _global_state(state)
     keep_effects = False  # the user's exception: eager kept what happened before it
+    rebuilder = escapes.Rebuilder(call.made_by_call, call.pre_existing, builder.state_objects.proxies()) \
+        if getattr(call, "pre_existing", None) is not None else None
     try:
         with tracing(state), answering_isinstance(), TracingMode():
             out = (fn if call is None else call)(*pargs, **pkwargs)
-            if getattr(call, "pre_existing", None) is not None:  # objects it did not make: returned as they are
-                out = escapes.returned_by_identity(out, call.pre_existing)
-                out = escapes.rebuilt_outputs(out, call.made_by_call, call.pre_existing)  # (a DynamicCache)
+            if rebuilder is not None:  # objects it did not make: returned as they are; made: made again
+                out = rebuilder(out)  # (a DynamicCache)
             out = state.normalize(out)  # numbers -> values, returned real tensors -> captured inputs
             # a returned comparison of symbolic values (`k = t.max().item() > s`): eager returns a bool, so the
             # trace returns this call's answer and guards it, as `if k:` would
@@ -104,7 +111,12 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
         writes, key_guards = state_writes.take(holds_proxy)  # replayed by the epilogue (stores), put back now
         made = [slot.label for slot, _ in state_writes.take(lambda v: _holds_created_generator(v, state))[0]]
         # None, numbers, deletions...: put back too (unless kept), and stored by the epilogue
-        settled, settled_guards, single_use = state_writes.settled(not keep_effects, state.write_marks, writes)
+        settled, settled_guards, single_use = state_writes.settled(
+            not keep_effects, state.write_marks, writes, _stored(rebuilder, call) if rebuilder is not None else None)
+        # argument objects holding tensors: their attributes put back; those the call reassigned are stored
+        object_stores, object_single_use = builder.state_objects.put_back(
+            _stored(rebuilder, call) if rebuilder is not None else None, replayable, keep_effects)
+        single_use = list(single_use) + object_single_use
         if state.segmenter is not None and state.segmenter.records:  # (read before the buffers are put back)
             settled += state.segmenter.restated(writes + settled)
         for d, name, real in swaps:
@@ -142,7 +154,12 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     writes += settled
     floor = state.segmenter.cut if state.segmenter is not None and state.segmenter.records else 0
     insert_stores(state.trace, writes, state.write_marks, floor)
-    emit_guards(builder, key_guards + settled_guards)
+    append_stores(state.trace, object_stores)  # (at the end: each value is computed by then)
+    reads = getattr(call, "attribute_reads", None)
+    unread, alternatives = state_writes.unread(writes, reads.read_before_write) if reads is not None else ([], {})
+    if unread and not single_use:  # a slot the call writes before reading it: no guard on what it held before
+        builder.unguard(unread, alternatives)
+    emit_guards(builder, key_guards + settled_guards, alternatives)
     guard_called_modules(builder, state.called_modules, module)
     _check_outputs(out, single_use=bool(state.single_use))
     trace = state.trace
@@ -168,6 +185,22 @@ def native_frontend(fn, args, kwargs, *, module: torch.nn.Module | None = None, 
     state.real_inputs.clear()  # (the state lives on in cycles: it must not keep the call's tensors)
     return FrontendResult(trace, prologue, state.events, rerun=single_use, segments=path, escapes=escaped)
 
+
+
+def _stored(rebuilder, call):
+    """An object the call made and stored on its module, as a value every call makes again. None where it holds
+    an object other than a module that the trace would keep by identity: one reached from the arguments differs
+    from call to call, and one the call made natively (`object()`) looks like state it found (the module holds
+    it while this runs)."""
+    def rebuild(value):
+        from ..core.trace import SameObject
+
+        new = rebuilder(value)
+        if any(type(v) is SameObject and not isinstance(v.obj, torch.nn.Module) for v in pytree.tree_leaves(new)):
+            return None
+        return new
+
+    return rebuild
 
 
 def _parameter_labels(fn, n_args: int, kwargs) -> dict:

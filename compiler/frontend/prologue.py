@@ -15,6 +15,7 @@ import torch
 
 from ..features import autocast, torch_flags
 from ..core.errors import UnsupportedInputError
+from .state_objects import StateObjects, is_state_object
 from .hidden_inputs import UNSET, hidden_values
 from ..meta.functions import meta_like
 from ..core.proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
@@ -167,7 +168,9 @@ def _print_hidden(bsym, trace):
     if h.check == "names":  # how many attributes an object has (one added or deleted re-traces)
         return _fail_if(f"len({read}) != {h.shape}")
     if h.check == "dict":
-        kind, keys = h.shape
+        kind, keys, *also = h.shape  # also: the keys the trace's own stores leave (module_reads.py)
+        if also:
+            return _fail_if(f"type({read}) is not {trace.const_expr(kind)} or tuple({read}) not in {(keys, *also)!r}")
         return _fail_if(f"type({read}) is not {trace.const_expr(kind)} or tuple({read}) != {keys!r}")
     if h.check == "set":
         kind, items = h.shape
@@ -250,6 +253,11 @@ def _passed_by_identity(x) -> bool:
     return hasattr(x, "__dict__") and mod not in sys.stdlib_module_names and mod not in ("builtins", "compiler")
 
 
+def _print_state_object(bsym, trace):
+    var, cls, names = bsym.args
+    return _fail_if(f"type({var}) is not {trace.const_expr(cls)} or tuple({var}.__dict__) != {names!r}")
+
+
 def _print_same(bsym, trace):
     var, first = bsym.args
     return _fail_if(f"{var} is not {first}")
@@ -285,6 +293,7 @@ CHECK_GLOBAL_STATE = _guard("check_global_state", _print_globals)
 RETURN_INPUTS = _guard("return_inputs", _print_return)
 CHECK_HIDDEN = _guard("check_hidden_value", _print_hidden)
 CHECK_SAME = _guard("check_same_object", _print_same)
+CHECK_STATE_OBJECT = _guard("check_state_object", _print_state_object)
 CHECK_DISTINCT = _guard("check_distinct_objects", _print_distinct)
 CHECK_NUMPY_VALUE = _guard("check_numpy_value", _print_numpy_value)
 CHECK_NUMPY_ARRAY = _guard("check_numpy_array", _print_numpy_array)
@@ -305,6 +314,9 @@ class PrologueBuilder:
         self.arg_tensors: dict = {}  # id(tensor argument) -> (proxy, prologue variable)
         self.grads: dict = {}  # input proxy name -> the proxy of its .grad (or None)
         self.hidden_guarded: set = set()  # (id(holder), key, path) of the hidden values guarded so far
+        self.hidden_found: list = []  # what `hidden` found statically
+        self.arg_objects: dict = {}  # id(argument object holding tensors) -> (its OpaqueProxy, prologue variable)
+        self.state_objects = StateObjects()
         self._trace_for_consts = Trace("prologue")
         self._trace_for_consts.wrap_try = True
         self.labels: dict = {}  # origin "args[1]" -> the parameter's name, for naming symbolic inputs
@@ -456,6 +468,8 @@ class PrologueBuilder:
             return x
         if _is_numpy_array(x):
             return self._numpy_array(source, x, origin)
+        if is_state_object(x):
+            return self._state_object(source, x, origin)
         if _passed_by_identity(x):
             return self._by_identity(source, x, origin)
         raise UnsupportedInputError(f"unsupported input at {origin}: a value of type {t.__module__}.{t.__qualname__}; "
@@ -472,6 +486,27 @@ class PrologueBuilder:
         self.state.inputs.append(p)
         self.state.opaque[id(x)] = p
         self.input_names.append(var)
+        return x
+
+    def _state_object(self, source: str, x, origin: str):
+        """An object holding tensors (compiler/frontend/state_objects.py): an input of the computation, guarded
+        by class and attribute names; what it holds goes through `value` (tensors become inputs), and the
+        function sees it holding those proxies until tracing ends."""
+        var = self._var()
+        self._emit(UNPACK, var, source)
+        seen = self.arg_objects.get(id(x))
+        if seen is not None:  # one object reached twice: the same object on every call
+            self._emit(CHECK_SAME, var, seen[1])
+            return x
+        before = dict(vars(x))
+        self._emit(CHECK_STATE_OBJECT, var, type(x), tuple(before))
+        p = OpaqueProxy(self.state.trace.new_name("o"), x, origin)
+        self.state.inputs.append(p)
+        self.input_names.append(var)
+        self.arg_objects[id(x)] = (p, var)
+        traced = {name: self.value(f"{var}.__dict__[{name!r}]", v, f"{origin}.{name}") for name, v in before.items()}
+        self.state_objects.add(x, p, before, traced)
+        vars(x).update(traced)
         return x
 
     def _by_identity(self, source: str, x, origin: str):
@@ -536,7 +571,34 @@ class PrologueBuilder:
 
     def hidden(self, fn, module=None) -> None:
         """Guard the globals, closure cells and module attributes the function's code can reach."""
-        self.guard_hidden(hidden_values(fn, module))
+        self.hidden_found = hidden_values(fn, module)
+        self.guard_hidden(self.hidden_found)
+
+    def unguard(self, slots, alternatives: dict) -> None:
+        """Module attributes the call writes before reading them (`slots`: (module, name)): no guard on what
+        they held, nor on what it reaches; a guard that a shared object got through one of them is made again
+        through its other holder. The names of a module's __dict__ may also be those the trace's stores leave
+        (`alternatives`: id(dict) -> keys)."""
+        from dataclasses import replace
+
+        ids = {(id(sub), name) for sub, name in slots}
+        roots = {h.where for h in (b.args[0] for b in self.bsyms if b.symbol is CHECK_HIDDEN)
+                 if h.kind == "attribute" and not h.path and (id(h.holder), h.key) in ids}
+
+        def under(h) -> bool:
+            return any(h.where == w or h.where.startswith((w + ".", w + "[")) for w in roots)
+
+        kept = []
+        for b in self.bsyms:
+            h = b.args[0] if b.symbol is CHECK_HIDDEN else None
+            if h is not None and under(h):
+                self.hidden_guarded.discard((id(h.holder), h.key, h.path))
+                continue
+            if h is not None and h.check == "dict" and h.key == "__dict__" and id(h.value) in alternatives:
+                b = BoundSymbol(CHECK_HIDDEN, (replace(h, shape=(*h.shape, alternatives[id(h.value)])),), {}, None)
+            kept.append(b)
+        self.bsyms[:] = kept
+        self.guard_hidden([h for h in getattr(self, "hidden_found", ()) if not under(h)])
 
     def guard_hidden(self, values) -> None:
         """Guard these HiddenValues (expanded), skipping any slot already guarded."""

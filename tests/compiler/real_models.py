@@ -2,10 +2,15 @@
 them (`model(input_ids)`: no use_cache=False), checked against eager: forward results (the model output and the
 cache objects it holds), a training step's loss and gradients, cache hits on calls 2..n. Used by
 tests/compiler/test_real_models.py (a quick shard) and bench/real_models.py (every family, cache mode and
-executor list, with timings). torchvision is left out: its operators fail to load with the installed torch."""
+executor list, with timings). torchvision's models (resnet, vit, convnext) are built from their constructors out of
+its pure-Python code: its wheel's compiled operators need the CUDA build of torch (libtorch_cuda.so, libc10_cuda.so)
+and fail to load with the installed CPU torch, so `torchvision_package` unpacks the wheel (and Pillow's, which
+its package imports) and imports the models without running the package's __init__ (which loads the operators);
+the models use none of them."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 
 import torch
@@ -67,18 +72,95 @@ def _families() -> dict:
 
 FAMILIES = ("llama", "mistral", "qwen2", "gemma", "phi", "gpt_neox", "gpt2", "opt", "bert",
             "t5", "whisper", "vit")
+TORCHVISION_FAMILIES = ("resnet", "tv_vit", "convnext")
+DECODERS = ("llama", "mistral", "qwen2", "gemma", "phi", "gpt_neox", "gpt2", "opt")  # (mode "generate")
+TORCHVISION, PILLOW = "torchvision==0.28.0", "pillow==13.0.0"  # (torchvision 0.28 goes with torch 2.13)
+CORPUS = os.path.join(os.environ.get("THUNDER_LINT_BENCH_CORPUS",
+                                     os.path.join(os.path.expanduser("~"), ".cache", "thunder-lint-bench")),
+                      "wheels-unpacked")
+
+
+def _unpacked(spec: str, fetch: bool) -> str | None:
+    """The folder a wheel is unpacked in (downloaded with pip into CORPUS the first time, when `fetch`)."""
+    import subprocess
+    import sys
+    import zipfile
+
+    tree = os.path.join(CORPUS, spec.replace("==", "-"))
+    if os.path.exists(os.path.join(tree, ".complete")):
+        return tree
+    if not fetch:
+        return None
+    wheels = os.path.join(CORPUS, "wheels")
+    os.makedirs(wheels, exist_ok=True)
+    name = spec.split("==")[0]
+    prefix = spec.replace("==", "-").lower() + "-"
+    found = lambda: [f for f in os.listdir(wheels) if f.lower().startswith(prefix)]  # noqa: E731
+    if not found():
+        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q",
+                               "-d", wheels, spec], capture_output=True)
+        if done.returncode != 0 or not found():
+            return None
+    with zipfile.ZipFile(os.path.join(wheels, found()[0])) as z:
+        z.extractall(tree)
+    open(os.path.join(tree, ".complete"), "w").write(name)
+    return tree
+
+
+def torchvision_package(fetch: bool = True):
+    """torchvision's model code, importable (None where its wheel is not at hand): the package's module made
+    without its __init__ (which loads the compiled operators), Pillow's wheel on the path for the modules that
+    import it."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    if "torchvision" in sys.modules:
+        return sys.modules["torchvision"]
+    trees = [_unpacked(spec, fetch) for spec in (PILLOW, TORCHVISION)]
+    if None in trees:
+        return None
+    sys.path.append(trees[0])  # (after the installed packages: an installed Pillow wins)
+    for name in ("torchvision", "torchvision.models"):
+        spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        module = importlib.util.module_from_spec(spec)
+        module.__path__ = [os.path.join(trees[1], *name.split("."))]
+        sys.modules[name] = module
+    return sys.modules["torchvision"]
+
+
+def _torchvision_families() -> dict:
+    """Small models from torchvision's own constructors (no weights)."""
+    if torchvision_package() is None:
+        return {}
+    from torchvision.models import convnext, resnet, vision_transformer
+
+    images = lambda i: ((torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(i)),), {})  # noqa: E731
+    return {
+        "resnet": (lambda: resnet.ResNet(resnet.BasicBlock, [1, 1, 1, 1], num_classes=10), images),
+        "tv_vit": (lambda: vision_transformer.VisionTransformer(image_size=32, patch_size=8, num_layers=2,
+                                                                num_heads=2, hidden_dim=32, mlp_dim=64,
+                                                                num_classes=10), images),
+        "convnext": (lambda: convnext.ConvNeXt([convnext.CNBlockConfig(16, 32, 1), convnext.CNBlockConfig(32, None, 1)],
+                                               num_classes=10), images),
+    }
+
+
+def _family(name: str):
+    return _torchvision_families()[name] if name in TORCHVISION_FAMILIES else _families()[name]
 
 
 def build(name: str, seed: int = 0) -> torch.nn.Module:
     torch.manual_seed(seed)
-    model = _families()[name][0]()
-    model.config._attn_implementation = "sdpa" if model.config._attn_implementation is None else \
-        model.config._attn_implementation
+    model = _family(name)[0]()
+    if hasattr(model, "config"):
+        model.config._attn_implementation = "sdpa" if model.config._attn_implementation is None else \
+            model.config._attn_implementation
     return model
 
 
 def inputs(name: str, i: int):
-    return _families()[name][1](i)
+    return _family(name)[1](i)
 
 
 def flatten(out, where="out") -> list:
@@ -134,14 +216,14 @@ def same(a, b, fused: bool = False) -> str | None:
 
 
 def _loss(out):
-    logits = out["logits"] if "logits" in out else out[0]
+    logits = out if isinstance(out, torch.Tensor) else out["logits"] if "logits" in out else out[0]
     return logits.float().pow(2).mean()
 
 
 @dataclasses.dataclass
 class Result:
     family: str
-    mode: str  # "forward" or "train"
+    mode: str  # "forward", "train" or "generate" (decoders: a prompt and GENERATED steps per call of `check`)
     cache: str
     executors: tuple
     error: str | None = None  # None: every call equal to eager
@@ -162,6 +244,8 @@ def check(name: str, mode: str = "forward", cache: str = "constant values", exec
     jm = compiler.jit(model, cache=cache, **({"executors": executors} if executors else {}))
 
     def step(fn, i):
+        if mode == "generate":
+            return generate(fn, _ids(length=8, seed=i))
         args, kwargs = inputs(name, i % 2)
         torch.manual_seed(1000 + i)  # (training: dropout draws the same numbers in eager and compiled)
         if mode == "forward":
@@ -185,12 +269,29 @@ def check(name: str, mode: str = "forward", cache: str = "constant values", exec
     res.hits, res.misses = compiler.cache_hits(jm), compiler.cache_misses(jm)
     entry = jm._jitted.last_entry
     res.segments = getattr(entry, "segment_count", 1) or 1 if entry is not None else 0
-    traces = compiler.last_traces(jm)
+    traces = compiler.last_traces(jm) if entry is not None else []
     if traces:
         res.regions = sum(1 for b in traces[-1].bsyms if "_fusion_" in b.symbol.name)
     if timed and res.error is None and cache != "no caching":  # (no caching: every call traces, ~0.5 s)
         res.eager_s, res.jit_s = _median_times(lambda i: step(model, i), lambda i: step(jm, i), timed)
     return res
+
+
+GENERATED = 3  # decode steps of mode "generate"
+
+
+def generate(fn, ids, steps: int = GENERATED):
+    """Greedy decoding as `generate` does it: the prompt, then one token per call with the model's own cache
+    (a DynamicCache) passed back. (the tokens, the last output)"""
+    with torch.no_grad():
+        out = fn(ids)
+        cache, tokens = out.past_key_values, []
+        for _ in range(steps):
+            tokens.append(out.logits[:, -1:].argmax(-1))
+            out = fn(tokens[-1], past_key_values=cache)
+            if out.past_key_values is not cache:
+                raise AssertionError("the cache passed back is not the one returned")
+    return torch.cat(tokens, 1), out
 
 
 def _median_times(eager, jitted, n: int) -> tuple[float, float]:

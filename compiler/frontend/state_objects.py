@@ -38,7 +38,13 @@ def _kind(x, depth: int) -> str | None:
     if depth > _DEPTH:
         return None
     if type(x) in (list, tuple) or type(x) is dict and all(type(k) is str for k in x):
-        kinds = [_kind(v, depth + 1) for v in (x.values() if type(x) is dict else x)]
+        items = list(x.values() if type(x) is dict else x)
+        if type(x) is not tuple and any(type(v) in (torch.Tensor, torch.nn.Parameter) for v in items):
+            # a list or dict of tensors held by an object is what calls append to (a log, a history): its
+            # object stays an input by identity, whose in-place changes the escapes journal keeps; caches hold
+            # their tensors in attributes they reassign (DynamicCache's layers[i].keys)
+            return None
+        kinds = [_kind(v, depth + 1) for v in items]
         return None if None in kinds else "tensors" if "tensors" in kinds else "plain"
     t = type(x)
     mod = (getattr(t, "__module__", "") or "").split(".")[0]

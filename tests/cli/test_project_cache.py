@@ -284,3 +284,45 @@ def test_the_index_does_work_linear_in_the_project(monkeypatch):
         ProjectIndex(_summaries(n), "/p")
         work.append(len(calls))
     assert work[1] <= 4.2 * work[0], work
+
+
+# --- the warm run's other costs: each folder looked in for a config once ------------------------------------------
+def test_config_lookups_sharing_a_memo_answer_as_each_alone(tmp_path, monkeypatch):
+    from analyzer import config
+
+    write(tmp_path / "pyproject.toml", "[tool.thunder-lint]\nselect = ['TL1']\n")
+    write(tmp_path / "a" / "b" / "c" / "m.py", "")
+    write(tmp_path / "a" / "pyproject.toml", "[project]\nname = 'not ours'\n")  # no table: not a config
+    write(tmp_path / "d" / "thunder-lint.toml", "select = ['TL2']\n")
+    write(tmp_path / "d" / "e" / "m.py", "")
+    folders = [tmp_path / "a" / "b" / "c", tmp_path / "d" / "e", tmp_path / "a", tmp_path, tmp_path / "d"]
+    alone = [config.find_pyproject(f) for f in folders]
+    assert alone[1] == alone[4] == str(tmp_path / "d" / "thunder-lint.toml")
+    memo: dict = {}
+    looked = []
+    real = config._config_in
+    monkeypatch.setattr(config, "_config_in", lambda folder: looked.append(folder) or real(folder))
+    assert [config.find_pyproject(f, memo) for f in folders] == alone
+    assert len(looked) == len(set(looked))  # each folder looked in once
+    assert alone[0] == alone[2] == alone[3] == str(tmp_path / "pyproject.toml")
+
+
+def test_warm_runs_answer_every_file_by_its_stat_and_write_nothing(project, monkeypatch):
+    """A warm run used to store the files it answered by their stat without that stat, so every other warm run
+    opened and hashed every file again (and took its stat answers for fresh results)."""
+    from analyzer import file_pass
+
+    src, cached, uncached = project
+    old = 1_600_000_000
+    for p in paths_of(src):
+        os.utime(src / p, (old, old))  # not "racy": modified long before it is read
+    cold = cached()
+    opened = []
+    real = file_pass.read_with_stat
+    monkeypatch.setattr(file_pass, "read_with_stat", lambda p, *a: opened.append(p) or real(p, *a))
+    writes = []
+    real_save = ResultCache.save
+    monkeypatch.setattr(ResultCache, "save", lambda self: writes.append(self.dirty) or real_save(self))
+    for _ in range(3):
+        assert findings(cached()) == findings(cold)
+    assert opened == [] and writes == [False, False, False]

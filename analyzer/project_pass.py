@@ -144,15 +144,25 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
     built_from = fingerprint(contributions, digests, read)
     indexed = {ap for ap, c in contributions.items() if c != NOT_INDEXED}
 
+    # summaries made since the store was last written (an edit that changed no contribution): the next build's
+    pending = stored.get("pending") if isinstance(stored.get("pending"), dict) else {}
     if stored.get("built_from") == built_from and all(ap in known for ap in indexed):
         # The index would be the one built last time: every file's facts are those stored for it.
         now = {ap: normalize_facts(known[ap][2]) for ap in indexed}
         library_default = str(stored.get("library_default") or "")
         said = stored.get("report") if isinstance(stored.get("report"), dict) else {}
+        pending = dict(pending)
+        for r in results:
+            if r.summary is not None and r.digest is not None:
+                got = known.get(absolute[id(r)])
+                if got is None or got[0] != r.digest:  # (the store holds what the last build read)
+                    pending[absolute[id(r)]] = (r.digest, r.summary)
     else:
-        now, library_default, said, read = _build(results, absolute, settings, cache, jobs, relinted, contributions, digests)
+        now, library_default, said, read = _build(results, absolute, settings, cache, jobs, relinted, contributions,
+                                                  digests, pending)
         built_from = fingerprint(contributions, digests, read)
         indexed = {ap for ap, c in contributions.items() if c != NOT_INDEXED}
+        pending = {}
     if report is not None:
         report.update(said)
 
@@ -182,11 +192,11 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
             if r.digest is not None and r.error is None and r.facts is not None and ap in contributions:
                 files[ap] = (r.digest, contributions[ap], r.facts)
         cache.set_project({"built_from": built_from, "read": read, "library_default": library_default,
-                           "report": said, "files": files})
+                           "report": said, "files": files, "pending": pending})
     return relinted, library_default
 
 
-def _build(results, absolute, settings, cache, jobs, relinted, contributions, digests):
+def _build(results, absolute, settings, cache, jobs, relinted, contributions, digests, pending):
     """Build the index from every file's summary (the unchanged files' from the store): (abspath -> facts, the
     library default's note, the report, the files whose text it read)."""
     store = SummaryStore(cache.directory, cache.key).load() if cache is not None else None
@@ -204,7 +214,9 @@ def _build(results, absolute, settings, cache, jobs, relinted, contributions, di
         ap = absolute[id(r)]
         if contributions.get(ap, NOT_INDEXED) == NOT_INDEXED:
             continue
-        got = store.get(ap, r.digest) if store is not None else None
+        got = pending.get(ap)
+        got = got[1] if isinstance(got, tuple) and len(got) == 2 and got[0] == r.digest and isinstance(got[1], dict) \
+            else store.get(ap, r.digest) if store is not None else None
         # (an unchanged file's module name changes when an __init__.py comes or goes: its summary is made again)
         if got is not None and got.get("module") == module_name(ap, settings.root, is_package):
             r.summary = got

@@ -111,7 +111,8 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
     default applied ("no compile call found": every nn.Module forward linted as compiled), or ""). ``report``,
     when given, receives what the summary should say beyond that: "unresolved", the compile calls the index could
     not follow ([path, line, label], paths relative to the root), "pipelines", the module classes the library
-    default took for data transforms ([path, class, evidence]), and "unmatched" `assume-compiled` patterns."""
+    default took for data transforms ([path, class, evidence]), and "unmatched" `assume-compiled` patterns.
+    (``fresh``, the results linted in this run, is kept for callers; what the files contribute decides.)"""
     stored = cache.project if cache is not None else {}
     absolute = {id(r): os.path.abspath(r.path) for r in results}  # (asked once: a big tree has thousands)
     known = stored.get("files") if isinstance(stored.get("files"), dict) else {}
@@ -191,6 +192,8 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
             ap = absolute[id(r)]
             if r.digest is not None and r.error is None and r.facts is not None and ap in contributions:
                 files[ap] = (r.digest, contributions[ap], r.facts)
+            else:  # (never left with facts of another build: the next run then builds the index)
+                files.pop(ap, None)
         cache.set_project({"built_from": built_from, "read": read, "library_default": library_default,
                            "report": said, "files": files, "pending": pending})
     return relinted, library_default

@@ -335,3 +335,24 @@ def test_warm_runs_answer_every_file_by_its_stat_and_write_nothing(project, monk
     for _ in range(3):
         assert findings(cached()) == findings(cold)
     assert opened == [] and writes == [False, False, False]
+
+
+def test_a_file_that_failed_in_a_build_leaves_no_facts_of_an_older_one(project, monkeypatch):
+    """net.py's lint raised while the index was being rebuilt (its result is not cached): the next run lints it
+    with the facts of the index as it is, never with those an older build stored for it."""
+    src, cached, uncached = project
+    cached()
+    write(src / "train.py", TRAIN_COMPILES)
+    for name in ("lint_source", "prepare_source", "check_prepared"):
+        def failing(*args, real=getattr(static, name), **kw):
+            path = kw.get("path") or (args[1] if len(args) > 1 and isinstance(args[1], str) else "")
+            if str(path).endswith("net.py") or (args and getattr(args[0], "path", "").endswith("net.py")):
+                raise RuntimeError("an engine bug")
+            return real(*args, **kw)
+
+        monkeypatch.setattr(static, name, failing)
+    broken = cached()
+    assert any("an engine bug" in e for e in broken.errors), broken.errors
+    monkeypatch.undo()
+    monkeypatch.chdir(src)
+    assert findings(cached()) == findings(uncached())

@@ -659,12 +659,12 @@ def _config_groups(args, cfg, settings, files: list[str]):
 
     if config_file_given(args) or not files:
         return [(cfg, settings, files)]
-    by_folder: dict[str, str | None] = {}
+    by_folder: dict[str, str | None] = {}  # (shared by the lookups: each folder above the files is looked in once)
     groups: dict[str | None, list[str]] = {}
     for f in files:
         folder = os.path.dirname(os.path.abspath(f))
         if folder not in by_folder:
-            by_folder[folder] = config_mod.find_config(folder)
+            config_mod.find_config(folder, by_folder)
         groups.setdefault(by_folder[folder], []).append(f)
     if list(groups) in ([cfg.source], [None]) and (cfg.source is not None or len(groups) == 1):
         return [(cfg, settings, files)]

@@ -216,20 +216,41 @@ def with_overrides(cfg: Config, pairs: list[str]) -> Config:
     return dataclasses.replace(cfg, **changes)
 
 
-def find_pyproject(start: str | os.PathLike) -> str | None:
+def find_pyproject(start: str | os.PathLike, memo: dict[str, str | None] | None = None) -> str | None:
     """The nearest config at or above ``start``: in each folder ``.thunder-lint.toml``, ``thunder-lint.toml``, then
-    a pyproject.toml that has a [tool.thunder-lint] table."""
-    here = Path(os.path.abspath(start))
-    if not here.is_dir():
-        here = here.parent
-    for folder in (here, *here.parents):
-        for name in CONFIG_NAMES:
-            if (folder / name).is_file():
-                return str(folder / name)
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file() and _holds_table(candidate):
-            return str(candidate)
+    a pyproject.toml that has a [tool.thunder-lint] table. ``memo`` (folder -> answer), shared by the calls of one
+    run, answers a folder that an earlier call walked through (a big tree's hundreds of folders share parents)."""
+    folder = os.path.abspath(start)
+    if not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    walked, found = [], None
+    while True:
+        if memo is not None and folder in memo:
+            found = memo[folder]
+            break
+        walked.append(folder)
+        found = _config_in(folder)
+        parent = os.path.dirname(folder)
+        if found is not None or parent == folder:
+            break
+        folder = parent
+    if memo is not None:
+        for f in walked:
+            memo[f] = found
+    return found
+
+
+def _config_in(folder: str) -> str | None:
+    for name in CONFIG_NAMES:
+        if os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    candidate = os.path.join(folder, "pyproject.toml")
+    if os.path.isfile(candidate) and _holds_table(Path(candidate)):
+        return candidate
     return None
+
+
+find_config = find_pyproject
 
 
 # pyproject.toml -> (its stat stamp, whether it is ours): a run asks once per folder of its files, and each of a

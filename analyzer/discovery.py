@@ -102,8 +102,8 @@ def discover(paths: list[str] | tuple[str, ...], *, exclude: tuple[str, ...] = (
     out = Discovered()
     seen_files: set[str] = set()
 
-    def add_file(path: str) -> None:
-        key = os.path.abspath(path)
+    def add_file(path: str, absolute: str | None = None) -> None:
+        key = absolute or os.path.abspath(path)
         if key not in seen_files:
             seen_files.add(key)
             out.files.append(path)
@@ -195,7 +195,10 @@ class GitIgnored:
     def ignores(self, path: str, is_dir: bool) -> bool:
         decision = None
         for base, spec in self.chain(os.path.dirname(path)):
-            rel = os.path.relpath(path, base).replace(os.sep, "/")
+            if path.startswith(base) and path[len(base):len(base) + 1] == os.sep:
+                rel = path[len(base) + 1:].replace(os.sep, "/")  # (relpath's answer, without its cost)
+            else:
+                rel = os.path.relpath(path, base).replace(os.sep, "/")
             if rel.startswith("../"):
                 continue
             result = spec.check_file(rel + "/" if is_dir else rel)
@@ -236,24 +239,27 @@ def _why(e: OSError) -> str:
 
 
 def _walk(top: str, out: Discovered, add_file, rules: FileRules, base: str, ignored: GitIgnored | None) -> None:
-    visited: set[str] = set()
-    stack = [top]
+    visited: set[tuple[int, int]] = set()
+    # (display path, path relative to base, absolute path) of each folder: an entry's are its folder's and its name
+    # (worked out once per folder, not per entry: a big tree has thousands of entries)
+    stack = [(top, _rel(top, base), os.path.abspath(top))]
     excluded, included = rules.excluded, rules.included
     while stack:
-        folder = stack.pop()
-        real = os.path.realpath(folder)
-        if real in visited:
-            continue  # reached again through a symlink: a loop or a duplicate
-        visited.add(real)
+        folder, folder_rel, folder_abs = stack.pop()
         try:
+            st = os.stat(folder)
+            if (st.st_dev, st.st_ino) in visited:
+                continue  # reached again through a symlink: a loop or a duplicate
+            visited.add((st.st_dev, st.st_ino))
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as e:
             out.problems.append((folder, f"cannot list folder: {_why(e)}"))
             continue
         subfolders = []
+        prefix = "" if folder_rel == "." else folder_rel + "/"
         for entry in entries:
             path = entry.path if folder != "." else entry.name
-            rel = _rel(path, base)
+            rel = prefix + entry.name
             if excluded.matches_name(entry.name) or excluded.matches(rel, whole_only=True):
                 continue
             try:
@@ -262,12 +268,13 @@ def _walk(top: str, out: Discovered, add_file, rules: FileRules, base: str, igno
                 if included.matches(rel, whole_only=True):
                     out.problems.append((path, _why(e)))
                 continue
-            if ignored is not None and ignored.ignores(os.path.abspath(path), is_dir):
+            absolute = os.path.join(folder_abs, entry.name)
+            if ignored is not None and ignored.ignores(absolute, is_dir):
                 continue
             if is_dir:
                 if _is_venv(path):
                     continue
-                subfolders.append(path)
+                subfolders.append((path, rel, absolute))
             elif included.matches(rel, whole_only=True):
                 if entry.is_symlink() and not os.path.exists(path):
                     try:
@@ -277,5 +284,5 @@ def _walk(top: str, out: Discovered, add_file, rules: FileRules, base: str, igno
                         reason = _why(e) if e.errno != 2 else "broken symbolic link (its target does not exist)"
                     out.problems.append((path, reason))
                     continue
-                add_file(path)
+                add_file(path, absolute)
         stack.extend(reversed(subfolders))  # depth-first in name order

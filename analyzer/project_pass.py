@@ -72,8 +72,8 @@ class SummaryStore:
             write_signed(self.directory, self.file, {"format": SUMMARIES_FORMAT, "key": self.key, "entries": self.entries})
             self.dirty = False
             others = sorted((p for p in self.directory.glob("summaries-*.pickle") if p != self.file), key=_mtime)
-            for stale in others[: max(0, len(others) - KEEP_FILES)]:
-                stale.unlink(missing_ok=True)
+            for stale in others[: max(0, len(others) - KEEP_FILES)] + list(self.directory.glob("index-*.json")):
+                stale.unlink(missing_ok=True)  # (index-*.json: the summaries' store before this one)
         except OSError:
             pass  # the results cache reports unwritable folders; the summaries are made again next time
 
@@ -111,8 +111,10 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
     default applied ("no compile call found": every nn.Module forward linted as compiled), or ""). ``report``,
     when given, receives what the summary should say beyond that: "unresolved", the compile calls the index could
     not follow ([path, line, label], paths relative to the root), "pipelines", the module classes the library
-    default took for data transforms ([path, class, evidence]), and "unmatched" `assume-compiled` patterns."""
+    default took for data transforms ([path, class, evidence]), and "unmatched" `assume-compiled` patterns.
+    (``fresh``, the results linted in this run, is kept for callers; what the files contribute decides.)"""
     stored = cache.project if cache is not None else {}
+    absolute = {id(r): os.path.abspath(r.path) for r in results}  # (asked once: a big tree has thousands)
     known = stored.get("files") if isinstance(stored.get("files"), dict) else {}
     relinted: set[int] = set()
     contributions: dict[str, str] = {}  # abspath -> contribution, of every readable file
@@ -121,7 +123,7 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
     for r in results:
         if r.digest is None:
             continue
-        ap = os.path.abspath(r.path)
+        ap = absolute[id(r)]
         if r.facts is None and r.held is None and r.error is None:  # a cache hit: its part was stored with it
             got = known.get(ap)
             if got is not None and got[0] == r.digest:
@@ -137,27 +139,37 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
         r.digest, r.signature = new.digest, new.signature
         relinted.add(id(r))
         if r.digest is not None:
-            ap = os.path.abspath(r.path)
+            ap = absolute[id(r)]
             contributions[ap], digests[ap] = contribution(r.summary), r.digest
     read = [p for p in stored.get("read", ()) if isinstance(p, str)]
     built_from = fingerprint(contributions, digests, read)
     indexed = {ap for ap, c in contributions.items() if c != NOT_INDEXED}
 
+    # summaries made since the store was last written (an edit that changed no contribution): the next build's
+    pending = stored.get("pending") if isinstance(stored.get("pending"), dict) else {}
     if stored.get("built_from") == built_from and all(ap in known for ap in indexed):
         # The index would be the one built last time: every file's facts are those stored for it.
         now = {ap: normalize_facts(known[ap][2]) for ap in indexed}
         library_default = str(stored.get("library_default") or "")
         said = stored.get("report") if isinstance(stored.get("report"), dict) else {}
+        pending = dict(pending)
+        for r in results:
+            if r.summary is not None and r.digest is not None:
+                got = known.get(absolute[id(r)])
+                if got is None or got[0] != r.digest:  # (the store holds what the last build read)
+                    pending[absolute[id(r)]] = (r.digest, r.summary)
     else:
-        now, library_default, said, read = _build(results, settings, cache, jobs, relinted, contributions, digests)
+        now, library_default, said, read = _build(results, absolute, settings, cache, jobs, relinted, contributions,
+                                                  digests, pending)
         built_from = fingerprint(contributions, digests, read)
         indexed = {ap for ap, c in contributions.items() if c != NOT_INDEXED}
+        pending = {}
     if report is not None:
         report.update(said)
 
     todo, held = [], []
     for r in results:
-        ap = os.path.abspath(r.path)
+        ap = absolute[id(r)]
         if r.digest is None or ap not in indexed:
             continue
         facts = now.get(ap, ())
@@ -177,15 +189,17 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
     if cache is not None:
         files = dict(known)
         for r in results:
-            ap = os.path.abspath(r.path)
+            ap = absolute[id(r)]
             if r.digest is not None and r.error is None and r.facts is not None and ap in contributions:
                 files[ap] = (r.digest, contributions[ap], r.facts)
+            else:  # (never left with facts of another build: the next run then builds the index)
+                files.pop(ap, None)
         cache.set_project({"built_from": built_from, "read": read, "library_default": library_default,
-                           "report": said, "files": files})
+                           "report": said, "files": files, "pending": pending})
     return relinted, library_default
 
 
-def _build(results, settings, cache, jobs, relinted, contributions, digests):
+def _build(results, absolute, settings, cache, jobs, relinted, contributions, digests, pending):
     """Build the index from every file's summary (the unchanged files' from the store): (abspath -> facts, the
     library default's note, the report, the files whose text it read)."""
     store = SummaryStore(cache.directory, cache.key).load() if cache is not None else None
@@ -200,10 +214,12 @@ def _build(results, settings, cache, jobs, relinted, contributions, digests):
     for r in results:
         if r.digest is None or r.summary is not None:
             continue
-        ap = os.path.abspath(r.path)
+        ap = absolute[id(r)]
         if contributions.get(ap, NOT_INDEXED) == NOT_INDEXED:
             continue
-        got = store.get(ap, r.digest) if store is not None else None
+        got = pending.get(ap)
+        got = got[1] if isinstance(got, tuple) and len(got) == 2 and got[0] == r.digest and isinstance(got[1], dict) \
+            else store.get(ap, r.digest) if store is not None else None
         # (an unchanged file's module name changes when an __init__.py comes or goes: its summary is made again)
         if got is not None and got.get("module") == module_name(ap, settings.root, is_package):
             r.summary = got
@@ -214,7 +230,7 @@ def _build(results, settings, cache, jobs, relinted, contributions, digests):
         r.diagnostics, r.error, r.summary, r.facts = new.diagnostics, new.error, new.summary, new.facts
         r.digest, r.signature = new.digest, new.signature
         relinted.add(id(r))
-        ap = os.path.abspath(r.path)
+        ap = absolute[id(r)]
         if r.digest is not None:
             contributions[ap], digests[ap] = contribution(r.summary), r.digest
         else:
@@ -223,10 +239,10 @@ def _build(results, settings, cache, jobs, relinted, contributions, digests):
     index = ProjectIndex([r.summary for r in with_summary], settings.root, settings.assume_compiled, settings.target)
     said = {"unresolved": [list(u) for u in index.unresolved], "pipelines": [list(p) for p in index.pipelines],
             "unmatched": list(index.unmatched_patterns)}
-    now = {os.path.abspath(r.path): index.facts_for(r.summary["module"], r.summary["path"]) for r in with_summary}
+    now = {absolute[id(r)]: index.facts_for(r.summary["module"], r.summary["path"]) for r in with_summary}
     if store is not None:
         for r in with_summary:
             if r.error is None:
-                store.put(os.path.abspath(r.path), r.digest, r.summary)
+                store.put(absolute[id(r)], r.digest, r.summary)
         store.save()
     return now, index.library_default, said, [os.path.abspath(p) for p in index.texts_read()]

@@ -268,6 +268,8 @@ def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
     else:
         hits = 0
     paths = todo
+    # answered by their stat signature: not fresh (their cache entries, signature included, stand as they are)
+    stat_hits = {id(r) for r in results}
 
     # A project small enough to hold parsed in memory is linted once per file, after the project index (its facts
     # are then final), by this process and forked helpers that each hold a share. A bigger one goes to a pool,
@@ -339,7 +341,7 @@ def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
                 r.diagnostics = [entry_to_diag(e, r.path) for e in entry]
                 cache.put(os.path.abspath(r.path), r.digest, r.diagnostics, r.signature)  # refresh the stat
                 hits += 1
-        else:
+        elif id(r) not in stat_hits:
             fresh_results.add(id(r))
 
     # Second pass: what the whole project compiles, and the files whose findings depend on it. The index

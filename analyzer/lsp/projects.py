@@ -97,7 +97,8 @@ class Project:
             return old is not None
         self.summaries[path] = summary
         self.contributions[path] = contribution(summary)
-        return old != self.contributions[path]
+        # a file whose text the index read (a wrapper's caller): its text counts, not only its summary
+        return old != self.contributions[path] or (self.index is not None and self.index.read_text_of(path))
 
     def _forget(self, path: str) -> bool:
         return self.set_summary(path, None)

@@ -15,9 +15,15 @@ NOT_INDEXED = ""  # the contribution of a file with no summary (it does not pars
 
 
 def contribution(summary: dict | None) -> str:
-    """The digest of what a file contributes to the index (its summary; repr is exact for these plain values)."""
+    """The digest of what a file contributes to the index (its summary; repr is exact for these plain values).
+
+    Where its functions start and end counts only in a file with compile calls: the index matches those spans
+    with the file's own compile calls, and otherwise only in files whose text it reads (counted by their content,
+    ``fingerprint``). So adding a line to a model file with no compile call changes no contribution."""
     if summary is None:
         return NOT_INDEXED
+    if not summary.get("entries"):
+        summary = dict(summary, functions={q: rec[2:] for q, rec in summary["functions"].items()})
     return hashlib.blake2b(repr(summary).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 

@@ -400,6 +400,7 @@ class ProjectIndex:
     def __init__(self, summaries: list[dict], root: str = ".", assume_compiled=None, target: str = "any", texts=None):
         self.root = os.path.abspath(root)
         self._lines: dict[str, list[str]] = {}  # path -> its lines, read when a function there is reached
+        self._asked: set[str] = set()  # the files whose text the build asked for (what it says depends on it)
         for path, text in (texts or {}).items():
             self._lines[path] = _ast_line_ends(text).split("\n")
         # by name (and path, where two files share a module name): every order below follows from it, never
@@ -836,6 +837,7 @@ class ProjectIndex:
 
     def lines_of(self, path: str) -> list[str]:
         """The lines of a linted file, read once when the index first needs them."""
+        self._asked.add(path)
         lines = self._lines.get(path)
         if lines is None:
             try:
@@ -850,7 +852,10 @@ class ProjectIndex:
 
     def texts_read(self) -> list[str]:
         """The files whose text (beyond their summary) the index has read: what it says depends on their content."""
-        return sorted(self._lines)
+        return sorted(self._asked)
+
+    def read_text_of(self, path: str) -> bool:
+        return path in self._asked
 
     def tree_of(self, path: str) -> ast.Module | None:
         """A linted file's syntax tree, parsed again only when asked (the callers of a wrapper: few files)."""

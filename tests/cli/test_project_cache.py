@@ -141,6 +141,15 @@ def test_cold_warm_and_each_edit_equal_a_run_without_the_cache(project, monkeypa
     assert (counts.builds, counts.store_loads, counts.linted) == (0, 0, ["blocks.py"])
     assert findings(got) == findings(uncached())
 
+    # Lines added to a file with no compile call: where its functions start changes nothing for the others (no
+    # index); its new summary waits in the results cache for the next build (which then need not lint it again).
+    write(src / "other.py", "# a comment\n\n" + OTHER)
+    counts.reset()
+    got = cached()
+    assert (counts.builds, counts.store_loads, counts.linted) == (0, 0, ["other.py"])
+    assert findings(got) == findings(uncached())
+    assert [d.line for d in got.diagnostics if d.path == "other.py"] == [8]
+
     # A compile call appears: the index is built again and the files whose facts it changes are linted again, not
     # the file it says nothing about.
     write(src / "train.py", TRAIN_COMPILES)
@@ -158,13 +167,13 @@ def test_cold_warm_and_each_edit_equal_a_run_without_the_cache(project, monkeypa
     counts.reset()
     got = cached()
     assert counts.builds == 1 and "other.py" not in counts.linted
-    assert findings(got) == findings(uncached()) == findings(cold)
+    assert findings(got) == findings(uncached())
 
     # A file removed.
     (src / "train.py").unlink()
     counts.reset()
     got = cached()
-    assert counts.builds == 1 and findings(got) == findings(uncached()) == findings(cold)
+    assert counts.builds == 1 and findings(got) == findings(uncached())
 
 
 def test_a_package_made_by_a_new_init_renames_its_unchanged_modules(tmp_path, monkeypatch):
@@ -284,3 +293,66 @@ def test_the_index_does_work_linear_in_the_project(monkeypatch):
         ProjectIndex(_summaries(n), "/p")
         work.append(len(calls))
     assert work[1] <= 4.2 * work[0], work
+
+
+# --- the warm run's other costs: each folder looked in for a config once ------------------------------------------
+def test_config_lookups_sharing_a_memo_answer_as_each_alone(tmp_path, monkeypatch):
+    from analyzer import config
+
+    write(tmp_path / "pyproject.toml", "[tool.thunder-lint]\nselect = ['TL1']\n")
+    write(tmp_path / "a" / "b" / "c" / "m.py", "")
+    write(tmp_path / "a" / "pyproject.toml", "[project]\nname = 'not ours'\n")  # no table: not a config
+    write(tmp_path / "d" / "thunder-lint.toml", "select = ['TL2']\n")
+    write(tmp_path / "d" / "e" / "m.py", "")
+    folders = [tmp_path / "a" / "b" / "c", tmp_path / "d" / "e", tmp_path / "a", tmp_path, tmp_path / "d"]
+    alone = [config.find_pyproject(f) for f in folders]
+    assert alone[1] == alone[4] == str(tmp_path / "d" / "thunder-lint.toml")
+    memo: dict = {}
+    looked = []
+    real = config._config_in
+    monkeypatch.setattr(config, "_config_in", lambda folder: looked.append(folder) or real(folder))
+    assert [config.find_pyproject(f, memo) for f in folders] == alone
+    assert len(looked) == len(set(looked))  # each folder looked in once
+    assert alone[0] == alone[2] == alone[3] == str(tmp_path / "pyproject.toml")
+
+
+def test_warm_runs_answer_every_file_by_its_stat_and_write_nothing(project, monkeypatch):
+    """A warm run used to store the files it answered by their stat without that stat, so every other warm run
+    opened and hashed every file again (and took its stat answers for fresh results)."""
+    from analyzer import file_pass
+
+    src, cached, uncached = project
+    old = 1_600_000_000
+    for p in paths_of(src):
+        os.utime(src / p, (old, old))  # not "racy": modified long before it is read
+    cold = cached()
+    opened = []
+    real = file_pass.read_with_stat
+    monkeypatch.setattr(file_pass, "read_with_stat", lambda p, *a: opened.append(p) or real(p, *a))
+    writes = []
+    real_save = ResultCache.save
+    monkeypatch.setattr(ResultCache, "save", lambda self: writes.append(self.dirty) or real_save(self))
+    for _ in range(3):
+        assert findings(cached()) == findings(cold)
+    assert opened == [] and writes == [False, False, False]
+
+
+def test_a_file_that_failed_in_a_build_leaves_no_facts_of_an_older_one(project, monkeypatch):
+    """net.py's lint raised while the index was being rebuilt (its result is not cached): the next run lints it
+    with the facts of the index as it is, never with those an older build stored for it."""
+    src, cached, uncached = project
+    cached()
+    write(src / "train.py", TRAIN_COMPILES)
+    for name in ("lint_source", "prepare_source", "check_prepared"):
+        def failing(*args, real=getattr(static, name), **kw):
+            path = kw.get("path") or (args[1] if len(args) > 1 and isinstance(args[1], str) else "")
+            if str(path).endswith("net.py") or (args and getattr(args[0], "path", "").endswith("net.py")):
+                raise RuntimeError("an engine bug")
+            return real(*args, **kw)
+
+        monkeypatch.setattr(static, name, failing)
+    broken = cached()
+    assert any("an engine bug" in e for e in broken.errors), broken.errors
+    monkeypatch.undo()
+    monkeypatch.chdir(src)
+    assert findings(cached()) == findings(uncached())

@@ -202,3 +202,18 @@ async def test_an_edit_relints_the_documents_whose_facts_it_changes_only(workspa
         await diagnostics(client, other, 2)
         assert client.publishes[models] == before[models] + 1
         assert client.publishes[other] == before[other] + 1
+
+
+async def test_an_edit_in_a_file_whose_text_the_index_read_counts_though_its_summary_is_the_same(workspace, tmp_path):
+    """``setup(Net())`` compiles Net through a wrapper: the index reads train.py's text for the call, so an edit
+    there that leaves train.py's summary as it was still rebuilds the index."""
+    (workspace / "setup.py").write_text("import torch\n\n\ndef setup(model):\n    return torch.compile(model)\n")
+    (workspace / "train.py").write_text("from setup import setup\nfrom models import Net\n\nmodel = setup(Net())\n")
+    async with session(workspace, tmp_path) as client:
+        models = open_doc(client, workspace / "models.py")
+        train = open_doc(client, workspace / "train.py")
+        await indexed(client)
+        diags = await diagnostics(client, models, 1, until=lambda ds: codes(ds) == ["TL201"])
+        assert "setup(Net())" in diags[0].related_information[0].message
+        change_doc(client, train, 2, new_text="from setup import setup\nfrom models import Net\n\nmodel = setup(None)\n")
+        await diagnostics(client, models, 1, until=lambda ds: ds == [])

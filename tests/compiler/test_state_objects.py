@@ -130,3 +130,25 @@ def test_stores_into_an_argument_object_across_a_value_read():
         assert torch.equal(jf(x, cache), f(x, eager_cache))
         _equal_caches(cache, eager_cache)
     assert compiler.cache_hits(jf) >= 1
+
+
+class Log:
+    def __init__(self):
+        self.entries = [torch.ones(2)]
+
+
+def test_an_object_whose_list_of_tensors_the_call_appends_to_matches_eager_on_every_call():
+    """A list of tensors held by an argument object is appended to (a log), not reassigned: the object stays an
+    input by identity, and every call appends what eager appends."""
+    def fn(x, log):
+        log.entries.append(x.sin())
+        return x + 1
+
+    for mode in ("constant values", "symbolic values", "no caching"):
+        jfn = compiler.jit(fn, cache=mode)
+        mine, eagers = Log(), Log()
+        for _ in range(3):
+            x = torch.randn(2)
+            assert torch.equal(jfn(x, mine), fn(x, eagers))
+        assert len(mine.entries) == len(eagers.entries) == 4
+        assert all(torch.equal(a, b) for a, b in zip(mine.entries, eagers.entries))

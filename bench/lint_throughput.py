@@ -2,7 +2,8 @@
 """Lint speed on a real corpus, each figure against its baseline measured in the same run: the Python sources of
 the `transformers` wheel (~2,900 files, 1.2M lines).
 
-    python3 bench/lint_throughput.py [--version 5.23.0] [--jobs N] [--quick] [--check] [--json OUT]
+    python3 bench/lint_throughput.py [--version 5.23.0] [--jobs N] [--quick] [--skip cold|small|slope] [--check]
+                                     [--json OUT]
 
 Downloads the wheel once with pip (into bench/.corpus/, which git ignores) and ruff with pip the same way, then
 measures, thunder-lint always as the real CLI in a fresh process (bytecode compiled first, as an installed
@@ -10,7 +11,8 @@ package has it):
   1. cold: ``thunder-lint --no-cache`` on the corpus, against ``ruff check --select ALL --no-cache`` on it (and a
      bare single-process ``ast.parse`` loop, the parser's own floor);
   2. warm: the same tree again with its cache filled (nothing changed);
-  3. start-up: a 4-file tree (four mid-sized files of the corpus), against ruff on it: medians of alternated runs;
+  3. start-up: a 4-file tree (four mid-sized files of the corpus), against ruff on it and ``python3 -c pass`` (the
+     interpreter's own start, the floor of any Python linter): medians of alternated runs;
   4. the slope: 1x, 2x and 4x copies of a slice of the corpus (every 10th file), cold: seconds per 1,000 lines
      at each size and the least-squares line through the three (time = a + b * lines); linear when the time per
      1,000 lines at 4x is within 1.25x of 1x.

@@ -12,7 +12,7 @@ from ._module_state import (CONSTRUCTION, EXPECTED, class_state, is_self_attr, o
 from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
-from .walk import preorder
+from ._walk import preorder
 
 INFO = RuleInfo(
     code="TL205",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from .walk import walk
+from ._walk import walk
 
 NOT_NONE = object()  # an argument whose value is unknown but certainly not None (`x.shape[1]`, `a + b`)
 UNKNOWN = object()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .walk import walk
+from ._walk import walk
 
 # Methods that build the object: what they set is configuration, fixed once the object exists.
 CONSTRUCTION = frozenset({"__init__", "__post_init__", "__new__", "__setstate__", "__init_subclass__"})

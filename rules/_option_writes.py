@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from .walk import walk
+from ._walk import walk
 
 # Text that can hold one: files and functions without it skip the search.
 INPLACE_OPTION_TEXT = "inplace"

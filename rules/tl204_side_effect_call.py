@@ -9,7 +9,7 @@ from ._jit_scopes import jitted_scopes
 from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks, report_only_spans
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
-from .walk import walk
+from ._walk import walk
 
 _BUILTINS = frozenset({"print", "open", "input", "breakpoint", "globals", "locals", "vars"})
 _MODULES = ("random", "time")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from itertools import accumulate
 
 from ._module_state import (CONSTRUCTION, EXPECTED, class_state, is_self_attr, outside_code, progressive,
                             python_value, self_name, tensor_value)
 from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
-from .walk import preorder
+from ._walk import preorder
 
 INFO = RuleInfo(
     code="TL205",
@@ -274,7 +275,8 @@ class _Facts:
         """One pass of the text: the lines of ``x.attr = v`` stores (x not ``self``), of ``.m(`` calls, and of
         ``setattr(``; TL205 asks about many attributes, each then a lookup."""
         text = self.ctx.source.text
-        starts = [m.end() for m in re.finditer("\n", text)]
+        # where each line after the first starts (just after each "\n"), summed in C: no match object per line
+        starts = list(accumulate(map((1).__add__, map(len, text.split("\n")))))[:-1]
 
         def line(pos):
             return bisect.bisect_right(starts, pos) + 1
@@ -282,7 +284,7 @@ class _Facts:
         self._stores, self._calls, self._setattr = {}, None, []
         for m in re.finditer(r"(?<!\bself)\.\s*(\w+)\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)", text):
             self._stores.setdefault(m.group(1), set()).add(line(m.start()))
-        self._setattr = {line(m.start()) for m in re.finditer(r"\bsetattr\s*\(", text)}
+        self._setattr = {line(m.start()) for m in re.finditer(r"\bsetattr\s*\(", text)} if "setattr" in text else set()
         self._line = line
 
     def _calls_of(self, method: str) -> set:

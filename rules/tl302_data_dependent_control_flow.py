@@ -9,7 +9,7 @@ from ._torch_api import compiled_operands, eager_only_spans, in_spans, mentions_
 from ._values import DATA_READ_FUNCTIONS, Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
-from .walk import walk
+from ._walk import walk
 
 _CONVERSIONS = frozenset({"bool", "int", "float"})
 

@@ -1,4 +1,4 @@
-"""rules.walk.walk lists what ast.walk yields, in its order, and leaves no reference cycle on the tree."""
+"""rules._walk.walk lists what ast.walk yields, in its order, and leaves no reference cycle on the tree."""
 
 import ast
 import gc
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rules.walk import walk
+from rules._walk import walk
 
 REPO = Path(__file__).resolve().parents[2]
 # real code of every shape: the rules, the analyzer and the compiler's interpreter
@@ -52,7 +52,7 @@ def test_the_kept_list_makes_no_cycle():
 @pytest.mark.parametrize("path", SOURCES[:12], ids=lambda p: p.name)
 def test_preorder_is_fast_walks_order(path):
     from rules._module_state import fast_walk
-    from rules.walk import preorder
+    from rules._walk import preorder
 
     tree = ast.parse(path.read_text())
     for node in [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:

@@ -34,7 +34,10 @@ def walk(node):
 # that is a node on some newer Python (3.12's ``TypeAlias.name``) is kept there: see _fields.
 _NO_NODES = frozenset({"id", "attr", "arg", "module", "level", "kind", "conversion", "is_async", "simple",
                        "type_comment", "asname", "name", "rest", "kwd_attrs", "tag"})
-_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.Global: (), ast.Nonlocal: ()}
+_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.Global: (), ast.Nonlocal: (), ast.MatchSingleton: ()}
+# The list fields that may hold None besides nodes (``{**d}``'s key, a keyword-only argument without default);
+# every other list of a parsed tree holds nodes only.
+_MAYBE_NONE = frozenset({"keys", "kw_defaults"})
 
 
 def _fields(kind: type) -> tuple[str, ...]:
@@ -61,7 +64,7 @@ def _descendants(root) -> list:
             except AttributeError:
                 continue
             if type(v) is list:
-                extend([x for x in v if isinstance(x, AST)])
+                extend([x for x in v if x is not None] if name in _MAYBE_NONE else v)
             elif isinstance(v, AST):
                 append(v)
         if i == len(out):
@@ -86,7 +89,7 @@ def preorder(node) -> list:
         for name in fields:
             v = getattr(n, name, None)
             if type(v) is list:
-                extend([x for x in v if isinstance(x, AST)])
+                extend([x for x in v if x is not None] if name in _MAYBE_NONE else v)
             elif isinstance(v, AST):
                 push(v)
     return out

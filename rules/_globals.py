@@ -11,6 +11,7 @@ Only this file is seen: a change made from another module is not (the project in
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 
@@ -35,13 +36,38 @@ def might_change(text: str, name: str) -> bool:
     ``cls.x = v``)? A cheap test before the file's walk; False means it certainly does not."""
     if name not in text:
         return False
-    if "setattr" in text or "classmethod" in text:
-        return True
     n = re.escape(name)
-    store = rf"\b{n}\s*(?:\.\s*\w+|\[[^\n]*\])\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)"
-    call = rf"\b{n}\s*\.\s*(?:{'|'.join(sorted(MUTATORS))})\s*\("
-    return re.search(store, text) is not None or re.search(call, text) is not None or re.search(
-        rf"\bdel\s+{n}\s*[\[.]", text) is not None
+    if "setattr" in text and re.search(rf"setattr\s*\(\s*{n}\s*,", text):
+        return True
+    if "classmethod" in text and re.search(rf"class\s+{n}\b", text):
+        return True  # a classmethod of the class stores `cls.x = v`
+    change = _change_pattern(name)
+    # each occurrence of the name is tried where it stands (a search over the whole text backtracks on every
+    # `[`, 10 ms a call on a 3,000-line model file)
+    for m in _name_pattern(name).finditer(text):
+        start = m.start()
+        if (start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")) and change.match(text, start):
+            return True
+    return any(m.start() == 0 or not (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_")
+               for m in _delete_pattern(name).finditer(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_pattern(name: str):
+    return re.compile(rf"{re.escape(name)}\b")  # (a leading \b would cost the literal-prefix search: 40x)
+
+
+@functools.lru_cache(maxsize=4096)
+def _change_pattern(name: str):
+    n = re.escape(name)
+    store = rf"{n}\s*(?:\.\s*\w+|\[[^\n]*\])\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)"
+    call = rf"{n}\s*\.\s*(?:{'|'.join(sorted(MUTATORS))})\s*\("
+    return re.compile(f"{store}|{call}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _delete_pattern(name: str):
+    return re.compile(rf"del\s+{re.escape(name)}\s*[\[.]")
 
 
 def is_data_global(index, name: str) -> bool:

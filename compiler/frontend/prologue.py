@@ -14,9 +14,10 @@ import types
 import torch
 
 from ..features import autocast, torch_flags
+from ..core import tree as pytree
 from ..core.errors import UnsupportedInputError
 from .hidden_inputs import UNSET, hidden_values
-from ..meta.functions import meta_like
+from ..meta.functions import meta_like, shared_metas
 from ..core.proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
 from ..core.symbols import BoundSymbol, Symbol, Tag
 from ..core.trace import Trace
@@ -260,6 +261,23 @@ def _print_distinct(bsym, trace):
     return _fail_if(f"len({{{', '.join(f'id({n})' for n in names)}}}) != {len(names)}")
 
 
+def sharing(*tensors) -> tuple:
+    """Which of these tensors view one base (shared_metas' groups), and where: per tensor, the position of the
+    first one with the same base, and its storage offset within that base where several share it."""
+    roots = [(t._base if t._base is not None else t) if t.numel() else t for t in tensors]
+    count: dict = {}
+    for r in roots:
+        count[id(r)] = count.get(id(r), 0) + 1
+    first: dict = {}
+    return tuple((first.setdefault(id(r), i), t.storage_offset() - r.storage_offset() if count[id(r)] > 1 else 0)
+                 for i, (t, r) in enumerate(zip(tensors, roots)))
+
+
+def _print_sharing(bsym, trace):
+    names, expected = bsym.args
+    return _fail_if(f"{trace.const_expr(sharing)}({', '.join(names)}) != {expected!r}")
+
+
 def _print_symbolic_input(bsym, trace):
     name, source, kind = bsym.args
     return [f"{name} = {source}"] + _fail_if(f"type({name}) is not {kind}")
@@ -286,6 +304,7 @@ RETURN_INPUTS = _guard("return_inputs", _print_return)
 CHECK_HIDDEN = _guard("check_hidden_value", _print_hidden)
 CHECK_SAME = _guard("check_same_object", _print_same)
 CHECK_DISTINCT = _guard("check_distinct_objects", _print_distinct)
+CHECK_SHARING = _guard("check_sharing", _print_sharing)
 CHECK_NUMPY_VALUE = _guard("check_numpy_value", _print_numpy_value)
 CHECK_NUMPY_ARRAY = _guard("check_numpy_array", _print_numpy_array)
 CHECK_TENSOR_SYMBOLIC = _guard("check_tensor_symbolic_sizes", _print_tensor_symbolic)
@@ -309,6 +328,7 @@ class PrologueBuilder:
         self._trace_for_consts.wrap_try = True
         self.labels: dict = {}  # origin "args[1]" -> the parameter's name, for naming symbolic inputs
         self._sym_names: set = set()
+        self.shared: dict = {}  # id(argument tensor) -> its meta, for arguments that view one base (shared_metas)
 
     def _var(self) -> str:
         self._n += 1
@@ -318,7 +338,8 @@ class PrologueBuilder:
         self.bsyms.append(BoundSymbol(sym, args, {}, None))
 
     def tensor_input(self, var: str, t: torch.Tensor, origin: str) -> TensorProxy:
-        p = TensorProxy(self.state.trace.new_name("t"), meta_like(t), t.device, origin=origin)
+        m = self.shared.get(id(t))
+        p = TensorProxy(self.state.trace.new_name("t"), meta_like(t) if m is None else m, t.device, origin=origin)
         p.is_parameter = type(t) is torch.nn.Parameter
         self._emit(CHECK_TENSOR, var, TensorFacts(t))
         self.state.inputs.append(p)
@@ -330,7 +351,8 @@ class PrologueBuilder:
         """An argument tensor whose sizes >= 2 are symbolic inputs of the computation too."""
         from ..symbolic.values import SymInt, input_name
 
-        p = TensorProxy(self.state.trace.new_name("t"), meta_like(t), t.device, origin=origin)
+        m = self.shared.get(id(t))
+        p = TensorProxy(self.state.trace.new_name("t"), meta_like(t) if m is None else m, t.device, origin=origin)
         p.is_parameter = type(t) is torch.nn.Parameter
         self.state.inputs.append(p)
         self.state.real_inputs[p.name] = t
@@ -373,6 +395,10 @@ class PrologueBuilder:
 
     def arguments(self, args, kwargs):
         self._emit(CHECK_STRUCTURE, "args", "args", (len(args), tuple(kwargs)))
+        tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            # (autograd's in-place checks depend on which arguments view one base: their meta tensors do too)
+            self.shared = shared_metas(tensors)
         pargs = tuple(self.value(f"args[{i}]", a, f"args[{i}]") for i, a in enumerate(args))
         pkwargs = {k: self.value(f"kwargs[{k!r}]", v, f"kwargs[{k!r}]") for k, v in kwargs.items()}
         return pargs, pkwargs
@@ -550,6 +576,12 @@ class PrologueBuilder:
         tr = self._trace_for_consts
         if len(self.arg_tensors) > 1:  # distinct tensor arguments must stay distinct objects
             self._emit(CHECK_DISTINCT, tuple(var for _, var in self.arg_tensors.values()))
+            if self.shared or grad_enabled and any(p.meta.requires_grad for p, _ in self.arg_tensors.values()):
+                # which arguments view one base, and where: the trace's autograd checks were decided on it
+                reals = {p.name: t for p, _ in self.arg_tensors.values()
+                         if (t := self.state.real_inputs.get(p.name)) is not None}
+                variables = tuple(var for p, var in self.arg_tensors.values() if p.name in reals)
+                self._emit(CHECK_SHARING, variables, sharing(*reals.values()))
         for real, proxy in captured:
             var = tr.const_expr(real)
             self._emit(CHECK_TENSOR, var, TensorFacts(real))

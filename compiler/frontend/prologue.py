@@ -264,7 +264,7 @@ def _print_distinct(bsym, trace):
 def sharing(*tensors) -> tuple:
     """Which of these tensors view one base (shared_metas' groups), and where: per tensor, the position of the
     first one with the same base, and its storage offset within that base where several share it."""
-    roots = [(t._base if t._base is not None else t) if t.numel() else t for t in tensors]
+    roots = [t if t._base is None else t._base for t in tensors]
     count: dict = {}
     for r in roots:
         count[id(r)] = count.get(id(r), 0) + 1
@@ -275,6 +275,9 @@ def sharing(*tensors) -> tuple:
 
 def _print_sharing(bsym, trace):
     names, expected = bsym.args
+    if expected == tuple((i, 0) for i in range(len(names))):  # (the usual answer, none shares a base: inline)
+        bases = ", ".join(f"id({n} if {n}._base is None else {n}._base)" for n in names)
+        return _fail_if(f"len({{{bases}}}) != {len(names)}")
     return _fail_if(f"{trace.const_expr(sharing)}({', '.join(names)}) != {expected!r}")
 
 
@@ -329,6 +332,7 @@ class PrologueBuilder:
         self.labels: dict = {}  # origin "args[1]" -> the parameter's name, for naming symbolic inputs
         self._sym_names: set = set()
         self.shared: dict = {}  # id(argument tensor) -> its meta, for arguments that view one base (shared_metas)
+        self.sharing_guard = None  # (argument variables, sharing(...) of their tensors) while autograd records
 
     def _var(self) -> str:
         self._n += 1
@@ -396,11 +400,17 @@ class PrologueBuilder:
     def arguments(self, args, kwargs):
         self._emit(CHECK_STRUCTURE, "args", "args", (len(args), tuple(kwargs)))
         tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            # (autograd's in-place checks depend on which arguments view one base: their meta tensors do too)
+        recording = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+        if recording:  # (autograd's in-place checks depend on which arguments view one base: their meta tensors too)
             self.shared = shared_metas(tensors)
         pargs = tuple(self.value(f"args[{i}]", a, f"args[{i}]") for i, a in enumerate(args))
         pkwargs = {k: self.value(f"kwargs[{k!r}]", v, f"kwargs[{k!r}]") for k, v in kwargs.items()}
+        if recording and len(self.arg_tensors) > 1:
+            # which arguments view one base, and where (as the call found them): the trace's autograd checks, and
+            # the meta tensors, were decided on it; finish() emits the guard
+            entries = [(var, self.state.real_inputs.get(p.name)) for p, var in self.arg_tensors.values()]
+            entries = [(var, t) for var, t in entries if t is not None]
+            self.sharing_guard = (tuple(v for v, _ in entries), sharing(*(t for _, t in entries)))
         return pargs, pkwargs
 
     def value(self, source: str, x, origin: str):
@@ -576,12 +586,8 @@ class PrologueBuilder:
         tr = self._trace_for_consts
         if len(self.arg_tensors) > 1:  # distinct tensor arguments must stay distinct objects
             self._emit(CHECK_DISTINCT, tuple(var for _, var in self.arg_tensors.values()))
-            if self.shared or grad_enabled and any(p.meta.requires_grad for p, _ in self.arg_tensors.values()):
-                # which arguments view one base, and where: the trace's autograd checks were decided on it
-                reals = {p.name: t for p, _ in self.arg_tensors.values()
-                         if (t := self.state.real_inputs.get(p.name)) is not None}
-                variables = tuple(var for p, var in self.arg_tensors.values() if p.name in reals)
-                self._emit(CHECK_SHARING, variables, sharing(*reals.values()))
+        if self.sharing_guard is not None:
+            self._emit(CHECK_SHARING, *self.sharing_guard)
         for real, proxy in captured:
             var = tr.const_expr(real)
             self._emit(CHECK_TENSOR, var, TensorFacts(real))

@@ -11,7 +11,8 @@ the last write (under no_grad for a tensor that requires grad: such a write was 
 Returned tensors that share memory in eager share it in the result: views of a written input are taken again
 from the input, and returned views of one intermediate (`c`, `e = c.view(-1)` written into) are taken again
 from the intermediate's final value (as AOTAutograd regenerates output aliases), in the grad mode each was
-made in.
+made in; so is a returned view of an intermediate written through it (eager's strides and offset, not the layout
+the write's value has).
 
 What the trace cannot show is the caller's storage: two inputs may share memory. The execution plan
 (executors/plan.py) checks that at run time and runs the eager-order trace instead when they do. Everything

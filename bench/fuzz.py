@@ -3,6 +3,7 @@ with eager over a sequence of calls (new values, new sizes, other layouts, the f
 
     python3 bench/fuzz.py [--count N] [--start SEED] [--modes "constant values,symbolic values,no caching"]
                           [--executors inductor,torch] [--minimize] [--log FILE] [--timeout S]
+                          [--show-refused TEXT]
 
 Prints each program that is silently wrong or crashes (minimized with --minimize), then per mode: programs
 run, ok, refused (counted by message, and how many where eager raised too), wrong, crash, and the time. Exit
@@ -35,6 +36,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=60, help="seconds per program and mode (a hang is a crash)")
     parser.add_argument("--log", default=None, help="also append every line printed to this file")
     parser.add_argument("--every", type=int, default=500, help="print running counts every N programs")
+    parser.add_argument("--show-refused", default=None, metavar="TEXT",
+                        help="also print the seed of each refusal whose message contains TEXT")
     opts = parser.parse_args()
     modes = [m.strip() for m in opts.modes.split(",") if m.strip()]
     executors = tuple(opts.executors.split(",")) if opts.executors else None
@@ -64,6 +67,8 @@ def main() -> int:
             if verdict.status == "refused":
                 refusals[mode][verdict.detail] += 1
                 raised_too[mode][verdict.detail] += verdict.eager_raised
+                if opts.show_refused is not None and opts.show_refused in verdict.detail:
+                    say(f"refused seed {seed} [{mode}] {verdict.detail}")
             elif not verdict:
                 shown = program
                 if opts.minimize:

@@ -14,10 +14,11 @@ import types
 import torch
 
 from ..features import autocast, torch_flags
+from ..core import tree as pytree
 from ..core.errors import UnsupportedInputError
 from .state_objects import StateObjects, is_state_object
 from .hidden_inputs import UNSET, hidden_values
-from ..meta.functions import meta_like
+from ..meta.functions import meta_like, shared_metas
 from ..core.proxies import FloatProxy, IntegerProxy, OpaqueProxy, TensorProxy
 from ..core.symbols import BoundSymbol, Symbol, Tag
 from ..core.trace import Trace
@@ -268,6 +269,26 @@ def _print_distinct(bsym, trace):
     return _fail_if(f"len({{{', '.join(f'id({n})' for n in names)}}}) != {len(names)}")
 
 
+def sharing(*tensors) -> tuple:
+    """Which of these tensors view one base (shared_metas' groups), and where: per tensor, the position of the
+    first one with the same base, and its storage offset within that base where several share it."""
+    roots = [t if t._base is None else t._base for t in tensors]
+    count: dict = {}
+    for r in roots:
+        count[id(r)] = count.get(id(r), 0) + 1
+    first: dict = {}
+    return tuple((first.setdefault(id(r), i), t.storage_offset() - r.storage_offset() if count[id(r)] > 1 else 0)
+                 for i, (t, r) in enumerate(zip(tensors, roots)))
+
+
+def _print_sharing(bsym, trace):
+    names, expected = bsym.args
+    if expected == tuple((i, 0) for i in range(len(names))):  # (the usual answer, none shares a base: inline)
+        bases = ", ".join(f"id({n} if {n}._base is None else {n}._base)" for n in names)
+        return _fail_if(f"len({{{bases}}}) != {len(names)}")
+    return _fail_if(f"{trace.const_expr(sharing)}({', '.join(names)}) != {expected!r}")
+
+
 def _print_symbolic_input(bsym, trace):
     name, source, kind = bsym.args
     return [f"{name} = {source}"] + _fail_if(f"type({name}) is not {kind}")
@@ -295,6 +316,7 @@ CHECK_HIDDEN = _guard("check_hidden_value", _print_hidden)
 CHECK_SAME = _guard("check_same_object", _print_same)
 CHECK_STATE_OBJECT = _guard("check_state_object", _print_state_object)
 CHECK_DISTINCT = _guard("check_distinct_objects", _print_distinct)
+CHECK_SHARING = _guard("check_sharing", _print_sharing)
 CHECK_NUMPY_VALUE = _guard("check_numpy_value", _print_numpy_value)
 CHECK_NUMPY_ARRAY = _guard("check_numpy_array", _print_numpy_array)
 CHECK_TENSOR_SYMBOLIC = _guard("check_tensor_symbolic_sizes", _print_tensor_symbolic)
@@ -321,6 +343,8 @@ class PrologueBuilder:
         self._trace_for_consts.wrap_try = True
         self.labels: dict = {}  # origin "args[1]" -> the parameter's name, for naming symbolic inputs
         self._sym_names: set = set()
+        self.shared: dict = {}  # id(argument tensor) -> its meta, for arguments that view one base (shared_metas)
+        self.sharing_guard = None  # (argument variables, sharing(...) of their tensors) while autograd records
 
     def _var(self) -> str:
         self._n += 1
@@ -330,7 +354,8 @@ class PrologueBuilder:
         self.bsyms.append(BoundSymbol(sym, args, {}, None))
 
     def tensor_input(self, var: str, t: torch.Tensor, origin: str) -> TensorProxy:
-        p = TensorProxy(self.state.trace.new_name("t"), meta_like(t), t.device, origin=origin)
+        m = self.shared.get(id(t))
+        p = TensorProxy(self.state.trace.new_name("t"), meta_like(t) if m is None else m, t.device, origin=origin)
         p.is_parameter = type(t) is torch.nn.Parameter
         self._emit(CHECK_TENSOR, var, TensorFacts(t))
         self.state.inputs.append(p)
@@ -342,7 +367,8 @@ class PrologueBuilder:
         """An argument tensor whose sizes >= 2 are symbolic inputs of the computation too."""
         from ..symbolic.values import SymInt, input_name
 
-        p = TensorProxy(self.state.trace.new_name("t"), meta_like(t), t.device, origin=origin)
+        m = self.shared.get(id(t))
+        p = TensorProxy(self.state.trace.new_name("t"), meta_like(t) if m is None else m, t.device, origin=origin)
         p.is_parameter = type(t) is torch.nn.Parameter
         self.state.inputs.append(p)
         self.state.real_inputs[p.name] = t
@@ -385,8 +411,18 @@ class PrologueBuilder:
 
     def arguments(self, args, kwargs):
         self._emit(CHECK_STRUCTURE, "args", "args", (len(args), tuple(kwargs)))
+        tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        recording = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+        if recording:  # (autograd's in-place checks depend on which arguments view one base: their meta tensors too)
+            self.shared = shared_metas(tensors)
         pargs = tuple(self.value(f"args[{i}]", a, f"args[{i}]") for i, a in enumerate(args))
         pkwargs = {k: self.value(f"kwargs[{k!r}]", v, f"kwargs[{k!r}]") for k, v in kwargs.items()}
+        if recording and len(self.arg_tensors) > 1:
+            # which arguments view one base, and where (as the call found them): the trace's autograd checks, and
+            # the meta tensors, were decided on it; finish() emits the guard
+            entries = [(var, self.state.real_inputs.get(p.name)) for p, var in self.arg_tensors.values()]
+            entries = [(var, t) for var, t in entries if t is not None]
+            self.sharing_guard = (tuple(v for v, _ in entries), sharing(*(t for _, t in entries)))
         return pargs, pkwargs
 
     def value(self, source: str, x, origin: str):
@@ -612,6 +648,8 @@ class PrologueBuilder:
         tr = self._trace_for_consts
         if len(self.arg_tensors) > 1:  # distinct tensor arguments must stay distinct objects
             self._emit(CHECK_DISTINCT, tuple(var for _, var in self.arg_tensors.values()))
+        if self.sharing_guard is not None:
+            self._emit(CHECK_SHARING, *self.sharing_guard)
         for real, proxy in captured:
             var = tr.const_expr(real)
             self._emit(CHECK_TENSOR, var, TensorFacts(real))

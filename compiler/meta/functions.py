@@ -55,6 +55,47 @@ def meta_like(t: torch.Tensor) -> torch.Tensor:
     return m.requires_grad_(True) if t.requires_grad else m
 
 
+def shared_metas(tensors) -> dict:
+    """Meta tensors for argument tensors that view one base, viewing one meta base as they do: id(tensor) -> meta.
+    Autograd's checks of in-place writes (a view of a leaf that requires grad, a view made by an op returning
+    several views or under no_grad, a write through one view giving the base a history the others then share)
+    depend on that sharing, so the meta tensors must have it to raise where eager raises. The base is the real
+    one's (`_base`, or the argument itself), laid out and differentiable as it is; each view is an `as_strided` of
+    it at the argument's offset, with the real view's creation kind. Arguments sharing memory some other way
+    (detach, set_) are left out (their meta tensors share nothing: callers refuse what depends on it)."""
+    groups: dict = {}
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.layout is torch.strided and t.numel():
+            root = t._base if t._base is not None else t
+            members = groups.setdefault(id(root), (root, {}))[1]
+            members[id(t)] = t
+    out = {}
+    for root, members in groups.values():
+        if len(members) > 1:  # (a lone argument, a view or not, gets its own meta tensor)
+            out.update(_views_of_one_base(root, list(members.values())) or {})
+    return out
+
+
+def _views_of_one_base(root: torch.Tensor, members: list) -> dict | None:
+    try:
+        made = {}
+        with torch._C.DisableTorchFunction(), torch.enable_grad():  # (no traced op)
+            base = meta_like(root)
+            for t in members:
+                if t is root:
+                    made[id(t)] = base
+                    continue
+                m = base.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset() - root.storage_offset())
+                if t._base is not None and m._base is not None:
+                    torch._C._autograd._set_creation_meta(m, torch._C._autograd._get_creation_meta(t))
+                if m.requires_grad != t.requires_grad or m.is_leaf != t.is_leaf:
+                    return None  # (an autograd role the view of this base does not have)
+                made[id(t)] = m
+        return made
+    except (RuntimeError, AttributeError):  # (a view reaching past the base's own memory; no creation meta API)
+        return None
+
+
 def default_device() -> torch.device:
     # Read when tracing starts: under DisableTorchFunction torch.get_default_device() answers "cpu".
     state = current_state()
@@ -351,6 +392,10 @@ def eager_exception(symbol, args, kwargs, meta_error: Exception) -> Exception:
 
     if isinstance(meta_error, CompilerError):
         return meta_error
+    if any(m in str(meta_error) for m in _AUTOGRAD_VIEW_ERRORS) and _argument_views_modelled():
+        # autograd's own check on arguments that view one base, whose meta tensors view one base as they do
+        # (shared_metas: the base's autograd role, each view's creation kind): its answer is eager's
+        return meta_error
     if any(m in str(meta_error) for m in _VIEW_HISTORY_ERRORS) and _an_argument_is_a_view():
         # autograd's checks read the meta tensors' view history, which starts at the arguments; eager's starts at
         # the tensors an argument views, which the function does not get (a view made before its argument's
@@ -378,6 +423,23 @@ _MULTI_OUTPUT_VIEW_WRITE = "This view is the output of a function that returns m
 _VIEW_HISTORY_ERRORS = ("you can only change requires_grad flags of leaf variables",
                         "A view was created in no_grad mode and its base or another view of its base has been modified",
                         "functions with out=... arguments don't support automatic differentiation")
+
+
+# autograd's refusals of in-place writes that depend on the view history (of a leaf's view, of a multi-output or
+# no_grad view, and of a view whose base was written since)
+_AUTOGRAD_VIEW_ERRORS = _VIEW_HISTORY_ERRORS + (
+    _MULTI_OUTPUT_VIEW_WRITE, "that requires grad is being used in an in-place operation",
+    "is a view and its base or another view of its base has been modified inplace")
+
+
+def _argument_views_modelled() -> bool:
+    """Some argument meta tensors view one base (shared_metas), and every argument that is a view got such a meta."""
+    state = current_state()
+    reals = getattr(state, "real_inputs", None) or {}
+    proxies = {p.name: p for p in getattr(state, "inputs", ()) if isinstance(p, TensorProxy)}
+    metas = [(r, proxies.get(name)) for name, r in reals.items() if isinstance(r, torch.Tensor)]
+    return any(p is not None and p.meta._is_view() for _, p in metas) and \
+        all(p is not None and p.meta._is_view() for r, p in metas if r._is_view())
 
 
 def _an_argument_is_a_view() -> bool:

@@ -11,7 +11,8 @@ the last write (under no_grad for a tensor that requires grad: such a write was 
 Returned tensors that share memory in eager share it in the result: views of a written input are taken again
 from the input, and returned views of one intermediate (`c`, `e = c.view(-1)` written into) are taken again
 from the intermediate's final value (as AOTAutograd regenerates output aliases), in the grad mode each was
-made in.
+made in; so is a returned view of an intermediate written through it (eager's strides and offset, not the layout
+the write's value has).
 
 What the trace cannot show is the caller's storage: two inputs may share memory. The execution plan
 (executors/plan.py) checks that at run time and runs the eager-order trace instead when they do. Everything
@@ -473,6 +474,10 @@ class _Functionalizer:
                 # a view of the written input, as in eager; from a returned view it was taken of, if any (eager's
                 # `v2 = v0.t()` returned beside v0 is a view of v0 itself)
                 return self._replay_as_made(p.name, self.proxy[root], made=results)
+            if root not in self.external and p.name != root and p.name not in self.opaque and self.version.get(root):
+                # a view of a written intermediate (`t2 = t1.narrow(..)` written into): eager returns a view of the
+                # intermediate, with its strides and offset; the written value alone is laid out as the write made it
+                return self._replay_as_made(p.name, base_value(root), made=results)
             value = self.read(p)
             if root not in self.external and self._aliases_input(value):
                 # eager returns a tensor of its own here (t = empty(); t.copy_(x); return t), not the input

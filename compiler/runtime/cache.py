@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..features import autocast, torch_flags
+from ..features import autocast, backward_hooks, torch_flags
 from ..frontend import epilogue, segments
 from ..symbolic import values as symbolic
 from ..executors import DEFAULT_EXECUTORS, default_executors, resolve_executors
@@ -196,11 +196,15 @@ class JittedFunction:
         traces = run_passes(result.computation, *(() if self.passes is None else (self.passes,)))
         if per_size and sym:
             added, computation = plan_execution(traces[-1], _unfused(executors))
-            added[-1].header += ("; cache=\"symbolic values\" with a fusing executor: this trace serves every size "
-                                 "and number its constraints allow; each call's values get a fused plan of it "
-                                 "(traced again from this trace, not from the user's Python; regions compiled "
-                                 "for any size, numbers passed to them as inputs)")
-            computation = _FusedPerCall(computation, executors, self.passes)
+            if _not_retraceable(traces[-1]):  # (functionalization keeps such traces in eager order anyway)
+                added[-1].header += ("; cache=\"symbolic values\" with a fusing executor: runs unfused (module "
+                                     "backward hooks are set up on the real tensors)")
+            else:
+                added[-1].header += ("; cache=\"symbolic values\" with a fusing executor: this trace serves every "
+                                     "size and number its constraints allow; each call's values get a fused plan of "
+                                     "it (traced again from this trace, not from the user's Python; regions "
+                                     "compiled for any size, numbers passed to them as inputs)")
+                computation = _FusedPerCall(computation, executors, self.passes)
             if any(b.symbol.name in _MODE_SWITCHES for b in added[-1].bsyms):
                 computation = _restoring_grad_mode(computation)
             if result.escapes is not None:
@@ -240,6 +244,13 @@ def _uninitialized_lazy_module(fn, module) -> bool:
     return any(isinstance(sub, LazyModuleMixin) and hasattr(sub, "_initialize_hook") or
                any(is_lazy(t) for t in [*sub._parameters.values(), *sub._buffers.values()] if t is not None)
                for root in roots for sub in root.modules())
+
+
+def _not_retraceable(trace) -> bool:
+    """A symbolic trace whose torch-executor form the per-call plans cannot trace again: module backward hooks'
+    setup ops run torch's BackwardHook on the real tensors (a trace of the trace would hand them proxies)."""
+    names = {backward_hooks.SETUP_INPUTS.name, backward_hooks.SETUP_OUTPUTS.name}
+    return any(b.symbol.name in names for b in trace.bsyms)
 
 
 def _fusing_and_defaults(executors) -> bool:

@@ -276,8 +276,15 @@ def _grad_through_shared_arguments(state) -> bool:
     tensors = [t for t in state.real_inputs.values() if isinstance(t, torch.Tensor) and t.numel()]
     if not torch.is_grad_enabled() or not any(t.requires_grad for t in tensors):
         return False
-    storages = [t.untyped_storage().data_ptr() for t in tensors]
-    return len(set(storages)) < len(storages)
+    # sharing the argument meta tensors model (views of one base: meta/functions.py shared_metas) is no reason
+    proxies = {p.name: p for p in state.inputs if isinstance(p, TensorProxy)}
+    storages: dict = {}
+    for name, t in state.real_inputs.items():
+        if isinstance(t, torch.Tensor) and t.numel():
+            storages.setdefault(t.untyped_storage().data_ptr(), []).append(proxies.get(name))
+    return any(len(group) > 1 and (any(p is None for p in group) or
+                                   len({p.meta.untyped_storage()._cdata for p in group}) > 1)
+               for group in storages.values())
 
 
 def _layouts(args, kwargs) -> list:

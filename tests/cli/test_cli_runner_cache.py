@@ -468,3 +468,22 @@ def test_several_processes_name_the_same_entry_point_as_one(tmp_path, monkeypatc
         result = run(paths, Settings(), jobs=jobs)
         messages = [d.message.splitlines()[0] for d in result.diagnostics if d.path == "pkg/ops.py"]
         assert messages and all(m.startswith("if `A` is compiled") for m in messages), (jobs, messages)
+
+
+def test_parsed_trees_are_kept_only_within_the_memory_budget(tmp_path, monkeypatch):
+    """hold_share keeps a file's parsed tree while the bytes kept stay within the budget; the rest are let go
+    (REPARSE) and parsed again to lint, with the same findings."""
+    monkeypatch.chdir(tmp_path)
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=9)]
+    parsed = [p for p in paths if SYNTAX_ERROR_SRC not in open(p).read()]  # (a syntax error holds nothing)
+    budget = os.path.getsize(parsed[0]) + os.path.getsize(parsed[1])
+    results = file_pass.hold_share(paths, Settings(), {}, budget)
+    kept = [r.path for r in results if isinstance(r.held, tuple)]
+    assert kept == parsed[:2]
+    assert [r.path for r in results if r.held == file_pass.REPARSE] == parsed[2:]
+    assert [r.path for r in file_pass.hold_share(paths, Settings(), {}, None) if isinstance(r.held, tuple)] == parsed
+    for r in results:
+        if r.held is not None:
+            file_pass.lint_held(r, Settings(), ())
+    expected = {r.path: r.diagnostics for r in (file_pass.process_file(p, Settings(), {}, ()) for p in paths)}
+    assert {r.path: r.diagnostics for r in results} == expected and all(r.held is None for r in results)

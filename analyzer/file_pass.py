@@ -70,7 +70,8 @@ class FileResult:
     error: str | None = None  # an internal error while linting this file
     summary: dict | None = None  # the file's part of the project index (None: a cache hit, or unparsable)
     facts: tuple | None = None  # what the project index said about the file when it was linted
-    # a file parsed but not yet linted (process_file's hold): (context, ProjectFile) here, or the forked helper
+    # a file summarized but not yet linted (process_file's hold): (context, ProjectFile) here, REPARSE when its
+    # parsed tree was not kept (past the memory budget: read and parsed again to lint), or the forked helper
     # process that holds it (helper_processes.Helper)
     held: object = None
     cells: object = None  # a notebook's notebook.CellMap: its findings are placed in cells (None: a Python file)
@@ -206,8 +207,44 @@ def fix_with_facts(result: FileResult, settings: Settings) -> None:
     _take_fix(result, outcome, text, notebook)
 
 
+REPARSE = "reparse"  # FileResult.held of a file summarized whose tree was let go: lint_held reads it again
+
+
+def hold_share(paths: list[str], settings: Settings, known: dict[str, bytes], budget: int | None,
+               progress=None) -> list[FileResult]:
+    """Summarize ``paths`` (process_file's hold), keeping parsed trees for at most ``budget`` bytes of sources
+    (None: all of them; a tree takes about 30 times its file's size): the rest are let go (``REPARSE``) and
+    parsed again when linted, so a large project is held within bounded memory and still linted once."""
+    results, kept = [], 0
+    for i, p in enumerate(paths, 1):
+        # (process_file through the module's name: tests replace it there)
+        r = process_file(p, settings, known, hold=True)
+        if r.held is not None and budget is not None:
+            size = _source_size(p)
+            if kept + size > budget:
+                r.held = REPARSE  # its tree goes now, by reference counting (a parse makes no cycles)
+            else:
+                kept += size
+        results.append(r)
+        if progress:
+            progress(i)
+    return results
+
+
+def _source_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def lint_held(result: FileResult, settings: Settings, facts: tuple) -> None:
     """Lint a file ``process_file`` held, with the project index's ``facts``; never raises."""
+    if result.held == REPARSE:  # its tree was let go: read, parse (the compile check is done) and lint it now
+        result.held = None
+        new = process_file(result.path, settings, {}, facts, result.digest)
+        result.diagnostics, result.error, result.facts = new.diagnostics, new.error, new.facts
+        return
     ctx, project = result.held
     result.held = None
     project.facts = facts

@@ -1,8 +1,8 @@
 """A held project linted by several processes: forked helpers each read, parse, compile-check and summarize a
-share of the files, hold them parsed while this process builds the project index, then lint them with its facts.
+share of the files, hold them parsed (within a memory budget: the rest are parsed again) while this process builds
+the project index, then lint them with its facts: every file is linted once.
 
-The runner uses them when a project is small enough to hold parsed (runner.HOLD_BYTES) and more than one job is
-wanted, only where forking is safe (Linux, this process single-threaded): a helper starts in about a millisecond
+The runner uses them when more than one job is wanted, only where forking is safe (Linux, this process single-threaded): a helper starts in about a millisecond
 with the engine already imported, and talks to this process over two pipes, in pickles. This process lints a
 share itself. A helper that dies (killed, out of memory, a crash in C code) loses no file: the runner lints its
 files one at a time in workers of their own, as after a pool's worker died.
@@ -31,7 +31,7 @@ class Helper:
 
     _pipes: list = []  # this process's ends of every live helper's pipes (a new helper closes its copies)
 
-    def __init__(self, share: list[str], settings, known: dict[str, bytes]):
+    def __init__(self, share: list[str], settings, known: dict[str, bytes], budget: int | None = None):
         self.share = share
         down_r, down_w = os.pipe()  # to the helper
         up_r, up_w = os.pipe()  # from the helper
@@ -41,7 +41,7 @@ class Helper:
                 os.close(f.fileno())
             os.close(down_w)
             os.close(up_r)
-            _serve(share, settings, known, down_r, up_w)  # never returns
+            _serve(share, settings, known, budget, down_r, up_w)  # never returns
         os.close(down_r)
         os.close(up_w)
         self.pid = pid
@@ -94,13 +94,13 @@ class Helper:
             pass
 
 
-def _serve(share: list[str], settings, known: dict[str, bytes], down_r: int, up_w: int) -> None:
+def _serve(share: list[str], settings, known: dict[str, bytes], budget: int | None, down_r: int, up_w: int) -> None:
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the parent stops us
         with os.fdopen(down_r, "rb") as down, os.fdopen(up_w, "wb") as up:
-            # process_file through its module, as the pool's workers call it (tests replace it there)
-            results = [file_pass.process_file(p, settings, known, hold=True) for p in share]
+            # trees kept for ``budget`` bytes of sources, the rest parsed again to lint (file_pass.hold_share)
+            results = file_pass.hold_share(share, settings, known, budget)
             sent = [replace(r, held=True) if r.held is not None else r for r in results]
             pickle.dump(sent, up, protocol=pickle.HIGHEST_PROTOCOL)
             up.flush()

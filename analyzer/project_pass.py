@@ -1,11 +1,11 @@
-"""The runner's second pass: join the files' summaries into the project index, lint the files held parsed
-for it (a small project in one process) and re-lint the files whose compiled functions it changes; cached and
-incremental like the first pass.
+"""The runner's second pass: join the files' summaries into the project index, lint the files the first pass
+summarized and held (each once, with its final facts: kept parsed, or parsed again past the memory budget) and
+re-lint the files whose compiled functions it changes; cached and incremental like the first pass.
 
-The first pass lints every file knowing only what the file itself compiles (and its `assume-compiled`
-matches); almost every file's findings stand as they are. Only files that another file compiles (or
-whose cached findings were made under other facts) are linted again, so the index costs one extra
-parse of those few files and none of the rest.
+The first pass summarizes every file and holds it for this pass (runner.py), except in a process pool (a big
+project where forking is unsafe): there it lints each file knowing only what the file itself compiles (and its
+`assume-compiled` matches), and the files whose facts the index changes (or whose cached findings were made
+under other facts) are linted again here.
 
 What the index says is a function of what it reads: each file's summary (its *contribution*, kept as a digest)
 and the text of the few files it reads beyond their summaries (a wrapper's callers). The results cache keeps,

@@ -1,9 +1,12 @@
-"""Linting many files: held parsed for small projects, a process pool for large ones, with the results cache.
+"""Linting many files, each once: summarized first, linted after the project index, with the results cache.
 
-A project that fits in memory is parsed first and each file linted once, after the project index (file_pass's
-``hold``), in this process and, where cores are idle, forked helpers holding a share each
-(helper_processes.py). In the pool, workers get a chunk of paths, read, hash, lint and return
-compact results, so the parent never reads a file it does not have to. The cache's known hashes go to the
+Every file is read, parsed, compile-checked and summarized first; the project index is built from the summaries;
+then each file is linted once with its final facts (file_pass's ``hold``), in this process and forked helpers
+holding a share each (helper_processes.py). Parsed trees are kept for a bounded number of bytes of sources
+(HOLD_LIMIT_BYTES); past it a file's tree is let go and the file parsed again to lint. Where forking is unsafe, a
+large project goes to a process pool: workers get a chunk of paths, read, hash, lint and return
+compact results, so the parent never reads a file it does not have to; files whose facts the index changes are
+linted again. The cache's known hashes go to the
 workers once, at start-up: a file whose hash matches is answered "hit" without being decoded or parsed.
 Forked workers start in milliseconds and inherit the imported engine; where forking is unsafe (other
 threads alive) the pool spawns.
@@ -19,17 +22,21 @@ from dataclasses import dataclass, field, replace
 
 from .cache import ResultCache, entry_to_diag
 from .diagnostics import Diagnostic
-from .file_pass import (SERIAL_BELOW, FileResult, Settings, engine, fix_with_facts, init_worker, lint_held, lint_text, pool_context,
-                        process_file, run_chunk)
+from .file_pass import (SERIAL_BELOW, FileResult, Settings, engine, fix_with_facts, hold_share, init_worker, lint_held, lint_text,
+                        pool_context, process_file, run_chunk)
 from .helper_processes import Helper, can_fork
 from .parsing import gc_paused
 
 __all__ = ["Settings", "FileResult", "RunResult", "run", "lint_text", "process_file", "default_jobs"]
 
 CHUNKS_PER_JOB = 32  # small chunks keep the tail short (a file with fixes can take seconds); IPC stays cheap
-# A run holds every file parsed (in this process and its helpers) until the project index is built when its files
-# total at most this many bytes: a parsed file takes about 30 times its size (torchao's 5 MB of sources: 160 MB).
+# A project of at most this many bytes is linted by as many processes as there are idle cores; a bigger one by
+# one per core (runner.default_jobs).
 HOLD_BYTES = 8_000_000
+# The runner (this process and its helpers together) keeps at most this many bytes of sources parsed until the
+# project index is built: a parsed file takes about 30 times its size (transformers' 55 MB: about 1.6 GB). Files
+# past it are parsed again to lint (a second parse, no second lint).
+HOLD_LIMIT_BYTES = 64_000_000
 # Helpers only for a project of at least this many bytes: below it the fork and pickles cost more than they save.
 SPLIT_BYTES = 100_000
 
@@ -145,16 +152,14 @@ def _hold_in_helpers(paths, settings, known, jobs, results, errors, progress, do
     their results into ``results``; returns the ``finish`` that lints the held files with the index's facts."""
     engine()  # imported before forking: the helpers inherit it
     shares = _chunks(paths, jobs)
+    budget = HOLD_LIMIT_BYTES // len(shares)  # each process's part of the bytes of trees kept
     helpers = []
     for share in shares[1:]:
-        helper = Helper(share, settings, known)
+        helper = Helper(share, settings, known, budget)
         held.callback(helper.stop)
         helpers.append(helper)
-    for p in shares[0]:
-        results.append(process_file(p, settings, known, hold=True))
-        done += 1
-        if progress:
-            progress(done, total)
+    results.extend(hold_share(shares[0], settings, known, budget, progress and (lambda i: progress(done + i, total))))
+    done += len(shares[0])
     for helper in helpers:
         got = helper.first_pass()
         if got is None:
@@ -271,23 +276,23 @@ def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
     # answered by their stat signature: not fresh (their cache entries, signature included, stand as they are)
     stat_hits = {id(r) for r in results}
 
-    # A project small enough to hold parsed in memory is linted once per file, after the project index (its facts
-    # are then final), by this process and forked helpers that each hold a share. A bigger one goes to a pool,
-    # each file linted as it is read, and files whose facts the index changes linted again.
+    # Each file is summarized first and linted once, after the project index (its facts are then final), by this
+    # process and forked helpers that each hold a share (trees kept within HOLD_LIMIT_BYTES). Where forking is
+    # unsafe a big project goes to a pool, each file linted as it is read, and files whose facts the index
+    # changes linted again.
     size = _total_bytes(paths)
-    hold = size <= HOLD_BYTES
+    small = size <= HOLD_BYTES
     if jobs is None or jobs <= 0:
-        jobs = idle_cores() if hold else default_jobs()
+        jobs = idle_cores() if small else default_jobs()
+    fork = jobs > 1 and size >= SPLIT_BYTES and can_fork()
+    hold = small or fork or jobs == 1 or len(paths) < SERIAL_BELOW
     finish = None  # how the held files are linted once the index gives their facts (None: here)
     if hold:
         held.enter_context(gc_paused())  # the held trees would be rescanned by every full collection
-    if hold and jobs > 1 and size >= SPLIT_BYTES and can_fork():
+    if fork:
         finish = _hold_in_helpers(paths, settings, known, jobs, results, errors, progress, hits, total, held)
-    elif jobs == 1 or len(paths) < SERIAL_BELOW or hold:
-        for i, p in enumerate(paths, hits + 1):
-            results.append(process_file(p, settings, known, hold=hold))
-            if progress:
-                progress(i, total)
+    elif hold:
+        results.extend(hold_share(paths, settings, known, HOLD_LIMIT_BYTES, progress and (lambda i: progress(hits + i, total))))
     else:
         # (imported here: a run in one process never loads concurrent.futures and multiprocessing, ~10 ms)
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait

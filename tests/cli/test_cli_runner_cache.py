@@ -30,15 +30,19 @@ def as_json(diagnostics):
 
 
 def several_processes(monkeypatch, how: str) -> None:
-    """Make a run with jobs > 1 use forked helpers that hold their files ("helpers", however small the project)
-    or a pool that lints files as read ("pool")."""
-    if how == "helpers":
+    """Make a run with jobs > 1 use forked helpers that hold their files ("helpers", however small the project),
+    helpers that keep no parsed tree and parse each file again to lint it ("reparsed"), or a pool that lints files
+    as read ("pool": a big project where forking is unsafe)."""
+    if how in ("helpers", "reparsed"):
         monkeypatch.setattr(runner, "SPLIT_BYTES", 0)
+        if how == "reparsed":
+            monkeypatch.setattr(runner, "HOLD_LIMIT_BYTES", 0)
     else:
         monkeypatch.setattr(runner, "HOLD_BYTES", 0)
+        monkeypatch.setattr(runner, "can_fork", lambda: False)
 
 
-@pytest.mark.parametrize("how", ["helpers", "pool"])
+@pytest.mark.parametrize("how", ["helpers", "reparsed", "pool"])
 def test_several_processes_and_one_give_identical_results(tmp_path, monkeypatch, how):
     monkeypatch.chdir(tmp_path)
     paths = [os.path.relpath(p) for p in make_tree(tmp_path)]
@@ -51,22 +55,26 @@ def test_several_processes_and_one_give_identical_results(tmp_path, monkeypatch,
     assert len([d for d in serial.diagnostics if d.code == "TL001"]) == 13
 
 
-def counting_engine(monkeypatch):
-    """The paths the engine starts linting: whole (lint_source) or in two halves (prepare_source, a held file)."""
+def counting_engine(monkeypatch, what=("lint_source", "prepare_source")):
+    """The paths the engine starts linting: whole (lint_source) or in two halves (prepare_source, a held file);
+    with ``what=RULES_RUN``, the paths the rules run on (lint_source, or check_prepared on a held file)."""
     calls = []
-    for name in ("lint_source", "prepare_source"):
-        def counted(text, path="<string>", real=getattr(static, name), **kw):
-            calls.append(path)
-            return real(text, path, **kw)
+    for name in what:
+        def counted(first, *args, real=getattr(static, name), name=name, **kw):
+            calls.append(first.source.path if name == "check_prepared" else (args[0] if args else kw.get("path")))
+            return real(first, *args, **kw)
 
         monkeypatch.setattr(static, name, counted)
     return calls
 
 
-@pytest.mark.parametrize("hold_bytes", [runner.HOLD_BYTES, 0], ids=["held", "linted-as-read"])
-def test_one_process_lints_each_file_once_held_or_as_read(tmp_path, monkeypatch, hold_bytes):
-    """Held until the project index is built, or linted as read and again where the index changes the facts:
-    the same findings, and a held file is never linted twice."""
+RULES_RUN = ("lint_source", "check_prepared")
+
+
+@pytest.mark.parametrize("budget", [runner.HOLD_LIMIT_BYTES, 0], ids=["held", "reparsed"])
+def test_one_process_lints_each_file_once_held_or_reparsed(tmp_path, monkeypatch, budget):
+    """Summarized first, then linted once with the project index's facts: kept parsed, or (past the memory budget)
+    parsed again; the same findings, never a file linted twice."""
     monkeypatch.chdir(tmp_path)
     write(tmp_path / "pkg" / "__init__.py", "")
     write(tmp_path / "pkg" / "ops.py", "def scale(x):\n    return x * x.sum().item()\n")
@@ -74,16 +82,34 @@ def test_one_process_lints_each_file_once_held_or_as_read(tmp_path, monkeypatch,
           "    def forward(self, x):\n        return scale(x)\n")
     write(tmp_path / "train.py", "import torch\nfrom pkg.net import Net\nmodel = torch.compile(Net())\n")
     paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=6)] + ["pkg/__init__.py", "pkg/ops.py", "pkg/net.py", "train.py"]
-    monkeypatch.setattr(runner, "HOLD_BYTES", hold_bytes)
-    calls = counting_engine(monkeypatch)
+    monkeypatch.setattr(runner, "HOLD_LIMIT_BYTES", budget)
+    monkeypatch.setattr(runner, "HOLD_BYTES", 0)  # a "big" project: in one process it is linted once all the same
+    calls = counting_engine(monkeypatch, RULES_RUN)
     result = run(paths, Settings(), jobs=1)
     assert not result.errors
     # ops.scale is compiled only through net.py's forward (reached from train.py): a fact of the project index
     assert [(d.path, d.code) for d in result.diagnostics if d.path.startswith("pkg/")] == [("pkg/ops.py", "TL302")]
-    # linted as read, both pkg files are linted again: net.py's forward is compiled by train.py, not assumed
-    assert sorted(calls) == sorted(paths + (["pkg/net.py", "pkg/ops.py"] if hold_bytes == 0 else []))
-    monkeypatch.setattr(runner, "HOLD_BYTES", runner.HOLD_BYTES if hold_bytes == 0 else 0)
+    # every file that parses is linted once (the syntax errors' finding is the parse's)
+    assert sorted(calls) == sorted(p for p in paths if SYNTAX_ERROR_SRC not in open(p).read())
+    monkeypatch.setattr(runner, "HOLD_LIMIT_BYTES", runner.HOLD_LIMIT_BYTES if budget == 0 else 0)
     assert as_json(run(paths, Settings(), jobs=1).diagnostics) == as_json(result.diagnostics)
+
+
+def test_a_pool_lints_as_read_and_again_where_the_index_changes_the_facts(tmp_path, monkeypatch):
+    """Where forking is unsafe a big project goes to a pool: linted as read, and again where the facts change,
+    with the findings of a run that lints each file once."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "ops.py", "def scale(x):\n    return x * x.sum().item()\n")
+    write(tmp_path / "pkg" / "net.py", "import torch\nfrom .ops import scale\n\nclass Net(torch.nn.Module):\n"
+          "    def forward(self, x):\n        return scale(x)\n")
+    write(tmp_path / "train.py", "import torch\nfrom pkg.net import Net\nmodel = torch.compile(Net())\n")
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=30)] + ["pkg/__init__.py", "pkg/ops.py", "pkg/net.py", "train.py"]
+    once = run(paths, Settings(), jobs=1)
+    several_processes(monkeypatch, "pool")
+    pooled = run(paths, Settings(), jobs=2)
+    assert not pooled.errors and as_json(pooled.diagnostics) == as_json(once.diagnostics)
+    assert [(d.path, d.code) for d in pooled.diagnostics if d.path.startswith("pkg/")] == [("pkg/ops.py", "TL302")]
 
 
 def test_cache_answers_unchanged_files_and_relints_changed_ones(tmp_path, monkeypatch):
@@ -210,8 +236,8 @@ def test_engine_exception_is_reported_per_file_and_the_run_goes_on(cli, tmp_path
         return real(first, *args, **kw)
 
     monkeypatch.setattr(static, where, flaky)
-    if where == "lint_source":  # the engine whole: files are linted as read, not held
-        monkeypatch.setattr(runner, "HOLD_BYTES", 0)
+    if where == "lint_source":  # the engine whole: files summarized, not kept parsed, then parsed again to lint
+        monkeypatch.setattr(runner, "HOLD_LIMIT_BYTES", 0)
     r = cli(".", "--format", "json", "-j", "1", "--no-cache")
     assert r.code == 2
     assert "a.py: internal error while linting: RuntimeError: boom" in r.err
@@ -349,7 +375,7 @@ def test_a_run_in_one_process_does_not_load_the_pool(tmp_path):
              "print(rc, 'concurrent.futures' in sys.modules, 'multiprocessing' in sys.modules)")
     env = dict(os.environ, PYTHONPATH=str(REPO))
     loaded = {}
-    for how, setup, jobs in (("one", "pass", 1), ("helpers", "r.SPLIT_BYTES = 0", 2), ("pool", "r.HOLD_BYTES = 0", 2)):
+    for how, setup, jobs in (("one", "pass", 1), ("helpers", "r.SPLIT_BYTES = 0", 2), ("pool", "r.HOLD_BYTES = 0; r.can_fork = lambda: False", 2)):
         r = subprocess.run([sys.executable, "-c", probe.format(setup, jobs)], cwd=tmp_path, capture_output=True,
                            text=True, env=env)
         loaded[how] = r.stdout.split() or r.stderr
@@ -389,7 +415,7 @@ def test_ctrl_c_stops_the_workers_at_once(tmp_path, how):
         # give the run a terminal's disposition, or Ctrl-C would be tested against a process that cannot see it
         "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "import time, analyzer.static as s, analyzer.runner as r\n"
-        f"r.{'SPLIT_BYTES' if how == 'helpers' else 'HOLD_BYTES'} = 0\n"
+        + ("r.SPLIT_BYTES = 0\n" if how == "helpers" else "r.HOLD_BYTES = 0; r.can_fork = lambda: False\n") +
         "for name in ('lint_source', 'prepare_source'):\n"
         "    real = getattr(s, name)\n"
         "    setattr(s, name, lambda *a, real=real, **k: (time.sleep(0.5), real(*a, **k))[1])\n"
@@ -442,3 +468,22 @@ def test_several_processes_name_the_same_entry_point_as_one(tmp_path, monkeypatc
         result = run(paths, Settings(), jobs=jobs)
         messages = [d.message.splitlines()[0] for d in result.diagnostics if d.path == "pkg/ops.py"]
         assert messages and all(m.startswith("if `A` is compiled") for m in messages), (jobs, messages)
+
+
+def test_parsed_trees_are_kept_only_within_the_memory_budget(tmp_path, monkeypatch):
+    """hold_share keeps a file's parsed tree while the bytes kept stay within the budget; the rest are let go
+    (REPARSE) and parsed again to lint, with the same findings."""
+    monkeypatch.chdir(tmp_path)
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=9)]
+    parsed = [p for p in paths if SYNTAX_ERROR_SRC not in open(p).read()]  # (a syntax error holds nothing)
+    budget = os.path.getsize(parsed[0]) + os.path.getsize(parsed[1])
+    results = file_pass.hold_share(paths, Settings(), {}, budget)
+    kept = [r.path for r in results if isinstance(r.held, tuple)]
+    assert kept == parsed[:2]
+    assert [r.path for r in results if r.held == file_pass.REPARSE] == parsed[2:]
+    assert [r.path for r in file_pass.hold_share(paths, Settings(), {}, None) if isinstance(r.held, tuple)] == parsed
+    for r in results:
+        if r.held is not None:
+            file_pass.lint_held(r, Settings(), ())
+    expected = {r.path: r.diagnostics for r in (file_pass.process_file(p, Settings(), {}, ()) for p in paths)}
+    assert {r.path: r.diagnostics for r in results} == expected and all(r.held is None for r in results)

@@ -2,12 +2,14 @@
 
 A fusible prim joins the open region that produces its inputs, or the first open region after every group
 it depends on, so no region depends on a group placed after it (no cycles) and fusible ops only ever move
-earlier than they were, never later. Barriers close every open region: random ops (RNG order), grad-mode
-switches, in-place ops (write-backs, writes into fresh clones). An op outside the fusible set counts as a
-writer of its tensor arguments (batch norm updates its running statistics without an in-place tag), so no
-later read of them moves before it. Views that are returned stay out of regions (a region's outputs are
-fresh tensors; the caller must get a view where eager gave one). A region with fewer than two computing
-ops is not worth a kernel and runs op by op.
+earlier than they were, never later. Barriers close every open region: effects (grad-mode switches) and
+in-place ops (write-backs, writes into fresh clones); random ops do not (no fusible op draws random numbers).
+An op outside the fusible set counts as a writer of its tensor arguments (batch norm updates its running
+statistics without an in-place tag), so no later read of them moves before it, unless its schema says it
+returns a view (or may: `to`, `contiguous`). Torch view ops that narrow or reshape their argument (`view`,
+`split`, `x[..., :4]`; read from the meta tensors) join regions as the prim they are. Views that are
+returned stay out of regions (a region's outputs are fresh tensors; the caller must get a view where eager
+gave one). A region with fewer than two computing ops is not worth a kernel and runs op by op.
 
 Each region prints as one call with its prims as the nested (commented) body, so `compiler.last_traces`
 shows what was fused.
@@ -28,7 +30,20 @@ _COMPUTE_PRIMS = {getattr(prims, n) for n in (
     "mul div pow remainder maximum minimum eq ne lt le gt ge logical_and logical_or where sum amax amin prod var "
     "cat convert_element_type full clone").split()}
 FUSIBLE = _VIEW_PRIMS | _COMPUTE_PRIMS
-_BARRIER = Tag.RANDOM | Tag.EFFECT | Tag.INPLACE
+# Effects and writes close every open region. Random ops do not: no fusible op draws random numbers, so moving
+# one across a random op leaves the RNG order as it was (F.scaled_dot_product_attention is tagged random for its
+# dropout: a barrier split every attention block's regions in two).
+_BARRIER = Tag.EFFECT | Tag.INPLACE
+
+
+def _may_write(bsym: BoundSymbol) -> bool:
+    """Whether an op outside the fusible set may write its tensor arguments. Prims write only when tagged
+    in-place; a torch op whose schema says it returns a view (or may: `to`, `contiguous`, `reshape`) writes
+    nothing; any other torch op may (batch norm writes its running statistics without an in-place tag)."""
+    tags = bsym.symbol.tags
+    if tags & Tag.INPLACE:
+        return True
+    return not tags & (Tag.PRIM | Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW)
 
 
 # what a fusing executor may add to FUSIBLE (its `fusible_extra`): inductor takes matmuls into regions (an
@@ -63,12 +78,68 @@ def _escaping_views(trace: Trace) -> set[str]:
     return views
 
 
+def _same_view(made: torch.Tensor, of: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether `made` is a view of `of` laid out as `b` (then both read the same elements; a reshape that
+    copied may have `b`'s strides and read others)."""
+    return made._is_view() and made._base is (of._base if of._is_view() else of) and \
+        made.shape == b.shape and made.stride() == b.stride() and made.storage_offset() == b.storage_offset()
+
+
+def _view_as_prim(x: TensorProxy, out: TensorProxy):
+    """(prim, args) giving `out` from `x` with the same shape, strides and offset, where `out` is a narrowing
+    of `x` along one dimension or a reshape of it; None otherwise. Read from the meta tensors, so any torch
+    view op that is one of these (`view`, `split`, `chunk`, `narrow`, `x[..., :4]`) is covered."""
+    xm, om = x.meta, out.meta
+    if xm.dtype != om.dtype or x.dynamic or out.dynamic or x.sym_shape is not None or out.sym_shape is not None:
+        return None
+    with torch._C.DisableTorchFunction():
+        if xm.ndim == om.ndim and xm.stride() == om.stride():
+            dims = [d for d in range(xm.ndim) if xm.shape[d] != om.shape[d]]
+            if len(dims) == 1 and xm.stride(dims[0]):
+                d = dims[0]
+                start, rest = divmod(om.storage_offset() - xm.storage_offset(), xm.stride(d))
+                if rest == 0 and 0 <= start and start + om.shape[d] <= xm.shape[d]:
+                    args = (x, d, start, om.shape[d])
+                    if _same_view(torch.narrow(xm, *args[1:]), xm, om):
+                        return prims.slice_in_dim, args
+        if om.storage_offset() == xm.storage_offset() and om.numel() == xm.numel():
+            try:
+                made = torch.reshape(xm, tuple(om.shape))
+            except RuntimeError:
+                return None
+            if _same_view(made, xm, om):
+                return prims.reshape, (x, tuple(om.shape))
+    return None
+
+
+def _views_as_prims(trace: Trace) -> list[BoundSymbol]:
+    """The trace's bound symbols, torch view ops that are a narrowing or a reshape of their tensor argument
+    written as that prim (one per output), so that they can join regions (the views between a projection and
+    attention, rotary embeddings' halves) instead of splitting them. Views the caller receives stay as they
+    are."""
+    escaping = _escaping_views(trace)
+    out = []
+    for b in trace.bsyms:
+        tensors, outs = b.tensor_args(), b.tensor_outputs()
+        if b.symbol.tags & Tag.PRIM or not b.symbol.tags & Tag.RETURNS_VIEW or b.symbol.tags & _BARRIER or \
+                len(tensors) != 1 or not outs or b.kept_to_raise or any(o.name in escaping for o in outs):
+            out.append(b)
+            continue
+        made = [_view_as_prim(tensors[0], o) for o in outs]
+        if any(m is None for m in made):
+            out.append(b)
+            continue
+        out.extend(BoundSymbol(prim, args, {}, o, [], b.location) for (prim, args), o in zip(made, outs))
+    return out
+
+
 def group(trace: Trace, fusible=FUSIBLE) -> list:
     """The trace's bound symbols as a list of Region and single BoundSymbol, in a valid execution order.
 
-    A view prim that would open a region of its own (a weight's transpose, a bias's broadcast: views of
+    A view prim of a value no open region computes (a weight's transpose, a bias's broadcast: views of
     inputs, recorded before the ops that read them) waits for its first reader and joins that reader's
-    region, instead of sitting alone in an early region that is too small to fuse. It never waits past a
+    region, instead of sitting alone in an early region or joining an unrelated open one (whose output it
+    would become: a copy). It never waits past a
     barrier (flushed there, in order) or past an op outside the fusible set that reads it."""
     groups: list = []
     last_def: dict[str, int] = {}
@@ -107,7 +178,7 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
             close_all()
             for b in take_pending(list(pending)):
                 append_single(b)
-        if not is_fusible and (not bsym.symbol.tags & Tag.PRIM or bsym.symbol.tags & Tag.INPLACE):
+        if not is_fusible and _may_write(bsym):
             # it may write its arguments: views of them (a reshape may be a copy) are taken before it
             hit = set(args)
             for n, b in list(pending.items()):
@@ -115,6 +186,11 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
                     hit.add(n)
             for b in take_pending([n for n in list(pending) if n in hit]):
                 append_single(b)
+        if is_fusible and bsym.symbol in _VIEW_PRIMS and not any(
+                isinstance(groups[last_def[n]], Region) and groups[last_def[n]].open
+                for n in args if n not in pending and n in last_def):
+            pending[outs[0]] = bsym  # a view of no open region's value waits for its reader (view prims: one output)
+            continue
         waiting = take_pending(args)
         deps = max((last_def.get(n, -1) for b in [*waiting, bsym] for n in (a.name for a in b.tensor_args())),
                    default=-1)
@@ -124,8 +200,9 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
             groups.append(bsym)
             idx = len(groups) - 1
             for n in outs:
-                last_def[n] = idx
-            if not bsym.symbol.tags & Tag.PRIM or bsym.symbol.tags & Tag.INPLACE:
+                if n not in args:  # (an op that returned its argument itself, `x.to(x.dtype)`, made no new value)
+                    last_def[n] = idx
+            if _may_write(bsym):
                 for n in args:  # may write them (see module docstring)
                     last_def[n] = idx
             continue
@@ -136,9 +213,6 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
             target = next((i for i in range(deps + 1, len(groups)) if isinstance(groups[i], Region)
                            and groups[i].open), None)
         if target is None:
-            if bsym.symbol in _VIEW_PRIMS and not waiting:
-                pending[outs[0]] = bsym  # (view prims have one output)
-                continue
             groups.append(Region())
             target = len(groups) - 1
         for b in [*waiting, bsym]:
@@ -177,7 +251,8 @@ def _components(region: Region) -> list:
 def fuse(trace: Trace, executor, *, min_computing: int = 2) -> Trace:
     """The trace with each worthwhile region replaced by one bound symbol that `executor` claims."""
     flat: list = []
-    groups = group(trace, FUSIBLE | getattr(executor, "fusible_extra", frozenset()))
+    groups = group(trace.copy_with(_views_as_prims(trace), trace.header),
+                   FUSIBLE | getattr(executor, "fusible_extra", frozenset()))
     if torch.is_grad_enabled() and any(isinstance(a, TensorProxy) and a.requires_grad for a in trace.args):
         groups = [part for g in groups for part in (_components(g) if isinstance(g, Region) else [g])]
     for g in groups:

@@ -1,0 +1,89 @@
+"""Which ops fusion regions take: torch view ops that are a narrowing or a reshape of their argument join
+regions as prims, ops that return their argument itself (`x.to(x.dtype)`) neither split regions nor stay in
+the trace, and attention (tagged random for its dropout) does not close the regions around it. Each case
+checks eager's values (and gradients) and the shape of the execution trace: fewer regions, fewer torch ops
+between them (each a Python call on every run, and an autograd node in training)."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+import compiler
+from compiler.executors.inductor import InductorExecutor
+
+AOT_EAGER = InductorExecutor(backend="aot_eager")
+
+
+def _regions(trace):
+    return [b for b in trace.bsyms if getattr(b.symbol, "region", None) is not None]
+
+
+def _outside(trace):
+    return [b.symbol.name for b in trace.bsyms if getattr(b.symbol, "region", None) is None]
+
+
+def attention(x, w_qkv, w_out, heads=4):
+    batch, seq, width = x.shape
+    q, k, v = F.linear(F.layer_norm(x, (width,)), w_qkv).split(width, dim=-1)
+    q, k, v = (t.view(batch, seq, heads, width // heads).transpose(1, 2) for t in (q, k, v))
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    y = y.transpose(1, 2).contiguous().view(batch, seq, width)
+    return x + F.linear(y, w_out) * 0.5
+
+
+def test_split_and_view_after_a_projection_join_its_region():
+    jfn = compiler.jit(attention, executors=(AOT_EAGER, "torch"))
+    g = torch.Generator().manual_seed(0)
+    x, w_qkv, w_out = (torch.randn(s, generator=g, dtype=torch.float64, requires_grad=True)
+                       for s in ((2, 6, 16), (48, 16), (16, 16)))
+    out = jfn(x, w_qkv, w_out)
+    expected = attention(x, w_qkv, w_out)
+    torch.testing.assert_close(out, expected)
+    grads = torch.autograd.grad(out.square().sum(), (x, w_qkv, w_out))
+    for got, want in zip(grads, torch.autograd.grad(expected.square().sum(), (x, w_qkv, w_out))):
+        torch.testing.assert_close(got, want)
+    trace = compiler.last_traces(jfn)[-1]
+    outside = _outside(trace)
+    # before: split and three views outside, and attention closed the first region
+    assert "Tensor.split" not in outside and "Tensor.view" not in outside, str(trace)
+    assert len(_regions(trace)) == 2, str(trace)
+    assert outside.count("F.scaled_dot_product_attention") == 1
+
+
+def rms_norm(x, w):
+    h = x.to(torch.float32)  # returns x itself for a float32 x
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return w * h.to(x.dtype) + 1.0
+
+
+def test_a_cast_that_returns_its_argument_neither_splits_a_region_nor_stays():
+    jfn = compiler.jit(rms_norm, executors=(AOT_EAGER, "torch"))
+    x, w = torch.randn(3, 8), torch.randn(8)
+    torch.testing.assert_close(jfn(x, w), rms_norm(x, w))
+    trace = compiler.last_traces(jfn)[-1]
+    assert len(_regions(trace)) == 1 and _outside(trace) == [], str(trace)
+    plain = compiler.jit(rms_norm)  # the default path drops it too: it made nothing and cannot raise
+    torch.testing.assert_close(plain(x, w), rms_norm(x, w))
+    assert "Tensor.to" not in str(compiler.last_traces(plain)[-1])
+
+
+def test_a_reshape_that_copies_is_not_taken_for_a_view():
+    # x.t() of a transposed x is contiguous; reshaping x itself to that shape copies (other elements at the
+    # same strides): the view must stay what it is
+    def f(x):
+        return x.t() * 2, x.t()[1:3] + 1
+
+    jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
+    x = torch.randn(4, 3).t()
+    for got, want in zip(jfn(x), f(x)):
+        torch.testing.assert_close(got, want)
+
+
+def test_a_narrowing_view_the_caller_receives_stays_a_view():
+    def f(x):
+        y = x * 2
+        return y[:, 1:3], y.sum()
+
+    jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
+    out, total = jfn(torch.randn(3, 4))
+    assert out._is_view() and out.stride() == (4, 1)

@@ -87,3 +87,19 @@ def test_a_narrowing_view_the_caller_receives_stays_a_view():
     jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
     out, total = jfn(torch.randn(3, 4))
     assert out._is_view() and out.stride() == (4, 1)
+
+
+def test_a_region_concatenating_a_legacy_empty_tensor_along_a_negative_dim_has_a_vjp():
+    # transformers' DynamicCache starts from torch.tensor([]) and concatenates keys along dim -2; the cat's
+    # VJP read the empty tensor's size at that dim (an IndexError while planning a training step)
+    def f(cache, k):
+        keys = torch.cat([cache, k * 2], dim=-2)
+        return keys.sum(-1) + 1
+
+    jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
+    k = torch.randn(2, 2, 3, 4, dtype=torch.float64, requires_grad=True)
+    out = jfn(torch.tensor([], dtype=torch.float64), k)
+    expected = f(torch.tensor([], dtype=torch.float64), k)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(torch.autograd.grad(out.sum(), k)[0], torch.autograd.grad(expected.sum(), k)[0])
+    assert compiler.last_backward_traces(jfn), "the region's backward is its VJP"

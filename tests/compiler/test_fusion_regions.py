@@ -103,3 +103,31 @@ def test_a_region_concatenating_a_legacy_empty_tensor_along_a_negative_dim_has_a
     torch.testing.assert_close(out, expected)
     torch.testing.assert_close(torch.autograd.grad(out.sum(), k)[0], torch.autograd.grad(expected.sum(), k)[0])
     assert compiler.last_backward_traces(jfn), "the region's backward is its VJP"
+
+
+def test_only_a_graph_whose_inlined_expressions_explode_realizes_more():
+    # inductor's default inlining is kept where duplication stays bounded (the elementwise block of
+    # bench/fusion.py); ten wheres reading their input three times would inline into 3^10 nodes
+    from compiler.executors import inductor
+
+    def wheres(v):
+        for _ in range(10):
+            v = torch.where(v > 0, v, -v)
+        return v * 2
+
+    def block(x, r, w, b):
+        h = F.gelu(x, approximate="tanh") * F.silu(r)
+        d = h - h.mean(-1, keepdim=True)
+        return d * torch.rsqrt((d * d).mean(-1, keepdim=True) + 1e-5) * w + b + x
+
+    sizes = {}
+    for fn, args in ((wheres, (torch.randn(4, 4),)), (block, (torch.randn(4, 8), torch.randn(4, 8), torch.randn(8),
+                                                              torch.randn(8)))):
+        jfn = compiler.jit(fn, executors=(AOT_EAGER, "torch"))
+        torch.testing.assert_close(jfn(*args), fn(*args))
+        (region,) = _regions(compiler.last_traces(jfn)[-1])
+        sizes[fn.__name__] = inductor.inlined_size(region.symbol.region.bsyms)
+    assert sizes["wheres"] > inductor.INLINED_BOUND >= sizes["block"], sizes
+    assert inductor._options("inductor", sizes["wheres"])["realize_opcount_threshold"] == inductor.REALIZE_SMALL
+    assert "realize_opcount_threshold" not in inductor._options("inductor", sizes["block"])
+    assert inductor._options("inductor", sizes["block"])["joint_graph_constant_folding"] is False

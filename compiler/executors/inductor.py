@@ -180,11 +180,14 @@ class _Region:
         return outs
 
     def _call(self, *inputs):
-        if self.vjp is not None and torch.is_grad_enabled() and not any(e for e, _ in autocast.current()) \
-                and any(t.requires_grad for t in inputs):
-            return _RegionFunction.apply(self, *inputs)
+        grad, cast = torch.is_grad_enabled(), autocast.current()  # (read once a call: a region call is ~20 us)
+        if self.vjp is not None and grad and not any(e for e, _ in cast) and any(t.requires_grad for t in inputs):
+            return _RegionFunction.apply(self, cast, *inputs)
+        return self._run(inputs, (grad, cast))
+
+    def _run(self, inputs, key):
+        """The compiled graph for this grad mode and autocast state (`key`)."""
         if self.failure is None:
-            key = (torch.is_grad_enabled(), autocast.current())
             if key not in self.direct:
                 self.direct[key] = self._direct(inputs)
             fn = self.direct[key]
@@ -226,14 +229,18 @@ class _RegionFunction(torch.autograd.Function):
     """One region, one autograd node: forward is the compiled no-grad region, backward the compiled VJP."""
 
     @staticmethod
-    def forward(ctx, region, *inputs):
-        outs = region(*inputs)  # grad mode is off here: the inference graph
+    def forward(ctx, region, cast, *inputs):
+        outs = region._run(inputs, (False, cast))  # grad mode is off here: the inference graph
         ctx.region = region
         vjp = region.vjp
         # inputs the trace writes back later are saved as their old value (the VJP reads that value)
-        ctx.save_for_backward(*(inputs[i].clone() if i in vjp.written_later else inputs[i] for i in vjp.trace.saved))
+        if vjp.written_later:
+            ctx.save_for_backward(*(inputs[i].clone() if i in vjp.written_later else inputs[i] for i in vjp.trace.saved))
+        else:
+            ctx.save_for_backward(*[inputs[i] for i in vjp.trace.saved])
         ctx.set_materialize_grads(False)
-        ctx.mark_non_differentiable(*[o for o, d in zip(outs, region.vjp.diff) if not d])
+        if not all(vjp.diff):
+            ctx.mark_non_differentiable(*[o for o, d in zip(outs, vjp.diff) if not d])
         return outs
 
     @staticmethod
@@ -248,7 +255,7 @@ class _RegionFunction(torch.autograd.Function):
                 fn = vjp.trace.python_callable()
                 vjp.compiled = region._direct([*inputs, *gargs], fn, inlined_size(vjp.trace.bsyms)) or fn
             result = vjp.compiled(*inputs, *gargs)
-        return (None, *(r if i in got and ctx.needs_input_grad[i + 1] else None for i, r in enumerate(result)))
+        return (None, None, *(r if i in got and ctx.needs_input_grad[i + 2] else None for i, r in enumerate(result)))
 
 
 class InductorExecutor:

@@ -278,6 +278,15 @@ class InductorExecutor:
     def can_execute(self, bsym: BoundSymbol) -> bool:
         return getattr(bsym.symbol, "executor", None) is self
 
+    def differentiates(self, region) -> bool:
+        """Whether the region, called with grad enabled, is one autograd node whose backward is its VJP, which
+        gives None (not zeros) to inputs that no output with a gradient reaches (passes/fusion.py then keeps
+        parts that share no data in one region); not under autocast or for shape-generic regions, which
+        torch.compile's AOTAutograd differentiates."""
+        if not self.vjp or getattr(_LOCAL, "generic", False) or any(e for e, _ in autocast.current()):
+            return False
+        return not isinstance(_vjp(region, "backward"), str)
+
     def callee(self, bsym: BoundSymbol, trace: Trace) -> str:
         _import_off_the_stack(self.backend)
         sub = region_function(bsym)

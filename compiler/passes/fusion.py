@@ -248,15 +248,43 @@ def _components(region: Region) -> list:
     return list(parts.values())
 
 
+def _seal(g: Region, used_after: set, written: set) -> bool:
+    """Fill the region's inputs (read before it) and outputs (needed after it); False if it has none."""
+    defined, inputs, seen = set(), [], set()
+    for b in g.bsyms:
+        for a in b.tensor_args():
+            if a.name not in defined and a.name not in seen:
+                seen.add(a.name)
+                inputs.append(a)
+        defined.update(o.name for o in b.tensor_outputs())
+    outputs, seen_out = [], set()
+    for b in g.bsyms:
+        for o in b.tensor_outputs():
+            if o.name in used_after and o.name not in seen_out:
+                seen_out.add(o.name)
+                outputs.append(o)
+    g.inputs, g.outputs = inputs, outputs
+    g.written_later = {p.name for p in inputs if p.name in written}  # inputs written back after the region
+    return bool(outputs)
+
+
 def fuse(trace: Trace, executor, *, min_computing: int = 2) -> Trace:
-    """The trace with each worthwhile region replaced by one bound symbol that `executor` claims."""
+    """The trace with each worthwhile region replaced by one bound symbol that `executor` claims.
+
+    With autograd, a region is one backward node. Its parts that share no data (the query, key and value
+    projections of one input) stay one region where the executor differentiates it whole with None for the
+    inputs no output that got a gradient reaches, as eager gives (`executor.differentiates(region)`: the
+    inductor executor's per-prim VJP); otherwise they are regions of their own (a backward node would give
+    zeros instead)."""
     flat: list = []
     groups = group(trace.copy_with(_views_as_prims(trace), trace.header),
                    FUSIBLE | getattr(executor, "fusible_extra", frozenset()))
-    if torch.is_grad_enabled() and any(isinstance(a, TensorProxy) and a.requires_grad for a in trace.args):
+    grad = torch.is_grad_enabled() and any(isinstance(a, TensorProxy) and a.requires_grad for a in trace.args)
+    whole = getattr(executor, "differentiates", None) if grad else None
+    if grad and whole is None:
         groups = [part for g in groups for part in (_components(g) if isinstance(g, Region) else [g])]
     for g in groups:
-        if isinstance(g, Region) and g.computing() < min_computing:
+        if isinstance(g, Region) and g.computing() < min_computing and (whole is None or len(_components(g)) == 1):
             flat.extend(g.bsyms)
         else:
             flat.append(g)
@@ -275,28 +303,23 @@ def fuse(trace: Trace, executor, *, min_computing: int = 2) -> Trace:
         if not isinstance(g, Region):
             out.append(g)
             continue
-        defined, inputs, seen = set(), [], set()
-        for b in g.bsyms:
-            for a in b.tensor_args():
-                if a.name not in defined and a.name not in seen:
-                    seen.add(a.name)
-                    inputs.append(a)
-            defined.update(o.name for o in b.tensor_outputs())
-        outputs, seen_out = [], set()
-        for b in g.bsyms:
-            for o in b.tensor_outputs():
-                if o.name in used_after[i] and o.name not in seen_out:
-                    seen_out.add(o.name)
-                    outputs.append(o)
-        if not outputs:
-            continue
-        g.inputs, g.outputs = inputs, outputs
-        g.written_later = {p.name for p in inputs if p.name in written}  # inputs written back after the region
-        sym = Symbol(f"{executor.name}_fusion_{count}", None, Tag.NONE)
-        sym.region = g
-        sym.executor = executor
-        count += 1
-        out.append(BoundSymbol(sym, tuple(inputs), {}, tuple(outputs), list(g.bsyms), g.bsyms[0].location))
+        parts = [g]
+        if whole is not None:
+            parts = _components(g)
+            if len(parts) > 1 and _seal(g, used_after[i], written) and whole(g):
+                parts = [g]
+        for part in parts:
+            if part.computing() < min_computing:
+                out.extend(part.bsyms)
+                continue
+            if not _seal(part, used_after[i], written):
+                continue
+            sym = Symbol(f"{executor.name}_fusion_{count}", None, Tag.NONE)
+            sym.region = part
+            sym.executor = executor
+            count += 1
+            out.append(BoundSymbol(sym, tuple(part.inputs), {}, tuple(part.outputs), list(part.bsyms),
+                                   part.bsyms[0].location))
     fused = trace.copy_with(out, f"fusion regions for {executor.name}: {count}")
     check_writebacks(fused)
     return fused

@@ -131,3 +131,25 @@ def test_only_a_graph_whose_inlined_expressions_explode_realizes_more():
     assert inductor._options("inductor", sizes["wheres"])["realize_opcount_threshold"] == inductor.REALIZE_SMALL
     assert "realize_opcount_threshold" not in inductor._options("inductor", sizes["block"])
     assert inductor._options("inductor", sizes["block"])["joint_graph_constant_folding"] is False
+
+
+def test_independent_projections_of_one_input_are_one_region_with_eager_none_gradients():
+    # before: one region per projection (three region calls and backward nodes); one node must still give
+    # None, as eager, to the weights of an output that got no gradient
+    def f(x, wq, wk, wv):
+        return (x @ wq).tanh() * 2, (x @ wk).sigmoid() + 1, (x @ wv).relu() * 3
+
+    jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
+    g = torch.Generator().manual_seed(0)
+    args = [torch.randn(s, generator=g, dtype=torch.float64, requires_grad=True) for s in ((5, 8), (8, 8), (8, 8),
+                                                                                          (8, 8))]
+    out, expected = jfn(*args), f(*args)
+    for a, b in zip(out, expected):
+        torch.testing.assert_close(a, b)
+    assert len(_regions(compiler.last_traces(jfn)[-1])) == 1, str(compiler.last_traces(jfn)[-1])
+    got = torch.autograd.grad(out[0].sum() + out[2].sum(), args, allow_unused=True)
+    want = torch.autograd.grad(expected[0].sum() + expected[2].sum(), args, allow_unused=True)
+    assert got[2] is None and want[2] is None
+    for a, b in zip(got, want):
+        if b is not None:
+            torch.testing.assert_close(a, b)

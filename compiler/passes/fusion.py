@@ -92,6 +92,8 @@ def _view_as_prim(x: TensorProxy, out: TensorProxy):
     xm, om = x.meta, out.meta
     if xm.dtype != om.dtype or x.dynamic or out.dynamic or x.sym_shape is not None or out.sym_shape is not None:
         return None
+    if not om._is_view() or om._base is not (xm._base if xm._is_view() else xm):
+        return None  # (x[[0, 2]] is tagged a view op but copies: its layout may still match a narrowing)
     with torch._C.DisableTorchFunction():
         if xm.ndim == om.ndim and xm.stride() == om.stride():
             dims = [d for d in range(xm.ndim) if xm.shape[d] != om.shape[d]]

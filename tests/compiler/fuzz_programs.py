@@ -541,8 +541,12 @@ def check(program: Program, mode: str, executors=None, calls=None, timeout: int 
                                 assert_same(g, e, where=f"{where}: gradient {i}",
                                             rtol=1e-4 if e.dtype == torch.float32 or low else None)
                 _assert_args_like_eager(args, eager_args, pristine, where, fused=executors is not None)
+                # through fusing executors, floats read from a fused float32 reduction (`LOG.append(a.sum().item())`)
+                # within float32's rounding, as tensors are (seed 700001: one ulp of a 2x2 sum)
+                fused = dict(rtol=1e-5, atol=1e-6) if executors is not None else {}
                 for name in STATE_NAMES:
-                    assert_same(_comparable(ns[name]), _comparable(eager_ns[name]), where=f"{where}: module state {name}")
+                    assert_same(_comparable(ns[name]), _comparable(eager_ns[name]), where=f"{where}: module state {name}",
+                                **fused)
                 _assert_no_proxies(ns, actual, where)
             except AssertionError as e:
                 return Verdict("wrong", str(e)[:800], index, mode)

@@ -153,3 +153,14 @@ def test_independent_projections_of_one_input_are_one_region_with_eager_none_gra
     for a, b in zip(got, want):
         if b is not None:
             torch.testing.assert_close(a, b)
+
+
+def test_indexing_that_copies_is_not_taken_for_a_narrowing():
+    # x[[0, 1]] has the layout of x[0:2] (contiguous rows from offset 0) but is a copy of the rows it names;
+    # x[[0, 2]] too, with other values: only a real view is rewritten
+    def f(x):
+        return (x[[0, 2]] * 2).sum(-1) + 1
+
+    jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
+    x = torch.randn(4, 5, 3)
+    torch.testing.assert_close(jfn(x), f(x))

@@ -141,7 +141,8 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
     A view prim of a value no open region computes (a weight's transpose, a bias's broadcast: views of
     inputs, recorded before the ops that read them) waits for its first reader and joins that reader's
     region, instead of sitting alone in an early region or joining an unrelated open one (whose output it
-    would become: a copy). It never waits past a
+    would become: a copy). So does a `prims.full` (a scalar operand made a tensor: `0.5 * x`): in its
+    reader's region it is a constant of the kernel, in another region's outputs a tensor in memory. It never waits past a
     barrier (flushed there, in order) or past an op outside the fusible set that reads it."""
     groups: list = []
     last_def: dict[str, int] = {}
@@ -188,10 +189,10 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
                     hit.add(n)
             for b in take_pending([n for n in list(pending) if n in hit]):
                 append_single(b)
-        if is_fusible and bsym.symbol in _VIEW_PRIMS and not any(
+        if is_fusible and (bsym.symbol in _VIEW_PRIMS or bsym.symbol is prims.full) and not any(
                 isinstance(groups[last_def[n]], Region) and groups[last_def[n]].open
                 for n in args if n not in pending and n in last_def):
-            pending[outs[0]] = bsym  # a view of no open region's value waits for its reader (view prims: one output)
+            pending[outs[0]] = bsym  # a view of no open region's value waits for its reader (one output each)
             continue
         waiting = take_pending(args)
         deps = max((last_def.get(n, -1) for b in [*waiting, bsym] for n in (a.name for a in b.tensor_args())),

@@ -164,3 +164,21 @@ def test_indexing_that_copies_is_not_taken_for_a_narrowing():
     jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
     x = torch.randn(4, 5, 3)
     torch.testing.assert_close(jfn(x), f(x))
+
+
+def test_a_scalar_operand_made_a_tensor_joins_its_readers_region():
+    # `0.5 * g` decomposes to prims.full(g.shape, 0.5) * g; the full depends on nothing, and joined the first open
+    # region (before the cumsum) as one of its outputs: a tensor in memory handed across, per call
+    def f(x):
+        h = (x.tanh() * 2).sum(-1) + 1
+        g = h.cumsum(0)
+        return 0.5 * g * (1.0 + (g * 0.7).tanh())
+
+    jfn = compiler.jit(f, executors=(AOT_EAGER, "torch"))
+    x = torch.randn(6, 5)
+    torch.testing.assert_close(jfn(x), f(x))
+    trace = compiler.last_traces(jfn)[-1]
+    for r in _regions(trace):
+        made_by = {o.name: s.symbol.name for s in r.subsymbols for o in s.tensor_outputs()}
+        assert not any(made_by[o.name] == "prims.full" for o in r.symbol.region.outputs), str(trace)
+    assert sum("prims.full" in [s.symbol.name for s in r.subsymbols] for r in _regions(trace)) >= 1, str(trace)

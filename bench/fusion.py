@@ -15,7 +15,7 @@ the reported time is the median over rounds, and ratios are against eager measur
   each differentiated by torch.compile's AOTAutograd); "(VJP, split)" adds the VJP backward only; "jit
   inductor" also takes matmuls into regions (three regions for the model).
 
-    python3 bench/fusion.py [--rounds 7] [--skip-gpt] [--skip-block] [--skip-torch-compile]
+    python3 bench/fusion.py [--rounds 7] [--skip-gpt] [--skip-block] [--skip-torch-compile] [--clock cpu]
 
 On CUDA (`--device cuda`, bench/fusion_cuda.py): the block at 256x4096 and 8192x8192 in float32 and bfloat16, and
 a GPT block forward+backward, each through compiler.jit(executors=("nvfuser", "torch")) vs eager vs
@@ -62,11 +62,15 @@ def timed_first(fn, *args):
     return time.perf_counter() - start
 
 
+CLOCK = [time.perf_counter]  # --clock cpu: time.process_time, this process's CPU time (steadier on a shared machine)
+
+
 def per_call(fn, args, iters):
-    start = time.perf_counter()
+    clock = CLOCK[0]
+    start = clock()
     for _ in range(iters):
         fn(*args)
-    return (time.perf_counter() - start) / iters
+    return (clock() - start) / iters
 
 
 def compare(variants: dict, args, rounds: int, iters: int) -> dict:
@@ -98,7 +102,11 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--first-call", default=None, help="cuda: time one cold first call of this variant")
     parser.add_argument("--dtypes", default="float32,bfloat16", help="cuda: the block's dtypes")
+    parser.add_argument("--clock", default="wall", choices=("wall", "cpu"),
+                        help="cpu: time each variant by this process's CPU time (other processes' load does not count)")
     opts = parser.parse_args()
+    if opts.clock == "cpu":
+        CLOCK[0] = time.process_time
     if opts.device == "cuda":
         import fusion_cuda
 

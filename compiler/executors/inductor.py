@@ -11,7 +11,8 @@ backward is the region's vector-Jacobian product (passes/vjp.py, built from per-
 by the same backend, so the backward is fused too. A region with a prim that has no VJP rule, a
 shape-generic region (its VJP trace would bake in sizes) and a call under autocast keep torch.compile's own
 AOTAutograd; `compiler.last_backward_traces` shows which is which.
-Numerics: regions compile with eager's where inductor's defaults differ (EAGER_NUMERICS). torch._dynamo and
+Numerics: regions compile with eager's where inductor's defaults differ (EAGER_NUMERICS); a graph whose
+inlined expressions would grow past a bound realizes more values (INLINED_BOUND). torch._dynamo and
 the backend are imported in a thread of their own, so their import leaves no reference cycle through the
 jitted call's frames (which would keep its tensors until the garbage collector runs).
 """
@@ -90,19 +91,48 @@ def region_function(bsym: BoundSymbol, name: str = "region"):
 # rounding between fused low-precision ops (bf16/fp16 computed in fp32 across a region; eager rounds after
 # each op), and its joint-graph constant folding takes `x * 0` for 0 (eager: nan for inf and nan, -0.0 for
 # negative x; a region's VJP multiplies by zero wherever a forward op did).
-# realize_opcount_threshold: a pointwise value of more than 16 ops is computed once, not inlined into each reader
-# (default 30: a chain of wheres reading their input three times grew an inlined expression 3^n large, minutes
-# of code generation; the elementwise block and GPT step of bench/fusion.py ran at the same speed)
-EAGER_NUMERICS = {"emulate_precision_casts": True, "joint_graph_constant_folding": False,
-                  "realize_opcount_threshold": 16}
+EAGER_NUMERICS = {"emulate_precision_casts": True, "joint_graph_constant_folding": False}
+
+# Inductor inlines a pointwise value into each of its readers while the value's own expression is small (30
+# ops, `realize_opcount_threshold`), so a value read several times is duplicated, and a chain of them grows
+# with the product of the read counts: ten `v = torch.where(v > 0, v, -v)` (three reads each) inline into one
+# expression 3^10 nodes large, minutes of code generation. A graph whose pointwise expressions, inlined into
+# every read, would exceed INLINED_BOUND nodes compiles with values realized past REALIZE_SMALL ops; every
+# other graph keeps inductor's default (realizing more costs memory traffic in the graphs that matter).
+INLINED_BOUND = 2000
+REALIZE_SMALL = 16
+_NOT_INLINED = frozenset(("prims.sum", "prims.amax", "prims.amin", "prims.prod", "prims.var", "prims.matmul"))
 
 
-def _eager_numerics(backend: str):
+def inlined_size(bsyms) -> int:
+    """The largest expression, in nodes, of a pointwise value of this straight-line code if every pointwise
+    value were inlined into each read of it (reductions and matmuls are buffers: they count one). Capped just
+    above INLINED_BOUND."""
+    size: dict[str, int] = {}
+    largest = 0
+    for b in bsyms:
+        pointwise = b.symbol.name not in _NOT_INLINED
+        n = 1 + (sum(size.get(a.name, 1) for a in b.tensor_args()) if pointwise else 0)
+        n = min(n, INLINED_BOUND + 1)
+        largest = max(largest, n)
+        for o in b.tensor_outputs():
+            size[o.name] = n if pointwise else 1
+    return largest
+
+
+def _options(backend: str, size: int) -> dict:
+    """Inductor's config for a graph of this inlined size: eager's numerics, and the realize bound."""
+    if backend != "inductor":
+        return {}
+    return dict(EAGER_NUMERICS, **({"realize_opcount_threshold": REALIZE_SMALL} if size > INLINED_BOUND else {}))
+
+
+def _eager_numerics(backend: str, size: int):
     if backend != "inductor":
         return contextlib.nullcontext()
     import torch._inductor.config
 
-    return torch._inductor.config.patch(EAGER_NUMERICS)
+    return torch._inductor.config.patch(_options(backend, size))
 
 
 class _Region:
@@ -114,20 +144,21 @@ class _Region:
     whole either (an op it does not support), the region runs as its plain torch ops, which compute the
     same values."""
 
-    def __init__(self, fn, backend, options, direct=True, dynamic=False, vjp=None):
+    def __init__(self, fn, backend, options, direct=True, dynamic=False, vjp=None, size=0):
         self.plain = fn
+        self.size = size  # inlined_size of its code
         self.backend, self.options, self.use_direct, self.dynamic = backend, options, direct, dynamic
         self.direct: dict = {}  # (grad mode, autocast state) -> the backend's compiled graph
         self.compiled = None
         self.failure = None
         self.vjp = vjp  # _VJP: the region's backward from per-prim rules, or None (AOTAutograd's)
 
-    def _direct(self, inputs, fn=None):
+    def _direct(self, inputs, fn=None, size=None):
         if self.options or not self.use_direct or self.dynamic:  # (direct compiles for these sizes only)
             return None  # options patch inductor's config inside torch.compile
         try:
             gm = torch.fx.symbolic_trace(fn or self.plain)
-            with _eager_numerics(self.backend):
+            with _eager_numerics(self.backend, self.size if size is None else size):
                 compiled = torch._dynamo.lookup_backend(self.backend)(gm, list(inputs))
         except Exception:  # noqa: BLE001 - any failure: torch.compile of the function instead
             return None
@@ -149,18 +180,22 @@ class _Region:
         return outs
 
     def _call(self, *inputs):
-        if self.vjp is not None and torch.is_grad_enabled() and not any(e for e, _ in autocast.current()) \
-                and any(t.requires_grad for t in inputs):
-            return _RegionFunction.apply(self, *inputs)
+        grad, cast = torch.is_grad_enabled(), autocast.current()  # (read once a call: a region call is ~20 us)
+        if self.vjp is not None and grad and not any(e for e, _ in cast) and any(t.requires_grad for t in inputs):
+            return _RegionFunction.apply(self, cast, *inputs)
+        return self._run(inputs, (grad, cast))
+
+    def _run(self, inputs, key):
+        """The compiled graph for this grad mode and autocast state (`key`)."""
         if self.failure is None:
-            key = (torch.is_grad_enabled(), autocast.current())
             if key not in self.direct:
                 self.direct[key] = self._direct(inputs)
             fn = self.direct[key]
             if fn is not None:
                 return fn(*inputs)
             if self.compiled is None:
-                options = dict(self.options or {}, **EAGER_NUMERICS) if self.backend == "inductor" else self.options
+                options = dict(self.options or {}, **_options(self.backend, self.size)) if self.backend == "inductor" \
+                    else self.options
                 self.compiled = torch.compile(self.plain, backend=self.backend, fullgraph=True,
                                               dynamic=self.dynamic, options=options)
             try:
@@ -194,14 +229,18 @@ class _RegionFunction(torch.autograd.Function):
     """One region, one autograd node: forward is the compiled no-grad region, backward the compiled VJP."""
 
     @staticmethod
-    def forward(ctx, region, *inputs):
-        outs = region(*inputs)  # grad mode is off here: the inference graph
+    def forward(ctx, region, cast, *inputs):
+        outs = region._run(inputs, (False, cast))  # grad mode is off here: the inference graph
         ctx.region = region
         vjp = region.vjp
         # inputs the trace writes back later are saved as their old value (the VJP reads that value)
-        ctx.save_for_backward(*(inputs[i].clone() if i in vjp.written_later else inputs[i] for i in vjp.trace.saved))
+        if vjp.written_later:
+            ctx.save_for_backward(*(inputs[i].clone() if i in vjp.written_later else inputs[i] for i in vjp.trace.saved))
+        else:
+            ctx.save_for_backward(*[inputs[i] for i in vjp.trace.saved])
         ctx.set_materialize_grads(False)
-        ctx.mark_non_differentiable(*[o for o, d in zip(outs, region.vjp.diff) if not d])
+        if not all(vjp.diff):
+            ctx.mark_non_differentiable(*[o for o, d in zip(outs, vjp.diff) if not d])
         return outs
 
     @staticmethod
@@ -214,9 +253,9 @@ class _RegionFunction(torch.autograd.Function):
         else:
             if vjp.compiled is None:
                 fn = vjp.trace.python_callable()
-                vjp.compiled = region._direct([*inputs, *gargs], fn) or fn
+                vjp.compiled = region._direct([*inputs, *gargs], fn, inlined_size(vjp.trace.bsyms)) or fn
             result = vjp.compiled(*inputs, *gargs)
-        return (None, *(r if i in got and ctx.needs_input_grad[i + 1] else None for i, r in enumerate(result)))
+        return (None, None, *(r if i in got and ctx.needs_input_grad[i + 2] else None for i, r in enumerate(result)))
 
 
 class InductorExecutor:
@@ -239,6 +278,15 @@ class InductorExecutor:
     def can_execute(self, bsym: BoundSymbol) -> bool:
         return getattr(bsym.symbol, "executor", None) is self
 
+    def differentiates(self, region) -> bool:
+        """Whether the region, called with grad enabled, is one autograd node whose backward is its VJP, which
+        gives None (not zeros) to inputs that no output with a gradient reaches (passes/fusion.py then keeps
+        parts that share no data in one region); not under autocast or for shape-generic regions, which
+        torch.compile's AOTAutograd differentiates."""
+        if not self.vjp or getattr(_LOCAL, "generic", False) or any(e for e, _ in autocast.current()):
+            return False
+        return not isinstance(_vjp(region, "backward"), str)
+
     def callee(self, bsym: BoundSymbol, trace: Trace) -> str:
         _import_off_the_stack(self.backend)
         sub = region_function(bsym)
@@ -256,7 +304,8 @@ class InductorExecutor:
         if fn is None:
             vjp = _vjp(bsym.symbol.region, f"backward_{bsym.symbol.name}") if self.vjp and not generic else None
             fn = _Region(sub.python_callable(), self.backend, self.options, self.direct,
-                         dynamic=generic or sized_by_values, vjp=vjp if isinstance(vjp, _VJP) else None)
+                         dynamic=generic or sized_by_values, vjp=vjp if isinstance(vjp, _VJP) else None,
+                         size=inlined_size(sub.bsyms))
             fn.no_vjp = vjp if isinstance(vjp, str) else None
             _COMPILED[key] = fn
         # what compiler.last_backward_traces shows: the VJP trace, or why the region has none

@@ -55,6 +55,12 @@ def may_raise(bsym) -> bool:
     return name not in _DROPPABLE and name not in _INTEGER_RAISES
 
 
+def _made(bsym) -> set[str]:
+    """Names of the tensors the op makes. An op that returned its argument itself (`x.to(x.dtype)`,
+    `x.contiguous()` of a contiguous x) made nothing: a later reader needs the argument, not the op."""
+    return {o.name for o in bsym.tensor_outputs()} - {a.name for a in bsym.tensor_args()}
+
+
 def eager_dce(trace: Trace) -> Trace:
     """The default pass: unused ops that may raise stay (see the module's docstring)."""
     return dce(trace, keep_raising=True)
@@ -67,7 +73,7 @@ def dce(trace: Trace, keep_raising: bool = False) -> Trace:
     needed = {p.name for p in pytree.tree_leaves(trace.output) if isinstance(p, TensorProxy)}
     kept = []
     for bsym in reversed(trace.bsyms):
-        outs = {o.name for o in bsym.tensor_outputs()}
+        outs = _made(bsym)
         if bsym.symbol.tags & EFFECTFUL or outs & needed or bsym.kept_to_raise or (keep_raising and may_raise(bsym)):
             kept.append(bsym)
             needed.update(p.name for p in bsym.tensor_args())
@@ -81,6 +87,6 @@ def mark_unused_that_may_raise(trace: Trace) -> None:
     ops it emits for them)."""
     needed = {p.name for p in pytree.tree_leaves(trace.output) if isinstance(p, TensorProxy)}
     for bsym in reversed(trace.bsyms):
-        if not (bsym.symbol.tags & EFFECTFUL or {o.name for o in bsym.tensor_outputs()} & needed):
+        if not (bsym.symbol.tags & EFFECTFUL or _made(bsym) & needed):
             bsym.kept_to_raise = True
         needed.update(p.name for p in bsym.tensor_args())

@@ -2,12 +2,14 @@
 
 A fusible prim joins the open region that produces its inputs, or the first open region after every group
 it depends on, so no region depends on a group placed after it (no cycles) and fusible ops only ever move
-earlier than they were, never later. Barriers close every open region: random ops (RNG order), grad-mode
-switches, in-place ops (write-backs, writes into fresh clones). An op outside the fusible set counts as a
-writer of its tensor arguments (batch norm updates its running statistics without an in-place tag), so no
-later read of them moves before it. Views that are returned stay out of regions (a region's outputs are
-fresh tensors; the caller must get a view where eager gave one). A region with fewer than two computing
-ops is not worth a kernel and runs op by op.
+earlier than they were, never later. Barriers close every open region: effects (grad-mode switches) and
+in-place ops (write-backs, writes into fresh clones); random ops do not (no fusible op draws random numbers).
+An op outside the fusible set counts as a writer of its tensor arguments (batch norm updates its running
+statistics without an in-place tag), so no later read of them moves before it, unless its schema says it
+returns a view (or may: `to`, `contiguous`). Torch view ops that narrow or reshape their argument (`view`,
+`split`, `x[..., :4]`; read from the meta tensors) join regions as the prim they are. Views that are
+returned stay out of regions (a region's outputs are fresh tensors; the caller must get a view where eager
+gave one). A region with fewer than two computing ops is not worth a kernel and runs op by op.
 
 Each region prints as one call with its prims as the nested (commented) body, so `compiler.last_traces`
 shows what was fused.
@@ -28,7 +30,20 @@ _COMPUTE_PRIMS = {getattr(prims, n) for n in (
     "mul div pow remainder maximum minimum eq ne lt le gt ge logical_and logical_or where sum amax amin prod var "
     "cat convert_element_type full clone").split()}
 FUSIBLE = _VIEW_PRIMS | _COMPUTE_PRIMS
-_BARRIER = Tag.RANDOM | Tag.EFFECT | Tag.INPLACE
+# Effects and writes close every open region. Random ops do not: no fusible op draws random numbers, so moving
+# one across a random op leaves the RNG order as it was (F.scaled_dot_product_attention is tagged random for its
+# dropout: a barrier split every attention block's regions in two).
+_BARRIER = Tag.EFFECT | Tag.INPLACE
+
+
+def _may_write(bsym: BoundSymbol) -> bool:
+    """Whether an op outside the fusible set may write its tensor arguments. Prims write only when tagged
+    in-place; a torch op whose schema says it returns a view (or may: `to`, `contiguous`, `reshape`) writes
+    nothing; any other torch op may (batch norm writes its running statistics without an in-place tag)."""
+    tags = bsym.symbol.tags
+    if tags & Tag.INPLACE:
+        return True
+    return not tags & (Tag.PRIM | Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW)
 
 
 # what a fusing executor may add to FUSIBLE (its `fusible_extra`): inductor takes matmuls into regions (an
@@ -63,12 +78,71 @@ def _escaping_views(trace: Trace) -> set[str]:
     return views
 
 
+def _same_view(made: torch.Tensor, of: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether `made` is a view of `of` laid out as `b` (then both read the same elements; a reshape that
+    copied may have `b`'s strides and read others)."""
+    return made._is_view() and made._base is (of._base if of._is_view() else of) and \
+        made.shape == b.shape and made.stride() == b.stride() and made.storage_offset() == b.storage_offset()
+
+
+def _view_as_prim(x: TensorProxy, out: TensorProxy):
+    """(prim, args) giving `out` from `x` with the same shape, strides and offset, where `out` is a narrowing
+    of `x` along one dimension or a reshape of it; None otherwise. Read from the meta tensors, so any torch
+    view op that is one of these (`view`, `split`, `chunk`, `narrow`, `x[..., :4]`) is covered."""
+    xm, om = x.meta, out.meta
+    if xm.dtype != om.dtype or x.dynamic or out.dynamic or x.sym_shape is not None or out.sym_shape is not None:
+        return None
+    if not om._is_view() or om._base is not (xm._base if xm._is_view() else xm):
+        return None  # (x[[0, 2]] is tagged a view op but copies: its layout may still match a narrowing)
+    with torch._C.DisableTorchFunction():
+        if xm.ndim == om.ndim and xm.stride() == om.stride():
+            dims = [d for d in range(xm.ndim) if xm.shape[d] != om.shape[d]]
+            if len(dims) == 1 and xm.stride(dims[0]):
+                d = dims[0]
+                start, rest = divmod(om.storage_offset() - xm.storage_offset(), xm.stride(d))
+                if rest == 0 and 0 <= start and start + om.shape[d] <= xm.shape[d]:
+                    args = (x, d, start, om.shape[d])
+                    if _same_view(torch.narrow(xm, *args[1:]), xm, om):
+                        return prims.slice_in_dim, args
+        if om.storage_offset() == xm.storage_offset() and om.numel() == xm.numel():
+            try:
+                made = torch.reshape(xm, tuple(om.shape))
+            except RuntimeError:
+                return None
+            if _same_view(made, xm, om):
+                return prims.reshape, (x, tuple(om.shape))
+    return None
+
+
+def _views_as_prims(trace: Trace) -> list[BoundSymbol]:
+    """The trace's bound symbols, torch view ops that are a narrowing or a reshape of their tensor argument
+    written as that prim (one per output), so that they can join regions (the views between a projection and
+    attention, rotary embeddings' halves) instead of splitting them. Views the caller receives stay as they
+    are."""
+    escaping = _escaping_views(trace)
+    out = []
+    for b in trace.bsyms:
+        tensors, outs = b.tensor_args(), b.tensor_outputs()
+        if b.symbol.tags & Tag.PRIM or not b.symbol.tags & Tag.RETURNS_VIEW or b.symbol.tags & _BARRIER or \
+                len(tensors) != 1 or not outs or b.kept_to_raise or any(o.name in escaping for o in outs):
+            out.append(b)
+            continue
+        made = [_view_as_prim(tensors[0], o) for o in outs]
+        if any(m is None for m in made):
+            out.append(b)
+            continue
+        out.extend(BoundSymbol(prim, args, {}, o, [], b.location) for (prim, args), o in zip(made, outs))
+    return out
+
+
 def group(trace: Trace, fusible=FUSIBLE) -> list:
     """The trace's bound symbols as a list of Region and single BoundSymbol, in a valid execution order.
 
-    A view prim that would open a region of its own (a weight's transpose, a bias's broadcast: views of
+    A view prim of a value no open region computes (a weight's transpose, a bias's broadcast: views of
     inputs, recorded before the ops that read them) waits for its first reader and joins that reader's
-    region, instead of sitting alone in an early region that is too small to fuse. It never waits past a
+    region, instead of sitting alone in an early region or joining an unrelated open one (whose output it
+    would become: a copy). So does a `prims.full` (a scalar operand made a tensor: `0.5 * x`): in its
+    reader's region it is a constant of the kernel, in another region's outputs a tensor in memory. It never waits past a
     barrier (flushed there, in order) or past an op outside the fusible set that reads it."""
     groups: list = []
     last_def: dict[str, int] = {}
@@ -107,7 +181,7 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
             close_all()
             for b in take_pending(list(pending)):
                 append_single(b)
-        if not is_fusible and (not bsym.symbol.tags & Tag.PRIM or bsym.symbol.tags & Tag.INPLACE):
+        if not is_fusible and _may_write(bsym):
             # it may write its arguments: views of them (a reshape may be a copy) are taken before it
             hit = set(args)
             for n, b in list(pending.items()):
@@ -115,6 +189,11 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
                     hit.add(n)
             for b in take_pending([n for n in list(pending) if n in hit]):
                 append_single(b)
+        if is_fusible and (bsym.symbol in _VIEW_PRIMS or bsym.symbol is prims.full) and not any(
+                isinstance(groups[last_def[n]], Region) and groups[last_def[n]].open
+                for n in args if n not in pending and n in last_def):
+            pending[outs[0]] = bsym  # a view of no open region's value waits for its reader (one output each)
+            continue
         waiting = take_pending(args)
         deps = max((last_def.get(n, -1) for b in [*waiting, bsym] for n in (a.name for a in b.tensor_args())),
                    default=-1)
@@ -124,8 +203,9 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
             groups.append(bsym)
             idx = len(groups) - 1
             for n in outs:
-                last_def[n] = idx
-            if not bsym.symbol.tags & Tag.PRIM or bsym.symbol.tags & Tag.INPLACE:
+                if n not in args:  # (an op that returned its argument itself, `x.to(x.dtype)`, made no new value)
+                    last_def[n] = idx
+            if _may_write(bsym):
                 for n in args:  # may write them (see module docstring)
                     last_def[n] = idx
             continue
@@ -136,9 +216,6 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
             target = next((i for i in range(deps + 1, len(groups)) if isinstance(groups[i], Region)
                            and groups[i].open), None)
         if target is None:
-            if bsym.symbol in _VIEW_PRIMS and not waiting:
-                pending[outs[0]] = bsym  # (view prims have one output)
-                continue
             groups.append(Region())
             target = len(groups) - 1
         for b in [*waiting, bsym]:
@@ -174,14 +251,43 @@ def _components(region: Region) -> list:
     return list(parts.values())
 
 
+def _seal(g: Region, used_after: set, written: set) -> bool:
+    """Fill the region's inputs (read before it) and outputs (needed after it); False if it has none."""
+    defined, inputs, seen = set(), [], set()
+    for b in g.bsyms:
+        for a in b.tensor_args():
+            if a.name not in defined and a.name not in seen:
+                seen.add(a.name)
+                inputs.append(a)
+        defined.update(o.name for o in b.tensor_outputs())
+    outputs, seen_out = [], set()
+    for b in g.bsyms:
+        for o in b.tensor_outputs():
+            if o.name in used_after and o.name not in seen_out:
+                seen_out.add(o.name)
+                outputs.append(o)
+    g.inputs, g.outputs = inputs, outputs
+    g.written_later = {p.name for p in inputs if p.name in written}  # inputs written back after the region
+    return bool(outputs)
+
+
 def fuse(trace: Trace, executor, *, min_computing: int = 2) -> Trace:
-    """The trace with each worthwhile region replaced by one bound symbol that `executor` claims."""
+    """The trace with each worthwhile region replaced by one bound symbol that `executor` claims.
+
+    With autograd, a region is one backward node. Its parts that share no data (the query, key and value
+    projections of one input) stay one region where the executor differentiates it whole with None for the
+    inputs no output that got a gradient reaches, as eager gives (`executor.differentiates(region)`: the
+    inductor executor's per-prim VJP); otherwise they are regions of their own (a backward node would give
+    zeros instead)."""
     flat: list = []
-    groups = group(trace, FUSIBLE | getattr(executor, "fusible_extra", frozenset()))
-    if torch.is_grad_enabled() and any(isinstance(a, TensorProxy) and a.requires_grad for a in trace.args):
+    groups = group(trace.copy_with(_views_as_prims(trace), trace.header),
+                   FUSIBLE | getattr(executor, "fusible_extra", frozenset()))
+    grad = torch.is_grad_enabled() and any(isinstance(a, TensorProxy) and a.requires_grad for a in trace.args)
+    whole = getattr(executor, "differentiates", None) if grad else None
+    if grad and whole is None:
         groups = [part for g in groups for part in (_components(g) if isinstance(g, Region) else [g])]
     for g in groups:
-        if isinstance(g, Region) and g.computing() < min_computing:
+        if isinstance(g, Region) and g.computing() < min_computing and (whole is None or len(_components(g)) == 1):
             flat.extend(g.bsyms)
         else:
             flat.append(g)
@@ -200,28 +306,23 @@ def fuse(trace: Trace, executor, *, min_computing: int = 2) -> Trace:
         if not isinstance(g, Region):
             out.append(g)
             continue
-        defined, inputs, seen = set(), [], set()
-        for b in g.bsyms:
-            for a in b.tensor_args():
-                if a.name not in defined and a.name not in seen:
-                    seen.add(a.name)
-                    inputs.append(a)
-            defined.update(o.name for o in b.tensor_outputs())
-        outputs, seen_out = [], set()
-        for b in g.bsyms:
-            for o in b.tensor_outputs():
-                if o.name in used_after[i] and o.name not in seen_out:
-                    seen_out.add(o.name)
-                    outputs.append(o)
-        if not outputs:
-            continue
-        g.inputs, g.outputs = inputs, outputs
-        g.written_later = {p.name for p in inputs if p.name in written}  # inputs written back after the region
-        sym = Symbol(f"{executor.name}_fusion_{count}", None, Tag.NONE)
-        sym.region = g
-        sym.executor = executor
-        count += 1
-        out.append(BoundSymbol(sym, tuple(inputs), {}, tuple(outputs), list(g.bsyms), g.bsyms[0].location))
+        parts = [g]
+        if whole is not None:
+            parts = _components(g)
+            if len(parts) > 1 and _seal(g, used_after[i], written) and whole(g):
+                parts = [g]
+        for part in parts:
+            if part.computing() < min_computing:
+                out.extend(part.bsyms)
+                continue
+            if not _seal(part, used_after[i], written):
+                continue
+            sym = Symbol(f"{executor.name}_fusion_{count}", None, Tag.NONE)
+            sym.region = part
+            sym.executor = executor
+            count += 1
+            out.append(BoundSymbol(sym, tuple(part.inputs), {}, tuple(part.outputs), list(part.bsyms),
+                                   part.bsyms[0].location))
     fused = trace.copy_with(out, f"fusion regions for {executor.name}: {count}")
     check_writebacks(fused)
     return fused

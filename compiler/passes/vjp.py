@@ -225,10 +225,10 @@ def _cat(b, g, y):
     dim = dim % y.meta.ndim
     grads, offset = [], 0
     for t in tensors:
-        n = t.meta.shape[dim] if t.meta.ndim else 0
-        if t.meta.ndim == 1 and n == 0:  # torch.cat skips legacy empty 1-D tensors
+        if t.meta.ndim == 1 and t.meta.shape[0] == 0:  # torch.cat skips legacy empty 1-D tensors (any dim)
             grads.append(None)
             continue
+        n = t.meta.shape[dim] if t.meta.ndim else 0
         grads.append(prims.slice_in_dim(g, dim, offset, n))
         offset += n
     return [grads]

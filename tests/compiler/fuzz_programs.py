@@ -526,7 +526,8 @@ def check(program: Program, mode: str, executors=None, calls=None, timeout: int 
                                index, mode)
             try:
                 if eager_error is None:
-                    assert_same(actual, expected, where=f"{where}: output")
+                    assert_same(actual, expected, where=f"{where}: output",
+                                float_rtol=1e-5 if executors is not None else None)
                     _assert_identity(actual, args, ns, expected, eager_args, eager_ns, where)
                     if eager_grads is not None or grads is not None:
                         assert (eager_grads is None) == (grads is None), f"{where}: gradients computed differ"
@@ -541,8 +542,12 @@ def check(program: Program, mode: str, executors=None, calls=None, timeout: int 
                                 assert_same(g, e, where=f"{where}: gradient {i}",
                                             rtol=1e-4 if e.dtype == torch.float32 or low else None)
                 _assert_args_like_eager(args, eager_args, pristine, where, fused=executors is not None)
+                # through fusing executors, floats read from a fused reduction (`LOG.append(a.sum().item())`) within
+                # float32's rounding, as tensors are (seeds 700001, 700013: one ulp of a sum)
+                fused = dict(float_rtol=1e-5) if executors is not None else {}
                 for name in STATE_NAMES:
-                    assert_same(_comparable(ns[name]), _comparable(eager_ns[name]), where=f"{where}: module state {name}")
+                    assert_same(_comparable(ns[name]), _comparable(eager_ns[name]), where=f"{where}: module state {name}",
+                                **fused)
                 _assert_no_proxies(ns, actual, where)
             except AssertionError as e:
                 return Verdict("wrong", str(e)[:800], index, mode)

@@ -269,7 +269,7 @@ def check(name: str, mode: str = "forward", cache: str = "constant values", exec
     res.hits, res.misses = compiler.cache_hits(jm), compiler.cache_misses(jm)
     entry = jm._jitted.last_entry
     res.segments = getattr(entry, "segment_count", 1) or 1 if entry is not None else 0
-    traces = compiler.last_traces(jm) if entry is not None else []
+    traces = compiler.last_traces(jm) if entry is not None else []  # (a first call that raised: none)
     if traces:
         res.regions = sum(1 for b in traces[-1].bsyms if "_fusion_" in b.symbol.name)
     if timed and res.error is None and cache != "no caching":  # (no caching: every call traces, ~0.5 s)

@@ -48,9 +48,10 @@ TOLERANCES = {
 # ---------------------------------------------------------------------------------------------------
 
 def assert_same(actual, expected, *, where: str, meta_only: bool = False,
-                rtol: float | None = None, atol: float | None = None) -> None:
+                rtol: float | None = None, atol: float | None = None, float_rtol: float | None = None) -> None:
     """Assert `actual` is what eager returned: same structure, and per tensor same dtype, shape,
-    device and values (within the dtype's tolerance)."""
+    device and values (within the dtype's tolerance). float_rtol: Python floats within it (read by `.item()`
+    from a fused reduction, which adds in another order); else exactly equal."""
     if isinstance(expected, torch.Tensor):
         assert isinstance(actual, torch.Tensor), f"{where}: expected a tensor, got {type(actual).__name__}"
         assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != eager {expected.dtype}"
@@ -75,19 +76,19 @@ def assert_same(actual, expected, *, where: str, meta_only: bool = False,
             f"{where}: expected a {type(expected).__name__}, got {type(actual).__name__}"
         assert len(actual) == len(expected), f"{where}: {len(actual)} items != eager {len(expected)}"
         for i, (a_item, e_item) in enumerate(zip(actual, expected)):
-            assert_same(a_item, e_item, where=f"{where}[{i}]", meta_only=meta_only, rtol=rtol, atol=atol)
+            assert_same(a_item, e_item, where=f"{where}[{i}]", meta_only=meta_only, rtol=rtol, atol=atol,
+                        float_rtol=float_rtol)
     elif isinstance(expected, dict):
         assert isinstance(actual, dict), f"{where}: expected a dict, got {type(actual).__name__}"
         assert list(actual) == list(expected), f"{where}: keys {list(actual)} != eager {list(expected)}"
         for key in expected:
             assert_same(actual[key], expected[key], where=f"{where}[{key!r}]", meta_only=meta_only,
-                        rtol=rtol, atol=atol)
+                        rtol=rtol, atol=atol, float_rtol=float_rtol)
     elif isinstance(expected, (bool, int, float)):
         assert type(actual) is type(expected), \
             f"{where}: expected a Python {type(expected).__name__}, got {type(actual).__name__}"
-        # a float may come from a float32 tensor (`.sum().item()`): a fused reduction sums in another order, as
-        # torch.compile's does, so floats agree to a few float32 roundings; ints and bools exactly
-        close = isinstance(expected, float) and math.isclose(actual, expected, rel_tol=1e-6)
+        close = type(expected) is float and float_rtol is not None and math.isclose(actual, expected,
+                                                                                    rel_tol=float_rtol)
         assert actual == expected or close or (actual != actual and expected != expected), \
             f"{where}: {actual!r} != eager {expected!r}"
     else:

@@ -144,7 +144,8 @@ class _Region:
     whole either (an op it does not support), the region runs as its plain torch ops, which compute the
     same values."""
 
-    def __init__(self, fn, backend, options, direct=True, dynamic=False, vjp=None, size=0):
+    def __init__(self, fn, backend, options, direct=True, dynamic=False, vjp=None, size=0, out_strides=None,
+                 out_orders=None):
         self.plain = fn
         self.size = size  # inlined_size of its code
         self.backend, self.options, self.use_direct, self.dynamic = backend, options, direct, dynamic
@@ -152,6 +153,9 @@ class _Region:
         self.compiled = None
         self.failure = None
         self.vjp = vjp  # _VJP: the region's backward from per-prim rules, or None (AOTAutograd's)
+        self.out_strides = out_strides  # each output's traced strides (None: shape-generic, any layout)
+        self.restride: dict = {}  # key -> positions of outputs the compiled graph lays out otherwise
+        self.out_orders = out_orders  # shape-generic: each output's traced dimension order, innermost first
 
     def _direct(self, inputs, fn=None, size=None):
         if self.options or not self.use_direct or self.dynamic:  # (direct compiles for these sizes only)
@@ -186,6 +190,43 @@ class _Region:
         return self._run(inputs, (grad, cast))
 
     def _run(self, inputs, key):
+        """The compiled graph's outputs, in the traced layouts (`out_strides`): inductor lays a pointwise result out
+        like its input (`w * softmax(a.t())` transposed) where eager's op returned it contiguous, and an
+        `as_strided` or `.view()` after the region would read other elements. Which outputs differ is found on the
+        first call for each key (the region is compiled per input layout), and only those are copied."""
+        outs = self._run_graph(inputs, key)
+        if self.out_strides is None:
+            return outs if self.out_orders is None else self._in_traced_order(outs)
+        redo = self.restride.get(key)
+        if redo is None:
+            redo = self.restride[key] = tuple(
+                i for i, (o, want) in enumerate(zip(outs, self.out_strides))
+                if want is not None and isinstance(o, torch.Tensor) and o.dim() > 1 and o.stride() != want)
+        if not redo:
+            return outs
+        outs = list(outs)
+        for i in redo:
+            o = outs[i]
+            outs[i] = torch.empty_strided(o.shape, self.out_strides[i], dtype=o.dtype, device=o.device).copy_(o)
+        return tuple(outs)
+
+    def _in_traced_order(self, outs):
+        """A shape-generic region's outputs (any size: no fixed strides) dense in the traced dimension order."""
+        fixed = None
+        for i, (o, order) in enumerate(zip(outs, self.out_orders)):
+            if order is None or not isinstance(o, torch.Tensor) or o.dim() != len(order) or o.dim() < 2:
+                continue
+            want, step = [0] * o.dim(), 1
+            for d in order:  # innermost first
+                want[d] = step
+                step *= o.shape[d]
+            have = o.stride()
+            if any(want[d] != have[d] for d in range(o.dim()) if o.shape[d] > 1):
+                fixed = fixed or list(outs)
+                fixed[i] = torch.empty_strided(o.shape, want, dtype=o.dtype, device=o.device).copy_(o)
+        return outs if fixed is None else tuple(fixed)
+
+    def _run_graph(self, inputs, key):
         """The compiled graph for this grad mode and autocast state (`key`)."""
         if self.failure is None:
             if key not in self.direct:
@@ -305,7 +346,9 @@ class InductorExecutor:
             vjp = _vjp(bsym.symbol.region, f"backward_{bsym.symbol.name}") if self.vjp and not generic else None
             fn = _Region(sub.python_callable(), self.backend, self.options, self.direct,
                          dynamic=generic or sized_by_values, vjp=vjp if isinstance(vjp, _VJP) else None,
-                         size=inlined_size(sub.bsyms))
+                         size=inlined_size(sub.bsyms),
+                         out_strides=None if generic or sized_by_values else _traced_strides(bsym.symbol.region),
+                         out_orders=_traced_orders(bsym.symbol.region) if generic or sized_by_values else None)
             fn.no_vjp = vjp if isinstance(vjp, str) else None
             _COMPILED[key] = fn
         # what compiler.last_backward_traces shows: the VJP trace, or why the region has none
@@ -313,6 +356,27 @@ class InductorExecutor:
         name = bsym.symbol.name
         trace.constants[name] = fn if not numbers else _WithNumbers(fn, numbers)
         return name
+
+
+def _traced_strides(region) -> tuple:
+    """Each region output's strides as the trace's metadata has them (eager's), None where unknown."""
+    out = []
+    for p in region.outputs:
+        meta = getattr(p, "meta", None)
+        try:
+            out.append(tuple(int(s) for s in meta.stride()) if meta is not None else None)
+        except Exception:  # noqa: BLE001 - a symbolic stride: no fixed layout to keep
+            out.append(None)
+    return tuple(out)
+
+
+def _traced_orders(region) -> tuple:
+    """Each region output's dimension order in the trace's metadata, innermost (smallest stride) first; None
+    where the strides are not plain numbers."""
+    out = []
+    for stride in _traced_strides(region):
+        out.append(None if stride is None else tuple(sorted(range(len(stride)), key=lambda d: (stride[d], -d))))
+    return tuple(out)
 
 
 # Elementwise prims whose number operands become region inputs when regions are shape-generic: the region's

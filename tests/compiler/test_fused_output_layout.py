@@ -59,3 +59,23 @@ def test_returned_view_of_a_written_intermediate_keeps_eager_layout(fn, mode):
             torch.testing.assert_close(a, e)
             assert _layout(a) == _layout(e), f"call {call}: {_layout(a)}, eager's {_layout(e)}"
 
+
+
+_W = torch.tensor(1.5)
+
+
+def as_strided_of_a_region_output(a):
+    # eager's softmax of a transposed input is contiguous (3, 1); inductor lays the fused `w * softmax(a.t())` out
+    # like its input, and as_strided after the region read other elements (fuzz seed 4942)
+    v = _W * torch.nn.functional.softmax(a, dim=-1)
+    return v.as_strided((2,), (1,)), v.stride()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_region_output_keeps_the_traced_layout_for_the_ops_after_it(mode):
+    jfn = compiler.jit(as_strided_of_a_region_output, cache=mode, executors=FUSED)
+    for seed in range(3):
+        a = torch.randn(3, 3, generator=torch.Generator().manual_seed(seed)).t()
+        got, want = jfn(a), as_strided_of_a_region_output(a)
+        assert got[1] == want[1] == (3, 1)
+        torch.testing.assert_close(got[0], want[0])

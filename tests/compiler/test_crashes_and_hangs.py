@@ -306,9 +306,11 @@ def test_a_refusal_inside_torchs_handle_torch_function_keeps_the_mode_stack():
             return a
 
     base = torch.rand(4, requires_grad=True) * 1
+    # (a view made by slicing is modelled now, meta tensors viewing one base; a detached view is not: refused)
     with pytest.raises(compiler.CompilerError, match="share memory"):
-        compiler.jit(fn)(base, base[1:2])
+        compiler.jit(fn)(base, base.detach()[1:2])
     assert torch._C._len_torch_function_stack() == 0
+    assert torch.equal(compiler.jit(fn)(base, base[1:2]), fn(base, base[1:2]))
     check_calls(fn, [lambda: (torch.ones(3), torch.ones(3))])
 
 

@@ -204,14 +204,9 @@ def _callee(ctx, func, expr, hops: int = 4):
 def _module_def(tree, expr):
     """``f`` or ``Class.f`` defined at the top of the module: (def, 0); a method called through its class takes its
     ``self`` explicitly, so the positions line up either way."""
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
+    parts = _chain(expr)
+    if parts is None:
         return None
-    parts.append(expr.id)
-    parts.reverse()
     body = tree.body
     for i, part in enumerate(parts):
         found = next((s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))

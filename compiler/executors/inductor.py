@@ -30,6 +30,7 @@ from ..passes.fusion import MATMUL
 from ..passes.vjp import NoVJP, RegionGradients, backward_trace
 from ..core.symbols import BoundSymbol
 from ..core.trace import Trace
+from .layouts import in_layout
 
 _COMPILED: dict = {}
 _LOCAL = threading.local()
@@ -207,7 +208,7 @@ class _Region:
         outs = list(outs)
         for i in redo:
             o = outs[i]
-            outs[i] = torch.empty_strided(o.shape, self.out_strides[i], dtype=o.dtype, device=o.device).copy_(o)
+            outs[i] = in_layout(o, o.shape, self.out_strides[i])
         return tuple(outs)
 
     def _in_traced_order(self, outs):
@@ -223,7 +224,7 @@ class _Region:
             have = o.stride()
             if any(want[d] != have[d] for d in range(o.dim()) if o.shape[d] > 1):
                 fixed = fixed or list(outs)
-                fixed[i] = torch.empty_strided(o.shape, want, dtype=o.dtype, device=o.device).copy_(o)
+                fixed[i] = in_layout(o, o.shape, want)
         return outs if fixed is None else tuple(fixed)
 
     def _run_graph(self, inputs, key):

@@ -33,6 +33,7 @@ from ..core.proxies import TensorProxy
 from ..core.symbols import BoundSymbol
 from ..core.trace import Trace
 from ..passes.vjp import NoVJP, RegionGradients, backward_trace
+from .layouts import in_layout
 
 
 class Refused(Exception):
@@ -305,17 +306,6 @@ def _first_line(e: Exception) -> str:
     return f"{type(e).__name__}: {' / '.join(lines[:3])[:400]}"
 
 
-def _in_layout(t: torch.Tensor, shape, stride) -> torch.Tensor:
-    """A new tensor with t's values in the traced layout; dims of stride 0 (an expanded result) hold one copy."""
-    if 0 in stride and t.numel() > 1:
-        size = 1 + sum((n - 1) * s for n, s in zip(shape, stride) if n > 0)
-        out = torch.empty(size, dtype=t.dtype, device=t.device).as_strided(shape, stride)
-        distinct = tuple(0 if s == 0 else slice(None) for s in stride)  # (a non-overlapping view of it)
-        out[distinct].copy_(t[distinct])
-        return out
-    return torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device).copy_(t)
-
-
 def _as_traced(outs, inputs, layouts, fresh) -> list:
     """nvFuser's outputs as the traced ones are: in the traced layout (so later view ops behave as they did
     when traced), and in memory of their own where the traced result is no view (nvFuser may return an input's
@@ -326,9 +316,9 @@ def _as_traced(outs, inputs, layouts, fresh) -> list:
     for t, (shape, stride), own in zip(outs, layouts, fresh):
         if t.numel():
             if own and t.untyped_storage().data_ptr() in taken:
-                t = _in_layout(t, shape, stride)
+                t = in_layout(t, shape, stride)
             elif t.numel() > 1 and t.stride() != stride:
-                t = _in_layout(t, shape, stride)
+                t = in_layout(t, shape, stride)
             taken.add(t.untyped_storage().data_ptr())
         result.append(t)
     return result

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import torch
 
-from compiler.executors.nvfuser import _as_traced, _in_layout
+from compiler.executors.layouts import in_layout
+from compiler.executors.nvfuser import _as_traced
 
 
 def test_an_expanded_layout_is_rebuilt_with_one_copy_of_each_value():
     want = torch.arange(8.0).reshape(1, 8).expand(3, 8)  # stride (0, 1): a broadcast result
-    got = _in_layout(want.contiguous(), (3, 8), (0, 1))
+    got = in_layout(want.contiguous(), (3, 8), (0, 1))
     assert got.stride() == (0, 1) and torch.equal(got, want)
     want = torch.arange(6.0).reshape(3, 2).t().unsqueeze(0).expand(4, 2, 3)  # stride (0, 1, 2)
-    got = _in_layout(want.contiguous(), tuple(want.shape), tuple(want.stride()))
+    got = in_layout(want.contiguous(), tuple(want.shape), tuple(want.stride()))
     assert got.stride() == want.stride() and torch.equal(got, want)
 
 

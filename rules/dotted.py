@@ -22,3 +22,10 @@ def dotted_name(expr) -> str | None:
     """``a.b.c`` as "a.b.c"; None for anything but a name followed by attributes."""
     parts = dotted_parts(expr)
     return ".".join(parts) if parts is not None else None
+
+
+def chain_root(expr):
+    """The expression under a run of attributes: ``x`` for ``x.a.b``, the call for ``f().a``."""
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return expr

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 
 from ._walk import walk
+from .dotted import chain_root
 
 NOT_NONE = object()  # an argument whose value is unknown but certainly not None (`x.shape[1]`, `a + b`)
 UNKNOWN = object()
@@ -96,9 +97,7 @@ def _call_arguments(ctx, info):
     for ref, call in refs:
         if call is None:
             return None  # passed around, compiled or wrapped: called where this file does not show
-        root = ref.value if method else ref
-        while isinstance(root, ast.Attribute):
-            root = root.value
+        root = chain_root(ref.value if method else ref)
         if method and isinstance(root, ast.Name) and root.id in ctx.index.imports:
             continue  # `F.pad(...)`, `torch.nn.functional.pad(...)`: a module's function of the same name
         positional = list(call.args)

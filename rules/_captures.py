@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 
 from ._values import is_tensor_annotation
+from .dotted import dotted_parts
 from .statements import own_statements
 
 _FUNC = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -204,7 +205,7 @@ def _callee(ctx, func, expr, hops: int = 4):
 def _module_def(tree, expr):
     """``f`` or ``Class.f`` defined at the top of the module: (def, 0); a method called through its class takes its
     ``self`` explicitly, so the positions line up either way."""
-    parts = _chain(expr)
+    parts = dotted_parts(expr)
     if parts is None:
         return None
     body = tree.body
@@ -312,17 +313,17 @@ def looked_up_function(ctx, func, scope_node, name: str) -> bool:
     if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and len(value.values) == 2 \
             and isinstance(value.values[0], ast.Name):
         saved, value = value.values[0].id, value.values[1]
-    lookup = _chain(value)
+    lookup = dotted_parts(value)
     if lookup is None or len(lookup) < 2 or not _imported(ctx, func, lookup[0]):
         return False
     patched = False
     for node in ast.walk(ctx.tree):
         for target in _targets(node) if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) else ():
-            if _chain(target) == lookup:
+            if dotted_parts(target) == lookup:
                 patched = True
             if saved is not None and _is_name(target, saved):
                 v = node.value
-                if not (isinstance(v, ast.Constant) and v.value is None) and _chain(v) != lookup:
+                if not (isinstance(v, ast.Constant) and v.value is None) and dotted_parts(v) != lookup:
                     return False  # the saved global holds something else at some point
     if saved is not None:
         return _module_bound(ctx.tree, saved)
@@ -336,18 +337,6 @@ def _targets(node):
             out.extend(t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])
         return out
     return [node.target]
-
-
-def _chain(expr):
-    """``a.b.c`` as ("a", "b", "c"); None for anything else."""
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
-    return tuple(reversed(parts))
 
 
 def _imported(ctx, func, root: str) -> bool:

@@ -7,6 +7,7 @@ import re
 from dataclasses import replace
 
 from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
+from .dotted import dotted_name
 
 
 _HELPER_DEPTH = 2  # helpers of helpers are followed this far
@@ -111,23 +112,12 @@ def _disable_name(name: str) -> bool:
     return name in DISABLE or last == "disable" or ("disable" in last and ("compil" in last or "dynamo" in last))
 
 
-def _dotted(expr) -> str | None:
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if isinstance(expr, ast.Name):
-        parts.append(expr.id)
-        return ".".join(reversed(parts))
-    return None
-
-
 def eager_decorator(dec, resolve=None, aliases=frozenset()) -> str:
     """"recursive" for a decorator (or call) that runs the function eagerly with everything it calls
     (``@torch.compiler.disable``, ``@torch._dynamo.disable(reason=...)``), "frame" for one that skips only
     its own frame (``recursive=False``: what it calls is compiled again), "" otherwise. ``aliases``: local
     names bound to one of them (``disable_compiler = torch.compiler.disable``), with their kind."""
-    resolve = resolve or _dotted
+    resolve = resolve or dotted_name
     kind = "recursive"
     target = dec
     if isinstance(dec, ast.Call):
@@ -156,7 +146,7 @@ def disabler_aliases(tree, resolve=None) -> dict[str, str]:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             value = stmt.value
             # `torch.compiler.disable(recursive=False)` (no function: a decorator), or the decorator itself
-            if not (isinstance(value, ast.Call) and value.args and (resolve or _dotted)(value.func) not in (
+            if not (isinstance(value, ast.Call) and value.args and (resolve or dotted_name)(value.func) not in (
                     "functools.partial", "partial")):
                 kind = eager_decorator(value, resolve, out)
                 if kind:

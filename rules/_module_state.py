@@ -20,6 +20,7 @@ import ast
 from dataclasses import dataclass, field
 
 from ._walk import walk
+from .dotted import chain_root
 
 # Methods that build the object: what they set is configuration, fixed once the object exists.
 CONSTRUCTION = frozenset({"__init__", "__post_init__", "__new__", "__setstate__", "__init_subclass__"})
@@ -94,9 +95,7 @@ def tensor_value(value) -> bool:
             return True
     for node in fast_walk(value):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            root = node.func
-            while isinstance(root, ast.Attribute):
-                root = root.value
+            root = chain_root(node.func)
             if isinstance(root, ast.Name) and root.id in ("torch", "F"):
                 return True
     return False

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 
+from .dotted import chain_root
+
 # Methods whose result may be a view of the receiver or a fresh copy, depending on strides/dtype/device.
 MAYBE_VIEW_METHODS = frozenset({"reshape", "reshape_as", "flatten", "ravel", "contiguous"})
 # Conversions that return ``self`` when nothing needs converting.
@@ -75,9 +77,7 @@ def written_tensor(ctx, facts, mutation):
     target = mutation.target
     if mutation.kind != "method":
         return target
-    root = target
-    while isinstance(root, ast.Attribute):
-        root = root.value
+    root = chain_root(target)
     if isinstance(root, ast.Name) and root.id in ctx.index.imports and not facts.is_local(root.id):
         call = mutation.node
         return call.args[0] if call.args else None
@@ -194,9 +194,7 @@ def only_reports(body) -> bool:
         if isinstance(stmt, (ast.Raise, ast.Pass)):
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            root = stmt.value.func
-            while isinstance(root, ast.Attribute):
-                root = root.value
+            root = chain_root(stmt.value.func)
             if isinstance(root, ast.Name) and (root.id in _LOG_ROOTS or root.id == "print"):
                 continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):

@@ -9,6 +9,7 @@ from ._tensor_attributes import TENSOR_ATTRIBUTES
 from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
 from .statements import nested_statements
 from ._walk import walk
+from .dotted import chain_root
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"})
 # torch.* functions that return Python values or objects, not tensors.
@@ -694,6 +695,5 @@ class Values:
 
     @staticmethod
     def _is_self_attr(e) -> bool:
-        while isinstance(e, ast.Attribute):
-            e = e.value
+        e = chain_root(e)
         return isinstance(e, ast.Name) and e.id == "self"

@@ -10,6 +10,7 @@ from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks, r
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 from ._walk import walk
+from .dotted import chain_root
 
 _BUILTINS = frozenset({"print", "open", "input", "breakpoint", "globals", "locals", "vars"})
 _MODULES = ("random", "time")
@@ -117,9 +118,7 @@ def _env_or_log(ctx, scope, call) -> tuple[str, str] | None:
     func = call.func
     if not isinstance(func, ast.Attribute):
         return None
-    root = func
-    while isinstance(root, ast.Attribute):
-        root = root.value
+    root = chain_root(func)
     if not isinstance(root, ast.Name) or scope.owner_of(root.id) is not None:
         return None
     name = ctx.resolve(func) or ""
@@ -155,9 +154,7 @@ def _side_effect(ctx, scope, call) -> str | None:
         if origin.split(".")[0] in _MODULES and func.id in ctx.index.bindings:
             return f"`{origin}()`"
         return None
-    root = func
-    while isinstance(root, ast.Attribute):
-        root = root.value
+    root = chain_root(func)
     if isinstance(root, ast.Name) and scope.owner_of(root.id) is None:
         name = ctx.resolve(func) or ""
         if name.split(".")[0] in _MODULES and ctx.index.imports.get(root.id, "").split(".")[0] in _MODULES:

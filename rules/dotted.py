@@ -1,0 +1,31 @@
+"""``a.b.c`` read off an expression, shared by the rules (the analyzer's module index walks the same chain but
+cannot be imported from here: the rules sit below the analyzer)."""
+
+from __future__ import annotations
+
+import ast
+
+
+def dotted_parts(expr) -> tuple[str, ...] | None:
+    """``a.b.c`` as ("a", "b", "c"); None for anything but a name followed by attributes."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return tuple(reversed(parts))
+
+
+def dotted_name(expr) -> str | None:
+    """``a.b.c`` as "a.b.c"; None for anything but a name followed by attributes."""
+    parts = dotted_parts(expr)
+    return ".".join(parts) if parts is not None else None
+
+
+def chain_root(expr):
+    """The expression under a run of attributes: ``x`` for ``x.a.b``, the call for ``f().a``."""
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return expr

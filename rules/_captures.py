@@ -39,12 +39,8 @@ def compiled_per_call(ctx, target, jit_scope):
     (function, line), or None. The compile call sits in the function that defines the closure (not in a nested
     function) and its result is a local name or called at once: a compiled closure stored on an object or
     returned outlives the call, and its cells keep one call's values."""
-    how = getattr(target, "how", "")
-    if not how.startswith("line ") or getattr(target, "elsewhere", "") or jit_scope.parent is None:
-        return None
-    try:
-        line = int(how.split()[1])
-    except (IndexError, ValueError):
+    line = target.compile_line
+    if line is None or jit_scope.parent is None:
         return None
     owner = jit_scope.parent
     while owner is not None and owner.kind not in ("function", "lambda"):

@@ -223,7 +223,7 @@ def _used_as_code(jit_scope, name: str) -> bool:
     return all(id(n) in code for s in jit_scope.walk() for n in s.loads if n.id == name and s.owner_of(name) is None)
 
 
-def _changed_constants(ctx, jit_scope, changes, reported, jit_target=None):
+def _changed_constants(ctx, jit_scope, changes, reported, jit_target):
     """Reads of globals that look constant (a private name bound once, a value made once by a call, a class) but
     whose object the file changes: ``_state.scale = v``, ``GlobalState.factor = f``. (node, first change)."""
     loads = {}
@@ -270,12 +270,8 @@ def _changed_constants(ctx, jit_scope, changes, reported, jit_target=None):
 
 def _compiling_function(ctx, target):
     """(the function whose body makes ``target``'s compile call in this file, that call's line), or None."""
-    how = getattr(target, "how", "") or ""
-    if not how.startswith("line ") or getattr(target, "elsewhere", ""):
-        return None
-    try:
-        line = int(how.split()[1])
-    except (IndexError, ValueError):
+    line = target.compile_line
+    if line is None:
         return None
     best = None
     for node in ast.walk(ctx.tree):

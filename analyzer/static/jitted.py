@@ -58,6 +58,17 @@ class JitTarget:
         return f"`{self.info.name}` (called from `{self.caller}`)" if self.caller else f"`{self.info.name}`"
 
     @property
+    def compile_line(self) -> int | None:
+        """The line of this file's compile call (`torch.compile(f)` at line N); None for a decorator, a helper
+        traced through, or a compile call in another file."""
+        if self.elsewhere or not self.how.startswith("line "):
+            return None
+        try:
+            return int(self.how.split()[1])
+        except (IndexError, ValueError):
+            return None
+
+    @property
     def subject(self) -> str:
         """"jitted function `f`", or just "`forward`" after the library default's "if `Net` is compiled"."""
         return self.label if self.assumed else f"jitted function {self.label}"

@@ -15,7 +15,7 @@ import ast
 
 from ._values import is_tensor_annotation
 from .dotted import dotted_parts
-from .statements import own_statements
+from .statements import own_nodes, own_statements
 
 _FUNC = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 # Attributes and methods only tensors have among the values a function captures (lists, dicts, numbers and
@@ -247,7 +247,7 @@ def memoized(ctx, func, name: str) -> bool:
     cache = next((g for s in build.body if isinstance(s, ast.Global) for g in s.names), None)
     if cache is None:
         return False
-    returns = [n for n in _own_nodes(build) if isinstance(n, ast.Return)]
+    returns = [n for n in own_nodes(build) if isinstance(n, ast.Return)]
     if not returns or not all(_is_name(r.value, cache) for r in returns):
         return False
     guard = next((i for i, s in enumerate(build.body) if isinstance(s, ast.If) and _is_cached(s.test, cache)
@@ -267,16 +267,6 @@ def memoized(ctx, func, name: str) -> bool:
                                               and stmt.value.value is None):
                     return False
     return True
-
-
-def _own_nodes(func):
-    """Nodes of ``func``'s body, nested functions and classes left out."""
-    stack = list(func.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (*_FUNC, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
 
 
 def _is_cached(test, cache: str) -> bool:

@@ -28,3 +28,18 @@ def own_statements(body):
         yield s
         if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             stack.extend(reversed(nested_statements(s)))
+
+
+def own_nodes(func):
+    """Every node of ``func``'s body that runs in its frame: the bodies of nested functions, classes and lambdas
+    left out (a nested def's decorators, defaults and bases run here and are kept)."""
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt))
+        else:
+            stack.extend(ast.iter_child_nodes(node))

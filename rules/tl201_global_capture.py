@@ -6,7 +6,7 @@ import ast
 
 from ._globals import (bound_once_by_call, derived_from_imports, global_changes, imported_or_none, is_data_global,
                        keys_read, might_change, touches)
-from .statements import own_statements
+from .statements import own_nodes
 from ._jit_scopes import free_reads, jitted_scopes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -263,7 +263,7 @@ def _changed_constants(ctx, jit_scope, changes, reported, jit_target):
                 made = _compiling_function(ctx, jit_target)
                 outside = [c for c in outside if touches(c, keys) and not (
                     made is not None and made[0].lineno <= c.node.lineno < made[1]
-                    and _own_line(made[0], c.node))]
+                    and any(n is c.node for n in own_nodes(made[0])))]
             if outside:
                 yield node, outside[0]
 
@@ -279,20 +279,6 @@ def _compiling_function(ctx, target):
             if best is None or node.lineno > best.lineno:
                 best = node
     return (best, line) if best is not None else None
-
-
-def _own_line(func, node) -> bool:
-    """Is ``node`` in ``func``'s own statements (not in a function nested in it)? Each statement's expressions
-    are searched; its nested statements come on their own from own_statements."""
-    for stmt in own_statements(func.body):
-        stack = [c for c in ast.iter_child_nodes(stmt) if not isinstance(c, ast.stmt)] + [stmt]
-        while stack:
-            n = stack.pop()
-            if n is node:
-                return True
-            if n is not stmt:
-                stack.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, ast.Lambda))
-    return False
 
 
 def _attribute_reads(jit_scope, names) -> dict[str, set[str]]:

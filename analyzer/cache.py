@@ -200,9 +200,7 @@ class ResultCache:
 
     def load(self) -> "ResultCache":
         try:
-            with open(self.file, "rb") as f:
-                payload = _verified(f.read())
-            data = _PlainUnpickler(io.BytesIO(payload)).load()
+            data = read_signed(self.file)
             if isinstance(data, dict) and data.get("key") == self.key and isinstance(data.get("entries"), dict):
                 self.entries = data["entries"]
                 self.project = data["project"] if isinstance(data.get("project"), dict) else {}
@@ -254,11 +252,7 @@ class ResultCache:
             gitignore = self.directory / ".gitignore"
             if not gitignore.exists():
                 gitignore.write_text("# Created by thunder-lint automatically.\n*\n")
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
-            payload = pickle.dumps({"key": self.key, "entries": self.entries, "project": self.project}, protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(fd, "wb") as f:
-                f.write(_signed(payload))
-            os.replace(tmp, self.file)
+            write_signed(self.directory, self.file, {"key": self.key, "entries": self.entries, "project": self.project})
             self.dirty = False
             self._prune()
         except OSError as e:

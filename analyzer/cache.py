@@ -254,22 +254,24 @@ class ResultCache:
                 gitignore.write_text("# Created by thunder-lint automatically.\n*\n")
             write_signed(self.directory, self.file, {"key": self.key, "entries": self.entries, "project": self.project})
             self.dirty = False
-            self._prune()
+            # the results files of settings not used lately go, so the folder does not grow forever
+            prune_stale(self.directory, "results-*.pickle", self.file, KEEP_FILES)
         except OSError as e:
             return f"could not write the cache in {self.directory}: {e.strerror or e}"
         return None
 
-    def _prune(self) -> None:
-        """Drop the results files of settings not used lately, so the folder does not grow forever."""
-        def mtime(p: Path) -> float:
-            try:
-                return p.stat().st_mtime
-            except OSError:
-                return 0.0
 
-        others = [p for p in self.directory.glob("results-*.pickle") if p != self.file]
-        for stale in sorted(others, key=mtime)[: max(0, len(others) - KEEP_FILES)]:
-            try:
-                stale.unlink()
-            except OSError:
-                pass
+def prune_stale(directory: Path, pattern: str, current: Path, keep: int) -> None:
+    """Remove the files matching ``pattern`` beside ``current`` but the ``keep`` most recently modified."""
+    def mtime(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    others = [p for p in directory.glob(pattern) if p != current]
+    for stale in sorted(others, key=mtime)[: max(0, len(others) - keep)]:
+        try:
+            stale.unlink()
+        except OSError:
+            pass

@@ -200,9 +200,7 @@ class ResultCache:
 
     def load(self) -> "ResultCache":
         try:
-            with open(self.file, "rb") as f:
-                payload = _verified(f.read())
-            data = _PlainUnpickler(io.BytesIO(payload)).load()
+            data = read_signed(self.file)
             if isinstance(data, dict) and data.get("key") == self.key and isinstance(data.get("entries"), dict):
                 self.entries = data["entries"]
                 self.project = data["project"] if isinstance(data.get("project"), dict) else {}
@@ -254,28 +252,26 @@ class ResultCache:
             gitignore = self.directory / ".gitignore"
             if not gitignore.exists():
                 gitignore.write_text("# Created by thunder-lint automatically.\n*\n")
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
-            payload = pickle.dumps({"key": self.key, "entries": self.entries, "project": self.project}, protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(fd, "wb") as f:
-                f.write(_signed(payload))
-            os.replace(tmp, self.file)
+            write_signed(self.directory, self.file, {"key": self.key, "entries": self.entries, "project": self.project})
             self.dirty = False
-            self._prune()
+            # the results files of settings not used lately go, so the folder does not grow forever
+            prune_stale(self.directory, "results-*.pickle", self.file, KEEP_FILES)
         except OSError as e:
             return f"could not write the cache in {self.directory}: {e.strerror or e}"
         return None
 
-    def _prune(self) -> None:
-        """Drop the results files of settings not used lately, so the folder does not grow forever."""
-        def mtime(p: Path) -> float:
-            try:
-                return p.stat().st_mtime
-            except OSError:
-                return 0.0
 
-        others = [p for p in self.directory.glob("results-*.pickle") if p != self.file]
-        for stale in sorted(others, key=mtime)[: max(0, len(others) - KEEP_FILES)]:
-            try:
-                stale.unlink()
-            except OSError:
-                pass
+def prune_stale(directory: Path, pattern: str, current: Path, keep: int) -> None:
+    """Remove the files matching ``pattern`` beside ``current`` but the ``keep`` most recently modified."""
+    def mtime(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    others = [p for p in directory.glob(pattern) if p != current]
+    for stale in sorted(others, key=mtime)[: max(0, len(others) - keep)]:
+        try:
+            stale.unlink()
+        except OSError:
+            pass

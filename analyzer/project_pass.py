@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 
 from . import file_pass
-from .cache import read_signed, write_signed
+from .cache import prune_stale, read_signed, write_signed
 from .file_pass import SERIAL_BELOW, init_worker, pool_context, process_file
 from .project.incremental import NOT_INDEXED, contribution, fingerprint
 from .project.index import ProjectIndex, module_name, normalize_facts
@@ -71,18 +71,11 @@ class SummaryStore:
         try:
             write_signed(self.directory, self.file, {"format": SUMMARIES_FORMAT, "key": self.key, "entries": self.entries})
             self.dirty = False
-            others = sorted((p for p in self.directory.glob("summaries-*.pickle") if p != self.file), key=_mtime)
-            for stale in others[: max(0, len(others) - KEEP_FILES)] + list(self.directory.glob("index-*.json")):
+            prune_stale(self.directory, "summaries-*.pickle", self.file, KEEP_FILES)
+            for stale in self.directory.glob("index-*.json"):
                 stale.unlink(missing_ok=True)  # (index-*.json: the summaries' store before this one)
         except OSError:
             pass  # the results cache reports unwritable folders; the summaries are made again next time
-
-
-def _mtime(p: Path) -> float:
-    try:
-        return p.stat().st_mtime
-    except OSError:
-        return 0.0
 
 
 def _relint_chunk(items: list[tuple[str, tuple, bytes | None]]):

@@ -61,14 +61,11 @@ class ModuleIndex:
 
     def resolve(self, expr) -> str | None:
         """Dotted name of a Name/Attribute chain with import aliases applied (``th.jit`` -> ``thunder.jit``)."""
-        parts = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        if not isinstance(expr, ast.Name):
+        name = dotted_name(expr)
+        if name is None:
             return None
-        parts.append(self.imports.get(expr.id, expr.id))
-        return ".".join(reversed(parts))
+        head, dot, rest = name.partition(".")
+        return self.imports.get(head, head) + dot + rest
 
     def module_name_kind(self, name: str, _depth: int = 0) -> str:
         """How a jitted function's read of module global ``name`` should be judged.

@@ -1,5 +1,5 @@
-"""``a.b.c`` read off an expression, shared by the rules (the analyzer's module index walks the same chain but
-cannot be imported from here: the rules sit below the analyzer)."""
+"""``a.b.c`` read off an expression, shared by the rules and the analyzer's module index (which imports it from
+here: the rules sit below the analyzer)."""
 
 from __future__ import annotations
 

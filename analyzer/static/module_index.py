@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from rules.dotted import dotted_name  # (the project index imports it from here too)
+
 _FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Compound statements whose nested statement lists we descend into.
 _BODIES = ("body", "orelse", "finalbody")
@@ -213,18 +215,6 @@ def _instantiated(call) -> str | None:
     """``C`` of ``C(...)``, or ``mod.C`` of ``mod.C(...)`` (the project index resolves those across modules)."""
     call = strip_self_returning(call)
     return dotted_name(call.func) if isinstance(call, ast.Call) else None
-
-
-def dotted_name(expr) -> str | None:
-    """``a.b.c`` of a chain of attributes on a name, else None."""
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if isinstance(expr, ast.Name):
-        parts.append(expr.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def build_module_index(tree: ast.Module) -> ModuleIndex:

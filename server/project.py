@@ -97,15 +97,8 @@ def request_config(req, files: list[SubmittedFile]) -> RequestConfig:
     if chosen is not None:
         i, f = chosen
         try:
-            data = tomllib.loads(_config_text(f, i))
-            if os.path.basename(f.path) != CONFIG_NAME:  # standalone: its top level, as the CLI reads it
-                tool = data.get("tool")
-                if set(data) == {"tool"} and isinstance(tool, dict) and config_mod.TABLE in tool:
-                    data = tool[config_mod.TABLE]
-                cfg = config_mod.parse_table(data, root=os.path.dirname(f.path), source=f.path, top_level=True)
-            else:
-                cfg = config_mod.parse_table(data.get("tool", {}).get(config_mod.TABLE, {}),
-                                             root=os.path.dirname(f.path), source=f.path)
+            # as the CLI reads the file (a standalone config's top level; a chosen pyproject.toml has our table)
+            cfg = config_mod.from_toml(tomllib.loads(_config_text(f, i)), f.path)
         except (tomllib.TOMLDecodeError, config_mod.ConfigError, AttributeError) as e:
             message = f"{f.path}: invalid TOML: {e}" if isinstance(e, tomllib.TOMLDecodeError) else str(e)
             raise ApiError(422, "invalid_config", message, [{"field": f"files[{i}]", "message": message}]) from None

@@ -26,16 +26,20 @@ def codes(values: list[str] | None) -> tuple[str, ...] | None:
 
 def config_file_given(args: argparse.Namespace) -> bool:
     """Whether --config names a file (then it holds for every linted file, as in ruff)."""
+    return bool(_config_args(args)[0])
+
+
+def _config_args(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """--config's values: (the files it names, the `key = value` pairs)."""
     given = args.config if isinstance(args.config, list) else [args.config] if args.config else []
-    return any(os.path.isfile(c) or not _looks_like_pair(c) for c in given)
+    files = [c for c in given if os.path.isfile(c) or not _looks_like_pair(c)]
+    return files, [c for c in given if c not in files]
 
 
 def effective_config(args: argparse.Namespace, paths: Sequence[str], found: str | None | bool = False) -> config_mod.Config:
     """The config (found from ``paths``, or the file ``found`` names: None for none) with the command line on
     top (the command line wins)."""
-    given = args.config if isinstance(args.config, list) else [args.config] if args.config else []
-    files = [c for c in given if os.path.isfile(c) or not _looks_like_pair(c)]
-    pairs = [c for c in given if c not in files]
+    files, pairs = _config_args(args)
     if len(files) > 1:
         raise UsageError(f"--config names more than one file ({', '.join(files)}): give one file, plus `key = value` pairs")
     if files:

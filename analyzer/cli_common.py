@@ -59,12 +59,14 @@ def effective_config(args: argparse.Namespace, paths: Sequence[str], found: str 
     else:
         select, cfg_ignore = cfg.select, cfg.ignore
     exclude = getattr(args, "exclude", None)
+    excludes = _split(exclude or ())
+    extend_excludes = _split(getattr(args, "extend_exclude", None) or ())
     respect = getattr(args, "respect_gitignore", None)
     from .globs import GlobError, validate
 
     try:
-        validate(_split(exclude or ()), "--exclude")
-        validate(_split(getattr(args, "extend_exclude", None) or ()), "--extend-exclude")
+        validate(excludes, "--exclude")
+        validate(extend_excludes, "--extend-exclude")
     except GlobError as e:
         raise UsageError(str(e)) from None
     return dataclasses.replace(
@@ -72,8 +74,8 @@ def effective_config(args: argparse.Namespace, paths: Sequence[str], found: str 
         select=select,
         ignore=cfg_ignore + ignore,
         extend_select=cfg.extend_select + extend,
-        exclude=tuple(_split(exclude)) if exclude is not None else cfg.exclude,
-        extend_exclude=cfg.extend_exclude + tuple(_split(getattr(args, "extend_exclude", None) or ())),
+        exclude=tuple(excludes) if exclude is not None else cfg.exclude,
+        extend_exclude=cfg.extend_exclude + tuple(extend_excludes),
         respect_gitignore=cfg.respect_gitignore if respect is None else respect,
         assume_compiled=assume_compiled(cfg.assume_compiled, getattr(args, "assume_compiled", None)),
         target=getattr(args, "target", None) or cfg.target,

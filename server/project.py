@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from analyzer import config as config_mod
 from analyzer import discovery  # noqa: F401 (Config.file_rules imports it: loaded here, never on a request)
@@ -40,6 +41,11 @@ class RequestConfig:
     assume_compiled: tuple[str, ...] | None
     target: str
     exclude: tuple[str, ...]
+
+    @cached_property
+    def excluded(self) -> GlobSet:
+        """``exclude`` compiled once per request (it is asked about every submitted file)."""
+        return GlobSet(self.exclude)
 
 
 def is_config(f: SubmittedFile) -> bool:
@@ -118,7 +124,7 @@ def request_config(req, files: list[SubmittedFile]) -> RequestConfig:
 def _excluded(path: str, rc: RequestConfig) -> bool:
     """The config's `exclude`/`extend-exclude` globs, as the CLI applies them to the files it finds (relative to
     its root). (.gitignore is not read here: the files are what the client chose to send.)"""
-    excluded = GlobSet(rc.exclude)
+    excluded = rc.excluded
     if not excluded:
         return False
     rel = config_mod.relative_posix(path, os.path.abspath(rc.config_root))

@@ -314,7 +314,12 @@ def _cache_dir(args, cfg) -> str:
     from .cache import CACHE_DIR_NAME
 
     return (args.cache_dir or os.environ.get("THUNDER_LINT_CACHE_DIR") or cfg.cache_dir
-            or os.path.join(cfg.root if cfg.source else _project_root(args.paths or ["."]), CACHE_DIR_NAME))
+            or os.path.join(_top(args, cfg), CACHE_DIR_NAME))
+
+
+def _top(args, cfg) -> str:
+    """The project's top folder: the config file's, else the one _project_root finds above the linted paths."""
+    return cfg.root if cfg.source else _project_root(args.paths or ["."])
 
 
 def _project_root(paths: list[str]) -> str:
@@ -570,8 +575,7 @@ def _check_paths(args: argparse.Namespace, paths: list[str], cfg, settings) -> i
     files = found.files
     if args.index_whole_project and found.files:
         named = {os.path.abspath(p) for p in found.files}
-        top = cfg.root if cfg.source else _project_root(paths)  # (the same root the cache goes into)
-        rest = discover([os.path.relpath(top)], root=cfg.root, rules=cfg.file_rules()).files
+        rest = discover([os.path.relpath(_top(args, cfg))], root=cfg.root, rules=cfg.file_rules()).files
         files = found.files + [p for p in rest if os.path.abspath(p) not in named]
     progress = ProgressBar(sys.stderr) if not args.quiet else None
     results = []

@@ -26,16 +26,20 @@ def codes(values: list[str] | None) -> tuple[str, ...] | None:
 
 def config_file_given(args: argparse.Namespace) -> bool:
     """Whether --config names a file (then it holds for every linted file, as in ruff)."""
+    return bool(_config_args(args)[0])
+
+
+def _config_args(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """--config's values: (the files it names, the `key = value` pairs)."""
     given = args.config if isinstance(args.config, list) else [args.config] if args.config else []
-    return any(os.path.isfile(c) or not _looks_like_pair(c) for c in given)
+    files = [c for c in given if os.path.isfile(c) or not _looks_like_pair(c)]
+    return files, [c for c in given if c not in files]
 
 
 def effective_config(args: argparse.Namespace, paths: Sequence[str], found: str | None | bool = False) -> config_mod.Config:
     """The config (found from ``paths``, or the file ``found`` names: None for none) with the command line on
     top (the command line wins)."""
-    given = args.config if isinstance(args.config, list) else [args.config] if args.config else []
-    files = [c for c in given if os.path.isfile(c) or not _looks_like_pair(c)]
-    pairs = [c for c in given if c not in files]
+    files, pairs = _config_args(args)
     if len(files) > 1:
         raise UsageError(f"--config names more than one file ({', '.join(files)}): give one file, plus `key = value` pairs")
     if files:
@@ -55,12 +59,14 @@ def effective_config(args: argparse.Namespace, paths: Sequence[str], found: str 
     else:
         select, cfg_ignore = cfg.select, cfg.ignore
     exclude = getattr(args, "exclude", None)
+    excludes = _split(exclude or ())
+    extend_excludes = _split(getattr(args, "extend_exclude", None) or ())
     respect = getattr(args, "respect_gitignore", None)
     from .globs import GlobError, validate
 
     try:
-        validate(_split(exclude or ()), "--exclude")
-        validate(_split(getattr(args, "extend_exclude", None) or ()), "--extend-exclude")
+        validate(excludes, "--exclude")
+        validate(extend_excludes, "--extend-exclude")
     except GlobError as e:
         raise UsageError(str(e)) from None
     return dataclasses.replace(
@@ -68,8 +74,8 @@ def effective_config(args: argparse.Namespace, paths: Sequence[str], found: str 
         select=select,
         ignore=cfg_ignore + ignore,
         extend_select=cfg.extend_select + extend,
-        exclude=tuple(_split(exclude)) if exclude is not None else cfg.exclude,
-        extend_exclude=cfg.extend_exclude + tuple(_split(getattr(args, "extend_exclude", None) or ())),
+        exclude=tuple(excludes) if exclude is not None else cfg.exclude,
+        extend_exclude=cfg.extend_exclude + tuple(extend_excludes),
         respect_gitignore=cfg.respect_gitignore if respect is None else respect,
         assume_compiled=assume_compiled(cfg.assume_compiled, getattr(args, "assume_compiled", None)),
         target=getattr(args, "target", None) or cfg.target,

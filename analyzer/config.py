@@ -187,6 +187,11 @@ def load_file(path: str | os.PathLike) -> Config:
         raise ConfigError(f"cannot read {path}: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    return from_toml(data, path)
+
+
+def from_toml(data: dict, path: str) -> Config:
+    """The config in a config file's parsed TOML (``path`` names the file: its root, its kind)."""
     if is_standalone(path):
         tool = data.get("tool")
         if set(data) == {"tool"} and isinstance(tool, dict) and TABLE in tool:

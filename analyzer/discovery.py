@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .globs import GlobSet
 
@@ -40,21 +41,14 @@ class FileRules:
     extend_include: tuple[str, ...] = ()
     respect_gitignore: bool = True
 
-    @property
+    # built once per FileRules, on first use (cached_property writes the instance dict, so frozen is fine)
+    @cached_property
     def excluded(self) -> GlobSet:
-        got = self.__dict__.get("_excluded")
-        if got is None:
-            got = GlobSet(self.exclude + self.extend_exclude)
-            object.__setattr__(self, "_excluded", got)
-        return got
+        return GlobSet(self.exclude + self.extend_exclude)
 
-    @property
+    @cached_property
     def included(self) -> GlobSet:
-        got = self.__dict__.get("_included")
-        if got is None:
-            got = GlobSet(self.include + self.extend_include)
-            object.__setattr__(self, "_included", got)
-        return got
+        return GlobSet(self.include + self.extend_include)
 
 
 @dataclass

@@ -40,7 +40,11 @@ def is_notebook(path: str) -> bool:
 def source_of(path: str, data: bytes) -> tuple[str, "Notebook | None"]:
     """The Python text a file's bytes lint as, and its Notebook (None for a Python file). Raises Unreadable: a
     notebook that is not JSON or has no list of cells is TL002, as an undecodable file is."""
-    text = decode(data)
+    return text_source(path, decode(data))
+
+
+def text_source(path: str, text: str) -> tuple[str, "Notebook | None"]:
+    """source_of for text already decoded (the server's submitted text)."""
     if not is_notebook(path):
         return text, None
     try:

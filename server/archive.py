@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl, urlencode
 import pathspec  # noqa: F401 (GitIgnored reads .gitignore with it: loaded at start-up, never on a request)
 
 from analyzer.config import ConfigError, parse_table
-from analyzer.discovery import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, FileRules, GitIgnored
+from analyzer.discovery import FileRules, GitIgnored
 
 from .errors import ApiError, error_body
 from .middleware import is_archive_request, send_json
@@ -124,10 +124,7 @@ def select_files(files: dict[str, bytes]) -> dict[str, bytes]:
             cfg = parse_table(table, root="/", source=name, top_level=name != "pyproject.toml")
         except ConfigError as e:
             raise ApiError(422, "invalid_config", str(e)) from None
-        rules = FileRules(exclude=cfg.exclude if cfg.exclude is not None else DEFAULT_EXCLUDE,
-                          extend_exclude=cfg.extend_exclude,
-                          include=cfg.include if cfg.include is not None else DEFAULT_INCLUDE,
-                          extend_include=cfg.extend_include, respect_gitignore=cfg.respect_gitignore)
+        rules = cfg.file_rules()
     # the archive's own .gitignore files, as the CLI's walk reads them (its root is "/", above it nothing counts)
     texts = {"/" + name: data for name, data in files.items() if name.rsplit("/", 1)[-1] == ".gitignore"}
     ignored = GitIgnored(floor="/", read=lambda p: texts[p].decode("utf-8", "replace") if p in texts else None) \

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from analyzer import config as config_mod
 from analyzer import discovery  # noqa: F401 (Config.file_rules imports it: loaded here, never on a request)
@@ -40,6 +41,11 @@ class RequestConfig:
     assume_compiled: tuple[str, ...] | None
     target: str
     exclude: tuple[str, ...]
+
+    @cached_property
+    def excluded(self) -> GlobSet:
+        """``exclude`` compiled once per request (it is asked about every submitted file)."""
+        return GlobSet(self.exclude)
 
 
 def is_config(f: SubmittedFile) -> bool:
@@ -97,15 +103,8 @@ def request_config(req, files: list[SubmittedFile]) -> RequestConfig:
     if chosen is not None:
         i, f = chosen
         try:
-            data = tomllib.loads(_config_text(f, i))
-            if os.path.basename(f.path) != CONFIG_NAME:  # standalone: its top level, as the CLI reads it
-                tool = data.get("tool")
-                if set(data) == {"tool"} and isinstance(tool, dict) and config_mod.TABLE in tool:
-                    data = tool[config_mod.TABLE]
-                cfg = config_mod.parse_table(data, root=os.path.dirname(f.path), source=f.path, top_level=True)
-            else:
-                cfg = config_mod.parse_table(data.get("tool", {}).get(config_mod.TABLE, {}),
-                                             root=os.path.dirname(f.path), source=f.path)
+            # as the CLI reads the file (a standalone config's top level; a chosen pyproject.toml has our table)
+            cfg = config_mod.from_toml(tomllib.loads(_config_text(f, i)), f.path)
         except (tomllib.TOMLDecodeError, config_mod.ConfigError, AttributeError) as e:
             message = f"{f.path}: invalid TOML: {e}" if isinstance(e, tomllib.TOMLDecodeError) else str(e)
             raise ApiError(422, "invalid_config", message, [{"field": f"files[{i}]", "message": message}]) from None
@@ -125,7 +124,7 @@ def request_config(req, files: list[SubmittedFile]) -> RequestConfig:
 def _excluded(path: str, rc: RequestConfig) -> bool:
     """The config's `exclude`/`extend-exclude` globs, as the CLI applies them to the files it finds (relative to
     its root). (.gitignore is not read here: the files are what the client chose to send.)"""
-    excluded = GlobSet(rc.exclude)
+    excluded = rc.excluded
     if not excluded:
         return False
     rel = config_mod.relative_posix(path, os.path.abspath(rc.config_root))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from analyzer import static
 from analyzer.diagnostics import Diagnostic
 from analyzer.file_reader import Unreadable, decode, unreadable_diagnostic
-from analyzer.notebook import NotANotebook, Notebook, is_notebook
+from analyzer.notebook import NotANotebook, text_source
 from analyzer.report import render
 
 from . import fs_audit
@@ -112,13 +112,8 @@ def _source(f: SubmittedFile):
             decode(data)  # NUL near the start: the CLI calls this a binary file (TL002); further on, TL001
         if text.startswith("\ufeff"):
             text = text[1:]  # a BOM, as Python's own decoding drops it
-    if not is_notebook(f.path):
-        return data, text, None
-    try:
-        notebook = Notebook(text)
-    except NotANotebook as e:
-        raise Unreadable(str(e)) from None
-    return data, notebook.source, notebook
+    text, notebook = text_source(f.path, text)
+    return data, text, notebook
 
 
 def _ignore_for(job: Job, path: str) -> tuple[str, ...]:

@@ -27,7 +27,8 @@ from urllib.parse import parse_qsl, urlencode
 
 import pathspec  # noqa: F401 (GitIgnored reads .gitignore with it: loaded at start-up, never on a request)
 
-from analyzer.config import ConfigError, parse_table
+from analyzer.config import CONFIG_NAMES as STANDALONE_NAMES
+from analyzer.config import ConfigError, from_toml
 from analyzer.discovery import FileRules, GitIgnored
 
 from .errors import ApiError, error_body
@@ -119,9 +120,9 @@ def select_files(files: dict[str, bytes]) -> dict[str, bytes]:
     rules = FileRules()
     config = _root_config(files)
     if config is not None:
-        name, table = config
+        name, data = config
         try:
-            cfg = parse_table(table, root="/", source=name, top_level=name != "pyproject.toml")
+            cfg = from_toml(data, "/" + name)  # (as the CLI reads that file: a standalone one may hold [tool.thunder-lint])
         except ConfigError as e:
             raise ApiError(422, "invalid_config", str(e)) from None
         rules = cfg.file_rules()
@@ -143,7 +144,7 @@ def select_files(files: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def _root_config(files: dict[str, bytes]):
-    for name in (".thunder-lint.toml", "thunder-lint.toml", "pyproject.toml"):
+    for name in (*STANDALONE_NAMES, "pyproject.toml"):
         if name in files:
             try:
                 data = tomllib.loads(files[name].decode("utf-8"))
@@ -151,11 +152,9 @@ def _root_config(files: dict[str, bytes]):
                 if name == "pyproject.toml":
                     continue  # the endpoint reports a broken config of ours as the JSON request would
                 raise ApiError(422, "invalid_config", f"{name}: {e}") from None
-            if name != "pyproject.toml":
-                return name, data
             tool = data.get("tool")
-            if isinstance(tool, dict) and isinstance(tool.get("thunder-lint"), dict):
-                return name, tool["thunder-lint"]
+            if name != "pyproject.toml" or isinstance(tool, dict) and isinstance(tool.get("thunder-lint"), dict):
+                return name, data
     return None
 
 

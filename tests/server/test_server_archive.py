@@ -170,3 +170,22 @@ def test_archive_limits(server):
         big.write(b"\x1f\x8b" + bytes(400_000))
         r = _post(c, big.getvalue())
         assert r.status_code == 413  # the compressed body itself is over --max-archive-bytes
+
+
+def test_a_standalone_config_holding_a_tool_table_reads_as_the_cli_reads_it(server, tmp_path):
+    # thunder-lint.toml may hold `[tool.thunder-lint]` (the CLI unwraps it); the archive's file selection read it
+    # as top-level keys
+    tree = {n: t for n, t in TREE.items() if n != "pyproject.toml"}
+    tree["thunder-lint.toml"] = "[tool.thunder-lint]\nignore = ['TL101']\nextend-exclude = ['other/']\n"
+    tree["other/x.py"] = MODEL
+    for name, text in tree.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    r = subprocess.run([sys.executable, "-m", "analyzer.cli", "--output-format", "json", "--no-cache", "--exit-zero", "."],
+                       cwd=tmp_path, capture_output=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    with server.client() as c:
+        got = _post(c, _tar((n, t.encode()) for n, t in tree.items()))
+    assert got.status_code == 200, got.text
+    assert got.json()["diagnostics"] == json.loads(r.stdout)
+    assert {d["path"] for d in got.json()["diagnostics"]} == {"pkg/model.py"}

@@ -16,6 +16,7 @@ eager's stores so far.
 """
 from __future__ import annotations
 
+import collections
 import threading
 from contextlib import contextmanager
 
@@ -109,6 +110,8 @@ def _print_keys(bsym, trace):
         return [f"if len({trace.const_expr(holder)}) != {len(keys)}: return None"]
     if also:
         return [f"if tuple({trace.const_expr(holder)}) not in {(keys, *also)!r}: return None"]
+    if not keys and type(holder) in (dict, collections.OrderedDict):  # (a module's hook dicts, ~150 of them in a
+        return [f"if {trace.const_expr(holder)}: return None"]        # model's guards: ~4x cheaper than a tuple)
     return [f"if tuple({trace.const_expr(holder)}) != {keys!r}: return None"]
 
 

@@ -73,7 +73,14 @@ def per_call(fn, args, iters):
     return (clock() - start) / iters
 
 
+WARM_CALLS = 100  # calls of each variant before timing: its steady state (the inductor executor compiles a region
+# called compiler.executors.inductor.TIER_UP_CALLS times again with inductor's C++ wrapper)
+
+
 def compare(variants: dict, args, rounds: int, iters: int) -> dict:
+    for fn in variants.values():
+        for _ in range(WARM_CALLS):
+            fn(*args)
     times = {name: [] for name in variants}
     for _ in range(rounds):
         for name, fn in variants.items():

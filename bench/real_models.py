@@ -60,6 +60,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-inductor", action="store_true", help="skip the executors=('inductor', 'torch') rows")
     ap.add_argument("--calls", type=int, default=3, help="calls checked against eager")
     ap.add_argument("--timed", type=int, default=10, help="calls timed (each of eager and jitted)")
+    ap.add_argument("--warm", type=int, default=70,
+                    help="untimed calls before the timed ones, inductor rows only: their steady state (a region "
+                         "called compiler.executors.inductor.TIER_UP_CALLS times is compiled again)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1: steadier timings on a shared machine)")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
@@ -75,7 +78,8 @@ def main(argv=None) -> int:
             if mode == "generate" and name not in rm.DECODERS:
                 continue
             for cache, executors in runs:
-                r = rm.check(name, mode, cache=cache, executors=executors, calls=args.calls, timed=args.timed)
+                r = rm.check(name, mode, cache=cache, executors=executors, calls=args.calls, timed=args.timed,
+                             warm=args.warm if executors else 0)
                 rows.append(r)
                 ratio = f"{r.jit_s / r.eager_s:6.2f}" if r.eager_s else "     -"
                 print(f"{name:9} {mode:8} {cache:15} {','.join(executors or ('default',)):16} "

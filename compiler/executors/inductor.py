@@ -8,9 +8,11 @@ strides and the region is compiled with dynamic shapes: the traces of other size
 (their sizes are not in it), and one compiled kernel serves them all (dynamo guards what it assumed). torch.compile compiles on the first call, so tracing stays fast and the first call pays it.
 Autograd: a region called with inputs that require grad runs as one `torch.autograd.Function` whose
 backward is the region's vector-Jacobian product (passes/vjp.py, built from per-prim VJP rules), compiled
-by the same backend, so the backward is fused too. A region with a prim that has no VJP rule, a
-shape-generic region (its VJP trace would bake in sizes) and a call under autocast keep torch.compile's own
-AOTAutograd; `compiler.last_backward_traces` shows which is which.
+by the same backend, so the backward is fused too. Its training forward also returns the matmul and reduction
+results the VJP reads (residuals), so the backward does not compute them again. A region with a prim that has no
+VJP rule, a shape-generic region (its VJP trace would bake in sizes) and a call under autocast keep torch.compile's
+own AOTAutograd; `compiler.last_backward_traces` shows which is which.
+Call cost: a CPU graph called TIER_UP_CALLS times is compiled again with inductor's C++ wrapper.
 Numerics: regions compile with eager's where inductor's defaults differ (EAGER_NUMERICS); a graph whose
 inlined expressions would grow past a bound realizes more values (INLINED_BOUND). torch._dynamo and
 the backend are imported in a thread of their own, so their import leaves no reference cycle through the
@@ -27,7 +29,7 @@ import torch
 
 from ..features import autocast
 from ..passes.fusion import MATMUL
-from ..passes.vjp import NoVJP, RegionGradients, backward_trace
+from ..passes.vjp import NoVJP, RegionGradients, backward_trace, with_residuals
 from ..core.symbols import BoundSymbol
 from ..core.trace import Trace
 from .layouts import in_layout
@@ -128,12 +130,38 @@ def _options(backend: str, size: int) -> dict:
     return dict(EAGER_NUMERICS, **({"realize_opcount_threshold": REALIZE_SMALL} if size > INLINED_BOUND else {}))
 
 
-def _eager_numerics(backend: str, size: int):
+def _eager_numerics(backend: str, size: int, cpp_wrapper: bool = False):
     if backend != "inductor":
         return contextlib.nullcontext()
     import torch._inductor.config
 
-    return torch._inductor.config.patch(_options(backend, size))
+    return torch._inductor.config.patch(dict(_options(backend, size), **({"cpp_wrapper": True} if cpp_wrapper else {})))
+
+
+# A graph called this many times is compiled again with inductor's C++ wrapper (`cpp_wrapper`): the same kernels,
+# called from C++ instead of a Python function that allocates each buffer and checks each input's layout (~1 us a
+# buffer, 10-50 us a call of a small graph: most of a small region's time). Compiling it costs ~1 s a graph,
+# which a region called this often pays back; a function called a few times (most tests) never pays it.
+TIER_UP_CALLS = 64
+
+
+class _TieredGraph:
+    """A compiled CPU graph that replaces itself by its C++-wrapped build on its TIER_UP_CALLS-th call (the
+    Python-wrapped one stays where that build fails)."""
+
+    __slots__ = ("fn", "calls", "upgrade", "cpp_wrapped")
+
+    def __init__(self, fn, upgrade):
+        self.fn, self.calls, self.upgrade, self.cpp_wrapped = fn, 0, upgrade, False
+
+    def __call__(self, *args):
+        self.calls += 1
+        if self.calls == TIER_UP_CALLS:
+            better = self.upgrade(args)
+            if better is not None:
+                self.fn, self.cpp_wrapped = better, True
+            self.upgrade = None
+        return self.fn(*args)
 
 
 class _Region:
@@ -161,9 +189,17 @@ class _Region:
     def _direct(self, inputs, fn=None, size=None):
         if self.options or not self.use_direct or self.dynamic:  # (direct compiles for these sizes only)
             return None  # options patch inductor's config inside torch.compile
+        size = self.size if size is None else size
+        call = self._compile(fn or self.plain, inputs, size)
+        if call is None or self.backend != "inductor" or \
+                not all(t.device.type == "cpu" for t in inputs if isinstance(t, torch.Tensor)):
+            return call
+        return _TieredGraph(call, lambda args: self._compile(fn or self.plain, args, size, cpp_wrapper=True))
+
+    def _compile(self, fn, inputs, size, cpp_wrapper=False):
         try:
-            gm = torch.fx.symbolic_trace(fn or self.plain)
-            with _eager_numerics(self.backend, self.size if size is None else size):
+            gm = torch.fx.symbolic_trace(fn)
+            with _eager_numerics(self.backend, size, cpp_wrapper):
                 compiled = torch._dynamo.lookup_backend(self.backend)(gm, list(inputs))
         except Exception:  # noqa: BLE001 - any failure: torch.compile of the function instead
             return None
@@ -187,15 +223,31 @@ class _Region:
     def _call(self, *inputs):
         grad, cast = torch.is_grad_enabled(), autocast.current()  # (read once a call: a region call is ~20 us)
         if self.vjp is not None and grad and not any(e for e, _ in cast) and any(t.requires_grad for t in inputs):
-            return _RegionFunction.apply(self, cast, *inputs)
+            return _apply_region(self, cast, inputs)
         return self._run(inputs, (grad, cast))
 
     def _run(self, inputs, key):
+        return self._traced_layouts(self._run_graph(inputs, key), key)
+
+    def _run_training(self, inputs, cast):
+        """(outputs, residuals) of the region's training forward, which also returns the matmul and reduction
+        results its backward reads (vjp.fast); None where that graph is not compiled directly (the backward then
+        computes them again from the inputs)."""
+        key = ("training", cast)
+        if key not in self.direct:
+            self.direct[key] = self._direct(inputs, self.vjp.forward_fn) if self.failure is None else None
+        fn = self.direct[key]
+        if fn is None:
+            return None
+        outs = fn(*inputs)
+        n = len(outs) - len(self.vjp.fast.residuals)
+        return self._traced_layouts(outs[:n], key), outs[n:]
+
+    def _traced_layouts(self, outs, key):
         """The compiled graph's outputs, in the traced layouts (`out_strides`): inductor lays a pointwise result out
         like its input (`w * softmax(a.t())` transposed) where eager's op returned it contiguous, and an
         `as_strided` or `.view()` after the region would read other elements. Which outputs differ is found on the
         first call for each key (the region is compiled per input layout), and only those are copied."""
-        outs = self._run_graph(inputs, key)
         if self.out_strides is None:
             return outs if self.out_orders is None else self._in_traced_order(outs)
         redo = self.restride.get(key)
@@ -260,26 +312,72 @@ def _outputs_made_at_trace_time(gm) -> frozenset:
 
 
 class _VJP(RegionGradients):
-    """A region's backward trace, compiled by the region's backend on first use."""
+    """A region's backward traces, compiled by the region's backend on first use: `fast` reads the forward's matmul
+    and reduction results (the training forward, `forward_fn`, returns them after the outputs), `trace` computes
+    everything again from the inputs (a backward that autograd records, create_graph=True, differentiates it).
+    The forward saves the inputs either reads (`keep`)."""
 
     def __init__(self, region, trace: Trace):
         super().__init__(region, trace)
         self.compiled = None
+        self.fast = with_residuals(region, trace)
+        self.fast_compiled = None
+        self.keep = sorted(set(trace.saved) | set(self.fast.saved if self.fast else ()))
+        self.forward_fn = None
+        self.grad_strides = None  # the layouts the backward was compiled for (the first call's gradients)
+        if self.fast is not None:
+            forward = Trace(f"training_{trace.name}")
+            forward.args = list(region.inputs)
+            forward.bsyms = list(region.bsyms)
+            forward.output = tuple(region.outputs) + tuple(self.fast.residuals)
+            self.forward_fn = forward.python_callable()
+
+    def gradients_as_compiled(self, grads) -> tuple[frozenset, list]:
+        """gradient_args, each gradient in the layout of the first call's (the compiled backward checks its inputs'
+        strides; autograd gives the same layouts call after call, so this copies nothing then). A first gradient
+        that overlaps itself or has gaps (an expanded one) is taken contiguous."""
+        got, args = self.gradient_args(grads, contiguous=False)
+        if self.grad_strides is None:
+            self.grad_strides = [_dense_strides(a) for a in args]
+        return got, [a if a.stride() == s else torch.empty_strided(a.shape, s, dtype=a.dtype, device=a.device).copy_(a)
+                     for a, s in zip(args, self.grad_strides)]
+
+
+def _dense_strides(t: torch.Tensor) -> tuple:
+    """t's strides where its elements fill its memory once in some dimension order, else contiguous strides."""
+    order = sorted(range(t.dim()), key=lambda d: t.stride(d))
+    want, step = [0] * t.dim(), 1
+    for d in order:
+        want[d] = step
+        step *= t.shape[d]
+    if all(want[d] == t.stride(d) for d in range(t.dim()) if t.shape[d] > 1):
+        return tuple(t.stride())
+    want, step = [0] * t.dim(), 1
+    for d in reversed(range(t.dim())):
+        want[d] = step
+        step *= t.shape[d]
+    return tuple(want)
 
 
 class _RegionFunction(torch.autograd.Function):
-    """One region, one autograd node: forward is the compiled no-grad region, backward the compiled VJP."""
+    """One region, one autograd node: forward is the compiled region (its training graph where the backward reads
+    forward results), backward the compiled VJP."""
 
     @staticmethod
     def forward(ctx, region, cast, *inputs):
-        outs = region._run(inputs, (False, cast))  # grad mode is off here: the inference graph
-        ctx.region = region
         vjp = region.vjp
-        # inputs the trace writes back later are saved as their old value (the VJP reads that value)
-        if vjp.written_later:
-            ctx.save_for_backward(*(inputs[i].clone() if i in vjp.written_later else inputs[i] for i in vjp.trace.saved))
+        got = region._run_training(inputs, cast) if vjp.fast is not None else None
+        if got is None:
+            outs, residuals = region._run(inputs, (False, cast)), ()  # grad mode is off here: the inference graph
         else:
-            ctx.save_for_backward(*[inputs[i] for i in vjp.trace.saved])
+            outs, residuals = got
+        ctx.region, ctx.fast = region, got is not None
+        # inputs the trace writes back later are saved as their old value (the VJP reads that value)
+        keep = vjp.keep if ctx.fast else vjp.trace.saved
+        if vjp.written_later:
+            ctx.save_for_backward(*(inputs[i].clone() if i in vjp.written_later else inputs[i] for i in keep), *residuals)
+        else:
+            ctx.save_for_backward(*[inputs[i] for i in keep], *residuals)
         ctx.set_materialize_grads(False)
         if not all(vjp.diff):
             ctx.mark_non_differentiable(*[o for o, d in zip(outs, vjp.diff) if not d])
@@ -288,16 +386,38 @@ class _RegionFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         region, vjp = ctx.region, ctx.region.vjp
-        inputs = ctx.saved_tensors
-        got, gargs = vjp.gradient_args(grads)
+        saved = ctx.saved_tensors
+        got, gargs = vjp.gradients_as_compiled(grads)
+        if ctx.fast:
+            kept = dict(zip(vjp.keep, saved))
+            inputs = [kept[i] for i in vjp.trace.saved]
+        else:
+            inputs = saved
         if torch.is_grad_enabled():  # create_graph=True: the VJP trace's torch ops, which autograd records
             result = vjp.trace.python_callable()(*inputs, *gargs)
+        elif ctx.fast:
+            args = [*(kept[i] for i in vjp.fast.saved), *saved[len(vjp.keep):], *gargs]
+            if vjp.fast_compiled is None:
+                fn = vjp.fast.python_callable()
+                vjp.fast_compiled = region._direct(args, fn, inlined_size(vjp.fast.bsyms)) or fn
+            result = vjp.fast_compiled(*args)
         else:
             if vjp.compiled is None:
                 fn = vjp.trace.python_callable()
                 vjp.compiled = region._direct([*inputs, *gargs], fn, inlined_size(vjp.trace.bsyms)) or fn
             result = vjp.compiled(*inputs, *gargs)
         return (None, None, *(r if i in got and ctx.needs_input_grad[i + 2] else None for i, r in enumerate(result)))
+
+
+# autograd.Function.apply less its Python part (binding default arguments, a generator over the arguments): a region
+# call is ~20 us, that part ~3 us of it
+_C_APPLY = super(torch.autograd.Function, _RegionFunction).apply
+
+
+def _apply_region(region, cast, inputs):
+    if torch._C._are_functorch_transforms_active():
+        return _RegionFunction.apply(region, cast, *inputs)
+    return _C_APPLY(region, cast, *map(torch._C._functorch.unwrap_if_dead, inputs))
 
 
 class InductorExecutor:
@@ -353,7 +473,7 @@ class InductorExecutor:
             fn.no_vjp = vjp if isinstance(vjp, str) else None
             _COMPILED[key] = fn
         # what compiler.last_backward_traces shows: the VJP trace, or why the region has none
-        bsym.symbol.backward = fn.vjp.trace if fn.vjp is not None else fn.no_vjp
+        bsym.symbol.backward = (fn.vjp.fast or fn.vjp.trace) if fn.vjp is not None else fn.no_vjp
         name = bsym.symbol.name
         trace.constants[name] = fn if not numbers else _WithNumbers(fn, numbers)
         return name

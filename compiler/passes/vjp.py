@@ -20,10 +20,12 @@ import torch
 
 from ..torchlang import prims
 from ..core.proxies import TensorProxy
+from ..core.symbols import Tag
 from ..symbolic.values import SYM_TYPES
 from ..core.trace import Trace
 from ..torchlang.recording import TracingState
 from ..core.context import tracing
+from .cse import cse
 from .dce import dce
 
 
@@ -313,14 +315,75 @@ class RegionGradients:
         self.grad_meta = [(tuple(o.meta.shape), o.meta.dtype, o.device) for o in region.outputs if o.name in reach]
         self.written_later = {i for i, p in enumerate(region.inputs) if p.name in getattr(region, "written_later", ())}
 
-    def gradient_args(self, grads) -> tuple[frozenset, list]:
+    def gradient_args(self, grads, contiguous: bool = True) -> tuple[frozenset, list]:
         """For autograd's output gradients: the inputs they reach, and the VJP trace's gradient arguments
-        (contiguous; zeros for a differentiable output that got none)."""
+        (contiguous unless told otherwise; zeros for a differentiable output that got none)."""
         got = frozenset().union(*[r for g, r in zip(grads, self.reach) if g is not None])
         diff_grads = [g for g, d in zip(grads, self.diff) if d]
-        args = [g.contiguous() if g is not None else torch.zeros(shape, dtype=dtype, device=device)
+        args = [(g.contiguous() if contiguous else g) if g is not None else torch.zeros(shape, dtype=dtype, device=device)
                 for g, (shape, dtype, device) in zip(diff_grads, self.grad_meta)]
         return got, args
+
+
+def _joined(name: str, grads: dict, pieces: dict):
+    """The gradient of `name`, its narrowings' gradients (`x.split(n)`'s parts) added in first: one cat of the
+    parts and zeros for the gaps where they do not overlap (eager's split backward), instead of a zero-padded
+    copy of x per part summed. Called while recording."""
+    parts = pieces.pop(name, None)
+    if parts:
+        x = _arg(parts[0][0], 0, "input")
+        spans = sorted(((_arg(b, 1, "dim") % x.meta.ndim, _arg(b, 2, "start") % x.meta.shape[_arg(b, 1, "dim")]
+                         if _arg(b, 2, "start") < 0 else _arg(b, 2, "start"), _arg(b, 3, "length"), g)
+                        for b, g, _ in parts), key=lambda s: (s[0], s[1]))
+        dim = spans[0][0]
+        disjoint = all(d == dim for d, *_ in spans) and \
+            all(a[1] + a[2] <= b[1] for a, b in zip(spans, spans[1:]))
+        if disjoint:
+            joined, at = [], 0
+            for _, start, length, g in spans:
+                if start > at:
+                    shape = list(x.meta.shape)
+                    shape[dim] = start - at
+                    joined.append(_zeros(shape, g))
+                joined.append(g)
+                at = start + length
+            if at < x.meta.shape[dim]:
+                shape = list(x.meta.shape)
+                shape[dim] = x.meta.shape[dim] - at
+                joined.append(_zeros(shape, joined[-1]))
+            total = prims.cat(joined, dim) if len(joined) > 1 else joined[0]
+        else:
+            total = None
+            for b, g, y in parts:
+                gx = RULES[b.symbol](b, g, y)[0]
+                total = gx if total is None else prims.add(total, gx)
+        total = _reduce_to(total, x)
+        grads[name] = prims.add(grads[name], total) if name in grads else total
+    return grads.get(name)
+
+
+def _weight_layouts(recorded: Trace, grads: dict, inputs) -> None:
+    """An input's gradient `(a @ b).T` (a linear layer's weight, `x @ w.T`) becomes `b.T @ a.T`: the same products,
+    laid out as the weight is, as eager's `grad.T @ x` is; a transposed view would be copied again by autograd
+    (AccumulateGrad keeps a parameter's gradient in the parameter's layout). Only where the product has no other
+    reader. Called while recording."""
+    made = {o.name: b for b in recorded.bsyms for o in b.tensor_outputs()}
+    reads: dict[str, int] = {}
+    for b in recorded.bsyms:
+        for a in b.tensor_args():
+            reads[a.name] = reads.get(a.name, 0) + 1
+    for p in inputs:
+        g = grads.get(p.name)
+        t = made.get(g.name) if g is not None else None
+        if t is None or t.symbol is not prims.permute or tuple(_arg(t, 1, "dims")) not in ((1, 0), (-1, -2), (1, -2), (-1, 0)):
+            continue
+        m = made.get(t.args[0].name)
+        if m is None or m.symbol is not prims.matmul or reads.get(m.tensor_outputs()[0].name) != 1 or \
+                reads.get(g.name) or any(a.meta.ndim != 2 for a in m.args) or \
+                sum(1 for q in grads.values() if q is g) != 1:
+            continue
+        a, b = m.args
+        grads[p.name] = prims.matmul(prims.permute(b, (1, 0)), prims.permute(a, (1, 0)))
 
 
 def backward_trace(region, name: str = "backward") -> Trace:
@@ -346,15 +409,20 @@ def backward_trace(region, name: str = "backward") -> Trace:
                             o.device)
             grad_args.append(g)
             grads[o.name] = g
+        pieces: dict[str, list] = {}  # name -> gradients of its narrowings, joined when its gradient is read
         for b in reversed(region.bsyms):
             if b.symbol in NONDIFF:
                 continue
             outs = b.tensor_outputs()
-            if len(outs) != 1 or outs[0].name not in grads:
+            if len(outs) != 1 or _joined(outs[0].name, grads, pieces) is None:
                 continue
             y = outs[0]
             if any(a.name == y.name for a in b.tensor_args()):
                 continue  # an op that returned its input (a cast to its own dtype): the gradient is the same
+            x = _arg(b, 0, "input")
+            if b.symbol is prims.slice_in_dim and isinstance(x, TensorProxy) and x.name in reach:
+                pieces.setdefault(x.name, []).append((b, grads[y.name], y))
+                continue
             per_arg = RULES[b.symbol](b, grads[y.name], y)
             for arg, ga in zip(b.args, per_arg):
                 pairs = zip(arg, ga) if isinstance(arg, (list, tuple)) and isinstance(ga, list) else [(arg, ga)]
@@ -363,6 +431,9 @@ def backward_trace(region, name: str = "backward") -> Trace:
                         continue
                     gx = _reduce_to(gx, x)
                     grads[x.name] = prims.add(grads[x.name], gx) if x.name in grads else gx
+        for p in region.inputs:
+            _joined(p.name, grads, pieces)
+        _weight_layouts(state.trace, grads, [p for p in region.inputs if p.name in reach])
     for b in state.trace.bsyms:
         b.location = None  # (the recorder takes the caller's line; the VJP belongs to no user line)
     bw = Trace(name)
@@ -370,9 +441,50 @@ def backward_trace(region, name: str = "backward") -> Trace:
     bw.bsyms = list(region.bsyms) + state.trace.bsyms
     bw.output = tuple(grads.get(p.name) if p.name in reach else None for p in region.inputs)
     bw._counter = state.trace._counter
-    out = dce(bw)
+    out = dce(cse(bw))  # (cse: a rule's own `sum(x)` is the forward's, read again)
     used = {p.name for b in out.bsyms for p in b.tensor_args()} | {p.name for p in out.output if p is not None}
     out.saved = [i for i, p in enumerate(region.inputs) if p.name in used]  # what the forward must keep
     out.args = [region.inputs[i] for i in out.saved] + grad_args
     out.header = f"backward of a fusion region from per-prim VJPs ({len(state.trace.bsyms)} prims)"
+    return out
+
+
+# The forward results the backward reads from the forward instead of computing them again: a matmul costs more than
+# keeping its result, and a reduction reads its whole input; the pointwise ops between them are recomputed (they
+# fuse into the backward's kernels). AOTAutograd's partitioner makes the same choice for inductor.
+_KEPT_RESULTS = frozenset(("prims.matmul", "prims.sum", "prims.var", "prims.amax", "prims.amin", "prims.prod"))
+
+
+def with_residuals(region, trace: Trace) -> Trace | None:
+    """`trace` (backward_trace's, which recomputes the region from its inputs) reading the region's matmul and
+    reduction results as arguments instead: backward(*saved inputs, *residuals, *grads). Its `residuals` are those
+    region values (the forward returns them too) and `saved` the inputs it still reads. None where no such result
+    is read. A result the caller also receives, or that a returned view shares memory with, is not a residual: the
+    caller may write into it before the backward runs (autograd would then refuse a backward that eager runs)."""
+    forward = {o.name for b in region.bsyms for o in b.tensor_outputs()}
+    returned = {p.name for p in region.outputs}
+    for b in reversed(region.bsyms):  # (a view of a returned value shares its memory: its base is returned too)
+        if b.symbol.tags & (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW) and any(o.name in returned for o in b.tensor_outputs()):
+            returned.update(a.name for a in b.tensor_args())
+    residuals = []
+    for b in trace.bsyms:
+        outs = b.tensor_outputs()
+        if b.symbol.name in _KEPT_RESULTS and len(outs) == 1 and outs[0].name in forward and \
+                outs[0].name not in returned:
+            residuals.append(outs[0])
+    if not residuals:
+        return None
+    kept = {p.name for p in residuals}
+    grads = trace.args[len(trace.saved):]
+    cut = Trace(trace.name)
+    cut.args = list(region.inputs) + residuals + list(grads)
+    cut.bsyms = [b for b in trace.bsyms if not any(o.name in kept for o in b.tensor_outputs())]
+    cut.output = trace.output
+    cut._counter = trace._counter
+    out = dce(cut)
+    used = {p.name for b in out.bsyms for p in b.tensor_args()} | {p.name for p in out.output if p is not None}
+    out.residuals = [p for p in residuals if p.name in used]
+    out.saved = [i for i, p in enumerate(region.inputs) if p.name in used]
+    out.args = [region.inputs[i] for i in out.saved] + out.residuals + list(grads)
+    out.header = f"{trace.header}, reading {len(out.residuals)} matmul and reduction results of the forward"
     return out

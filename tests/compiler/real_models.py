@@ -236,8 +236,9 @@ class Result:
 
 
 def check(name: str, mode: str = "forward", cache: str = "constant values", executors=None, calls: int = 3,
-          timed: int = 0) -> Result:
-    """`calls` calls of the jitted model against eager on the same inputs; `timed` more calls of each, timed."""
+          timed: int = 0, warm: int = 0) -> Result:
+    """`calls` calls of the jitted model against eager on the same inputs; `timed` more calls of each, timed, after
+    `warm` untimed ones (the steady state: the inductor executor recompiles a region it calls often)."""
     res = Result(name, mode, cache, tuple(executors or ()))
     model = build(name)
     model.train(mode == "train")
@@ -273,6 +274,8 @@ def check(name: str, mode: str = "forward", cache: str = "constant values", exec
     if traces:
         res.regions = sum(1 for b in traces[-1].bsyms if "_fusion_" in b.symbol.name)
     if timed and res.error is None and cache != "no caching":  # (no caching: every call traces, ~0.5 s)
+        for i in range(warm):
+            step(model, i), step(jm, i)
         res.eager_s, res.jit_s = _median_times(lambda i: step(model, i), lambda i: step(jm, i), timed)
     return res
 

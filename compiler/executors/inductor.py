@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+import time
 from contextlib import contextmanager
 
 import torch
@@ -141,27 +142,36 @@ def _eager_numerics(backend: str, size: int, cpp_wrapper: bool = False):
 # A graph called this many times is compiled again with inductor's C++ wrapper (`cpp_wrapper`): the same kernels,
 # called from C++ instead of a Python function that allocates each buffer and checks each input's layout (~1 us a
 # buffer, 10-50 us a call of a small graph: most of a small region's time). Compiling it costs ~1 s a graph,
-# which a region called this often pays back; a function called a few times (most tests) never pays it.
+# which a region called this often pays back; a function called a few times (most tests) never pays it, nor does
+# a graph whose calls took TIER_UP_MAX_CALL_S or more on average (the wrapper's cost is under 1% of those).
+# TIER_UP_CALLS = 0: never.
 TIER_UP_CALLS = 64
+TIER_UP_MAX_CALL_S = 0.005
 
 
 class _TieredGraph:
     """A compiled CPU graph that replaces itself by its C++-wrapped build on its TIER_UP_CALLS-th call (the
     Python-wrapped one stays where that build fails)."""
 
-    __slots__ = ("fn", "calls", "upgrade", "cpp_wrapped")
+    __slots__ = ("fn", "calls", "spent", "upgrade", "cpp_wrapped")
 
     def __init__(self, fn, upgrade):
-        self.fn, self.calls, self.upgrade, self.cpp_wrapped = fn, 0, upgrade, False
+        self.fn, self.calls, self.spent, self.upgrade, self.cpp_wrapped = fn, 0, 0.0, upgrade, False
 
     def __call__(self, *args):
+        if self.upgrade is None:
+            return self.fn(*args)
+        start = time.perf_counter()
+        out = self.fn(*args)
+        self.spent += time.perf_counter() - start
         self.calls += 1
-        if self.calls == TIER_UP_CALLS:
-            better = self.upgrade(args)
-            if better is not None:
-                self.fn, self.cpp_wrapped = better, True
+        if self.calls >= TIER_UP_CALLS > 0:
+            if self.spent / self.calls < TIER_UP_MAX_CALL_S:
+                better = self.upgrade(args)
+                if better is not None:
+                    self.fn, self.cpp_wrapped = better, True
             self.upgrade = None
-        return self.fn(*args)
+        return out
 
 
 class _Region:

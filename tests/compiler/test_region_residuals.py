@@ -164,3 +164,21 @@ def test_overlapping_narrowings_still_add_their_gradients():
     outs, got = _grads(compiler.jit(f, executors=(AOT_EAGER, "torch")), [x])
     ref, want = _grads(f, [x])
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_graph_whose_calls_take_long_is_not_compiled_again(monkeypatch):
+    monkeypatch.setattr(inductor_module, "TIER_UP_CALLS", 3)
+    monkeypatch.setattr(inductor_module, "TIER_UP_MAX_CALL_S", 0.0)  # every call counts as long
+
+    def f(x, w):
+        return torch.sigmoid(x @ w).sum(-1) * 3.0
+
+    x, w = _leaves((7, 5), (5, 9), seed=4, dtype=torch.float32)
+    jf = compiler.jit(f, executors=("inductor", "torch"))
+    for _ in range(4):
+        torch.testing.assert_close(torch.autograd.grad(jf(x, w).sum(), (x, w)), torch.autograd.grad(f(x, w).sum(), (x, w)))
+    graphs = [g for g in inductor_module._COMPILED.values() if g.vjp is not None and g.vjp.fast_compiled is not None
+              and "sigmoid" in str(g.vjp.fast)]
+    tiered = [t for g in graphs for t in (g.vjp.fast_compiled, *g.direct.values()) if isinstance(t, inductor_module._TieredGraph)]
+    decided = [t for t in tiered if t.calls >= 3]
+    assert decided and all(t.upgrade is None and not t.cpp_wrapped for t in decided)

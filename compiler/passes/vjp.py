@@ -455,6 +455,16 @@ def backward_trace(region, name: str = "backward") -> Trace:
 _KEPT_RESULTS = frozenset(("prims.matmul", "prims.sum", "prims.var", "prims.amax", "prims.amin", "prims.prod"))
 
 
+def _reduces_nothing(b) -> bool:
+    """A reduction over dimensions of size 1 (or none): its result holds its input's elements, and a compiled graph
+    may return it as a view of its input, which a later write into that input would change before the backward."""
+    if b.symbol.name == "prims.matmul":
+        return False
+    x = b.args[0]
+    dims = _reduction_dims(x, _arg(b, 1, "dim"))
+    return all(x.meta.shape[d] == 1 for d in dims)
+
+
 def with_residuals(region, trace: Trace) -> Trace | None:
     """`trace` (backward_trace's, which recomputes the region from its inputs) reading the region's matmul and
     reduction results as arguments instead: backward(*saved inputs, *residuals, *grads). Its `residuals` are those
@@ -470,7 +480,7 @@ def with_residuals(region, trace: Trace) -> Trace | None:
     for b in trace.bsyms:
         outs = b.tensor_outputs()
         if b.symbol.name in _KEPT_RESULTS and len(outs) == 1 and outs[0].name in forward and \
-                outs[0].name not in returned:
+                outs[0].name not in returned and not _reduces_nothing(b):
             residuals.append(outs[0])
     if not residuals:
         return None

@@ -182,3 +182,20 @@ def test_a_graph_whose_calls_take_long_is_not_compiled_again(monkeypatch):
     tiered = [t for g in graphs for t in (g.vjp.fast_compiled, *g.direct.values()) if isinstance(t, inductor_module._TieredGraph)]
     decided = [t for t in tiered if t.calls >= 3]
     assert decided and all(t.upgrade is None and not t.cpp_wrapped for t in decided)
+
+
+def test_a_reduction_over_dimensions_of_size_one_is_not_kept():
+    """Its result holds its input's elements: a compiled graph may hand it back as a view of the input, which a
+    later write into the input would change before the backward reads it."""
+    def f(x):
+        return torch.tanh(x.sum(-1, keepdim=True) * x.amax(0, keepdim=True)).sum(0)
+
+    x = _leaves((4, 1))[0]
+    jf = compiler.jit(f, executors=(AOT_EAGER, "torch"))
+    outs, got = _grads(jf, [x])
+    torch.testing.assert_close(got, _grads(f, [x])[1])
+    (bw,) = compiler.last_backward_traces(jf)
+    fwd = {o.name: b for t in compiler.last_traces(jf) for r in t.bsyms if getattr(r.symbol, "region", None)
+           for b in r.symbol.region.bsyms for o in b.tensor_outputs()}
+    kept = [fwd[p.name].symbol.name for p in (getattr(bw, "residuals", None) or ())]
+    assert "prims.sum" not in kept and "prims.amax" in kept, kept

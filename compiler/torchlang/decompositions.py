@@ -266,6 +266,16 @@ def matmul(a, b):
     return prims.matmul(a, b)
 
 
+def addmm(bias, a, b, *, beta=1, alpha=1, out=None):
+    """beta * bias + alpha * (a @ b) (GPT-2's Conv1D): a matmul and an add, which fuse with their neighbours."""
+    if out is not None or a.ndim != 2 or b.ndim != 2 or isinstance(beta, bool) or isinstance(alpha, bool) or beta == 0:
+        raise Skip("out=, operands eager refuses, or beta=0 (eager ignores bias's values, yet gives it a zero gradient)")
+    y = prims.matmul(a, b)
+    if alpha != 1:
+        y = _elementwise(prims.mul, y, alpha)
+    return _elementwise(prims.add, y, bias if beta == 1 else _elementwise(prims.mul, bias, beta))
+
+
 def embedding(idx, weight, padding_idx=None, max_norm=None, *rest, **kw):
     if max_norm is not None:
         raise Skip("max_norm renormalizes the weight in place")

@@ -94,7 +94,8 @@ for n in ("cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", 
 
 # ---- linear algebra ----
 for n in "matmul mm bmm mv dot outer addmm baddbmm".split():
-    fn_and_methods(n, decomposition=D.matmul if n in ("matmul", "mm", "bmm") else None, inplace=False)
+    fn_and_methods(n, decomposition=D.matmul if n in ("matmul", "mm", "bmm") else D.addmm if n == "addmm" else None,
+                   inplace=False)
 register("torch.Tensor.addmm_", I)
 register("torch.Tensor.baddbmm_", I)
 register("torch.einsum")

@@ -127,3 +127,29 @@ def test_decompositions_compute_what_the_op_computes(sample):
               for t in torch.utils._pytree.tree_leaves(expected))
     tol = dict(rtol=sample.rtol or (2e-2 if low else 1e-5), atol=sample.atol or (2e-2 if low else 1e-5))
     torch.testing.assert_close(got, expected, equal_nan=True, **tol)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"beta": 0.5}, {"alpha": 2.0}, {"beta": 0.25, "alpha": -1.5}, {"beta": 0}])
+def test_addmm_decomposes_into_a_matmul_and_an_add_that_fuse(kwargs):
+    """GPT-2's Conv1D is `torch.addmm(bias, x, w)`: decomposed, it joins its neighbours' region (a fused matmul and
+    bias add) instead of splitting the region there; beta=0 stays the op (eager ignores the bias's values but
+    gives it a zero gradient, which the decomposition would not)."""
+    from compiler.executors.inductor import InductorExecutor
+
+    def f(b, x, w):
+        return torch.tanh(torch.addmm(b, x * 2, w, **kwargs)) + 1
+
+    gen = torch.Generator().manual_seed(0)
+    b, x, w = (torch.randn(s, generator=gen, dtype=torch.float64, requires_grad=True) for s in ((5,), (3, 4), (4, 5)))
+    if kwargs.get("beta") != 0:  # (beta=0 has no decomposition for a prims-only executor to run)
+        got = compiler.jit(lambda b, x, w: torch.addmm(b, x, w, **kwargs),
+                           executors=[TorchExecutor(only_prims=True), python_executor])(b, x, w)
+        torch.testing.assert_close(got, torch.addmm(b, x, w, **kwargs), rtol=1e-12, atol=1e-12)
+    jf = compiler.jit(f, executors=(InductorExecutor(backend="aot_eager"), "torch"))
+    out = jf(b, x, w)
+    grads = torch.autograd.grad(out.sum(), (b, x, w))
+    want = torch.autograd.grad(f(b, x, w).sum(), (b, x, w))
+    torch.testing.assert_close(out, f(b, x, w))
+    torch.testing.assert_close(grads, want)
+    names = [s.symbol.name for s in compiler.last_traces(jf)[-1].bsyms]
+    assert ("torch.addmm" in names) == (kwargs.get("beta") == 0), names

@@ -194,6 +194,21 @@ def group(trace: Trace, fusible=FUSIBLE) -> list:
                 for n in args if n not in pending and n in last_def):
             pending[outs[0]] = bsym  # a view of no open region's value waits for its reader (one output each)
             continue
+        if not is_fusible and not args and bsym.symbol.tags & (Tag.RANDOM | Tag.CREATION):
+            # a value made from no tensor (dropout's noise, an arange) is made before the open regions, so the
+            # fusible ops reading it join them instead of starting a region after it; it stays after every
+            # random op before it (the draws keep their order) and after the last barrier (regions open after it)
+            first_open = next((i for i, g in enumerate(groups) if isinstance(g, Region) and g.open), len(groups))
+            last_random = max((i for i, g in enumerate(groups)
+                               if not isinstance(g, Region) and g.symbol.tags & Tag.RANDOM), default=-1)
+            at = max(first_open, last_random + 1)
+            groups.insert(at, bsym)
+            for n, i in last_def.items():
+                if i >= at:
+                    last_def[n] = i + 1
+            for n in outs:
+                last_def[n] = at
+            continue
         waiting = take_pending(args)
         deps = max((last_def.get(n, -1) for b in [*waiting, bsym] for n in (a.name for a in b.tensor_args())),
                    default=-1)

@@ -252,7 +252,17 @@ def silu(a, inplace=False):
 
 
 def dropout(a, p=0.5, training=True, inplace=False):
-    raise Skip("random: a re-implementation would draw different numbers than eager")
+    """Off CUDA, ATen's dropout is `a * (empty_like(a).bernoulli_(1 - p) / (1 - p))`: the same draws in the same
+    order (the noise a random prim laid out as empty_like lays it), its scaling and product fuse with their
+    neighbours. CUDA's fused kernel draws otherwise; p of 0 or 1, eval and in-place take other paths in ATen
+    (the input itself, no draw): those stay the op, as do symbolic sizes (the noise's layout is per size)."""
+    if not _is_t(a) or a.device.type != "cpu" or not a.dtype.is_floating_point or type(p) not in (float, int) or \
+            not 0 < p < 1 or training is not True or inplace or a.meta.numel() == 0 or \
+            getattr(a, "sym_shape", None) is not None:
+        raise Skip("random: only CPU's dropout is re-implemented with eager's draws")
+    like = torch.empty_like(a.meta)
+    noise = prims.bernoulli_noise(tuple(like.shape), tuple(like.stride()), 1 - p, dtype=a.dtype, device=a.device)
+    return prims.mul(a, prims.div(noise, 1 - p))
 
 
 def linear(a, w, b=None):

@@ -84,6 +84,14 @@ convert_element_type = _prim("convert_element_type", _convert_element_type, Tag.
 matmul = _prim("matmul", torch.matmul)
 full = _prim("full", torch.full, Tag.CREATION)
 uniform_like = _prim("uniform_like", torch.rand_like, Tag.RANDOM)
+
+
+def _bernoulli_noise(shape, stride, p, dtype=None, device=None):
+    return torch.empty_strided(shape, stride, dtype=dtype, device=device).bernoulli_(p)
+
+
+# dropout's noise as ATen draws it off CUDA (`empty_like(x).bernoulli_(1 - p)`), laid out as x: no tensor operand
+bernoulli_noise = _prim("bernoulli_noise", _bernoulli_noise, Tag.RANDOM)
 copy_ = _prim("copy_", torch.Tensor.copy_, Tag.INPLACE)
 
 

@@ -43,7 +43,13 @@ def _may_write(bsym: BoundSymbol) -> bool:
     tags = bsym.symbol.tags
     if tags & Tag.INPLACE:
         return True
-    return not tags & (Tag.PRIM | Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW)
+    return not tags & (Tag.PRIM | Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW) and bsym.symbol.name not in _READS_ONLY
+
+
+# torch ops known to only read their tensor arguments (their writing forms, `inplace=True`, are recorded as
+# INPLACE variants): a `dropout(p=0.0)` between two layers (ViT's config) returns its input and must not cut the
+# region around it
+_READS_ONLY = frozenset(("F.dropout", "torch.dropout", "F.scaled_dot_product_attention"))
 
 
 # what a fusing executor may add to FUSIBLE (its `fusible_extra`): inductor takes matmuls into regions (an

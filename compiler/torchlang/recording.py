@@ -173,10 +173,23 @@ def _rethrow(symbol, loc, e: Exception, args=()):
     raise new from e
 
 
+def _dropout_returns_input(symbol, args, kwargs) -> bool:
+    """ATen's dropout with p=0 or in eval returns its input itself and draws nothing (ViT configs put such a
+    dropout between every two layers): recording it would keep a random op that does nothing."""
+    if symbol.name not in ("F.dropout", "torch.dropout") or not args or not isinstance(args[0], TensorProxy):
+        return False
+    names = ("p", "training") if symbol.name == "F.dropout" else ("p", "train")
+    p = args[1] if len(args) > 1 else kwargs.get(names[0], 0.5)
+    training = args[2] if len(args) > 2 else kwargs.get(names[1], True)
+    return (type(p) in (float, int) and p == 0) or training is False
+
+
 def _record_call(symbol, args, kwargs):
     state = current_state()
     if state is None:
         raise CompilerError(f"{symbol.name} called outside of tracing")
+    if _dropout_returns_input(symbol, args, kwargs):
+        return args[0]
     top = state.depth == 0
     loc = user_location(4) if top else state.current_location
     catching = False

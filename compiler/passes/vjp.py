@@ -461,6 +461,8 @@ def _reduces_nothing(b) -> bool:
     if b.symbol.name == "prims.matmul":
         return False
     x = b.args[0]
+    if x.meta.ndim == 0:  # (a 0-d tensor reduced over dim 0 or -1)
+        return True
     dims = _reduction_dims(x, _arg(b, 1, "dim"))
     return all(x.meta.shape[d] == 1 for d in dims)
 

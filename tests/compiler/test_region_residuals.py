@@ -199,3 +199,16 @@ def test_a_reduction_over_dimensions_of_size_one_is_not_kept():
            for b in r.symbol.region.bsyms for o in b.tensor_outputs()}
     kept = [fwd[p.name].symbol.name for p in (getattr(bw, "residuals", None) or ())]
     assert "prims.sum" not in kept and "prims.amax" in kept, kept
+
+
+def test_zero_dimensional_reductions():
+    """fuzz seed 760071: a softmax over dim 0 of a 0-d tensor (its amax and sum reduce nothing) crashed the
+    residual choice."""
+    def f(a):
+        return F.softmax(a, dim=0) * 3, (a.exp() * 2).sum()
+
+    a = _leaves(())[0]
+    outs, got = _grads(compiler.jit(f, executors=(AOT_EAGER, "torch")), [a])
+    ref, want = _grads(f, [a])
+    torch.testing.assert_close(outs, ref)
+    torch.testing.assert_close(got, want)

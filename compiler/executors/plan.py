@@ -13,7 +13,7 @@ import torch
 
 from ..core.symbols import Tag
 from ..passes.dce import dce, mark_unused_that_may_raise
-from ..passes.functionalize import NotFunctional, functionalize
+from ..passes.functionalize import NotFunctional, functionalize, write_into_dead_values
 from ..passes.fusion import fuse
 from ..core.proxies import TensorProxy
 from . import assign_executors, python_executor, torch_executor
@@ -32,7 +32,7 @@ def plan_execution(trace, executors) -> tuple[list, object]:
         execution = assign_executors(trace, [e for e in executors if e is not fuser])
         execution.header += f" (not functionalized: {e}; runs in eager order)"
         return [execution], execution.python_callable()
-    cleaned = dce(functional)
+    cleaned = write_into_dead_values(dce(functional))
     cleaned.writebacks = functional.writebacks
     fused = fuse(cleaned, fuser)
     execution = assign_executors(fused, executors)

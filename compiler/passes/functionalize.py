@@ -678,3 +678,42 @@ def aliasing_events(trace: Trace, name_of=lambda proxy: proxy.name) -> list:
             + (", ..." if len(done) > 6 else ""),
             first_write[2], first_write[0].symbol.name, {"input": name, "order": done}))
     return out
+
+
+def write_into_dead_values(trace: Trace) -> Trace:
+    """The functional trace with `f = prims.clone(t)`, made for an in-place op that writes `f` next, dropped where
+    nothing else reads `t`: the op writes into `t` itself, as eager's `relu_` writes into the batch norm's result
+    it replaced (a copy of every such tensor otherwise; ResNet has one per block). Only where writing `t` cannot be
+    seen: `t` is made in this trace by an op that returns new memory (no view, not an argument, not returned) and
+    autograd does not record it (it may have saved `t` for the backward)."""
+    from .cse import _renamed
+
+    reads: dict[str, int] = {}
+    for b in trace.bsyms:
+        for a in b.tensor_args():
+            reads[a.name] = reads.get(a.name, 0) + 1
+    made = {o.name: b for b in trace.bsyms for o in b.tensor_outputs() if all(a.name != o.name for a in b.tensor_args())}
+    kept_out = {p.name for p in pytree.tree_leaves(trace.output) if isinstance(p, TensorProxy)}
+    arguments = {p.name for p in pytree.tree_leaves(trace.args) if isinstance(p, TensorProxy)}
+    rename: dict[str, TensorProxy] = {}
+    bsyms = trace.bsyms
+    kept = []
+    for i, b in enumerate(bsyms):
+        if b.symbol is prims.clone and isinstance(b.args[0], TensorProxy):
+            t, f = b.args[0], b.output
+            maker = made.get(t.name)
+            writer = next((w for w in bsyms[i + 1:] if any(a.name == f.name for a in w.tensor_args())), None)
+            if maker is not None and reads.get(t.name) == 1 and t.name not in kept_out and t.name not in arguments \
+                    and not t.requires_grad and t.meta._base is None and not maker.symbol.tags & \
+                    (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW | Tag.INPLACE) and maker.symbol not in _VIEW_PRIMS \
+                    and writer is not None and writer.symbol.tags & Tag.INPLACE and \
+                    (_inplace_target(writer) is not None and _inplace_target(writer).name == f.name):
+                rename[f.name] = t
+                continue
+        kept.append(_renamed(b, lambda x: rename.get(x.name, x) if isinstance(x, TensorProxy) else x)
+                    if rename else b)
+    if not rename:
+        return trace
+    new = trace.copy_with(kept, f"{trace.header} (in-place ops write {len(rename)} dead values directly)")
+    new.output = pytree.tree_map(lambda x: rename.get(x.name, x) if isinstance(x, TensorProxy) else x, trace.output)
+    return new

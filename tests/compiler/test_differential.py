@@ -47,11 +47,15 @@ TOLERANCES = {
 # Comparison
 # ---------------------------------------------------------------------------------------------------
 
+FLOAT_ATOL = 1e-6  # (with float_rtol: a float32 tensor's own comparison allows 1e-5)
+
+
 def assert_same(actual, expected, *, where: str, meta_only: bool = False,
                 rtol: float | None = None, atol: float | None = None, float_rtol: float | None = None) -> None:
     """Assert `actual` is what eager returned: same structure, and per tensor same dtype, shape,
-    device and values (within the dtype's tolerance). float_rtol: Python floats within it (read by `.item()`
-    from a fused reduction, which adds in another order); else exactly equal."""
+    device and values (within the dtype's tolerance). float_rtol: Python floats within it, or within FLOAT_ATOL
+    (read by `.item()` from a fused reduction, which adds in another order: a sum that cancels to a small value,
+    fuzz seed 760136, differs by 2e-5 relative, 4e-7 absolute); else exactly equal."""
     if isinstance(expected, torch.Tensor):
         assert isinstance(actual, torch.Tensor), f"{where}: expected a tensor, got {type(actual).__name__}"
         assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != eager {expected.dtype}"
@@ -87,8 +91,8 @@ def assert_same(actual, expected, *, where: str, meta_only: bool = False,
     elif isinstance(expected, (bool, int, float)):
         assert type(actual) is type(expected), \
             f"{where}: expected a Python {type(expected).__name__}, got {type(actual).__name__}"
-        close = type(expected) is float and float_rtol is not None and math.isclose(actual, expected,
-                                                                                    rel_tol=float_rtol)
+        close = type(expected) is float and float_rtol is not None and math.isclose(
+            actual, expected, rel_tol=float_rtol, abs_tol=FLOAT_ATOL)
         assert actual == expected or close or (actual != actual and expected != expected), \
             f"{where}: {actual!r} != eager {expected!r}"
     else:

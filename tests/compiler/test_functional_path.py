@@ -435,3 +435,46 @@ def test_a_chain_of_wheres_reading_their_input_three_times_compiles_in_seconds()
 
     make = lambda: (torch.randn(5, 2, 2, generator=torch.Generator().manual_seed(0)),)  # noqa: E731
     check_calls(f, [make] * 2, executors=(INDUCTOR, "torch"))
+
+
+def test_an_in_place_op_writes_a_dead_value_directly_and_only_then():
+    """ResNet's `relu(bn(x), inplace=True)`: the functional trace wrote a copy of the batch norm's result (a copy
+    per block); where nothing else reads the value, the op writes it as eager does. Where something else reads the
+    old value (an earlier reader) or it is the caller's (an argument), the copy stays."""
+    from compiler.executors.inductor import InductorExecutor
+
+    fused = (InductorExecutor(backend="aot_eager"), "torch")
+
+    def dead(x, w):
+        y = torch.exp(x @ w)
+        torch.relu_(y)
+        return y * 2
+
+    def read_before(x, w):
+        y = torch.exp(x @ w) - 1.5
+        a = y.sum(0)
+        torch.relu_(y)
+        return a + y
+
+    def view_before(x, w):
+        y = torch.exp(x @ w) - 1.5
+        v = y.t()
+        torch.relu_(y)
+        return v * 3
+
+    def argument(x, w):
+        torch.relu_(x)
+        return x * w.sum()
+
+    # (view_before: the functional trace takes the view again from the written value, so nothing reads the old one)
+    for fn, elided in ((dead, True), (read_before, False), (view_before, True), (argument, False)):
+        x, w = torch.randn(3, 4) - 0.5, torch.randn(4, 4)
+        xe = x.clone()
+        with torch.no_grad():
+            jf = compiler.jit(fn, executors=fused)
+            got = jf(x, w)
+            want = fn(xe, w)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(x, xe)  # (argument: the write reaches the caller's tensor)
+        text = str(compiler.last_traces(jf)[-1])
+        assert ("prims.clone" not in text) == elided, text

@@ -64,7 +64,11 @@ def main(argv=None) -> int:
                     help="untimed calls before the timed ones, inductor rows only: their steady state (a region "
                          "called compiler.executors.inductor.TIER_UP_CALLS times is compiled again)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1: steadier timings on a shared machine)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="cpu: each call's CPU time (with --threads 1, what other processes take is left out)")
     args = ap.parse_args(argv)
+    if args.clock == "cpu":
+        rm.CLOCK[0] = time.process_time
     warnings.filterwarnings("ignore")
     torch.set_num_threads(args.threads)
     runs = [(c, None) for c in args.caches.split(",") if c in CACHES]  # (--caches none: inductor rows only)

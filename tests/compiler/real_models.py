@@ -297,12 +297,17 @@ def generate(fn, ids, steps: int = GENERATED):
     return torch.cat(tokens, 1), out
 
 
+CLOCK = [time.perf_counter]  # bench/real_models.py --clock cpu: time.process_time (one thread: CPU time is the
+# call's own work, what other processes on a shared machine take is left out)
+
+
 def _median_times(eager, jitted, n: int) -> tuple[float, float]:
     """Median seconds of each, their calls interleaved so that both see the same load of a shared machine."""
     times: tuple[list, list] = ([], [])
+    clock = CLOCK[0]
     for i in range(n):
         for fn, out in ((eager, times[0]), (jitted, times[1])):
-            start = time.perf_counter()
+            start = clock()
             fn(i)
-            out.append(time.perf_counter() - start)
+            out.append(clock() - start)
     return sorted(times[0])[n // 2], sorted(times[1])[n // 2]

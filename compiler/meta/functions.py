@@ -491,7 +491,9 @@ def _real_kernel_error(symbol, args, kwargs, fill: int, random_too: bool = False
         key, size, offset, argument = _place(m, arguments)
         storage = storages.get(key)
         if storage is None or storage.dtype != m.dtype:
-            storage = storages[key] = torch.full((size // max(m.element_size(), 1) or 1,), fill, dtype=m.dtype)
+            # (an empty storage stays empty: kernels check against its size, index_fill_ of an empty tensor raises
+            # from there, fuzz seed 758853)
+            storage = storages[key] = torch.full((size // max(m.element_size(), 1),), fill, dtype=m.dtype)
         t = storage.as_strided(tuple(m.shape), tuple(m.stride()), offset)
         if not m._is_view():
             t = t.detach()  # (same memory, but not an autograd view: `detach_()` refuses views)

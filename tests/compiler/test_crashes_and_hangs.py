@@ -339,3 +339,16 @@ def test_views_of_arguments_sharing_memory_inside_try_except_are_refused_or_eage
         assert "share memory" in str(e)
         return
     assert_same(got, expected, where="result")
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_an_in_place_index_fill_of_an_empty_tensor_raises_eagers_exception(cache):
+    # Found by bench/fuzz.py (seed 758853): eager's index_fill_ of an empty tensor raises a RuntimeError (setStorage
+    # out of bounds for its storage of size 0); the meta kernel an IndexError, and the real-kernel check, run on a
+    # rebuilt tensor given one element of storage, did not raise at all, so the meta's type was kept.
+    def fn(n, s):
+        v = torch.full((n,), n)
+        v.index_fill_(0, torch.tensor([0]), s)
+        return n
+
+    check_calls(fn, [lambda: (3, 2.5), lambda: (0, 2.5), lambda: (2, 1.5)], cache=cache)

@@ -35,7 +35,7 @@ from itertools import accumulate
 __all__ = ["may_fail_to_compile"]
 
 # Words whose constructs are rare and have many errors: any file mentioning one is compiled.
-_RARE_WORDS = ("nonlocal", "await", "async", "__debug__")
+_RARE_WORDS = ("await", "async", "__debug__")
 
 # A keyword argument's name and its `=` on different lines (a comment or a newline between): the `=` then
 # starts its line. The same-line scan below cannot pair such names, so such a file is compiled.
@@ -107,11 +107,13 @@ def may_fail_to_compile(tree: ast.Module, text: str) -> bool:
 def _statements_may_fail(module_body: list, reach: list) -> bool:
     """The statement-level errors, in one pass over every statement; fills ``reach``."""
     global_names: set[str] = set()
+    nonlocal_names: set[str] = set()
     annotated: set[str] = set()
-    # (statements, scope kind, owning def or class, inside a loop, nesting weight, the scope's own body?)
-    stack = [(module_body, _MODULE, None, False, 0, True)]
+    # (statements, scope kind, owning def or class, inside a loop, nesting weight, the scope's own body?,
+    # the enclosing defs)
+    stack = [(module_body, _MODULE, None, False, 0, True, ())]
     while stack:
-        body, scope, owner, loop, weight, own = stack.pop()
+        body, scope, owner, loop, weight, own, defs = stack.pop()
         for s in body:
             t = type(s)
             if t is ast.Expr:
@@ -124,16 +126,16 @@ def _statements_may_fail(module_body: list, reach: list) -> bool:
                     if type(target) is not ast.Name and _starred_in_target(target):
                         return True
             elif t is ast.If:
-                stack.append((s.body, scope, owner, loop, weight, False))
+                stack.append((s.body, scope, owner, loop, weight, False, defs))
                 if s.orelse:
-                    stack.append((s.orelse, scope, owner, loop, weight, False))
+                    stack.append((s.orelse, scope, owner, loop, weight, False, defs))
             elif t is ast.Return:
                 if scope != _FUNC or type(s.value) is ast.Starred:
                     return True
             elif t is ast.FunctionDef:
                 if getattr(s, "type_params", None) or _duplicate_parameters(s.args):
                     return True
-                stack.append((s.body, _FUNC, s, False, 0, True))
+                stack.append((s.body, _FUNC, s, False, 0, True, defs + (s,)))
             elif t is ast.ImportFrom:
                 if s.module == "__future__" and s.level == 0 and not (scope == _MODULE and own):
                     return True  # a nested one (the module's own are checked by _future_may_fail)
@@ -150,9 +152,9 @@ def _statements_may_fail(module_body: list, reach: list) -> bool:
                 inner = weight + _LOOP_WEIGHT
                 if inner > _MAX_WEIGHT:
                     return True
-                stack.append((s.body, scope, owner, True, inner, False))
+                stack.append((s.body, scope, owner, True, inner, False, defs))
                 if s.orelse:
-                    stack.append((s.orelse, scope, owner, loop, weight, False))
+                    stack.append((s.orelse, scope, owner, loop, weight, False, defs))
             elif t is ast.Import or t is ast.Raise or t is ast.Assert or t is ast.Delete or t is ast.Pass:
                 pass
             elif t is ast.AugAssign:
@@ -166,13 +168,13 @@ def _statements_may_fail(module_body: list, reach: list) -> bool:
                 inner = weight + _TRY_WEIGHT
                 if inner > _MAX_WEIGHT:
                     return True
-                stack.append((s.body, scope, owner, loop, inner, False))
+                stack.append((s.body, scope, owner, loop, inner, False, defs))
                 for h in handlers:
-                    stack.append((h.body, scope, owner, loop, inner, False))
+                    stack.append((h.body, scope, owner, loop, inner, False, defs))
                 if s.orelse:
-                    stack.append((s.orelse, scope, owner, loop, inner, False))
+                    stack.append((s.orelse, scope, owner, loop, inner, False, defs))
                 if s.finalbody:
-                    stack.append((s.finalbody, scope, owner, loop, inner, False))
+                    stack.append((s.finalbody, scope, owner, loop, inner, False, defs))
             elif t is ast.ClassDef:
                 if getattr(s, "type_params", None):
                     return True
@@ -180,7 +182,7 @@ def _statements_may_fail(module_body: list, reach: list) -> bool:
                     names = [k.arg for k in s.keywords if k.arg is not None]
                     if len(set(names)) != len(names):
                         return True
-                stack.append((s.body, _CLASS, s, False, 0, True))
+                stack.append((s.body, _CLASS, s, False, 0, True, defs))
             elif t is ast.With:
                 for item in s.items:
                     if item.optional_vars is not None and _starred_in_target(item.optional_vars):
@@ -188,33 +190,45 @@ def _statements_may_fail(module_body: list, reach: list) -> bool:
                 inner = weight + _WITH_WEIGHT * len(s.items)
                 if inner > _MAX_WEIGHT:
                     return True
-                stack.append((s.body, scope, owner, loop, inner, False))
+                stack.append((s.body, scope, owner, loop, inner, False, defs))
             elif t is ast.While:
                 inner = weight + _LOOP_WEIGHT
                 if inner > _MAX_WEIGHT:
                     return True
-                stack.append((s.body, scope, owner, True, inner, False))
+                stack.append((s.body, scope, owner, True, inner, False, defs))
                 if s.orelse:
-                    stack.append((s.orelse, scope, owner, loop, weight, False))
+                    stack.append((s.orelse, scope, owner, loop, weight, False, defs))
             elif t is ast.Break or t is ast.Continue:
                 if not loop:
                     return True
-            elif t is ast.Global:
-                if not own or scope == _CLASS:
+            elif t is ast.Global or t is ast.Nonlocal:
+                if scope == _CLASS or (t is ast.Nonlocal and scope != _FUNC):
                     return True
-                # only at the start of its scope's body (after a docstring, pass, other globals): nothing can
-                # have used or bound the names before, but the parameters
-                for before in body:
-                    if before is s:
-                        break
-                    tb = type(before)
-                    if tb is not ast.Global and tb is not ast.Pass and not (tb is ast.Expr and type(before.value) is ast.Constant):
-                        return True
+                leading = own
+                if own:
+                    # at the start of its scope's body (after a docstring, pass, other declarations): nothing can
+                    # have used or bound the names before, but the parameters
+                    for before in body:
+                        if before is s:
+                            break
+                        tb = type(before)
+                        if tb is not ast.Global and tb is not ast.Nonlocal and tb is not ast.Pass \
+                                and not (tb is ast.Expr and type(before.value) is ast.Constant):
+                            leading = False
+                            break
+                if not leading and _named_before(owner if owner is not None else module_body, s):
+                    return True
                 params = _parameter_names(owner.args) if owner is not None else ()
                 for name in s.names:
                     if name in params or name.startswith("__"):
                         return True
-                global_names.update(s.names)
+                if t is ast.Global:
+                    global_names.update(s.names)
+                else:
+                    nonlocal_names.update(s.names)
+                    for name in s.names:
+                        if not any(_binds(d, name) for d in defs[:-1]):
+                            return True  # no binding for nonlocal (as far as this cheap look can tell)
             else:
                 # Match, TryStar, TypeAlias, the async statements (the text scan excluded them already), and
                 # whatever a newer Python adds: compile
@@ -239,7 +253,53 @@ def _statements_may_fail(module_body: list, reach: list) -> bool:
                     start = s.decorator_list[0].lineno
                     if end > reach[start]:
                         reach[start] = end
+    if nonlocal_names and (nonlocal_names & annotated or nonlocal_names & global_names):
+        return True
     return bool(global_names and global_names & annotated)
+
+
+def _named_before(scope, declaration) -> bool:
+    """Does any name that ``declaration`` (a global or nonlocal statement) declares occur as a name, parameter,
+    import, def, class or handler name anywhere in ``scope`` (a def, or the module's statements), nested
+    scopes included, before it? (If not, CPython cannot find it used or bound before the declaration.)"""
+    names = set(declaration.names)
+    here = (declaration.lineno, declaration.col_offset)
+    roots = scope if isinstance(scope, list) else [scope]
+    for root in roots:
+        for n in ast.walk(root):
+            t = type(n)
+            if t is ast.Name:
+                name = n.id
+            elif t is ast.arg:
+                name = n.arg
+            elif t is ast.alias:
+                name = (n.asname or n.name).partition(".")[0]
+            elif t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.ClassDef or t is ast.ExceptHandler:
+                name = n.name
+            else:
+                continue
+            if name in names and (n.lineno, n.col_offset) < here:
+                return True
+    return False
+
+
+def _binds(func, name: str) -> bool:
+    """Does def ``func`` surely bind ``name`` locally: a parameter, or a plain assignment, def, class or import
+    among its body's own statements?"""
+    if name in _parameter_names(func.args):
+        return True
+    for s in func.body:
+        t = type(s)
+        if t is ast.Assign:
+            if any(type(target) is ast.Name and target.id == name for target in s.targets):
+                return True
+        elif t is ast.FunctionDef or t is ast.ClassDef:
+            if s.name == name:
+                return True
+        elif t is ast.Import or t is ast.ImportFrom:
+            if any((a.asname or a.name).partition(".")[0] == name for a in s.names if a.name != "*"):
+                return True
+    return False
 
 
 def _marked_lines(text: str, n_lines: int, reach: list) -> bytearray | None:
@@ -369,15 +429,24 @@ def _future_may_fail(body: list) -> bool:
 
 
 def _starred_in_target(target) -> bool:
+    """Is this assignment target one CPython's compiler rejects (a starred target alone, two stars in one
+    sequence, 256 or more names before the star)? A star inside a list or tuple target is fine otherwise."""
     t = type(target)
     if t is not ast.Tuple and t is not ast.List:
         return t is ast.Starred
     stack = [target]
     while stack:
-        for e in stack.pop().elts:
+        starred = False
+        for i, e in enumerate(stack.pop().elts):
             te = type(e)
             if te is ast.Starred:
-                return True
+                if starred or i >= 255:
+                    return True
+                starred = True
+                e = e.value
+                te = type(e)
+                if te is ast.Starred:
+                    return True
             if te is ast.Tuple or te is ast.List:
                 stack.append(e)
     return False

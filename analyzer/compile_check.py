@@ -171,6 +171,8 @@ def _statements_may_fail(module_body: list, reach: list) -> bool:
                 stack.append((s.body, scope, owner, loop, inner, False, defs))
                 for h in handlers:
                     stack.append((h.body, scope, owner, loop, inner, False, defs))
+                    if h.type is not None and h.type.end_lineno > reach[h.lineno]:
+                        reach[h.lineno] = h.type.end_lineno  # an `except` clause's lines, like a header's
                 if s.orelse:
                     stack.append((s.orelse, scope, owner, loop, inner, False, defs))
                 if s.finalbody:

@@ -320,3 +320,39 @@ def test_keyword_names_in_separate_calls_do_not_force_a_compile():
     assert not may_fail_to_compile(ast.parse(src), src)
     bad = "out = f(\n    dim=1,\n    dim=2,\n)\n"
     assert may_fail_to_compile(ast.parse(bad), bad)
+
+
+def _hosts() -> list[str]:
+    """Real files of this repository to plant errors in (their comments, docstrings, calls and comprehensions
+    are what the text scans must see past)."""
+    import analyzer.compile_check
+    import analyzer.parsing
+    import analyzer.static.engine
+    import analyzer.static.module_index
+
+    return [open(m.__file__, encoding="utf-8").read() for m in (
+        analyzer.compile_check, analyzer.parsing, analyzer.static.engine, analyzer.static.module_index)]
+
+
+@pytest.mark.parametrize("host", range(4))
+def test_errors_planted_in_real_files_are_found(host):
+    """Each error kind planted before a random statement of a real file (at that statement's indentation):
+    wherever compile() then fails, the check says maybe."""
+    text = _hosts()[host]
+    lines = text.splitlines(keepends=True)
+    starts = sorted({(s.lineno, s.col_offset) for s in ast.walk(parse(text)) if isinstance(s, ast.stmt)
+                     and lines[s.lineno - 1][: s.col_offset].strip() == ""
+                     and not (isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.decorator_list)})
+    rng = random.Random(host)
+    checked = 0
+    for kind, snippet in sorted(ERRORS.items()):
+        for lineno, col in rng.sample(starts, 3):
+            planted = "".join(lines[: lineno - 1]) + textwrap.indent(snippet, " " * col) + "".join(lines[lineno - 1 :])
+            try:
+                tree = parse(planted)
+            except (SyntaxError, RecursionError):
+                continue
+            if _compile_raises(planted) is not None:
+                checked += 1
+                assert may_fail_to_compile(tree, planted), f"{kind} planted at line {lineno}"
+    assert checked > 150

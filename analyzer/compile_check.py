@@ -58,12 +58,14 @@ _KEYWORD_REVERSED = re.compile(
 # Text that points at expression-level constructs: the statements holding these lines are walked.
 _SUSPECT = tuple(re.compile(p) for p in (r"lambda(?!\w)", r"yield(?!\w)", r":="))
 
-# A `for` whose target is plain (names, dots, commas, grouping parentheses and spaces on its line, up to the
-# first `in`) holds no starred target; any other `for` (a star, a subscript or call, a comment, a line break
-# or no `in` on the line: a comment's "for") points at its line. `in` cannot hide inside a plain target: a
-# grouping `(` (one not after a name or `)`) holds targets only, and a call's `(` is not plain.
+# A `for` whose target is plain holds no starred target: up to the first `in` word after it, no `*`, no `[`
+# (subscripts), no `(` after a name or `)` (calls) and no `#` (comments). Only a subscript, a call or a comment
+# could hide an `in` inside a target, so that first `in` is the target's own; other characters (prose: a
+# docstring's "for the ... in") pass, as they cannot be part of a plain target. Any other `for` points at
+# its line.
 _FOR = re.compile(r"for(?!\w)")
-_PLAIN_FOR_TARGET = re.compile(r"[ \t\f]+(?:[\w \t\f,.)]|(?<![\w)])\()*?(?<!\w)in(?!\w)")
+_IN = re.compile(r"in(?!\w)(?<!\win)")
+_NOT_PLAIN = re.compile(r"[*\[#]|(?<=[\w)\]])\(")
 
 _FUTURE_FEATURES = frozenset({"nested_scopes", "generators", "division", "absolute_import", "with_statement",
                               "print_function", "unicode_literals", "generator_stop", "annotations"})
@@ -96,16 +98,18 @@ def may_fail_to_compile(tree: ast.Module, text: str) -> bool:
     # reach[line]: the last line of any multi-line statement (a compound one: up to its first body line)
     # starting at or before `line`; two lines share a statement iff the later one is at most the earlier's reach
     reach = [0] * n_lines
-    if _statements_may_fail(tree.body, reach):
+    strings: list[tuple[int, int, int]] = []
+    if _statements_may_fail(tree.body, reach, strings):
         return True
-    marked = _marked_lines(text, n_lines, reach)
+    marked = _marked_lines(text, n_lines, reach, strings)
     if marked is None:
         return False
     return _marked_statements_may_fail(tree.body, list(accumulate(marked)))
 
 
-def _statements_may_fail(module_body: list, reach: list) -> bool:
-    """The statement-level errors, in one pass over every statement; fills ``reach``."""
+def _statements_may_fail(module_body: list, reach: list, strings: list) -> bool:
+    """The statement-level errors, in one pass over every statement; fills ``reach``, and ``strings`` with the
+    (first line, last line, column) of each string statement spanning lines (docstrings: prose, no code)."""
     global_names: set[str] = set()
     nonlocal_names: set[str] = set()
     annotated: set[str] = set()
@@ -117,8 +121,11 @@ def _statements_may_fail(module_body: list, reach: list) -> bool:
         for s in body:
             t = type(s)
             if t is ast.Expr:
-                if type(s.value) is ast.Starred:
+                value = s.value
+                if type(value) is ast.Starred:
                     return True
+                if type(value) is ast.Constant and s.end_lineno != s.lineno:
+                    strings.append((s.lineno, s.end_lineno, s.col_offset))
             elif t is ast.Assign:
                 if type(s.value) is ast.Starred:
                     return True
@@ -304,9 +311,26 @@ def _binds(func, name: str) -> bool:
     return False
 
 
-def _marked_lines(text: str, n_lines: int, reach: list) -> bytearray | None:
-    """Lines that may hold an expression-level error (None when there are none)."""
+def _marked_lines(text: str, n_lines: int, reach: list, strings: list) -> bytearray | None:
+    """Lines that may hold an expression-level error (None when there are none). Lines inside a string that
+    spans lines (its lines but the last, the first only when the string starts it) hold no code: skipped."""
     marked = bytearray(n_lines)
+    inside = bytearray(n_lines)
+    first_col = {}
+    for first, last_line, col in strings:
+        if last_line - first > 1:
+            inside[first + 1 : last_line] = b"\x01" * (last_line - first - 1)
+        first_col[first] = col
+
+    def in_string(line: int, position: int) -> bool:
+        if inside[line]:
+            return True
+        col = first_col.get(line)
+        if col is None:
+            return False
+        line_start = text.rfind("\n", 0, position) + 1
+        return text[line_start : line_start + col].strip() == "" and position >= line_start + col
+
     found = False
     for pattern in _SUSPECT:
         line, last = 1, 0
@@ -314,12 +338,15 @@ def _marked_lines(text: str, n_lines: int, reach: list) -> bytearray | None:
             start = m.start()
             line += text.count("\n", last, start)
             last = start
-            marked[line] = 1
-            found = True
-    plain = _PLAIN_FOR_TARGET.match
+            if not in_string(line, start):
+                marked[line] = 1
+                found = True
+    find_in, not_plain = _IN.search, _NOT_PLAIN.search
     line, last = 1, 0
     for m in _FOR.finditer(text):
-        if plain(text, m.end()) is None:
+        end = m.end()
+        target_end = find_in(text, end)
+        if target_end is None or not_plain(text, end, target_end.start()) is not None:
             start = m.start()
             line_start = text.rfind("\n", 0, start) + 1
             if "#" in text[line_start:start]:
@@ -329,8 +356,9 @@ def _marked_lines(text: str, n_lines: int, reach: list) -> bytearray | None:
                     continue  # in a comment (or a string's line that holds no code: no quote ends it there)
             line += text.count("\n", last, start)
             last = start
-            marked[line] = 1
-            found = True
+            if not in_string(line, start):
+                marked[line] = 1
+                found = True
 
     # A keyword name given twice in one call: two `name=` of one name on one line or within one statement,
     # where one call may hold both. Consecutive occurrences of each name suffice (two in a statement have
@@ -352,7 +380,8 @@ def _marked_lines(text: str, n_lines: int, reach: list) -> bytearray | None:
         here = size - 1 - start
         later = seen.get(name)
         seen[name] = (line, here)
-        if later is not None and (later[0] == line or reach[line] >= later[0]) and _may_share_a_call(text, here, later[1]):
+        if later is not None and (later[0] == line or reach[line] >= later[0]) \
+                and _may_share_a_call(text, here, later[1]) and not in_string(line, here):
             marked[line] = 1
             found = True
     return marked if found else None

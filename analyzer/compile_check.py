@@ -8,11 +8,14 @@ exact error). Covered, for CPython 3.11-3.13:
 - ``return`` outside a function, or returning a bare starred value; ``break``/``continue`` outside a loop
   (a loop's ``else`` and a nested def/class are outside it);
 - ``yield``/``yield from`` outside a plain function, inside a comprehension, in an annotation, with a bare
-  starred value; ``await``/``async`` anything, ``nonlocal`` anything (text: flagged wherever the word is);
-- ``global`` that is not at the start of its function or module body, names a parameter, a dunder, or a
-  name annotated anywhere in the file; ``global`` in a class body;
+  starred value; ``await``/``async`` anything (text: flagged wherever the word is);
+- ``global``/``nonlocal`` after a statement that names (uses, binds, imports) one of its names, naming a
+  parameter, a dunder, or a name annotated or declared the other way anywhere in the file; either in a class
+  body; ``nonlocal`` outside a def, or for a name no enclosing def surely binds (a parameter, or an
+  assignment, def, class or import in its body);
 - duplicate parameters (def and lambda), a keyword argument repeated in a call or a class header;
-- starred assignment targets (assignment, for, with, comprehension) and bare starred values;
+- starred assignment targets CPython rejects (alone, two in one sequence, 256+ names before one; in
+  assignments, for, with; any star in a comprehension's target) and bare starred values;
 - ``__debug__`` anywhere in the text (after NFKC normalisation when the text is not ASCII);
 - ``from __future__`` not at the start of the module or naming an unknown feature; ``import *`` below
   module level; a bare ``except:`` before the last handler; ``except*``; ``match`` (its patterns have
@@ -22,7 +25,10 @@ exact error). Covered, for CPython 3.11-3.13:
 
 Everything here is one walk over statements (never into expressions) plus scans of the text with patterns
 that start with a literal (scanned at C speed); expressions are walked only inside the statements whose
-lines the scans point at (a ``lambda``, ``yield``, ``:=``, ``for`` or one keyword name given twice).
+lines the scans point at (a ``lambda``, ``yield``, ``:=``, a ``for`` whose target is not plain, one keyword
+name given twice where one call may hold both; lines inside a docstring hold no code), found by a second
+walk that enters only the statements holding such a line. Measured on the transformers sources: 98% of the
+files proven fine, the check costs under half of what compiling every tree did (bench/compile_check.py).
 """
 
 from __future__ import annotations

@@ -8,7 +8,11 @@ and the projects of bench/precision_new_projects.py, where present), parsed once
   - CPU seconds of ``compile_error(tree, text)`` (the check, then compile where it says maybe) against
     compiling every tree (what compile_error did before), in the same run, best of ``--repeat``.
 
-    PYTHONPATH=$PWD python3 bench/compile_check.py [FOLDER ...] [--repeat 3]
+  - with ``--plant N``: every error kind of tests/static/test_compile_errors.py planted before a random
+    statement of N random corpus files (at its indentation): wherever compile() then fails, the check must
+    say True (the corpus itself has no such errors, so this is what tests soundness on real code).
+
+    PYTHONPATH=$PWD python3 bench/compile_check.py [FOLDER ...] [--repeat 3] [--plant 200]
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from __future__ import annotations
 import argparse
 import ast
 import gc
+import random
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -72,10 +78,43 @@ def timed(fn, files, repeat: int) -> float:
     return best
 
 
+def plant(files, n: int) -> list:
+    sys.path.insert(0, str(REPO / "tests" / "static"))
+    from test_compile_errors import ERRORS
+
+    rng = random.Random(1193)
+    checked, missed = 0, []
+    for path, text, tree in rng.sample(files, min(n, len(files))):
+        lines = text.splitlines(keepends=True)
+        starts = [(s.lineno, s.col_offset) for s in ast.walk(tree) if isinstance(s, ast.stmt)
+                  and lines[s.lineno - 1][: s.col_offset].strip() == ""
+                  and not (isinstance(s, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and s.decorator_list)]
+        if not starts:
+            continue
+        for kind, snippet in ERRORS.items():
+            lineno, col = rng.choice(starts)
+            planted = "".join(lines[: lineno - 1]) + textwrap.indent(snippet, " " * col) + "".join(lines[lineno - 1 :])
+            try:
+                planted_tree = parse(planted)
+            except PARSE_ERRORS:
+                continue  # the plant broke the parse (an indented block it split)
+            try:
+                compile(planted_tree, PSEUDO_FILENAME, "exec", 0, dont_inherit=True)
+            except SyntaxError as e:
+                checked += 1
+                if not may_fail_to_compile(planted_tree, planted):
+                    missed.append((f"{path} (+{kind} at line {lineno})", e))
+            except (ValueError, RecursionError, MemoryError, TypeError):
+                continue
+    print(f"planted: {checked} compile-time errors in {min(n, len(files))} files, {len(missed)} missed")
+    return missed
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folders", nargs="*", type=Path)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--plant", type=int, default=0, metavar="N", help="plant every error kind in N random files")
     args = ap.parse_args()
     folders = args.folders or default_folders()
     gc.disable()  # as in the linter (analyzer.parsing.gc_paused): collections would rescan every tree
@@ -99,6 +138,9 @@ def main() -> int:
           f"({maybe / len(files):.1%}), proves {len(files) - maybe} fine ({(len(files) - maybe) / len(files):.1%})")
     for path, e in misses:
         print(f"MISSED {path}:{e.lineno}: {e.msg}")
+
+    if args.plant:
+        misses += plant(files, args.plant)
 
     before = timed(compile_all, files, args.repeat)
     after = timed(check_all, files, args.repeat)

@@ -98,6 +98,9 @@ def may_fail_to_compile(tree: ast.Module, text: str) -> bool:
         text = text.replace("\r\n", "\n").replace("\r", "\n")  # the parser counts a lone \r as a line end
     if _EQ_STARTS_LINE.search(text):
         return True
+    if len(text) > 10_000 and len(text) < 25 * text.count("="):
+        return True  # keyword-dense data (an `=` every 25 characters; source code has one every 40-100+): pairing
+        # the keywords would cost more than compiling (~4 us a keyword against ~2 us a call)
     if "__future__" in text and _future_may_fail(tree.body):
         return True
     n_lines = text.count("\n") + 2
@@ -351,7 +354,7 @@ def _marked_lines(text: str, n_lines: int, reach: list, strings: list) -> bytear
     line, last = 1, 0
     for m in _FOR.finditer(text):
         end = m.end()
-        target_end = find_in(text, end)
+        target_end = find_in(text, end, end + 500)  # bounded: no `in` near (a long target) counts as not plain
         if target_end is None or not_plain(text, end, target_end.start()) is not None:
             start = m.start()
             line_start = text.rfind("\n", 0, start) + 1

@@ -16,6 +16,8 @@ import re
 import sys
 from contextlib import contextmanager
 
+from .compile_check import may_fail_to_compile
+
 # "<...>" also keeps linecache from looking the name up; "\ud800" cannot be encoded, even with
 # surrogateescape (which would turn "\udcff" into the byte 0xff and open that).
 PSEUDO_FILENAME = "<thunder-lint:\ud800>"
@@ -55,24 +57,17 @@ def parses(text: str) -> bool:
         return False
 
 
-# Every error CPython raises after parsing involves one of these (return/yield/await outside a function,
-# break/continue outside a loop, nonlocal/global misuse, duplicate or starred targets, nesting of
-# blocks, __debug__, __future__ placement): text without any of them (a big data literal) skips the
-# compile, which costs about half a parse.
-_MAY_FAIL_TO_COMPILE = re.compile(
-    r"\*|\b(?:return|yield|await|async|nonlocal|global|break|continue|def|lambda|for|while|try|with|import|__debug__)\b"
-)
-
-
 def compile_error(tree: ast.Module, text: str | None = None, *, top_level_await: bool = False) -> SyntaxError | None:
     """The error CPython raises only when compiling a tree that parsed (``return`` outside a function,
     ``nonlocal`` at module level, ``await`` outside async, duplicate arguments...), else None.
 
-    Compiling from the tree skips a second parse (about half the parse's time); a tree too deep or too
-    big to compile here is not reported: the rules report depth themselves. ``top_level_await``: ``await``
-    outside a function is allowed (IPython runs a notebook's cells so).
+    With ``text`` (what ``tree`` was parsed from), ``may_fail_to_compile`` first proves most files cannot
+    fail (a walk over statements and a few text scans, far cheaper than the compile); the others are
+    compiled, which gives the exact error. Compiling from the tree skips a second parse; a tree too deep or
+    too big to compile here is not reported: the rules report depth themselves. ``top_level_await``:
+    ``await`` outside a function is allowed (IPython runs a notebook's cells so).
     """
-    if text is not None and not _MAY_FAIL_TO_COMPILE.search(text):
+    if text is not None and not may_fail_to_compile(tree, text):
         return None
     try:
         with gc_paused():

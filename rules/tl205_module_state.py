@@ -282,7 +282,9 @@ class _Facts:
             return bisect.bisect_right(starts, pos) + 1
 
         self._stores, self._calls, self._setattr = {}, None, []
-        for m in re.finditer(r"(?<!\bself)\.\s*(\w+)\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)", text):
+        # the dot first, then the look back at `self.`: a pattern that starts with a literal is searched for that
+        # character in C; one that starts with a look-behind is tried at every position of the text (4x slower)
+        for m in re.finditer(r"\.(?<!\bself\.)\s*(\w+)\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)", text):
             self._stores.setdefault(m.group(1), set()).add(line(m.start()))
         self._setattr = {line(m.start()) for m in re.finditer(r"\bsetattr\s*\(", text)} if "setattr" in text else set()
         self._line = line

@@ -8,7 +8,7 @@ from ._call_sites import NOT_NONE, UNKNOWN, call_arguments, dead_spans, fixed_pa
 from ._tensor_attributes import TENSOR_ATTRIBUTES
 from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
 from .statements import nested_statements
-from ._walk import walk
+from ._walk import line_roots, lines_with, nodes
 from .dotted import chain_root
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"})
@@ -178,8 +178,11 @@ def _register_calls_in(ctx, cls) -> list:
     code and decorators included): the file's such calls, found in one walk of the file, within the class's span."""
     calls = ctx.__dict__.get("_register_calls")
     if calls is None:
+        # only the statements on lines that say "register_" (its caller adds the calls to sets: order is no fact)
+        lines = lines_with(ctx.source.text, "register_")
         calls = ctx.__dict__["_register_calls"] = [
-            n for n in walk(ctx.tree) if type(n) is ast.Call and isinstance(n.func, ast.Attribute)
+            n for root in (line_roots(ctx.tree, lines) if lines is not None else [ctx.tree]) for n in nodes(root)
+            if type(n) is ast.Call and isinstance(n.func, ast.Attribute)
             and n.func.attr in _REGISTER and _is_self(n.func.value) and len(n.args) >= 2
         ] if "register_" in ctx.source.text else []
     if not calls:

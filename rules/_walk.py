@@ -76,16 +76,18 @@ def _descendants(root) -> list:
         i += 1
 
 
-def preorder(node) -> list:
+def preorder(node, kinds=None) -> list:
     """``node`` and every node under it, depth first, the last child first: the order of
-    ``_module_state.fast_walk`` (which TL205's findings follow), as a list built without a generator."""
+    ``_module_state.fast_walk`` (which TL205's findings follow), as a list built without a generator. ``kinds``:
+    only the nodes of these types are listed (all are visited), in the same order."""
     out: list = []
     stack = [node]
     pop, push, extend, append = stack.pop, stack.append, stack.extend, out.append
     fields_of, AST = _FIELDS.get, _AST
     while stack:
         n = pop()
-        append(n)
+        if kinds is None or type(n) in kinds:
+            append(n)
         fields = fields_of(type(n))
         if fields is None:
             fields = _fields(type(n))
@@ -107,10 +109,15 @@ def lines_with(text: str, word: str) -> list[int] | None:
     """The sorted 1-based lines (as ast numbers them) where ``word`` occurs in the text, or None where an identifier
     ``word`` could be spelled otherwise in the text: identifiers are NFKC-normalized (``ﬁx`` is the name ``fix``), so
     a text that NFKC changes, or a non-ASCII word, may hide one from a text search."""
-    if not word.isascii() or not (text.isascii() or unicodedata.is_normalized("NFKC", text)):
+    global _last_text
+    known = _last_text
+    if known[0] is not text:  # asked a few times per file, always of the same file's text
+        searchable = text.isascii() or unicodedata.is_normalized("NFKC", text)
+        # ast counts a lone \r as a line end too
+        known = _last_text = (text, searchable, re.sub(r"\r\n?", "\n", text) if "\r" in text else text)
+    if not word.isascii() or not known[1]:
         return None
-    if "\r" in text:
-        text = re.sub(r"\r\n?", "\n", text)  # ast counts a lone \r as a line end too
+    text = known[2]
     out: list[int] = []
     line, last = 1, 0
     i = text.find(word)
@@ -123,6 +130,7 @@ def lines_with(text: str, word: str) -> list[int] | None:
     return out
 
 
+_last_text: tuple = (None, False, "")  # (text, searchable, text with ast's line ends) of the last file asked about
 _BLOCKS = ("body", "orelse", "finalbody")
 _CLAUSES = ("handlers", "cases")
 

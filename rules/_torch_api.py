@@ -118,6 +118,15 @@ def mentions_compiling_checks(text: str) -> bool:
 _last_mention: tuple = (None, False)
 
 
+def compiling_check_lines(text: str) -> list[int] | None:
+    """The sorted lines that name an `is_compiling()`-like check, or None where the text may spell one otherwise (see
+    _walk.lines_with). A function none of whose lines is among them has no eager-only block."""
+    from ._walk import lines_with
+
+    found = [lines_with(text, name) for name in _COMPILING_CHECKS if name in text]
+    return None if None in found else sorted({line for lines in found for line in lines})
+
+
 def eager_only_spans(func, ifs=None) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """Spans of ``func`` that run only in eager mode: the body of ``if not torch.compiler.is_compiling():``
     and the else of ``if is_compiling():``. Code there never runs under a compiler, so it holds no hazard.

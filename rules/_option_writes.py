@@ -75,8 +75,9 @@ def _mentions_inplace(ctx, func) -> bool:
     call (``F.relu(x, inplace=True)``), in the local binding it calls, or in the class's ``self.act =
     nn.ReLU(inplace=True)``. (Most files that say "inplace" say it in a few functions only.)"""
     lines = ctx.__dict__.get("_inplace_lines", False)
-    if lines is False:
-        lines = ctx.__dict__["_inplace_lines"] = lines_with(ctx.source.text, INPLACE_OPTION_TEXT)
+    if lines is False:  # once per file: a search of the whole text for a word it lacks costs as much as a walk
+        text = ctx.source.text
+        lines = ctx.__dict__["_inplace_lines"] = lines_with(text, INPLACE_OPTION_TEXT) if INPLACE_OPTION_TEXT in text else []
     if lines is None or not hasattr(func, "end_lineno"):
         return True  # a text that may spell the keyword otherwise, or module-level code
     for node in (func, _class_of(ctx, func)):
@@ -91,8 +92,6 @@ def _mentions_inplace(ctx, func) -> bool:
 def option_writes(ctx, facts) -> list[OptionWrite]:
     """The in-place writes of ``facts``' function spelled as an option, in source order."""
     func = facts.node
-    if INPLACE_OPTION_TEXT not in ctx.source.text:
-        return []
     cache = getattr(facts, "_option_writes", None)
     if cache is not None:
         return cache

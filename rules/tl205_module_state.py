@@ -9,7 +9,7 @@ from itertools import accumulate
 
 from ._module_state import (CONSTRUCTION, EXPECTED, class_state, is_self_attr, outside_code, progressive,
                             python_value, self_name, tensor_value)
-from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
+from ._torch_api import compiling_checks_in, eager_only_spans, in_spans
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 from ._walk import preorder
@@ -446,8 +446,8 @@ def check(ctx):
         nodes = _in_order(func)
         called = {n.func.attr for n in nodes if type(n) is ast.Call and is_self_attr(n.func, me)}
         compiled = {func.name} | _compiled_helpers(st, called)
-        spans = eager_only_spans(func, [n for n in nodes if type(n) is ast.If]) if mentions_compiling_checks(
-            ctx.segment(func)) else []
+        # (a line naming the check is all eager_only_spans needs to find a block: without one it finds none)
+        spans = eager_only_spans(func, [n for n in nodes if type(n) is ast.If]) if compiling_checks_in(ctx, func) else []
         saved = st.saved.get(func.name, {})
         done: set[str] = set()
 

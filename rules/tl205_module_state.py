@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import ast
-import bisect
 import re
-from itertools import accumulate
 
 from ._module_state import (CONSTRUCTION, EXPECTED, class_state, is_self_attr, outside_code, progressive,
                             python_value, self_name, tensor_value)
@@ -250,6 +248,17 @@ _FIX_WRITE = "keep it outside compiled code, or make it a buffer"
 _FIX_READ = "pass it in as an argument instead"
 
 
+def _numbered(text: str, matches):
+    """(1-based line, match) for matches met in text order: the newlines before each, counted in C from the last
+    (no list of every line's start)."""
+    line, last = 1, 0
+    for m in matches:
+        pos = m.start()
+        line += text.count("\n", last, pos)
+        last = pos
+        yield line, m
+
+
 class _Facts:
     """Class states and the file's outside stores, built once per file and only when asked."""
 
@@ -275,26 +284,21 @@ class _Facts:
         """One pass of the text: the lines of ``x.attr = v`` stores (x not ``self``), of ``.m(`` calls, and of
         ``setattr(``; TL205 asks about many attributes, each then a lookup."""
         text = self.ctx.source.text
-        # where each line after the first starts (just after each "\n"), summed in C: no match object per line
-        starts = list(accumulate(map((1).__add__, map(len, text.split("\n")))))[:-1]
-
-        def line(pos):
-            return bisect.bisect_right(starts, pos) + 1
-
         self._stores, self._calls, self._setattr = {}, None, []
         # the dot first, then the look back at `self.`: a pattern that starts with a literal is searched for that
         # character in C; one that starts with a look-behind is tried at every position of the text (4x slower)
-        for m in re.finditer(r"\.(?<!\bself\.)\s*(\w+)\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)", text):
-            self._stores.setdefault(m.group(1), set()).add(line(m.start()))
-        self._setattr = {line(m.start()) for m in re.finditer(r"\bsetattr\s*\(", text)} if "setattr" in text else set()
-        self._line = line
+        for line, m in _numbered(text, re.finditer(r"\.(?<!\bself\.)\s*(\w+)\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)", text)):
+            self._stores.setdefault(m.group(1), set()).add(line)
+        self._setattr = {line for line, _ in _numbered(text, re.finditer(r"\bsetattr\s*\(", text))} \
+            if "setattr" in text else set()
 
     def _calls_of(self, method: str) -> set:
         """Lines of ``.method(`` calls (all calls indexed on the first question: few files ask)."""
         if self._calls is None:
             self._calls = {}
-            for m in re.finditer(r"\.\s*(\w+)\s*\(", self.ctx.source.text):
-                self._calls.setdefault(m.group(1), set()).add(self._line(m.start()))
+            text = self.ctx.source.text
+            for line, m in _numbered(text, re.finditer(r"\.\s*(\w+)\s*\(", text)):
+                self._calls.setdefault(m.group(1), set()).add(line)
         return self._calls.get(method, set())
 
     def script_stored(self) -> set:

@@ -140,7 +140,7 @@ def compiling_check_lines(text: str) -> list[int] | None:
     _walk.lines_with). A function none of whose lines is among them has no eager-only block."""
     from ._walk import lines_with
 
-    found = [lines_with(text, name) for name in _COMPILING_CHECKS if name in text]
+    found = [lines_with(text, name) for name in _COMPILING_CHECKS]
     return None if None in found else sorted({line for lines in found for line in lines})
 
 

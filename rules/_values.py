@@ -179,12 +179,12 @@ def _register_calls_in(ctx, cls) -> list:
     calls = ctx.__dict__.get("_register_calls")
     if calls is None:
         # only the statements on lines that say "register_" (its caller adds the calls to sets: order is no fact)
-        lines = lines_with(ctx.source.text, "register_")
+        lines = lines_with(ctx.source.text, "register_") if "register_" in ctx.source.text else []
         calls = ctx.__dict__["_register_calls"] = [
             n for root in (line_roots(ctx.tree, lines) if lines is not None else [ctx.tree]) for n in nodes(root)
             if type(n) is ast.Call and isinstance(n.func, ast.Attribute)
             and n.func.attr in _REGISTER and _is_self(n.func.value) and len(n.args) >= 2
-        ] if "register_" in ctx.source.text else []
+        ]
     if not calls:
         return calls
     first = cls.decorator_list[0] if cls.decorator_list else cls

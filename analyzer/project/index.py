@@ -266,7 +266,6 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     from .submodules import held_classes
 
     is_package = os.path.basename(path) == "__init__.py"
-    lines = _ast_line_ends(text).split("\n")
     disablers = disabler_aliases(tree, index.resolve)
     checks = mentions_compiling_checks(text)
     # a function with no line naming such a check has no eager-only block: function_facts need not look for one
@@ -304,6 +303,8 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     words = ["jit", "compile"] + [d.rsplit(".", 1)[-1].lstrip("@") for d in jit_decorators if d.strip()]
     if any(w in text for w in words):
         matcher = JitMatcher(index, tuple(jit_decorators))
+
+        lines = _ast_line_ends(text).split("\n")  # (only a file that names a jit word has entries to label)
 
         def label(node) -> str:
             line = lines[node.lineno - 1] if node.lineno <= len(lines) else ""

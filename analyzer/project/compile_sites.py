@@ -15,8 +15,6 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from rules._walk import line_roots, lines_with, nodes
-
 _NOT_MODULE_ROOTS = frozenset({"abc", "typing", "typing_extensions", "enum", "dataclasses", "collections",
                                "object", "Exception", "ABC", "Protocol", "NamedTuple", "Generic"})
 _WRAPPER_DEPTH = 3  # a wrapper of a wrapper of a wrapper
@@ -109,6 +107,8 @@ _AUGMENT_NAMES = ("Augmentation", "Augment", "Augmenter")
 
 def composed_classes(tree, text: str) -> list[str]:
     """Class references instantiated inside a transform pipeline call (``Compose([RandomFlip(), ...])``)."""
+    from rules._walk import line_roots, lines_with, nodes  # (here: a cached run loads no rule)
+
     from ..static.module_index import dotted_name
 
     named = [name for name in _PIPELINES if name in text]

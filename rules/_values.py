@@ -85,7 +85,16 @@ def not_a_tensor_annotation(ann) -> bool:
 
 
 def _annotation_name(ann) -> str:
-    return ast.unparse(ann) if ann is not None else ""
+    """The annotation's source as ``ast.unparse`` writes it; a name as it is, and the unparsed text kept on the
+    node (unparse is slow, and every rule that classifies a function's parameters asks)."""
+    if ann is None:
+        return ""
+    if type(ann) is ast.Name:
+        return ann.id
+    got = ann.__dict__.get("_thunder_unparsed")
+    if got is None:
+        got = ann.__dict__["_thunder_unparsed"] = ast.unparse(ann)
+    return got
 
 
 def _loop_counter(name: str, loop) -> bool:

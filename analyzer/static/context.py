@@ -115,7 +115,8 @@ class FileContext:
         return False
 
     def functions_matching(self, lines: list[int], pattern) -> list[FunctionInfo]:
-        """Functions holding one of ``lines`` whose own text also matches ``pattern``.
+        """Functions holding one of ``lines`` whose own text also matches ``pattern`` (which must not anchor at the
+        start of a text: no ``\\A``, no ``^`` without ``re.M``).
 
         The second test reads only the text of functions that passed the first, which is much cheaper than
         running a slow pattern over the whole file.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from ._walk import walk
+from ._walk import line_roots, lines_with, nodes
 from .dotted import chain_root
 
 NOT_NONE = object()  # an argument whose value is unknown but certainly not None (`x.shape[1]`, `a + b`)
@@ -24,24 +24,31 @@ UNKNOWN = object()
 _PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod"})
 
 
-def _references(ctx) -> dict:
-    """name -> [(reference node, the call it is the function of, or None)] for every Name and Attribute load."""
-    cache = ctx.__dict__.get("_call_site_refs")
-    if cache is None:
-        called = {}
-        cache = {}
+def _references(ctx, key: str) -> list:
+    """[(reference node, the call it is the function of, or None)] for every load of the name ``key`` (a Name) or,
+    for ``key`` ".attr", of the attribute ``attr``. Only the statements on lines whose text holds the word are
+    walked (the whole file where the text could spell an identifier otherwise): a few names are asked per file,
+    and each has few lines. (The list's order is no fact: its callers ask whether any, or every, reference does
+    something.)"""
+    cache = ctx.__dict__.setdefault("_call_site_refs", {})
+    got = cache.get(key)
+    if got is None:
+        attr = key.startswith(".")
+        name = key[1:] if attr else key
+        lines = lines_with(ctx.source.text, name)
+        roots = [ctx.tree] if lines is None else line_roots(ctx.tree, lines)
         Call, Name, Attribute, Load = ast.Call, ast.Name, ast.Attribute, ast.Load
-        for node in walk(ctx.tree):  # breadth first: a call comes before its function
-            kind = type(node)
-            if kind is Call:
-                called[id(node.func)] = node
-            elif kind is Name:
-                if type(node.ctx) is Load:
-                    cache.setdefault(node.id, []).append((node, called.get(id(node))))
-            elif kind is Attribute and type(node.ctx) is Load:
-                cache.setdefault("." + node.attr, []).append((node, called.get(id(node))))
-        ctx.__dict__["_call_site_refs"] = cache
-    return cache
+        found, called = [], {}
+        for root in roots:
+            for node in nodes(root):
+                kind = type(node)
+                if kind is Call:
+                    called[id(node.func)] = node
+                elif kind is (Attribute if attr else Name) and type(node.ctx) is Load \
+                        and (node.attr if attr else node.id) == name:
+                    found.append(node)
+        got = cache[key] = [(node, called.get(id(node))) for node in found]
+    return got
 
 
 def _argument(e):
@@ -90,7 +97,7 @@ def _call_arguments(ctx, info):
         if args.defaults else {}
     defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
     accepted = set(names) | {a.arg for a in args.kwonlyargs}
-    refs = _references(ctx).get(("." if method else "") + info.name, ())
+    refs = _references(ctx, ("." if method else "") + info.name)
     if not method and ctx.index.bindings.get(info.name) != ["def"]:
         return None  # rebound at module level: calls by that name may reach something else
     out = []

@@ -6,7 +6,7 @@ import ast
 import re
 from dataclasses import replace
 
-from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks
+from ._torch_api import compiling_checks_in, eager_only_spans, in_spans, mentions_compiling_checks
 from .dotted import dotted_name
 
 
@@ -73,8 +73,8 @@ def eager_only_spans_of(ctx, jit_scope) -> list:
     """Spans of the jitted function that run only eagerly (``if not torch.compiler.is_compiling():``)."""
     node = jit_scope.node
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not mentions_compiling_checks(
-            ctx.source.text):
-        return []
+            ctx.source.text) or not compiling_checks_in(ctx, node):
+        return []  # (a function none of whose lines names a check has no eager-only block)
     cache = ctx.__dict__.setdefault("_eager_only_spans", {})  # asked by every jit rule, for each function
     spans = cache.get(id(node))
     if spans is None:

@@ -8,9 +8,10 @@ own mutations. Only PyTorch's callables count: ``df.drop(..., inplace=True)`` is
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass
 
-from ._walk import walk
+from ._walk import lines_with, walk
 
 # Text that can hold one: files and functions without it skip the search.
 INPLACE_OPTION_TEXT = "inplace"
@@ -69,14 +70,34 @@ def _class_of(ctx, func_node):
     return classes.get(id(func_node))
 
 
+def _mentions_inplace(ctx, func) -> bool:
+    """Is "inplace" on a line of the function, or of its class? Each option write needs the word there: in the
+    call (``F.relu(x, inplace=True)``), in the local binding it calls, or in the class's ``self.act =
+    nn.ReLU(inplace=True)``. (Most files that say "inplace" say it in a few functions only.)"""
+    lines = ctx.__dict__.get("_inplace_lines", False)
+    if lines is False:  # once per file: a search of the whole text for a word it lacks costs as much as a walk
+        text = ctx.source.text
+        lines = ctx.__dict__["_inplace_lines"] = lines_with(text, INPLACE_OPTION_TEXT) if INPLACE_OPTION_TEXT in text else []
+    if lines is None or not hasattr(func, "end_lineno"):
+        return True  # a text that may spell the keyword otherwise, or module-level code
+    for node in (func, _class_of(ctx, func)):
+        if node is not None:
+            first = node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else node.lineno
+            i = bisect.bisect_left(lines, first)
+            if i < len(lines) and lines[i] <= node.end_lineno:
+                return True
+    return False
+
+
 def option_writes(ctx, facts) -> list[OptionWrite]:
     """The in-place writes of ``facts``' function spelled as an option, in source order."""
     func = facts.node
-    if INPLACE_OPTION_TEXT not in ctx.source.text:
-        return []
     cache = getattr(facts, "_option_writes", None)
     if cache is not None:
         return cache
+    if not _mentions_inplace(ctx, func):
+        facts._option_writes = []
+        return []
     calls = []
     modules = None
     for call in facts.calls:

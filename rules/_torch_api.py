@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import bisect
 
 from .dotted import chain_root
 
@@ -116,6 +117,31 @@ def mentions_compiling_checks(text: str) -> bool:
 
 
 _last_mention: tuple = (None, False)
+
+
+def compiling_checks_in(ctx, node) -> bool:
+    """Does a line of ``node`` (a function, its decorators included) name an `is_compiling()`-like check? The text is
+    searched once per file; each function is then a bisection (asking ``mentions_compiling_checks`` of each
+    function's text built its text, and put the whole file's answer out of the one-text cache)."""
+    lines = ctx.__dict__.get("_compiling_check_lines", False)
+    if lines is False:
+        text = ctx.source.text
+        lines = ctx.__dict__["_compiling_check_lines"] = compiling_check_lines(text) if mentions_compiling_checks(text) \
+            else []
+    if lines is None:
+        return True
+    decorators = getattr(node, "decorator_list", None)
+    i = bisect.bisect_left(lines, decorators[0].lineno if decorators else node.lineno)
+    return i < len(lines) and lines[i] <= node.end_lineno
+
+
+def compiling_check_lines(text: str) -> list[int] | None:
+    """The sorted lines that name an `is_compiling()`-like check, or None where the text may spell one otherwise (see
+    _walk.lines_with). A function none of whose lines is among them has no eager-only block."""
+    from ._walk import lines_with
+
+    found = [lines_with(text, name) for name in _COMPILING_CHECKS]
+    return None if None in found else sorted({line for lines in found for line in lines})
 
 
 def eager_only_spans(func, ifs=None) -> list[tuple[tuple[int, int], tuple[int, int]]]:

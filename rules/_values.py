@@ -8,7 +8,7 @@ from ._call_sites import NOT_NONE, UNKNOWN, call_arguments, dead_spans, fixed_pa
 from ._tensor_attributes import TENSOR_ATTRIBUTES
 from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
 from .statements import nested_statements
-from ._walk import walk
+from ._walk import line_roots, lines_with, nodes
 from .dotted import chain_root
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"})
@@ -85,7 +85,16 @@ def not_a_tensor_annotation(ann) -> bool:
 
 
 def _annotation_name(ann) -> str:
-    return ast.unparse(ann) if ann is not None else ""
+    """The annotation's source as ``ast.unparse`` writes it; a name as it is, and the unparsed text kept on the
+    node (unparse is slow, and every rule that classifies a function's parameters asks)."""
+    if ann is None:
+        return ""
+    if type(ann) is ast.Name:
+        return ann.id
+    got = ann.__dict__.get("_thunder_unparsed")
+    if got is None:
+        got = ann.__dict__["_thunder_unparsed"] = ast.unparse(ann)
+    return got
 
 
 def _loop_counter(name: str, loop) -> bool:
@@ -178,10 +187,13 @@ def _register_calls_in(ctx, cls) -> list:
     code and decorators included): the file's such calls, found in one walk of the file, within the class's span."""
     calls = ctx.__dict__.get("_register_calls")
     if calls is None:
+        # only the statements on lines that say "register_" (its caller adds the calls to sets: order is no fact)
+        lines = lines_with(ctx.source.text, "register_") if "register_" in ctx.source.text else []
         calls = ctx.__dict__["_register_calls"] = [
-            n for n in walk(ctx.tree) if type(n) is ast.Call and isinstance(n.func, ast.Attribute)
+            n for root in (line_roots(ctx.tree, lines) if lines is not None else [ctx.tree]) for n in nodes(root)
+            if type(n) is ast.Call and isinstance(n.func, ast.Attribute)
             and n.func.attr in _REGISTER and _is_self(n.func.value) and len(n.args) >= 2
-        ] if "register_" in ctx.source.text else []
+        ]
     if not calls:
         return calls
     first = cls.decorator_list[0] if cls.decorator_list else cls

@@ -6,7 +6,7 @@ public place other layers import it from."""
 from __future__ import annotations
 
 from ._jit_scopes import disabler_aliases, eager_decorator
-from ._torch_api import after_compiling_returns, eager_only_spans, mentions_compiling_checks
+from ._torch_api import after_compiling_returns, compiling_check_lines, eager_only_spans, mentions_compiling_checks
 
-__all__ = ["after_compiling_returns", "disabler_aliases", "eager_decorator", "eager_only_spans",
+__all__ = ["after_compiling_returns", "compiling_check_lines", "disabler_aliases", "eager_decorator", "eager_only_spans",
            "mentions_compiling_checks"]

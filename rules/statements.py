@@ -6,8 +6,15 @@ from __future__ import annotations
 import ast
 
 
+# Statements that hold no statements (most of them): answered without looking for blocks.
+_SIMPLE = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass, ast.Break,
+                     ast.Continue, ast.Delete, ast.Assert, ast.Nonlocal, ast.Global, ast.Import, ast.ImportFrom})
+
+
 def nested_statements(stmt) -> list:
     """The statements directly inside ``stmt``'s blocks: body, orelse, finalbody, except handlers, match cases."""
+    if type(stmt) in _SIMPLE:
+        return []
     nested = []
     for attr in ("body", "orelse", "finalbody"):
         v = getattr(stmt, attr, None)

@@ -458,7 +458,10 @@ MAYBE_VIEW_TEXT = re.compile(
     r"\.(?:reshape|reshape_as|flatten|ravel|contiguous|to|type|type_as|float|half|double|bfloat16|int|long|"
     r"short|bool|byte|char|cpu|cuda)\s*\("
 )
-INPLACE_TEXT = re.compile(r"[a-z0-9]_\s*\(|[-+*/%@&|^]=|<<=|>>=|\]\s*=[^=]|\bout\s*=|\binplace\s*=\s*True")
+# (every branch starts with a literal or a set: the regex engine then skips, in C, the characters no branch starts
+# with. `_(?<=[a-z0-9]_)` is `[a-z0-9]_` found from its `_`, `o(?<!\wo)ut` is `\bout`; only search() asks, and
+# whether a text matches is the same: 3x faster than `[a-z0-9]_\s*\(|...|\bout\s*=|\binplace...`.)
+INPLACE_TEXT = re.compile(r"_(?<=[a-z0-9]_)\s*\(|[-+*/%@&|^]=|<<=|>>=|\]\s*=[^=]|o(?<!\wo)ut\s*=|i(?<!\wi)nplace\s*=\s*True")
 
 
 def check(ctx):

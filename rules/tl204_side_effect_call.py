@@ -6,7 +6,8 @@ import ast
 
 from ._call_sites import dead_spans
 from ._jit_scopes import jitted_scopes
-from ._torch_api import eager_only_spans, in_spans, mentions_compiling_checks, report_only_spans
+from ._torch_api import (compiling_checks_in, eager_only_spans, in_spans, mentions_compiling_checks,
+                         report_only_spans)
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 from ._walk import walk
@@ -182,7 +183,8 @@ def check(ctx):
     checks = mentions_compiling_checks(ctx.source.text)
     environ = "environ" in ctx.source.text
     for target, jit_scope in jitted_scopes(ctx):
-        eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) if checks else []
+        eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) \
+            if checks and compiling_checks_in(ctx, target.info.node) else []  # (no line naming a check: no block)
         # `if verbose: print(...)` where every call in the file leaves verbose=False: no call traces it
         eager_only = eager_only + dead_spans(ctx, target.info, ctx.facts(target.info.node))
         if environ:

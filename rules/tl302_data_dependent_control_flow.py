@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ._jit_scopes import jitted_scopes
-from ._torch_api import compiled_operands, eager_only_spans, in_spans, mentions_compiling_checks
+from ._torch_api import compiling_checks_in, compiled_operands, eager_only_spans, in_spans, mentions_compiling_checks
 from ._values import DATA_READ_FUNCTIONS, Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -193,7 +193,8 @@ def check(ctx):
         facts = ctx.facts(target.info.node)
         values = Values(ctx, target.info, facts)
         reported = set()
-        eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) if checks else []
+        eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) \
+            if checks and compiling_checks_in(ctx, target.info.node) else []  # (no line naming a check: no block)
         in_guarded_raise = _raises_under_data_checks(facts, values)
         dead = values.dead_spans  # `if isinstance(v, torch.Tensor):` where every call passes a number for v
         for call in facts.calls:

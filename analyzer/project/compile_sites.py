@@ -107,12 +107,19 @@ _AUGMENT_NAMES = ("Augmentation", "Augment", "Augmenter")
 
 def composed_classes(tree, text: str) -> list[str]:
     """Class references instantiated inside a transform pipeline call (``Compose([RandomFlip(), ...])``)."""
+    from rules._walk import line_roots, lines_with, nodes  # (here: a cached run loads no rule)
+
     from ..static.module_index import dotted_name
 
-    if not any(name in text for name in _PIPELINES):
+    named = [name for name in _PIPELINES if name in text]
+    if not named:
         return []
+    # only the statements on the lines that name a pipeline (a call's name is on one of them; the answer is a set,
+    # so the order the calls are met in is no fact), or the whole file where the text may spell a name otherwise
+    found = [lines_with(text, name) for name in named]
+    roots = [tree] if None in found else line_roots(tree, sorted({line for lines in found for line in lines}))
     out = set()
-    for node in ast.walk(tree):
+    for node in (n for root in roots for n in nodes(root)):
         if isinstance(node, ast.Call) and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in _PIPELINES:
             for inner in ast.walk(node):
                 if inner is not node and isinstance(inner, ast.Call):

@@ -12,6 +12,7 @@ function reaches (methods on ``self``, submodules' ``forward``, functions of oth
 from __future__ import annotations
 
 import ast
+import bisect
 import fnmatch
 import os
 import re
@@ -256,7 +257,7 @@ def _word_lines(text: str, words) -> set[int]:
 def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_decorators=()) -> dict:
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
     from rules.jit_markers import disabler_aliases, eager_decorator
-    from rules.jit_markers import mentions_compiling_checks
+    from rules.jit_markers import compiling_check_lines, mentions_compiling_checks
 
     from ..static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
     from ..static.module_index import dotted_name
@@ -265,9 +266,10 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     from .submodules import held_classes
 
     is_package = os.path.basename(path) == "__init__.py"
-    lines = _ast_line_ends(text).split("\n")
     disablers = disabler_aliases(tree, index.resolve)
     checks = mentions_compiling_checks(text)
+    # a function with no line naming such a check has no eager-only block: function_facts need not look for one
+    check_lines = compiling_check_lines(text) if checks else []
     # Each function and method: its line span and what it calls, from its syntax tree: [start, end, calls, self
     # attrs read, returns, eager, decorators from other modules], see calls.py. A nested function has its own
     # record (a compile call may name it) and its calls count for the function around it too.
@@ -277,7 +279,11 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     for info in index.functions:
         if not isinstance(info.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        calls, attrs, narrows, returns = function_facts(info.node, checks)
+        node = info.node
+        first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+        i = bisect.bisect_left(check_lines, first) if check_lines else 0
+        here = check_lines is None or (i < len(check_lines) and check_lines[i] <= node.end_lineno)
+        calls, attrs, narrows, returns = function_facts(node, checks and here)
         eager = next((k for k in (eager_decorator(d, index.resolve, disablers) for d in info.node.decorator_list) if k), "")
         # decorators from other modules (`from .utils import no_compile`): the index asks their modules
         decorators = [] if eager else sorted({n for n in (dotted_name(d.func if isinstance(d, ast.Call) else d)
@@ -297,6 +303,8 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     words = ["jit", "compile"] + [d.rsplit(".", 1)[-1].lstrip("@") for d in jit_decorators if d.strip()]
     if any(w in text for w in words):
         matcher = JitMatcher(index, tuple(jit_decorators))
+
+        lines = _ast_line_ends(text).split("\n")  # (only a file that names a jit word has entries to label)
 
         def label(node) -> str:
             line = lines[node.lineno - 1] if node.lineno <= len(lines) else ""

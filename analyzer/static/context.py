@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import bisect
 from functools import cached_property
+from itertools import accumulate
 
 from . import prefilter
 from .flow import FunctionFacts, build_facts
@@ -114,19 +115,39 @@ class FileContext:
         return False
 
     def functions_matching(self, lines: list[int], pattern) -> list[FunctionInfo]:
-        """Functions holding one of ``lines`` whose own text also matches ``pattern``.
+        """Functions holding one of ``lines`` whose own text also matches ``pattern`` (which must not anchor at the
+        start of a text: no ``\\A``, no ``^`` without ``re.M``).
 
         The second test reads only the text of functions that passed the first, which is much cheaper than
         running a slow pattern over the whole file.
         """
         out = []
-        source_lines = self.source.lines
-        for info in self.functions_with_lines(lines):
+        found = self.functions_with_lines(lines)
+        if not found:
+            return out
+        # Each function's lines are searched in place, in the text with \n line ends, from the start of its first
+        # line to the end of its last (`endpos`: the search ends there as if the text did): no string built per
+        # function. (A look-behind at its first character sees the \n before it where the lines joined alone
+        # would have nothing: the same for the patterns here.)
+        text, starts = self._line_starts()
+        for info in found:
             n = info.node
             start = n.decorator_list[0].lineno if n.decorator_list else n.lineno
-            if pattern.search("\n".join(source_lines[start - 1 : n.end_lineno])):
+            if pattern.search(text, starts[start - 1], starts[n.end_lineno] - 1):
                 out.append(info)
         return out
+
+    def _line_starts(self) -> tuple[str, list[int]]:
+        """The text with \n line ends (as ``source.lines`` splits it) and where each line starts in it, with one
+        more entry, one past the text's end (so that ``starts[k] - 1`` ends line k)."""
+        got = self.__dict__.get("_starts")
+        if got is None:
+            lines = self.source.lines
+            text = self.source.text if "\r" not in self.source.text else "\n".join(lines)
+            starts = [0]
+            starts.extend(accumulate(len(line) + 1 for line in lines))
+            got = self.__dict__["_starts"] = (text, starts)
+        return got
 
     def text_lines(self, pattern) -> list[int]:
         return prefilter.matching_lines(pattern, self.source.text)

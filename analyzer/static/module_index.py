@@ -18,6 +18,8 @@ _BODIES = ("body", "orelse", "finalbody")
 # Statements that hold no statements (most of them): nothing to descend into.
 _NO_BODY = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass, ast.Break,
                       ast.Continue, ast.Delete, ast.Assert, ast.Nonlocal})
+# Of those, the ones nothing below module level records (an assignment of a call records the instance): skipped first.
+_INNER_NOTHING = _NO_BODY - {ast.Assign}
 
 
 @dataclass
@@ -223,6 +225,8 @@ def build_module_index(tree: ast.Module) -> ModuleIndex:
     stack = [(s, (), None, True, ()) for s in reversed(tree.body)]
     while stack:
         stmt, parents, cls, top, arms = stack.pop()
+        if not top and type(stmt) in _INNER_NOTHING:
+            continue  # most statements of a function: nothing to record, nothing to descend into
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             for alias in stmt.names:
                 if isinstance(stmt, ast.Import):

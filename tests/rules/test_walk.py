@@ -57,3 +57,52 @@ def test_preorder_is_fast_walks_order(path):
     tree = ast.parse(path.read_text())
     for node in [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
         assert [id(n) for n in preorder(node)] == [id(n) for n in fast_walk(node)]
+
+
+# -- line_roots / lines_with: the subtrees that hold every node with a token on given lines ---------------------
+
+def _tokens_on(tree, lines):
+    """Every expression-level node (with a position) that spans one of ``lines``: what must be found (statements and
+    clauses are containers; their parts are what a search looks at)."""
+    want = set(lines)
+    return {id(n) for n in ast.walk(tree) if hasattr(n, "lineno")
+            and not isinstance(n, (ast.stmt, ast.excepthandler, ast.match_case))
+            and any(n.lineno <= line <= n.end_lineno for line in want)}
+
+
+@pytest.mark.parametrize("path", SOURCES[:40], ids=lambda p: p.name)
+def test_line_roots_hold_every_expression_on_the_lines(path):
+    from rules._walk import line_roots, nodes
+
+    tree = ast.parse(path.read_text())
+    n_lines = len(path.read_text().splitlines())
+    for lines in ([1], list(range(1, n_lines + 1, 7)), list(range(3, n_lines + 1, 31)), [n_lines]):
+        found = {id(n) for root in line_roots(tree, lines) for n in nodes(root)}
+        assert _tokens_on(tree, lines) <= found
+        # and not the whole file: statements on no wanted line are left out
+        if lines == [1]:
+            assert len(found) < len(list(ast.walk(tree))) or n_lines < 3
+
+
+def test_line_roots_reach_headers_of_compound_statements():
+    from rules._walk import line_roots, nodes
+
+    src = ("@deco(\n    f)\nclass A(Base):\n    def m(self, x=g):\n        try:\n            pass\n"
+           "        except h:\n            pass\n        match x:\n            case K.v if f(x):\n                pass\n"
+           "        with w(f) as y:\n            pass\n")
+    tree = ast.parse(src)
+    for name, line in (("f", 2), ("g", 4), ("h", 7), ("K", 10), ("w", 12)):
+        found = [n for root in line_roots(tree, [line]) for n in nodes(root)]
+        assert any(isinstance(n, ast.Name) and n.id == name for n in found), name
+
+
+def test_lines_with_counts_lines_as_ast_does_and_refuses_respelled_identifiers():
+    from rules._walk import lines_with
+
+    assert lines_with("a = 1\r\nfoo()\rbar = foo\n", "foo") == [2, 3]  # \r\n and a lone \r end lines, as for ast
+    assert lines_with("x = 1\n", "foo") == []
+    # `ﬁx` (a ligature) is the identifier `fix` once NFKC-normalized: a text search for "fix" would miss it
+    assert ast.parse("ﬁx()\n").body[0].value.func.id == "fix"
+    assert lines_with("ﬁx()\n", "fix") is None
+    assert lines_with("é = fix()  # café\n", "fix") == [1]  # non-ASCII, already normalized: searched
+    assert lines_with("x = 1\n", "é") is None

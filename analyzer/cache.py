@@ -61,7 +61,8 @@ def _engine_fingerprint() -> str:
                 if name.endswith(".py"):
                     st = os.stat(os.path.join(dirpath, name))
                     parts.append(f"{os.path.relpath(os.path.join(dirpath, name), here.parent)}:{st.st_size}:{st.st_mtime_ns}")
-    for extra in ("fixes.py", "diagnostics.py", "selection.py", "file_reader.py", "notebook.py", "parsing.py"):
+    for extra in ("fixes.py", "diagnostics.py", "selection.py", "file_reader.py", "notebook.py", "parsing.py",
+                  "compile_check.py"):
         p = here / extra
         if p.is_file():
             st = p.stat()

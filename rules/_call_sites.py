@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from ._walk import line_roots, lines_with, nodes
+from .walks import line_roots, lines_with, nodes
 from .dotted import chain_root
 
 NOT_NONE = object()  # an argument whose value is unknown but certainly not None (`x.shape[1]`, `a + b`)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ._walk import walk
+from .walks import walk
 from .dotted import chain_root
 
 # Methods that build the object: what they set is configuration, fixed once the object exists.

@@ -11,7 +11,7 @@ import ast
 import bisect
 from dataclasses import dataclass
 
-from ._walk import lines_with, walk
+from .walks import lines_with, walk
 
 # Text that can hold one: files and functions without it skip the search.
 INPLACE_OPTION_TEXT = "inplace"

@@ -137,8 +137,8 @@ def compiling_checks_in(ctx, node) -> bool:
 
 def compiling_check_lines(text: str) -> list[int] | None:
     """The sorted lines that name an `is_compiling()`-like check, or None where the text may spell one otherwise (see
-    _walk.lines_with). A function none of whose lines is among them has no eager-only block."""
-    from ._walk import lines_with
+    walks.lines_with). A function none of whose lines is among them has no eager-only block."""
+    from .walks import lines_with
 
     found = [lines_with(text, name) for name in _COMPILING_CHECKS]
     return None if None in found else sorted({line for lines in found for line in lines})

@@ -8,7 +8,7 @@ from ._call_sites import NOT_NONE, UNKNOWN, call_arguments, dead_spans, fixed_pa
 from ._tensor_attributes import TENSOR_ATTRIBUTES
 from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
 from .statements import nested_statements
-from ._walk import line_roots, lines_with, nodes
+from .walks import line_roots, lines_with, nodes
 from .dotted import chain_root
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"})

@@ -19,7 +19,7 @@ from ._values import Values
 from ._option_writes import all_writes
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
-from ._walk import walk
+from .walks import walk
 
 INFO = RuleInfo(
     code="TL103",

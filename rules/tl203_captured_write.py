@@ -9,7 +9,7 @@ from ._jit_scopes import eager_only_spans_of, jitted_scopes
 from ._torch_api import in_spans
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
-from ._walk import walk
+from .walks import walk
 
 INFO = RuleInfo(
     code="TL203",

@@ -10,7 +10,7 @@ from ._torch_api import (compiling_checks_in, eager_only_spans, in_spans, mentio
                          report_only_spans)
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
-from ._walk import walk
+from .walks import walk
 from .dotted import chain_root
 
 _BUILTINS = frozenset({"print", "open", "input", "breakpoint", "globals", "locals", "vars"})

@@ -10,7 +10,7 @@ from ._module_state import (CONSTRUCTION, EXPECTED, class_state, is_self_attr, o
 from ._torch_api import compiling_checks_in, eager_only_spans, in_spans
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
-from ._walk import preorder
+from .walks import preorder
 
 INFO = RuleInfo(
     code="TL205",

@@ -8,7 +8,7 @@ from ._torch_api import in_spans, only_reports
 from ._values import Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
-from ._walk import walk
+from .walks import walk
 
 INFO = RuleInfo(
     code="TL301",

@@ -9,7 +9,7 @@ from ._torch_api import compiling_checks_in, compiled_operands, eager_only_spans
 from ._values import DATA_READ_FUNCTIONS, Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
-from ._walk import walk
+from .walks import walk
 
 _CONVERSIONS = frozenset({"bool", "int", "float"})
 

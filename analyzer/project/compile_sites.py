@@ -107,7 +107,7 @@ _AUGMENT_NAMES = ("Augmentation", "Augment", "Augmenter")
 
 def composed_classes(tree, text: str) -> list[str]:
     """Class references instantiated inside a transform pipeline call (``Compose([RandomFlip(), ...])``)."""
-    from rules._walk import line_roots, lines_with, nodes  # (here: a cached run loads no rule)
+    from rules.walks import line_roots, lines_with, nodes  # (here: a cached run loads no rule)
 
     from ..static.module_index import dotted_name
 

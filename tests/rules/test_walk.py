@@ -1,4 +1,4 @@
-"""rules._walk.walk lists what ast.walk yields, in its order, and leaves no reference cycle on the tree."""
+"""rules.walks.walk lists what ast.walk yields, in its order, and leaves no reference cycle on the tree."""
 
 import ast
 import gc
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rules._walk import walk
+from rules.walks import walk
 
 REPO = Path(__file__).resolve().parents[2]
 # real code of every shape: the rules, the analyzer and the compiler's interpreter
@@ -52,7 +52,7 @@ def test_the_kept_list_makes_no_cycle():
 @pytest.mark.parametrize("path", SOURCES[:12], ids=lambda p: p.name)
 def test_preorder_is_fast_walks_order(path):
     from rules._module_state import fast_walk
-    from rules._walk import preorder
+    from rules.walks import preorder
 
     tree = ast.parse(path.read_text())
     for node in [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
@@ -72,7 +72,7 @@ def _tokens_on(tree, lines):
 
 @pytest.mark.parametrize("path", SOURCES[:40], ids=lambda p: p.name)
 def test_line_roots_hold_every_expression_on_the_lines(path):
-    from rules._walk import line_roots, nodes
+    from rules.walks import line_roots, nodes
 
     tree = ast.parse(path.read_text())
     n_lines = len(path.read_text().splitlines())
@@ -85,7 +85,7 @@ def test_line_roots_hold_every_expression_on_the_lines(path):
 
 
 def test_line_roots_reach_headers_of_compound_statements():
-    from rules._walk import line_roots, nodes
+    from rules.walks import line_roots, nodes
 
     src = ("@deco(\n    f)\nclass A(Base):\n    def m(self, x=g):\n        try:\n            pass\n"
            "        except h:\n            pass\n        match x:\n            case K.v if f(x):\n                pass\n"
@@ -97,7 +97,7 @@ def test_line_roots_reach_headers_of_compound_statements():
 
 
 def test_lines_with_counts_lines_as_ast_does_and_refuses_respelled_identifiers():
-    from rules._walk import lines_with
+    from rules.walks import lines_with
 
     assert lines_with("a = 1\r\nfoo()\rbar = foo\n", "foo") == [2, 3]  # \r\n and a lone \r end lines, as for ast
     assert lines_with("x = 1\n", "foo") == []

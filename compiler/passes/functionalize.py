@@ -241,7 +241,11 @@ class _Functionalizer:
         # copied (x[mask], advanced indexing) does not
         same_memory = [i for i, a in enumerate(flat) if isinstance(a, TensorProxy) and _same_storage(a.meta, p.meta)]
         view_tag = bsym is not None and bsym.symbol.tags & Tag.RETURNS_VIEW and same_memory
-        if bsym is None or (base is None and not view_tag):
+        if bsym is None or (base is None and not view_tag) or \
+                (base is not None and not same_memory and not view_tag and len(bsym.tensor_outputs()) == 1 and
+                 not any(_same_storage(q.meta, p.meta) for q in self.proxy.values() if q is not p)):
+            # (the last: a view of a buffer the op made for itself and no other tensor of the trace shares, as
+            # F.linear of a non-contiguous input returns: new memory, ConvNeXt's blocks)
             self.meta_owner.setdefault(id(p.meta), p)
             self.root[p.name] = p.name
             return

@@ -478,3 +478,24 @@ def test_an_in_place_op_writes_a_dead_value_directly_and_only_then():
         torch.testing.assert_close(x, xe)  # (argument: the write reaches the caller's tensor)
         text = str(compiler.last_traces(jf)[-1])
         assert ("prims.clone" not in text) == elided, text
+
+
+def test_a_result_viewing_a_buffer_of_its_own_op_is_new_memory():
+    """F.linear of a 4-d input returns a view of a buffer it made for itself (no other tensor of the
+    trace shares it): new memory, so a later in-place write is functionalized (ConvNeXt's blocks ran unfused,
+    the whole trace in eager order: "views memory the compiler cannot attribute")."""
+    from compiler.executors.inductor import InductorExecutor
+
+    def block(x, w, b, scale):
+        y = F.layer_norm(x.permute(0, 2, 3, 1), (4,))
+        y = F.linear(y, w, b)  # (of a contiguous 4-d input: its meta result is a view of matmul's own buffer)
+        y = F.gelu(y).permute(0, 3, 1, 2) * scale
+        y += x
+        return y
+
+    x, w, b, scale = torch.randn(2, 4, 3, 3), torch.randn(4, 4), torch.randn(4), torch.randn(4, 1, 1)
+    with torch.no_grad():
+        jf = compiler.jit(block, executors=(InductorExecutor(backend="aot_eager"), "torch"))
+        torch.testing.assert_close(jf(x, w, b, scale), block(x, w, b, scale))
+    text = str(compiler.last_traces(jf)[-1])
+    assert "not functionalized" not in text.splitlines()[0], text.splitlines()[0]

@@ -162,8 +162,8 @@ def _statements_may_fail(module_body: list, reach: list, strings: list) -> bool:
                     return True
                 if type(s.target) is ast.Name:
                     annotated.add(s.target.id)
-            elif t is ast.For:
-                if type(s.iter) is ast.Starred or _starred_in_target(s.target):
+            elif t is ast.For or t is ast.While:
+                if t is ast.For and (type(s.iter) is ast.Starred or _starred_in_target(s.target)):
                     return True
                 inner = weight + _LOOP_WEIGHT
                 if inner > _MAX_WEIGHT:
@@ -209,13 +209,6 @@ def _statements_may_fail(module_body: list, reach: list, strings: list) -> bool:
                 if inner > _MAX_WEIGHT:
                     return True
                 stack.append((s.body, scope, owner, loop, inner, False, defs))
-            elif t is ast.While:
-                inner = weight + _LOOP_WEIGHT
-                if inner > _MAX_WEIGHT:
-                    return True
-                stack.append((s.body, scope, owner, True, inner, False, defs))
-                if s.orelse:
-                    stack.append((s.orelse, scope, owner, loop, weight, False, defs))
             elif t is ast.Break or t is ast.Continue:
                 if not loop:
                     return True

@@ -279,10 +279,7 @@ class _Region:
         for i, (o, order) in enumerate(zip(outs, self.out_orders)):
             if order is None or not isinstance(o, torch.Tensor) or o.dim() != len(order) or o.dim() < 2:
                 continue
-            want, step = [0] * o.dim(), 1
-            for d in order:  # innermost first
-                want[d] = step
-                step *= o.shape[d]
+            want = _dense_in_order(o.shape, order)
             have = o.stride()
             if any(want[d] != have[d] for d in range(o.dim()) if o.shape[d] > 1):
                 fixed = fixed or list(outs)
@@ -353,20 +350,21 @@ class _VJP(RegionGradients):
                      for a, s in zip(args, self.grad_strides)]
 
 
-def _dense_strides(t: torch.Tensor) -> tuple:
-    """t's strides where its elements fill its memory once in some dimension order, else contiguous strides."""
-    order = sorted(range(t.dim()), key=lambda d: t.stride(d))
-    want, step = [0] * t.dim(), 1
+def _dense_in_order(shape, order) -> list:
+    """The strides of a dense tensor of `shape` laid out in `order` (dimensions, innermost first)."""
+    want, step = [0] * len(shape), 1
     for d in order:
         want[d] = step
-        step *= t.shape[d]
+        step *= shape[d]
+    return want
+
+
+def _dense_strides(t: torch.Tensor) -> tuple:
+    """t's strides where its elements fill its memory once in some dimension order, else contiguous strides."""
+    want = _dense_in_order(t.shape, sorted(range(t.dim()), key=lambda d: t.stride(d)))
     if all(want[d] == t.stride(d) for d in range(t.dim()) if t.shape[d] > 1):
         return tuple(t.stride())
-    want, step = [0] * t.dim(), 1
-    for d in reversed(range(t.dim())):
-        want[d] = step
-        step *= t.shape[d]
-    return tuple(want)
+    return tuple(_dense_in_order(t.shape, reversed(range(t.dim()))))
 
 
 class _RegionFunction(torch.autograd.Function):

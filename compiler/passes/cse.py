@@ -16,9 +16,10 @@ from ..core.trace import Trace
 _NEVER_MERGE = EFFECTFUL | Tag.CREATION
 
 
-def _escaping(trace: Trace) -> set[str]:
-    escaping = {p.name for p in pytree.tree_leaves(trace.output) if isinstance(p, TensorProxy)}
-    for bsym in reversed(trace.bsyms):
+def escaping(output, bsyms) -> set[str]:
+    """Names of the tensors `output` holds and of every tensor one of them may view (their memory escapes)."""
+    escaping = {p.name for p in pytree.tree_leaves(output) if isinstance(p, TensorProxy)}
+    for bsym in reversed(bsyms):
         if bsym.symbol.tags & (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW) and \
                 any(o.name in escaping for o in bsym.tensor_outputs()):
             escaping.update(p.name for p in bsym.tensor_args())
@@ -28,7 +29,7 @@ def _escaping(trace: Trace) -> set[str]:
 def cse(trace: Trace) -> Trace:
     if any(b.symbol.tags & Tag.INPLACE for b in trace.bsyms):
         return trace.copy_with(trace.bsyms, "after common subexpression elimination (skipped: trace has in-place ops)")
-    escaping = _escaping(trace)
+    returned = escaping(trace.output, trace.bsyms)
     seen: dict = {}
     rename: dict[str, TensorProxy] = {}
     kept = []
@@ -49,8 +50,8 @@ def cse(trace: Trace) -> Trace:
         key = bsym.key()
         prev = seen.get(key)
         outs = bsym.flat_outputs()
-        if prev is not None and not (any(o.name in escaping for o in bsym.tensor_outputs())
-                                     and any(o.name in escaping for o in prev.tensor_outputs())):
+        if prev is not None and not (any(o.name in returned for o in bsym.tensor_outputs())
+                                     and any(o.name in returned for o in prev.tensor_outputs())):
             for o, po in zip(outs, prev.flat_outputs()):
                 if isinstance(o, TensorProxy):
                     rename[o.name] = po

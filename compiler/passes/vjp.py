@@ -20,12 +20,11 @@ import torch
 
 from ..torchlang import prims
 from ..core.proxies import TensorProxy
-from ..core.symbols import Tag
 from ..symbolic.values import SYM_TYPES
 from ..core.trace import Trace
 from ..torchlang.recording import TracingState
 from ..core.context import tracing
-from .cse import cse
+from .cse import cse, escaping
 from .dce import dce
 
 
@@ -474,10 +473,7 @@ def with_residuals(region, trace: Trace) -> Trace | None:
     is read. A result the caller also receives, or that a returned view shares memory with, is not a residual: the
     caller may write into it before the backward runs (autograd would then refuse a backward that eager runs)."""
     forward = {o.name for b in region.bsyms for o in b.tensor_outputs()}
-    returned = {p.name for p in region.outputs}
-    for b in reversed(region.bsyms):  # (a view of a returned value shares its memory: its base is returned too)
-        if b.symbol.tags & (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW) and any(o.name in returned for o in b.tensor_outputs()):
-            returned.update(a.name for a in b.tensor_args())
+    returned = escaping(region.outputs, region.bsyms)  # (and the bases of returned views: they share memory)
     residuals = []
     for b in trace.bsyms:
         outs = b.tensor_outputs()

@@ -71,17 +71,23 @@ def counting_engine(monkeypatch, what=("lint_source", "prepare_source")):
 RULES_RUN = ("lint_source", "check_prepared")
 
 
-@pytest.mark.parametrize("budget", [runner.HOLD_LIMIT_BYTES, 0], ids=["held", "reparsed"])
-def test_one_process_lints_each_file_once_held_or_reparsed(tmp_path, monkeypatch, budget):
-    """Summarized first, then linted once with the project index's facts: kept parsed, or (past the memory budget)
-    parsed again; the same findings, never a file linted twice."""
+def _project(tmp_path, monkeypatch, n: int) -> list[str]:
+    """`n` generated files and a package whose ops.scale is compiled only through net.py's forward, reached from
+    train.py (a fact of the project index); the paths, relative to tmp_path (the working directory)."""
     monkeypatch.chdir(tmp_path)
     write(tmp_path / "pkg" / "__init__.py", "")
     write(tmp_path / "pkg" / "ops.py", "def scale(x):\n    return x * x.sum().item()\n")
     write(tmp_path / "pkg" / "net.py", "import torch\nfrom .ops import scale\n\nclass Net(torch.nn.Module):\n"
           "    def forward(self, x):\n        return scale(x)\n")
     write(tmp_path / "train.py", "import torch\nfrom pkg.net import Net\nmodel = torch.compile(Net())\n")
-    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=6)] + ["pkg/__init__.py", "pkg/ops.py", "pkg/net.py", "train.py"]
+    return [os.path.relpath(p) for p in make_tree(tmp_path, n=n)] + ["pkg/__init__.py", "pkg/ops.py", "pkg/net.py", "train.py"]
+
+
+@pytest.mark.parametrize("budget", [runner.HOLD_LIMIT_BYTES, 0], ids=["held", "reparsed"])
+def test_one_process_lints_each_file_once_held_or_reparsed(tmp_path, monkeypatch, budget):
+    """Summarized first, then linted once with the project index's facts: kept parsed, or (past the memory budget)
+    parsed again; the same findings, never a file linted twice."""
+    paths = _project(tmp_path, monkeypatch, n=6)
     monkeypatch.setattr(runner, "HOLD_LIMIT_BYTES", budget)
     monkeypatch.setattr(runner, "HOLD_BYTES", 0)  # a "big" project: in one process it is linted once all the same
     calls = counting_engine(monkeypatch, RULES_RUN)
@@ -98,13 +104,7 @@ def test_one_process_lints_each_file_once_held_or_reparsed(tmp_path, monkeypatch
 def test_a_pool_lints_as_read_and_again_where_the_index_changes_the_facts(tmp_path, monkeypatch):
     """Where forking is unsafe a big project goes to a pool: linted as read, and again where the facts change,
     with the findings of a run that lints each file once."""
-    monkeypatch.chdir(tmp_path)
-    write(tmp_path / "pkg" / "__init__.py", "")
-    write(tmp_path / "pkg" / "ops.py", "def scale(x):\n    return x * x.sum().item()\n")
-    write(tmp_path / "pkg" / "net.py", "import torch\nfrom .ops import scale\n\nclass Net(torch.nn.Module):\n"
-          "    def forward(self, x):\n        return scale(x)\n")
-    write(tmp_path / "train.py", "import torch\nfrom pkg.net import Net\nmodel = torch.compile(Net())\n")
-    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=30)] + ["pkg/__init__.py", "pkg/ops.py", "pkg/net.py", "train.py"]
+    paths = _project(tmp_path, monkeypatch, n=30)
     once = run(paths, Settings(), jobs=1)
     several_processes(monkeypatch, "pool")
     pooled = run(paths, Settings(), jobs=2)

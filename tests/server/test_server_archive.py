@@ -58,8 +58,9 @@ def _post(client, body: bytes, query: str = ""):
     return client.post("/analyze" + query, content=body, headers={"Content-Type": "application/gzip"})
 
 
-def _cli(tmp_path):
-    for name, text in TREE.items():
+def _cli(tmp_path, tree=None):
+    """The CLI's findings on `tree` (default TREE) written under tmp_path."""
+    for name, text in (TREE if tree is None else tree).items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     r = subprocess.run([sys.executable, "-m", "analyzer.cli", "--output-format", "json", "--no-cache", "--exit-zero", "."],
@@ -178,14 +179,9 @@ def test_a_standalone_config_holding_a_tool_table_reads_as_the_cli_reads_it(serv
     tree = {n: t for n, t in TREE.items() if n != "pyproject.toml"}
     tree["thunder-lint.toml"] = "[tool.thunder-lint]\nignore = ['TL101']\nextend-exclude = ['other/']\n"
     tree["other/x.py"] = MODEL
-    for name, text in tree.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    r = subprocess.run([sys.executable, "-m", "analyzer.cli", "--output-format", "json", "--no-cache", "--exit-zero", "."],
-                       cwd=tmp_path, capture_output=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
-    assert r.returncode == 0, r.stderr
+    expected = _cli(tmp_path, tree)
     with server.client() as c:
         got = _post(c, _tar((n, t.encode()) for n, t in tree.items()))
     assert got.status_code == 200, got.text
-    assert got.json()["diagnostics"] == json.loads(r.stdout)
+    assert got.json()["diagnostics"] == expected
     assert {d["path"] for d in got.json()["diagnostics"]} == {"pkg/model.py"}

@@ -386,6 +386,10 @@ def _watch(args, paths, cfg, settings) -> int:
     """`--watch`: lint, then lint again whenever a linted file (or a new one) changes; Ctrl-C stops."""
     import time
 
+    from .file_pass import keep_linted_trees
+
+    keep_linted_trees(False)  # many lints in one process: each one's trees are freed
+
     def snapshot():
         found = _discover(args, paths, cfg)
         state = {}
@@ -719,7 +723,9 @@ def _torch_installed() -> bool:
 _LINTED = False  # main ran the lint (``entry`` may skip the interpreter's teardown)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, exits_after: bool = False) -> int:
+    """The command line; ``exits_after``: the caller ends the process with ``os._exit`` after a lint (``entry``),
+    so a lint may keep what it parsed until then (never freed: the memory goes with the process)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     _tolerant_streams()
     try:
@@ -745,6 +751,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             argv = argv[1:]
         global _LINTED
         _LINTED = True
+        if exits_after:
+            from .file_pass import keep_linted_trees
+
+            keep_linted_trees()
         return cmd_check(argv)
     except SystemExit as e:  # argparse: --help/--version (0) or a usage error (2)
         return e.code if isinstance(e.code, int) else (EXIT_CLEAN if e.code is None else EXIT_ERROR)
@@ -789,7 +799,7 @@ def entry() -> None:
     module, rule table and tree object one by one costs ~15 ms CPU, 7% of linting a 16-file project; a lint
     leaves nothing to finish (the cache is written, helpers and pools are stopped), so its streams are flushed
     and the process exits at once (as mypy does). Other subcommands (`run` executes user code) exit normally."""
-    code = main()
+    code = main(exits_after=True)
     if _LINTED:
         try:
             sys.stdout.flush()

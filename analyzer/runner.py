@@ -14,12 +14,14 @@ threads alive) the pool spawns.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 
+from . import file_pass
 from .cache import ResultCache, entry_to_diag
 from .diagnostics import Diagnostic
 from .file_pass import (SERIAL_BELOW, FileResult, Settings, engine, fix_with_facts, hold_share, init_worker, lint_held, lint_text,
@@ -360,6 +362,9 @@ def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
     relinted, library_default = apply_project_index(results, settings, cache, jobs, fresh_results, finish,
                                                     report=report)
     fresh_results.update(relinted)
+    if file_pass.keeps_linted_trees():
+        # the linted trees stay until exit: moved out of the collector's sight, so no full collection rescans them
+        gc.freeze()
     held.close()  # every held file is linted: the collector may run again, the helpers are done
     _notebook_mentions(results)
 

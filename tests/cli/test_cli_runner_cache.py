@@ -487,3 +487,43 @@ def test_parsed_trees_are_kept_only_within_the_memory_budget(tmp_path, monkeypat
             file_pass.lint_held(r, Settings(), ())
     expected = {r.path: r.diagnostics for r in (file_pass.process_file(p, Settings(), {}, ()) for p in paths)}
     assert {r.path: r.diagnostics for r in results} == expected and all(r.held is None for r in results)
+
+
+def test_linted_trees_are_kept_only_where_the_process_exits_after_the_lint(tmp_path, monkeypatch):
+    """The CLI's entry (which ends with os._exit) keeps each linted tree instead of freeing it node by node, out
+    of the collector's sight (gc.freeze); a run through the API or ``main`` frees them, and findings are equal."""
+    import gc
+    import weakref
+
+    from analyzer import cli
+
+    monkeypatch.chdir(tmp_path)
+    paths = [os.path.relpath(p) for p in make_tree(tmp_path, n=6)]
+    monkeypatch.setattr(file_pass, "_kept_trees", None)
+    freed = run(paths, Settings(), jobs=1)
+    assert file_pass._kept_trees is None
+    held = file_pass.hold_share(paths[:1], Settings(), {}, None)[0]
+    tree = weakref.ref(held.held[0].tree)
+    file_pass.lint_held(held, Settings(), ())
+    assert tree() is None  # freed at once by reference counting
+
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    frozen = []
+    file_pass.keep_linted_trees()
+    try:
+        kept = run(paths, Settings(), jobs=1)
+        contexts = list(file_pass._kept_trees)
+    finally:
+        file_pass.keep_linted_trees(False)
+    assert [d.__dict__ for d in kept.diagnostics] == [d.__dict__ for d in freed.diagnostics]
+    linted = [p for p in paths if SYNTAX_ERROR_SRC not in open(p).read()]
+    assert sorted(os.path.relpath(c.source.path) for c in contexts) == sorted(linted) and frozen == [True]
+    assert file_pass._kept_trees is None
+
+    # `main` (tests, embedders) keeps nothing; `entry`'s main(exits_after=True) does, except in --watch
+    assert cli.main([*paths, "--no-cache", "-j", "1", "--quiet"]) in (0, 1) and file_pass._kept_trees is None
+    try:
+        assert cli.main([*paths, "--no-cache", "-j", "1", "--quiet"], exits_after=True) in (0, 1)
+        assert len(file_pass._kept_trees) == len(linted)
+    finally:
+        file_pass.keep_linted_trees(False)

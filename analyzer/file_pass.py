@@ -69,6 +69,7 @@ class FileResult:
     applied: list[Diagnostic] = field(default_factory=list)  # fix mode: what was fixed
     error: str | None = None  # an internal error while linting this file
     summary: dict | None = None  # the file's part of the project index (None: a cache hit, or unparsable)
+    contribution: str | None = None  # the digest of ``summary`` the index compares (made where it was summarized)
     facts: tuple | None = None  # what the project index said about the file when it was linted
     # a file summarized but not yet linted (process_file's hold): (context, ProjectFile) here, REPARSE when its
     # parsed tree was not kept (past the memory budget: read and parsed again to lint), or the forked helper
@@ -125,6 +126,7 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
         result.diagnostics = [unreadable_diagnostic(path, problem)]
         return result
     try:
+        from .project.incremental import contribution
         from .project.index import project_file
 
         project = project_file(path, settings, facts)
@@ -135,6 +137,7 @@ def process_file(path: str, settings: Settings, known: dict[str, bytes], facts: 
                 result.diagnostics, result.facts = _placed(result, ctx), ()
             else:
                 result.held, result.summary = (ctx, project), project.summary
+                result.contribution = contribution(project.summary)
             return result
         result.diagnostics = _placed(result, lint_text(text, path, settings, project))
         result.summary, result.facts = project.summary, project.used

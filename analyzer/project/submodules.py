@@ -52,13 +52,11 @@ def instance_classes(value, local_lists=None) -> list[str]:
     return [name]
 
 
-def _statements(body):
-    """Every statement of a function body, nested blocks included, in source order."""
-    stack = list(reversed(body))
-    while stack:
-        s = stack.pop()
-        yield s
-        stack.extend(reversed(nested_statements(s)))
+_Name, _Attribute, _Subscript = ast.Name, ast.Attribute, ast.Subscript
+_Assign, _AnnAssign, _AugAssign, _Expr = ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr
+# Statements that hold no statements (most of them): nothing to descend into.
+_NO_BLOCKS = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass, ast.Break,
+                        ast.Continue, ast.Delete, ast.Assert, ast.Nonlocal, ast.Global, ast.Import, ast.ImportFrom})
 
 
 def _self_attr(node) -> str | None:
@@ -70,9 +68,14 @@ def _self_attr(node) -> str | None:
     return None
 
 
-def _self_target(s) -> bool:
-    targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-    return any(_self_attr(t) is not None for t in targets)
+def _stores_in_self(targets) -> bool:
+    """Does any target store into ``self.<attr>`` (or ``self.<attr>[key]``)?"""
+    for t in targets:
+        if type(t) is _Subscript:
+            t = t.value
+        if type(t) is _Attribute and type(t.value) is _Name and t.value.id == "self":
+            return True
+    return False
 
 
 def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
@@ -93,8 +96,21 @@ def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
             continue
         local_lists: dict[str, list[str]] = {}
         init = stmt.name == "__init__"
-        for s in _statements(stmt.body):
-            if not init and not (type(s) in (ast.Assign, ast.AnnAssign) and _self_target(s)):
+        # every statement of the method, nested blocks included, in source order (``local_lists`` grows in it)
+        stack = stmt.body[::-1]
+        while stack:
+            s = stack.pop()
+            kind = type(s)
+            if kind not in _NO_BLOCKS:
+                stack.extend(reversed(nested_statements(s)))
+                continue
+            if init:
+                if kind is not _Assign and kind is not _AnnAssign and kind is not _AugAssign and kind is not _Expr:
+                    continue
+            elif kind is _Assign:
+                if not _stores_in_self(s.targets):
+                    continue
+            elif kind is not _AnnAssign or not _stores_in_self((s.target,)):
                 continue  # other methods: only what they store in self.<attr> (`self.kv_cache = KVCache()`)
             if isinstance(s, ast.AnnAssign):
                 attr = _self_attr(s.target)

@@ -401,12 +401,14 @@ def _runs_the_loop(qual: str, rec) -> bool:
     name = qual.rsplit(".", 1)[-1]
     if name == "backward" or name.startswith("test") or len(rec) < 3:
         return False
-    return any(trains(c) and not c.endswith("zero_grad") for c in rec[2])
+    # (such a call ends in "backward": one search of the joined calls rules most functions out)
+    return "backward" in "\n".join(rec[2]) and any(trains(c) and not c.endswith("zero_grad") for c in rec[2])
 
 
 class ProjectIndex:
     def __init__(self, summaries: list[dict], root: str = ".", assume_compiled=None, target: str = "any", texts=None):
         self.root = os.path.abspath(root)
+        self._rel: dict[str, str] = {}  # path -> rel(path)
         self._lines: dict[str, list[str]] = {}  # path -> its lines, read when a function there is reached
         self._asked: set[str] = set()  # the files whose text the build asked for (what it says depends on it)
         for path, text in (texts or {}).items():
@@ -431,8 +433,12 @@ class ProjectIndex:
         self._reach_cache: dict[tuple[str, str], list] = {}
         self._trees: dict[str, ast.Module | None] = {}
         self._renames: dict[str, str] = {}
-        self._eager_attr_cache: dict[tuple[str, str], frozenset] = {}
+        # (module, class) -> the attributes its methods bind to a disable; module -> its functions that bind any
+        self._eager_attr_cache: dict = {}
         self._renames = self._own_names()
+        # the names of every method of the project's classes (`A.fit` -> "fit"): what no class has is no method
+        self._method_names = frozenset(q.rsplit(".", 1)[-1] for s in self.modules.values() for q in s["functions"]
+                                       if "." in q)
         # Lookups the walks repeat thousands of times (a base class's methods, what an import names), each a pure
         # function of the summaries: answered once (the build is then linear in the project, not in its walks).
         self._memo: dict[tuple, object] = {}
@@ -526,6 +532,8 @@ class ProjectIndex:
 
     def _method(self, module: str, cls: str, name: str, depth: int = 0) -> tuple[str, str] | None:
         """The class's own method ``name`` or the one it inherits (bases followed across modules)."""
+        if name not in self._method_names:
+            return None  # no class of the project has a method of that name (`self.dropout(x)`: a submodule)
         key = ("m", module, cls, name, depth)  # (depth cuts the walk off: part of the answer's key)
         try:
             return self._memo[key]
@@ -579,10 +587,14 @@ class ProjectIndex:
 
     # Building.
     def rel(self, path: str) -> str:
-        try:
-            return os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
-        except ValueError:
-            return path
+        got = self._rel.get(path)
+        if got is None:
+            try:
+                got = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
+            except ValueError:
+                got = path
+            self._rel[path] = got
+        return got
 
     def _build(self) -> None:
         pending = []  # (module, qualname, Compiled, depth)
@@ -879,9 +891,13 @@ class ProjectIndex:
         key = (module, cls)
         got = self._eager_attr_cache.get(key)
         if got is None:
+            binds = self._eager_attr_cache.get(module)
+            if binds is None:  # the module's functions that bind one, found once (few do: most modules have none)
+                binds = self._eager_attr_cache[module] = [
+                    (qual, [c[2:] for c in rec[2] if c.startswith("x:")]) for qual, rec in
+                    self.modules[module]["functions"].items() if "x:" in "\n".join(rec[2])]
             prefix = cls + "."
-            got = frozenset(c[2:] for qual, rec in self.modules[module]["functions"].items()
-                            if qual.startswith(prefix) for c in rec[2] if c.startswith("x:"))
+            got = frozenset(a for qual, attrs in binds if qual.startswith(prefix) for a in attrs)
             self._eager_attr_cache[key] = got
         return got
 

@@ -284,10 +284,12 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
         i = bisect.bisect_left(check_lines, first) if check_lines else 0
         here = check_lines is None or (i < len(check_lines) and check_lines[i] <= node.end_lineno)
         calls, attrs, narrows, returns = function_facts(node, checks and here)
-        eager = next((k for k in (eager_decorator(d, index.resolve, disablers) for d in info.node.decorator_list) if k), "")
-        # decorators from other modules (`from .utils import no_compile`): the index asks their modules
-        decorators = [] if eager else sorted({n for n in (dotted_name(d.func if isinstance(d, ast.Call) else d)
-                                                          for d in info.node.decorator_list) if n and n in index.imports})
+        eager, decorators = "", []
+        if node.decorator_list:
+            eager = next((k for k in (eager_decorator(d, index.resolve, disablers) for d in node.decorator_list) if k), "")
+            # decorators from other modules (`from .utils import no_compile`): the index asks their modules
+            decorators = [] if eager else sorted({n for n in (dotted_name(d.func if isinstance(d, ast.Call) else d)
+                                                              for d in node.decorator_list) if n and n in index.imports})
         functions[info.qualname] = [info.node.lineno, info.node.end_lineno, calls, attrs, returns, eager, decorators]
         if info.class_node is not None and narrows:
             for attr, refs in narrows.items():
@@ -651,11 +653,11 @@ class ProjectIndex:
             # module's forward (and what it reaches) as compiled, saying so.
             compiler = self.target if self.target != "any" else "unknown"
             composed = self._composed()
-            runners = self._parts_compilers()
+            owners = {(mod, qual.rsplit(".", 1)[0]) for mod, qual in self._parts_compilers()}
             for mod, s in self.modules.items():
                 for cls in s["classes"]:
                     if f"{cls}.forward" in s["functions"] and is_module_class(self, mod, cls):
-                        why = data_pipeline(self, mod, cls, composed) or self._compiles_its_parts(mod, cls, runners)
+                        why = data_pipeline(self, mod, cls, composed) or self._compiles_its_parts(mod, cls, owners)
                         if why:
                             self.pipelines.append((self.rel(s["path"]), cls, why))
                             continue
@@ -674,6 +676,7 @@ class ProjectIndex:
         compilers: dict[tuple[str, str], set] = {}
         machinery = self._training_modules() if self.library_default else frozenset()
         for rank, (root, how, _) in enumerate(pending):
+            reached_how = None  # `how` for what the entry point reaches (made once per entry point)
             seen = {root}
             stack = [(root, 0)]
             while stack:
@@ -685,7 +688,9 @@ class ProjectIndex:
                 if eager:
                     pass  # disable(recursive=False): its own frame runs eagerly, what it calls is compiled
                 elif where not in best or key < best[where][0]:
-                    best[where] = (key, how if depth == 0 else replace(how, entry=False))
+                    if depth and reached_how is None:
+                        reached_how = replace(how, entry=False)
+                    best[where] = (key, reached_how if depth else how)
                 if not how.assumed and not eager:
                     compilers.setdefault(where, set()).add(how.compiler)
                 if depth < REACH_DEPTH:
@@ -713,10 +718,10 @@ class ProjectIndex:
                         out.append((mod, qual))
         return sorted(set(out))
 
-    def _compiles_its_parts(self, module: str, cls: str, runners) -> str:
+    def _compiles_its_parts(self, module: str, cls: str, owners: set) -> str:
         """A module class that compiles the modules it holds (itself or through a base's method) runs compiled
-        parts: its own forward is not what its users compile (an inference interface, a runner)."""
-        owners = {(mod, qual.rsplit(".", 1)[0]) for mod, qual in runners}
+        parts: its own forward is not what its users compile (an inference interface, a runner). ``owners``: the
+        classes of the methods that compile what their class holds (_parts_compilers)."""
         if owners and self._inherits(module, cls, owners):
             return "compiles the modules it holds"
         return ""
@@ -934,13 +939,14 @@ class ProjectIndex:
         cls = qual.rsplit(".", 1)[0] if "." in qual else None
         subs = self._submodule_classes(module, cls) if cls else {}
         eager_attrs = self._eager_attrs(module, cls) if cls else ()
+        methods = self._method_names  # (a method of a name no class has is none: asked of no class)
         for call in calls:
             kind, _, ref = call.partition(":")
             if kind == "s":  # self.name(...) / self.attr.meth(...)
                 if cls is None:
                     continue
                 attr, _, meth = ref.partition(".")
-                if attr in eager_attrs:
+                if attr in eager_attrs or (meth or attr) not in methods:
                     continue
                 if meth:
                     for sub in subs.get(attr, ()):
@@ -952,7 +958,7 @@ class ProjectIndex:
                 if found:
                     out.append(found)
             elif kind == "p":  # super().meth(...): the first base that has it
-                info = self._class_info(module, cls) if cls else None
+                info = self._class_info(module, cls) if cls and ref in methods else None
                 for base in info[0] if info else ():
                     where = self.resolve(module, base)
                     found = where and self._class_info(*where) is not None and self._method(where[0], where[1], ref)
@@ -961,6 +967,8 @@ class ProjectIndex:
                         break
             elif kind == "t":  # a method of a value of a stated class (annotation, isinstance, `v = C(...)`)
                 cref, _, meth = ref.rpartition(":")
+                if meth not in methods:
+                    continue  # (`t:torch.Tensor:view`: most are of other libraries' classes)
                 where = self.resolve(module, cref)
                 if where and self._class_info(*where) is not None:
                     found = self._method(where[0], where[1], meth)

@@ -17,42 +17,43 @@ from ..static.module_index import dotted_name, strip_self_returning
 _CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "ParameterList", "list", "tuple", "dict",
                          "OrderedDict"})
 _GROWING = frozenset({"append", "extend", "insert", "add_module", "register_module", "update"})
+_SEQUENCES = frozenset({ast.List, ast.Tuple, ast.Set})
+_COMPREHENSIONS = frozenset({ast.ListComp, ast.GeneratorExp, ast.SetComp})
+_Name, _Attribute, _Subscript, _Call = ast.Name, ast.Attribute, ast.Subscript, ast.Call
 
 
 def instance_classes(value, local_lists=None) -> list[str]:
     """Class references an expression instantiates: ``Block(d)``, containers of them at any depth, and the
     local lists (``*layers``) it unpacks, from ``local_lists`` (name -> classes appended to it)."""
     value = strip_self_returning(value)
-    if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
-        return [c for item in value.elts for c in instance_classes(item, local_lists)]
-    if isinstance(value, ast.Dict):
-        return [c for item in value.values for c in instance_classes(item, local_lists)]
-    if isinstance(value, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-        return instance_classes(value.elt, local_lists)
-    if isinstance(value, ast.DictComp):
-        return instance_classes(value.value, local_lists)
-    if isinstance(value, ast.Starred):
-        return instance_classes(value.value, local_lists)
-    if isinstance(value, ast.Name):
+    t = type(value)  # (dispatched by type, the most frequent first: met for every assignment of a constructor)
+    if t is _Call:
+        name = dotted_name(value.func)
+        if name is None:
+            return []
+        if name.rsplit(".", 1)[-1] in _CONTAINERS:
+            out = []
+            for arg in value.args:
+                out.extend(instance_classes(arg, local_lists))
+            for kw in value.keywords:
+                out.extend(instance_classes(kw.value, local_lists))
+            return out
+        return [name]
+    if t is _Name:
         return list((local_lists or {}).get(value.id, ()))
-    if isinstance(value, ast.IfExp):
+    if t in _SEQUENCES:
+        return [c for item in value.elts for c in instance_classes(item, local_lists)]
+    if t is ast.Dict:
+        return [c for item in value.values for c in instance_classes(item, local_lists)]
+    if t in _COMPREHENSIONS:
+        return instance_classes(value.elt, local_lists)
+    if t is ast.DictComp or t is ast.Starred:
+        return instance_classes(value.value, local_lists)
+    if t is ast.IfExp:
         return instance_classes(value.body, local_lists) + instance_classes(value.orelse, local_lists)
-    if not isinstance(value, ast.Call):
-        return []
-    name = dotted_name(value.func)
-    if name is None:
-        return []
-    if name.rsplit(".", 1)[-1] in _CONTAINERS:
-        out = []
-        for arg in value.args:
-            out.extend(instance_classes(arg, local_lists))
-        for kw in value.keywords:
-            out.extend(instance_classes(kw.value, local_lists))
-        return out
-    return [name]
+    return []
 
 
-_Name, _Attribute, _Subscript = ast.Name, ast.Attribute, ast.Subscript
 _Assign, _AnnAssign, _AugAssign, _Expr = ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr
 # Statements that hold no statements (most of them): nothing to descend into.
 _NO_BLOCKS = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass, ast.Break,
@@ -112,20 +113,21 @@ def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
                     continue
             elif kind is not _AnnAssign or not _stores_in_self((s.target,)):
                 continue  # other methods: only what they store in self.<attr> (`self.kv_cache = KVCache()`)
-            if isinstance(s, ast.AnnAssign):
+            if kind is _AnnAssign:
                 attr = _self_attr(s.target)
                 if attr is not None:
                     out.setdefault(attr, []).extend(annotation_classes(s.annotation))
-            if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and s.value is not None:
-                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-                for t in targets:
+            if kind is not _Expr:
+                if s.value is None:
+                    continue
+                for t in (s.targets if kind is _Assign else [s.target]):
                     attr = _self_attr(t)
                     classes = instance_classes(s.value, local_lists)
                     if attr is not None and classes:
                         out.setdefault(attr, []).extend(classes)
-                    elif isinstance(t, ast.Name) and classes:
+                    elif type(t) is _Name and classes:
                         local_lists.setdefault(t.id, []).extend(classes)
-            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            elif type(s.value) is _Call:
                 call = s.value
                 func = call.func
                 if not (isinstance(func, ast.Attribute) and func.attr in _GROWING):

@@ -306,9 +306,11 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     if any(w in text for w in words):
         matcher = JitMatcher(index, tuple(jit_decorators))
 
-        lines = _ast_line_ends(text).split("\n")  # (only a file that names a jit word has entries to label)
+        lines = []  # the file's lines, split when the first entry is labelled (most files that name a jit word have none)
 
         def label(node) -> str:
+            if not lines:
+                lines.extend(_ast_line_ends(text).split("\n"))
             line = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
             if node.end_lineno == node.lineno:  # ast columns count UTF-8 bytes
                 seg = line.encode("utf-8", "surrogatepass")[node.col_offset : node.end_col_offset].decode("utf-8", "replace")

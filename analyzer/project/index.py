@@ -656,6 +656,7 @@ class ProjectIndex:
             compiler = self.target if self.target != "any" else "unknown"
             composed = self._composed()
             owners = {(mod, qual.rsplit(".", 1)[0]) for mod, qual in self._parts_compilers()}
+            assumed = False  # some module's forward is linted as compiled
             for mod, s in self.modules.items():
                 for cls in s["classes"]:
                     if f"{cls}.forward" in s["functions"] and is_module_class(self, mod, cls):
@@ -664,8 +665,9 @@ class ProjectIndex:
                             self.pipelines.append((self.rel(s["path"]), cls, why))
                             continue
                         pending.append(((mod, f"{cls}.forward"), Compiled(compiler, False, f"if `{cls}` is compiled", True), 0))
-                        # said only where it changes something: there is a module to lint as compiled
-                        self.library_default = self._why_default(bool(deciding))
+                        assumed = True
+            if assumed:  # said only where it changes something: there is a module to lint as compiled
+                self.library_default = self._why_default(bool(deciding))
             if self.library_default and self.pipelines:
                 n = len(self.pipelines)
                 first = ", ".join(f"`{c}`" for _, c, _ in sorted(self.pipelines)[:3])

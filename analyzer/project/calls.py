@@ -27,7 +27,7 @@ from ..static.children import child_fields, own_statements
 from ..static.module_index import dotted_name, strip_self_returning
 
 _FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
-_Name, _Attribute, _Call, _Assign, _Expr = ast.Name, ast.Attribute, ast.Call, ast.Assign, ast.Expr
+_Name, _Attribute, _Subscript, _Call, _Assign, _Expr = ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Assign, ast.Expr
 _SELF = frozenset({"self", "cls"})
 _LEAVES = frozenset({ast.Name, ast.Constant, type(None), ast.Pass, ast.Break, ast.Continue})
 # Annotation wrappers that say "this or nothing": their arguments are the value's classes.
@@ -73,6 +73,21 @@ def _is_self(node) -> bool:
     return isinstance(node, ast.Name) and node.id in ("self", "cls")
 
 
+# The key on a function node where function_facts says whether the function may store into self.<attr> (False:
+# it walked every statement and saw no such store). Its walk of a method then answers held_classes (submodules.py).
+SELF_STORES = "_thunder_self_stores"
+
+
+def stores_in_self(targets) -> bool:
+    """Does any target store into ``self.<attr>`` (or ``self.<attr>[key]``)?"""
+    for t in targets:
+        if type(t) is _Subscript:
+            t = t.value
+        if type(t) is _Attribute and type(t.value) is _Name and t.value.id == "self":
+            return True
+    return False
+
+
 def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[str], dict[str, list[str]], list[str]]:
     """(calls, ``self.<attr>`` names read, attr -> classes ``isinstance(self.attr, C)`` narrows it to, what it
     returns) of a function, nested functions and lambdas included, in one walk; lists sorted (the summary
@@ -98,6 +113,7 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
     narrowed: dict[str, list[str]] = {}
     bound: dict[str, list[str]] = {}  # local -> callees of `local = Callee(...)`
     rets = []  # return statements, of fn and of the functions nested in it (told apart by line)
+    stores = False  # an assignment to self.<attr> (or self.<attr>[k]) seen, or a statement left unseen
     nested_spans = []
     stack = list(fn.body)  # (the decorators and defaults run where the function is defined)
     pop, push, extend = stack.pop, stack.append, stack.extend
@@ -110,6 +126,7 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
             continue
         if eager_after and isinstance(node, ast.stmt) and any(
                 lo <= (node.lineno, node.col_offset) <= hi for lo, hi in eager_after):
+            stores = True  # (not seen: it may store)
             continue
         if t is _Attribute:  # `a.b.c` (not called): down the chain to its root; `self.x` reads x
             value = node.value
@@ -154,6 +171,8 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
             tt = type(target)
             if tt is _Attribute and type(value) is _Call and _is_self(target.value) and eager_decorator(value):
                 calls.add(f"x:{target.attr}")  # self.fn = torch.compiler.disable(self.fn): self.fn runs eagerly
+            if not stores:
+                stores = stores_in_self(targets)
             if tt is _Name and len(targets) == 1:
                 made = strip_self_returning(value)
                 name = dotted_name(made.func) if type(made) is _Call else None
@@ -170,9 +189,12 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
         if t is ast.AnnAssign:
             if type(node.target) is _Name:
                 types.setdefault(node.target.id, []).extend(annotation_classes(node.annotation))
+            elif not stores:
+                stores = stores_in_self((node.target,))
         elif t is ast.If:
             spans = eager_only_spans(None, [node]) if compiling_checks else None
             if spans:
+                stores = True  # (the eager branch is not walked: it may store)
                 eager_body = bool(node.body) and (node.body[0].lineno, node.body[0].col_offset) == spans[0][0]
                 push(node.test)
                 extend(node.orelse if eager_body else node.body)
@@ -183,6 +205,7 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
         elif t in _FUNC:
             nested_spans.append((node.lineno, node.end_lineno))
             if any(eager_decorator(d) for d in node.decorator_list):
+                stores = True
                 continue
         for f in child_fields(t):
             v = getattr(node, f)
@@ -202,6 +225,8 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
             calls.update([f"t:{c}:{meth}" for c in got])
         else:
             calls.add(f"f:{name}.{meth}")
+    # held_classes reads a method other than __init__ only for its stores into self.<attr>: it skips one with none
+    fn.__dict__[SELF_STORES] = stores
     own = [r for r in rets if not any(lo <= r.lineno <= hi for lo, hi in nested_spans)]
     return (sorted(calls), sorted(attrs), {k: sorted(set(v)) for k, v in sorted(narrowed.items())},
             _returned(fn, own, bound))

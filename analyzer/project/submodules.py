@@ -13,6 +13,7 @@ import ast
 
 from ..static.children import nested_statements
 from ..static.module_index import dotted_name, strip_self_returning
+from .calls import SELF_STORES, annotation_classes, stores_in_self
 
 _CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "ParameterList", "list", "tuple", "dict",
                          "OrderedDict"})
@@ -69,23 +70,11 @@ def _self_attr(node) -> str | None:
     return None
 
 
-def _stores_in_self(targets) -> bool:
-    """Does any target store into ``self.<attr>`` (or ``self.<attr>[key]``)?"""
-    for t in targets:
-        if type(t) is _Subscript:
-            t = t.value
-        if type(t) is _Attribute and type(t.value) is _Name and t.value.id == "self":
-            return True
-    return False
-
-
 def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
     """attr -> class references the class's methods store into ``self.<attr>`` (directly, in containers, or
     by growing a container it holds: ``__init__`` or any other method, as ``setup_caches`` assigns
     ``self.kv_cache = KVCache(...)``), or that an annotation states (``self.kv_cache: KVCache | None = None``,
     ``kv_cache: Optional[KVCache]`` in the class body); ``add_module("name", X())`` holds X under "name"."""
-    from .calls import annotation_classes
-
     out: dict[str, list[str]] = {}
     for stmt in cls.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
@@ -95,8 +84,10 @@ def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
             continue
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        local_lists: dict[str, list[str]] = {}
         init = stmt.name == "__init__"
+        if not init and stmt.__dict__.get(SELF_STORES) is False:
+            continue  # (function_facts walked it all and saw no store into self.<attr>)
+        local_lists: dict[str, list[str]] = {}
         # every statement of the method, nested blocks included, in source order (``local_lists`` grows in it)
         stack = stmt.body[::-1]
         while stack:
@@ -109,9 +100,9 @@ def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
                 if kind is not _Assign and kind is not _AnnAssign and kind is not _AugAssign and kind is not _Expr:
                     continue
             elif kind is _Assign:
-                if not _stores_in_self(s.targets):
+                if not stores_in_self(s.targets):
                     continue
-            elif kind is not _AnnAssign or not _stores_in_self((s.target,)):
+            elif kind is not _AnnAssign or not stores_in_self((s.target,)):
                 continue  # other methods: only what they store in self.<attr> (`self.kv_cache = KVCache()`)
             if kind is _AnnAssign:
                 attr = _self_attr(s.target)

@@ -72,3 +72,32 @@ def step(self, x):
     # without the checks asked for, the eager branch counts (its file names no check: the caller says so)
     calls, _, _, _ = facts(code, compiling_checks=False)
     assert "f:log_stats" in calls and "f:debug_dump" not in calls
+
+
+def test_held_classes_reads_the_stores_function_facts_did_not_walk():
+    """held_classes skips a method (other than __init__) whose function_facts walk saw no store into self.<attr>;
+    one that left a block unwalked (an eager-only branch, a disabled nested function) is read in full."""
+    from analyzer.project.submodules import held_classes
+
+    code = '''
+class Model:
+    def __init__(self):
+        self.blocks = [Block(), Block()]
+
+    def setup_caches(self):
+        if not torch.compiler.is_compiling():
+            self.kv_cache = KVCache()
+
+    def reset(self):
+        @torch.compiler.disable
+        def clear():
+            self.scratch = Buffer()
+        clear()
+
+    def forward(self, x):
+        return self.blocks[0](x)
+'''
+    cls = ast.parse(code).body[0]
+    for fn in cls.body:
+        function_facts(fn, compiling_checks=True)
+    assert held_classes(cls) == {"blocks": ["Block"], "kv_cache": ["KVCache"], "scratch": ["Buffer"]}

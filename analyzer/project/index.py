@@ -749,8 +749,8 @@ class ProjectIndex:
         default does not follow a model's forward into their module-level functions from another module: those
         slice and gather batches for the loop (sentence-transformers' gradcache.py), they are not the model's
         helpers. A model's own module, and its classes' methods, are followed as before."""
-        return frozenset(mod for mod, s in self.modules.items() if not is_test_file(self.rel(s["path"])) and any(
-            _runs_the_loop(qual, rec) for qual, rec in s["functions"].items()))
+        return frozenset(mod for mod, s in self.modules.items() if any(
+            _runs_the_loop(qual, rec) for qual, rec in s["functions"].items()) and not is_test_file(self.rel(s["path"])))
 
     def _composed(self) -> set[tuple[str, str]]:
         """Classes the project puts in a transform pipeline (``Compose([RandomFlip(), ...])``)."""

@@ -531,7 +531,12 @@ class ProjectIndex:
             return module, ref
         if head in s["imports"]:
             origin = s["imports"][head] + ("." + tail if tail else "")
-            return self._split(origin)
+            key = ("split", origin)  # (every module that imports torch.nn asks of torch.nn.Linear)
+            try:
+                return self._memo[key]
+            except KeyError:
+                got = self._memo[key] = self._split(origin)
+                return got
         return None
 
     def _method(self, module: str, cls: str, name: str, depth: int = 0) -> tuple[str, str] | None:

@@ -27,7 +27,8 @@ from ..static.children import child_fields, own_statements
 from ..static.module_index import dotted_name, strip_self_returning
 
 _FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
-_Name, _Attribute, _Subscript, _Call, _Assign, _Expr = ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Assign, ast.Expr
+_Name, _Attribute, _Subscript, _Call = ast.Name, ast.Attribute, ast.Subscript, ast.Call
+_Assign, _Expr = ast.Assign, ast.Expr
 _SELF = frozenset({"self", "cls"})
 _LEAVES = frozenset({ast.Name, ast.Constant, type(None), ast.Pass, ast.Break, ast.Continue})
 # Annotation wrappers that say "this or nothing": their arguments are the value's classes.

@@ -147,7 +147,8 @@ def data_pipeline(index, module: str, cls: str, composed) -> str:
     calls = rec[2] if rec is not None and len(rec) > 2 else []
     if _runs_backward(index, (module, f"{cls}.forward")):
         return "runs backward in its forward"  # a training step, an engine, a gradient-caching loss: not a model
-    in_data = bool(parts & _DATA_PARTS) or any(p.endswith(("transforms", "augmentation", "augmentations")) for p in parts)
+    in_data = bool(parts & _DATA_PARTS) or any(p.endswith(("transforms", "augmentation", "augmentations"))
+                                               for p in parts)
     if not in_data and not (cls.endswith(_TRANSFORM_NAMES) or cls.startswith(("Random", "Rand"))):
         return ""  # (neither a data module nor named as a transform: what it draws says nothing)
     imports = index.modules[module]["imports"]
@@ -188,17 +189,16 @@ def _trains_itself(rec) -> bool:
 
 
 def _training_step(index, where):
-    """What the backward walk asks of a function (once per build, see _runs_backward): None for an autograd.Function's ``backward``
-    (a kernel's recomputation: no training step, and not followed), else (does it train itself, the names it
-    calls on ``self`` that some class has a method of)."""
+    """What the backward walk asks of a function (once per build, see _runs_backward): None for an
+    autograd.Function's ``backward`` (a kernel's recomputation: no training step, and not followed), else (does it
+    train itself, the names it calls on ``self`` that some class has a method of)."""
     if where[1].endswith(".backward"):
-        got = None
-    else:
-        rec = index.modules[where[0]]["functions"].get(where[1])
-        names = index._method_names  # (a self.<name>() call of no class's method name is of a held submodule)
-        got = (rec is not None and _trains_itself(rec),
-               [c[2:] for c in rec[2] if c.startswith("s:") and "." not in c and c[2:] in names] if rec is not None else [])
-    return got
+        return None
+    rec = index.modules[where[0]]["functions"].get(where[1])
+    if rec is None:
+        return False, []
+    names = index._method_names  # (a self.<name>() call of no class's method name is of a held submodule)
+    return _trains_itself(rec), [c[2:] for c in rec[2] if c.startswith("s:") and "." not in c and c[2:] in names]
 
 
 def _runs_backward(index, forward, depth: int = 3) -> bool:

@@ -306,7 +306,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     if any(w in text for w in words):
         matcher = JitMatcher(index, tuple(jit_decorators))
 
-        lines = []  # the file's lines, split when the first entry is labelled (most files that name a jit word have none)
+        lines = []  # split when the first entry is labelled (most files that name a jit word have none)
 
         def label(node) -> str:
             if not lines:
@@ -754,8 +754,9 @@ class ProjectIndex:
         default does not follow a model's forward into their module-level functions from another module: those
         slice and gather batches for the loop (sentence-transformers' gradcache.py), they are not the model's
         helpers. A model's own module, and its classes' methods, are followed as before."""
-        return frozenset(mod for mod, s in self.modules.items() if any(
-            _runs_the_loop(qual, rec) for qual, rec in s["functions"].items()) and not is_test_file(self.rel(s["path"])))
+        return frozenset(mod for mod, s in self.modules.items()
+                         if any(_runs_the_loop(qual, rec) for qual, rec in s["functions"].items())
+                         and not is_test_file(self.rel(s["path"])))
 
     def _composed(self) -> set[tuple[str, str]]:
         """Classes the project puts in a transform pipeline (``Compose([RandomFlip(), ...])``)."""

@@ -27,6 +27,9 @@ from ..static.children import child_fields, own_statements
 from ..static.module_index import dotted_name, strip_self_returning
 
 _FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
+_Name, _Attribute, _Subscript, _Call = ast.Name, ast.Attribute, ast.Subscript, ast.Call
+_Assign, _Expr = ast.Assign, ast.Expr
+_SELF = frozenset({"self", "cls"})
 _LEAVES = frozenset({ast.Name, ast.Constant, type(None), ast.Pass, ast.Break, ast.Continue})
 # Annotation wrappers that say "this or nothing": their arguments are the value's classes.
 _WRAPPERS = frozenset({"Optional", "Union", "Final", "Annotated", "ClassVar"})
@@ -71,12 +74,32 @@ def _is_self(node) -> bool:
     return isinstance(node, ast.Name) and node.id in ("self", "cls")
 
 
+# The key on a function node where function_facts says whether the function may store into self.<attr> (False:
+# it walked every statement and saw no such store). Its walk of a method then answers held_classes (submodules.py).
+SELF_STORES = "_thunder_self_stores"
+
+
+def stores_in_self(targets) -> bool:
+    """Does any target store into ``self.<attr>`` (or ``self.<attr>[key]``)?"""
+    for t in targets:
+        if type(t) is _Subscript:
+            t = t.value
+        if type(t) is _Attribute and type(t.value) is _Name and t.value.id == "self":
+            return True
+    return False
+
+
 def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[str], dict[str, list[str]], list[str]]:
     """(calls, ``self.<attr>`` names read, attr -> classes ``isinstance(self.attr, C)`` narrows it to, what it
     returns) of a function, nested functions and lambdas included, in one walk; lists sorted (the summary
     is compared and cached). ``compiling_checks``: the file names an ``is_compiling()``-like check (else no
     ``if`` needs asking). Code a compiler never traces is left out: the eager branch of an ``if`` on
-    ``is_compiling()``, the body of a nested function under ``@torch.compiler.disable``."""
+    ``is_compiling()``, the body of a nested function under ``@torch.compiler.disable``.
+
+    The walk runs once per function of every linted file (half of a summary's time): the frequent nodes
+    (attribute chains, calls, assignments) are taken apart inline, a chain's names are never pushed, and a
+    call's reference is spelled while its callee's chain is walked, once (the order nodes are met in is no
+    fact: every answer is a set, sorted)."""
     types: dict[str, list[str]] = {}  # local name -> the classes the function says it holds
     args = fn.args
     for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
@@ -84,65 +107,98 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
             classes = annotation_classes(a.annotation)
             if classes:
                 types.setdefault(a.arg, []).extend(classes)
-    funcs = []  # call targets, classified once every local's type is known
+    named = []  # `name(...)`: a call, or the forward of a value of a stated class (known once the walk is done)
+    on_name = []  # (name, method) of `name.method(...)`: likewise
     attrs: set[str] = set()
     calls: set[str] = set()
     narrowed: dict[str, list[str]] = {}
     bound: dict[str, list[str]] = {}  # local -> callees of `local = Callee(...)`
     rets = []  # return statements, of fn and of the functions nested in it (told apart by line)
+    stores = False  # an assignment to self.<attr> (or self.<attr>[k]) seen, or a statement left unseen
     nested_spans = []
-    fields = {}  # node type -> its child fields (children.py), looked up once per type
     stack = list(fn.body)  # (the decorators and defaults run where the function is defined)
+    pop, push, extend = stack.pop, stack.append, stack.extend
     # after `if torch.compiler.is_compiling(): ... return`, the rest of the block runs only eagerly
     eager_after = after_compiling_returns(fn) if compiling_checks else ()
     while stack:
-        node = stack.pop()
+        node = pop()
         t = type(node)
-        if t in _LEAVES:  # names and constants (four nodes in ten), and a dict's ** entry's missing key
+        if t in _LEAVES:  # names and constants, and a dict's ** entry's missing key
             continue
         if eager_after and isinstance(node, ast.stmt) and any(
                 lo <= (node.lineno, node.col_offset) <= hi for lo, hi in eager_after):
+            stores = True  # (not seen: it may store)
             continue
-        if t is ast.Attribute:
+        if t is _Attribute:  # `a.b.c` (not called): down the chain to its root; `self.x` reads x
             value = node.value
-            if type(value) is ast.Name and value.id in ("self", "cls"):
-                attrs.add(node.attr)
-                continue
-            stack.append(value)
+            while type(value) is _Attribute:
+                node = value
+                value = node.value
+            if type(value) is _Name:
+                if value.id in _SELF:
+                    attrs.add(node.attr)
+            else:
+                push(value)
             continue
-        if t is ast.Call:
+        if t is _Call:
             func = node.func
-            funcs.append(func)
-            for arg in node.args:
-                if type(arg) is ast.Attribute and _is_self(arg.value):
+            tf = type(func)
+            if tf is _Name:
+                named.append(func.id)
+                if func.id == "isinstance":
+                    got = isinstance_classes(node)
+                    if got and isinstance(got[0], ast.Attribute) and _is_self(got[0].value):
+                        narrowed.setdefault(got[0].attr, []).extend(got[1])
+                    elif got and isinstance(got[0], ast.Name):
+                        types.setdefault(got[0].id, []).extend(got[1])
+            elif tf is _Attribute:
+                _callee(func, calls, on_name, attrs, push)
+            else:  # `f(x)(y)`, `fns[i](x)`: no reference, its parts are walked
+                push(func)
+            node_args = node.args
+            for arg in node_args:
+                if type(arg) is _Attribute and _is_self(arg.value):
                     if eager_decorator(node):
                         break  # torch.compiler.disable(self.log)(x): run eagerly, not reached
                     calls.add(f"s:{arg.attr}")  # checkpoint(self._forward, x), map(self.block, xs)
-            got = isinstance_classes(node) if type(func) is ast.Name and func.id == "isinstance" else None
-            if got and isinstance(got[0], ast.Attribute) and _is_self(got[0].value):
-                narrowed.setdefault(got[0].attr, []).extend(got[1])
-            elif got and isinstance(got[0], ast.Name):
-                types.setdefault(got[0].id, []).extend(got[1])
-        elif t is ast.Assign:
-            target = node.targets[0]
-            if type(target) is ast.Attribute and _is_self(target.value) and type(node.value) is ast.Call and eager_decorator(node.value):
+            extend(node_args)
+            for kw in node.keywords:
+                push(kw.value)
+            continue
+        if t is _Assign:
+            targets = node.targets
+            target = targets[0]
+            value = node.value
+            tt = type(target)
+            if tt is _Attribute and type(value) is _Call and _is_self(target.value) and eager_decorator(value):
                 calls.add(f"x:{target.attr}")  # self.fn = torch.compiler.disable(self.fn): self.fn runs eagerly
-            if len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
-                value = strip_self_returning(node.value)
-                name = dotted_name(value.func) if type(value) is ast.Call else None
+            if not stores:
+                stores = stores_in_self(targets)
+            if tt is _Name and len(targets) == 1:
+                made = strip_self_returning(value)
+                name = dotted_name(made.func) if type(made) is _Call else None
                 if name:
-                    bound.setdefault(node.targets[0].id, []).append(name)
+                    bound.setdefault(target.id, []).append(name)
                     if name.rsplit(".", 1)[-1][:1].isupper():  # a class by convention: `block = Block(d)`
-                        types.setdefault(node.targets[0].id, []).append(name)
-        elif t is ast.AnnAssign:
-            if type(node.target) is ast.Name:
+                        types.setdefault(target.id, []).append(name)
+            extend(targets)
+            push(value)
+            continue
+        if t is _Expr:
+            push(node.value)
+            continue
+        if t is ast.AnnAssign:
+            if type(node.target) is _Name:
                 types.setdefault(node.target.id, []).extend(annotation_classes(node.annotation))
+            elif not stores:
+                stores = stores_in_self((node.target,))
         elif t is ast.If:
             spans = eager_only_spans(None, [node]) if compiling_checks else None
             if spans:
+                stores = True  # (the eager branch is not walked: it may store)
                 eager_body = bool(node.body) and (node.body[0].lineno, node.body[0].col_offset) == spans[0][0]
-                stack.append(node.test)
-                stack.extend(node.orelse if eager_body else node.body)
+                push(node.test)
+                extend(node.orelse if eager_body else node.body)
                 continue
         elif t is ast.Return:
             if node.value is not None:
@@ -150,21 +206,70 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
         elif t in _FUNC:
             nested_spans.append((node.lineno, node.end_lineno))
             if any(eager_decorator(d) for d in node.decorator_list):
+                stores = True
                 continue
-        names = fields.get(t)
-        if names is None:
-            names = fields[t] = child_fields(t)
-        for f in names:
+        for f in child_fields(t):
             v = getattr(node, f)
             if type(v) is list:
-                stack.extend(v)
+                extend(v)
             elif v is not None:
-                stack.append(v)
-    for func in funcs:
-        calls.update(_call_refs(func, types))
+                push(v)
+    for name in set(named):
+        got = types.get(name)
+        if got is not None:
+            calls.update([f"t:{c}:forward" for c in got])
+        else:
+            calls.add(f"f:{name}")
+    for name, meth in set(on_name):
+        got = types.get(name)
+        if got is not None:
+            calls.update([f"t:{c}:{meth}" for c in got])
+        else:
+            calls.add(f"f:{name}.{meth}")
+    # held_classes reads a method other than __init__ only for its stores into self.<attr>: it skips one with none
+    fn.__dict__[SELF_STORES] = stores
     own = [r for r in rets if not any(lo <= r.lineno <= hi for lo, hi in nested_spans)]
     return (sorted(calls), sorted(attrs), {k: sorted(set(v)) for k, v in sorted(narrowed.items())},
             _returned(fn, own, bound))
+
+
+def _callee(func, calls: set, on_name: list, attrs: set, push) -> None:
+    """The reference of a call of ``func`` (an attribute chain), and the walk's part of the chain: ``self.x.m``
+    reads ``x``; a root that is no name (``f(x).m``, ``x[0].m``) is walked on."""
+    meth = func.attr
+    value = func.value
+    tv = type(value)
+    if tv is _Name:
+        if value.id in _SELF:
+            attrs.add(meth)
+            calls.add(f"s:{meth}")
+        else:
+            on_name.append((value.id, meth))  # a value of a stated class, or a module's function
+        return
+    if tv is not _Attribute:
+        if tv is _Call and type(value.func) is _Name and value.func.id == "super":
+            calls.add(f"p:{meth}")
+        push(value)
+        return
+    inner = value.value
+    if type(inner) is _Name and inner.id in _SELF:
+        attrs.add(value.attr)
+        calls.add(f"s:{value.attr}.{meth}")
+        return
+    parts = [meth, value.attr]
+    node = value
+    while type(inner) is _Attribute:
+        parts.append(inner.attr)
+        node = inner
+        inner = inner.value
+    if type(inner) is _Name:
+        if inner.id in _SELF:
+            attrs.add(node.attr)
+        parts.append(inner.id)
+        parts.reverse()
+        calls.add("f:" + ".".join(parts))
+    else:
+        push(inner)
 
 
 def _returned(fn, returns, bound) -> list[str]:
@@ -185,26 +290,6 @@ def _returned(fn, returns, bound) -> list[str]:
                 out.append(f"def:{value.id}")
             out.extend(bound.get(value.id, ()))
     return sorted(set(out))
-
-
-def _call_refs(func, types) -> list[str]:
-    if isinstance(func, ast.Name):
-        if func.id in types:
-            return [f"t:{c}:forward" for c in types[func.id]]
-        return [f"f:{func.id}"]
-    if not isinstance(func, ast.Attribute):
-        return []
-    value = func.value
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
-        return [f"p:{func.attr}"]
-    if _is_self(value):
-        return [f"s:{func.attr}"]
-    if isinstance(value, ast.Attribute) and _is_self(value.value):
-        return [f"s:{value.attr}.{func.attr}"]
-    if isinstance(value, ast.Name) and value.id in types:
-        return [f"t:{c}:{func.attr}" for c in types[value.id]]
-    name = dotted_name(func)
-    return [f"f:{name}"] if name else []
 
 
 def scope_statements(scope):

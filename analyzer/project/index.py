@@ -284,10 +284,12 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
         i = bisect.bisect_left(check_lines, first) if check_lines else 0
         here = check_lines is None or (i < len(check_lines) and check_lines[i] <= node.end_lineno)
         calls, attrs, narrows, returns = function_facts(node, checks and here)
-        eager = next((k for k in (eager_decorator(d, index.resolve, disablers) for d in info.node.decorator_list) if k), "")
-        # decorators from other modules (`from .utils import no_compile`): the index asks their modules
-        decorators = [] if eager else sorted({n for n in (dotted_name(d.func if isinstance(d, ast.Call) else d)
-                                                          for d in info.node.decorator_list) if n and n in index.imports})
+        eager, decorators = "", []
+        if node.decorator_list:
+            eager = next((k for k in (eager_decorator(d, index.resolve, disablers) for d in node.decorator_list) if k), "")
+            # decorators from other modules (`from .utils import no_compile`): the index asks their modules
+            decorators = [] if eager else sorted({n for n in (dotted_name(d.func if isinstance(d, ast.Call) else d)
+                                                              for d in node.decorator_list) if n and n in index.imports})
         functions[info.qualname] = [info.node.lineno, info.node.end_lineno, calls, attrs, returns, eager, decorators]
         if info.class_node is not None and narrows:
             for attr, refs in narrows.items():
@@ -304,9 +306,11 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     if any(w in text for w in words):
         matcher = JitMatcher(index, tuple(jit_decorators))
 
-        lines = _ast_line_ends(text).split("\n")  # (only a file that names a jit word has entries to label)
+        lines = []  # split when the first entry is labelled (most files that name a jit word have none)
 
         def label(node) -> str:
+            if not lines:
+                lines.extend(_ast_line_ends(text).split("\n"))
             line = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
             if node.end_lineno == node.lineno:  # ast columns count UTF-8 bytes
                 seg = line.encode("utf-8", "surrogatepass")[node.col_offset : node.end_col_offset].decode("utf-8", "replace")
@@ -401,12 +405,14 @@ def _runs_the_loop(qual: str, rec) -> bool:
     name = qual.rsplit(".", 1)[-1]
     if name == "backward" or name.startswith("test") or len(rec) < 3:
         return False
-    return any(trains(c) and not c.endswith("zero_grad") for c in rec[2])
+    # (such a call ends in "backward": one search of the joined calls rules most functions out)
+    return "backward" in "\n".join(rec[2]) and any(trains(c) and not c.endswith("zero_grad") for c in rec[2])
 
 
 class ProjectIndex:
     def __init__(self, summaries: list[dict], root: str = ".", assume_compiled=None, target: str = "any", texts=None):
         self.root = os.path.abspath(root)
+        self._rel: dict[str, str] = {}  # path -> rel(path)
         self._lines: dict[str, list[str]] = {}  # path -> its lines, read when a function there is reached
         self._asked: set[str] = set()  # the files whose text the build asked for (what it says depends on it)
         for path, text in (texts or {}).items():
@@ -431,8 +437,12 @@ class ProjectIndex:
         self._reach_cache: dict[tuple[str, str], list] = {}
         self._trees: dict[str, ast.Module | None] = {}
         self._renames: dict[str, str] = {}
-        self._eager_attr_cache: dict[tuple[str, str], frozenset] = {}
+        # (module, class) -> the attributes its methods bind to a disable; module -> its functions that bind any
+        self._eager_attr_cache: dict = {}
         self._renames = self._own_names()
+        # the names of every method of the project's classes (`A.fit` -> "fit"): what no class has is no method
+        self._method_names = frozenset(q.rsplit(".", 1)[-1] for s in self.modules.values() for q in s["functions"]
+                                       if "." in q)
         # Lookups the walks repeat thousands of times (a base class's methods, what an import names), each a pure
         # function of the summaries: answered once (the build is then linear in the project, not in its walks).
         self._memo: dict[tuple, object] = {}
@@ -521,11 +531,18 @@ class ProjectIndex:
             return module, ref
         if head in s["imports"]:
             origin = s["imports"][head] + ("." + tail if tail else "")
-            return self._split(origin)
+            key = ("split", origin)  # (every module that imports torch.nn asks of torch.nn.Linear)
+            try:
+                return self._memo[key]
+            except KeyError:
+                got = self._memo[key] = self._split(origin)
+                return got
         return None
 
     def _method(self, module: str, cls: str, name: str, depth: int = 0) -> tuple[str, str] | None:
         """The class's own method ``name`` or the one it inherits (bases followed across modules)."""
+        if name not in self._method_names:
+            return None  # no class of the project has a method of that name (`self.dropout(x)`: a submodule)
         key = ("m", module, cls, name, depth)  # (depth cuts the walk off: part of the answer's key)
         try:
             return self._memo[key]
@@ -579,10 +596,14 @@ class ProjectIndex:
 
     # Building.
     def rel(self, path: str) -> str:
-        try:
-            return os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
-        except ValueError:
-            return path
+        got = self._rel.get(path)
+        if got is None:
+            try:
+                got = os.path.relpath(os.path.abspath(path), self.root).replace(os.sep, "/")
+            except ValueError:
+                got = path
+            self._rel[path] = got
+        return got
 
     def _build(self) -> None:
         pending = []  # (module, qualname, Compiled, depth)
@@ -639,17 +660,19 @@ class ProjectIndex:
             # module's forward (and what it reaches) as compiled, saying so.
             compiler = self.target if self.target != "any" else "unknown"
             composed = self._composed()
-            runners = self._parts_compilers()
+            owners = {(mod, qual.rsplit(".", 1)[0]) for mod, qual in self._parts_compilers()}
+            assumed = False  # some module's forward is linted as compiled
             for mod, s in self.modules.items():
                 for cls in s["classes"]:
                     if f"{cls}.forward" in s["functions"] and is_module_class(self, mod, cls):
-                        why = data_pipeline(self, mod, cls, composed) or self._compiles_its_parts(mod, cls, runners)
+                        why = data_pipeline(self, mod, cls, composed) or self._compiles_its_parts(mod, cls, owners)
                         if why:
                             self.pipelines.append((self.rel(s["path"]), cls, why))
                             continue
                         pending.append(((mod, f"{cls}.forward"), Compiled(compiler, False, f"if `{cls}` is compiled", True), 0))
-                        # said only where it changes something: there is a module to lint as compiled
-                        self.library_default = self._why_default(bool(deciding))
+                        assumed = True
+            if assumed:  # said only where it changes something: there is a module to lint as compiled
+                self.library_default = self._why_default(bool(deciding))
             if self.library_default and self.pipelines:
                 n = len(self.pipelines)
                 first = ", ".join(f"`{c}`" for _, c, _ in sorted(self.pipelines)[:3])
@@ -662,6 +685,7 @@ class ProjectIndex:
         compilers: dict[tuple[str, str], set] = {}
         machinery = self._training_modules() if self.library_default else frozenset()
         for rank, (root, how, _) in enumerate(pending):
+            reached_how = None  # `how` for what the entry point reaches (made once per entry point)
             seen = {root}
             stack = [(root, 0)]
             while stack:
@@ -673,7 +697,9 @@ class ProjectIndex:
                 if eager:
                     pass  # disable(recursive=False): its own frame runs eagerly, what it calls is compiled
                 elif where not in best or key < best[where][0]:
-                    best[where] = (key, how if depth == 0 else replace(how, entry=False))
+                    if depth and reached_how is None:
+                        reached_how = replace(how, entry=False)
+                    best[where] = (key, reached_how if depth else how)
                 if not how.assumed and not eager:
                     compilers.setdefault(where, set()).add(how.compiler)
                 if depth < REACH_DEPTH:
@@ -701,10 +727,10 @@ class ProjectIndex:
                         out.append((mod, qual))
         return sorted(set(out))
 
-    def _compiles_its_parts(self, module: str, cls: str, runners) -> str:
+    def _compiles_its_parts(self, module: str, cls: str, owners: set) -> str:
         """A module class that compiles the modules it holds (itself or through a base's method) runs compiled
-        parts: its own forward is not what its users compile (an inference interface, a runner)."""
-        owners = {(mod, qual.rsplit(".", 1)[0]) for mod, qual in runners}
+        parts: its own forward is not what its users compile (an inference interface, a runner). ``owners``: the
+        classes of the methods that compile what their class holds (_parts_compilers)."""
         if owners and self._inherits(module, cls, owners):
             return "compiles the modules it holds"
         return ""
@@ -728,8 +754,9 @@ class ProjectIndex:
         default does not follow a model's forward into their module-level functions from another module: those
         slice and gather batches for the loop (sentence-transformers' gradcache.py), they are not the model's
         helpers. A model's own module, and its classes' methods, are followed as before."""
-        return frozenset(mod for mod, s in self.modules.items() if not is_test_file(self.rel(s["path"])) and any(
-            _runs_the_loop(qual, rec) for qual, rec in s["functions"].items()))
+        return frozenset(mod for mod, s in self.modules.items()
+                         if any(_runs_the_loop(qual, rec) for qual, rec in s["functions"].items())
+                         and not is_test_file(self.rel(s["path"])))
 
     def _composed(self) -> set[tuple[str, str]]:
         """Classes the project puts in a transform pipeline (``Compose([RandomFlip(), ...])``)."""
@@ -879,9 +906,13 @@ class ProjectIndex:
         key = (module, cls)
         got = self._eager_attr_cache.get(key)
         if got is None:
+            binds = self._eager_attr_cache.get(module)
+            if binds is None:  # the module's functions that bind one, found once (few do: most modules have none)
+                binds = self._eager_attr_cache[module] = [
+                    (qual, [c[2:] for c in rec[2] if c.startswith("x:")]) for qual, rec in
+                    self.modules[module]["functions"].items() if "x:" in "\n".join(rec[2])]
             prefix = cls + "."
-            got = frozenset(c[2:] for qual, rec in self.modules[module]["functions"].items()
-                            if qual.startswith(prefix) for c in rec[2] if c.startswith("x:"))
+            got = frozenset(a for qual, attrs in binds if qual.startswith(prefix) for a in attrs)
             self._eager_attr_cache[key] = got
         return got
 
@@ -918,13 +949,14 @@ class ProjectIndex:
         cls = qual.rsplit(".", 1)[0] if "." in qual else None
         subs = self._submodule_classes(module, cls) if cls else {}
         eager_attrs = self._eager_attrs(module, cls) if cls else ()
+        methods = self._method_names  # (a method of a name no class has is none: asked of no class)
         for call in calls:
             kind, _, ref = call.partition(":")
             if kind == "s":  # self.name(...) / self.attr.meth(...)
                 if cls is None:
                     continue
                 attr, _, meth = ref.partition(".")
-                if attr in eager_attrs:
+                if attr in eager_attrs or (meth or attr) not in methods:
                     continue
                 if meth:
                     for sub in subs.get(attr, ()):
@@ -936,7 +968,7 @@ class ProjectIndex:
                 if found:
                     out.append(found)
             elif kind == "p":  # super().meth(...): the first base that has it
-                info = self._class_info(module, cls) if cls else None
+                info = self._class_info(module, cls) if cls and ref in methods else None
                 for base in info[0] if info else ():
                     where = self.resolve(module, base)
                     found = where and self._class_info(*where) is not None and self._method(where[0], where[1], ref)
@@ -945,6 +977,8 @@ class ProjectIndex:
                         break
             elif kind == "t":  # a method of a value of a stated class (annotation, isinstance, `v = C(...)`)
                 cref, _, meth = ref.rpartition(":")
+                if meth not in methods:
+                    continue  # (`t:torch.Tensor:view`: most are of other libraries' classes)
                 where = self.resolve(module, cref)
                 if where and self._class_info(*where) is not None:
                     found = self._method(where[0], where[1], meth)

@@ -13,52 +13,52 @@ import ast
 
 from ..static.children import nested_statements
 from ..static.module_index import dotted_name, strip_self_returning
+from .calls import SELF_STORES, annotation_classes, stores_in_self
 
 _CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "ParameterList", "list", "tuple", "dict",
                          "OrderedDict"})
 _GROWING = frozenset({"append", "extend", "insert", "add_module", "register_module", "update"})
+_SEQUENCES = frozenset({ast.List, ast.Tuple, ast.Set})
+_COMPREHENSIONS = frozenset({ast.ListComp, ast.GeneratorExp, ast.SetComp})
+_Name, _Attribute, _Subscript, _Call = ast.Name, ast.Attribute, ast.Subscript, ast.Call
 
 
 def instance_classes(value, local_lists=None) -> list[str]:
     """Class references an expression instantiates: ``Block(d)``, containers of them at any depth, and the
     local lists (``*layers``) it unpacks, from ``local_lists`` (name -> classes appended to it)."""
     value = strip_self_returning(value)
-    if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
-        return [c for item in value.elts for c in instance_classes(item, local_lists)]
-    if isinstance(value, ast.Dict):
-        return [c for item in value.values for c in instance_classes(item, local_lists)]
-    if isinstance(value, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-        return instance_classes(value.elt, local_lists)
-    if isinstance(value, ast.DictComp):
-        return instance_classes(value.value, local_lists)
-    if isinstance(value, ast.Starred):
-        return instance_classes(value.value, local_lists)
-    if isinstance(value, ast.Name):
+    t = type(value)  # (dispatched by type, the most frequent first: met for every assignment of a constructor)
+    if t is _Call:
+        name = dotted_name(value.func)
+        if name is None:
+            return []
+        if name.rsplit(".", 1)[-1] in _CONTAINERS:
+            out = []
+            for arg in value.args:
+                out.extend(instance_classes(arg, local_lists))
+            for kw in value.keywords:
+                out.extend(instance_classes(kw.value, local_lists))
+            return out
+        return [name]
+    if t is _Name:
         return list((local_lists or {}).get(value.id, ()))
-    if isinstance(value, ast.IfExp):
+    if t in _SEQUENCES:
+        return [c for item in value.elts for c in instance_classes(item, local_lists)]
+    if t is ast.Dict:
+        return [c for item in value.values for c in instance_classes(item, local_lists)]
+    if t in _COMPREHENSIONS:
+        return instance_classes(value.elt, local_lists)
+    if t is ast.DictComp or t is ast.Starred:
+        return instance_classes(value.value, local_lists)
+    if t is ast.IfExp:
         return instance_classes(value.body, local_lists) + instance_classes(value.orelse, local_lists)
-    if not isinstance(value, ast.Call):
-        return []
-    name = dotted_name(value.func)
-    if name is None:
-        return []
-    if name.rsplit(".", 1)[-1] in _CONTAINERS:
-        out = []
-        for arg in value.args:
-            out.extend(instance_classes(arg, local_lists))
-        for kw in value.keywords:
-            out.extend(instance_classes(kw.value, local_lists))
-        return out
-    return [name]
+    return []
 
 
-def _statements(body):
-    """Every statement of a function body, nested blocks included, in source order."""
-    stack = list(reversed(body))
-    while stack:
-        s = stack.pop()
-        yield s
-        stack.extend(reversed(nested_statements(s)))
+_Assign, _AnnAssign, _AugAssign, _Expr = ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr
+# Statements that hold no statements (most of them): nothing to descend into.
+_NO_BLOCKS = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass, ast.Break,
+                        ast.Continue, ast.Delete, ast.Assert, ast.Nonlocal, ast.Global, ast.Import, ast.ImportFrom})
 
 
 def _self_attr(node) -> str | None:
@@ -70,18 +70,11 @@ def _self_attr(node) -> str | None:
     return None
 
 
-def _self_target(s) -> bool:
-    targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-    return any(_self_attr(t) is not None for t in targets)
-
-
 def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
     """attr -> class references the class's methods store into ``self.<attr>`` (directly, in containers, or
     by growing a container it holds: ``__init__`` or any other method, as ``setup_caches`` assigns
     ``self.kv_cache = KVCache(...)``), or that an annotation states (``self.kv_cache: KVCache | None = None``,
     ``kv_cache: Optional[KVCache]`` in the class body); ``add_module("name", X())`` holds X under "name"."""
-    from .calls import annotation_classes
-
     out: dict[str, list[str]] = {}
     for stmt in cls.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
@@ -91,25 +84,41 @@ def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
             continue
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        local_lists: dict[str, list[str]] = {}
         init = stmt.name == "__init__"
-        for s in _statements(stmt.body):
-            if not init and not (type(s) in (ast.Assign, ast.AnnAssign) and _self_target(s)):
+        if not init and stmt.__dict__.get(SELF_STORES) is False:
+            continue  # (function_facts walked it all and saw no store into self.<attr>)
+        local_lists: dict[str, list[str]] = {}
+        # every statement of the method, nested blocks included, in source order (``local_lists`` grows in it)
+        stack = stmt.body[::-1]
+        while stack:
+            s = stack.pop()
+            kind = type(s)
+            if kind not in _NO_BLOCKS:
+                stack.extend(reversed(nested_statements(s)))
+                continue
+            if init:
+                if kind is not _Assign and kind is not _AnnAssign and kind is not _AugAssign and kind is not _Expr:
+                    continue
+            elif kind is _Assign:
+                if not stores_in_self(s.targets):
+                    continue
+            elif kind is not _AnnAssign or not stores_in_self((s.target,)):
                 continue  # other methods: only what they store in self.<attr> (`self.kv_cache = KVCache()`)
-            if isinstance(s, ast.AnnAssign):
+            if kind is _AnnAssign:
                 attr = _self_attr(s.target)
                 if attr is not None:
                     out.setdefault(attr, []).extend(annotation_classes(s.annotation))
-            if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and s.value is not None:
-                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-                for t in targets:
+            if kind is not _Expr:
+                if s.value is None:
+                    continue
+                for t in (s.targets if kind is _Assign else [s.target]):
                     attr = _self_attr(t)
                     classes = instance_classes(s.value, local_lists)
                     if attr is not None and classes:
                         out.setdefault(attr, []).extend(classes)
-                    elif isinstance(t, ast.Name) and classes:
+                    elif type(t) is _Name and classes:
                         local_lists.setdefault(t.id, []).extend(classes)
-            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            elif type(s.value) is _Call:
                 call = s.value
                 func = call.func
                 if not (isinstance(func, ast.Attribute) and func.attr in _GROWING):

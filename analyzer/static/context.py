@@ -94,6 +94,17 @@ class FileContext:
     def functions_with_lines(self, *line_sets: list[int]) -> list[FunctionInfo]:
         """Functions whose span holds at least one line from every set."""
         out = []
+        if len(line_sets) == 1:  # (what every caller asks: one bisection per function, inline)
+            lines = line_sets[0]
+            if not lines:
+                return out
+            count, left = len(lines), bisect.bisect_left
+            for info in self.index.functions:
+                n = info.node
+                i = left(lines, n.lineno)
+                if i < count and lines[i] <= n.end_lineno:
+                    out.append(info)
+            return out
         for info in self.index.functions:
             n = info.node
             if all(prefilter.any_in_range(lines, n.lineno, n.end_lineno) for lines in line_sets):

@@ -286,8 +286,11 @@ class _Facts:
         text = self.ctx.source.text
         self._stores, self._calls, self._setattr = {}, None, []
         # the dot first, then the look back at `self.`: a pattern that starts with a literal is searched for that
-        # character in C; one that starts with a look-behind is tried at every position of the text (4x slower)
-        for line, m in _numbered(text, re.finditer(r"\.(?<!\bself\.)\s*(\w+)\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)", text)):
+        # character in C; one that starts with a look-behind is tried at every position of the text (4x slower).
+        # The name and the spaces are taken whole (`++`, `*+`): no shorter name can be followed by what follows a name
+        # (an operator, `=`, `(`), and giving back one character at a time after each of the file's dots was 2/3 of
+        # the search.
+        for line, m in _numbered(text, re.finditer(r"\.(?<!\bself\.)\s*+(\w++)\s*+(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)", text)):
             self._stores.setdefault(m.group(1), set()).add(line)
         self._setattr = {line for line, _ in _numbered(text, re.finditer(r"\bsetattr\s*\(", text))} \
             if "setattr" in text else set()
@@ -297,7 +300,7 @@ class _Facts:
         if self._calls is None:
             self._calls = {}
             text = self.ctx.source.text
-            for line, m in _numbered(text, re.finditer(r"\.\s*(\w+)\s*\(", text)):
+            for line, m in _numbered(text, re.finditer(r"\.\s*+(\w++)\s*+\(", text)):
                 self._calls.setdefault(m.group(1), set()).add(line)
         return self._calls.get(method, set())
 

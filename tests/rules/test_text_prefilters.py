@@ -33,10 +33,14 @@ def test_rewritten_patterns_answer_as_the_plain_ones(text):
     assert bool(JIT_TEXT.search(text)) == bool(PLAIN_JIT.search(text))
     from rules import tl205_module_state
 
-    store = re.compile(r"\.(?<!\bself\.)\s*(\w+)\s*(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)")
+    store = re.compile(r"\.(?<!\bself\.)\s*+(\w++)\s*+(?:[-+*/%@&|^]|//|\*\*|<<|>>)?=(?!=)")
     assert [(m.start(), m.group(1)) for m in store.finditer(text)] == \
         [(m.start(), m.group(1)) for m in PLAIN_STORE.finditer(text)]
     assert store.pattern in Path(tl205_module_state.__file__).read_text()  # the pattern TL205 uses
+    calls = re.compile(r"\.\s*+(\w++)\s*+\(")
+    assert [(m.start(), m.group(1)) for m in calls.finditer(text)] == \
+        [(m.start(), m.group(1)) for m in re.finditer(r"\.\s*(\w+)\s*\(", text)]
+    assert calls.pattern in Path(tl205_module_state.__file__).read_text()
 
 
 @pytest.mark.parametrize("text", _texts(), ids=range(len(_texts())))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 import bisect
 from functools import cached_property
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add
 
 from . import prefilter
 from .flow import FunctionFacts, build_facts
@@ -156,7 +157,7 @@ class FileContext:
             lines = self.source.lines
             text = self.source.text if "\r" not in self.source.text else "\n".join(lines)
             starts = [0]
-            starts.extend(accumulate(len(line) + 1 for line in lines))
+            starts.extend(accumulate(map(add, map(len, lines), repeat(1))))  # (each line's length + 1, summed in C)
             got = self.__dict__["_starts"] = (text, starts)
         return got
 

@@ -141,6 +141,9 @@ def fast_walk(node):
 
 
 _STMT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+# Statements that hold no statement list (most of a method's): no field to look for.
+_NO_BLOCKS = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass, ast.Break,
+                        ast.Continue, ast.Delete, ast.Assert, ast.Nonlocal, ast.Global, ast.Import, ast.ImportFrom})
 
 
 def _statements_and_calls(func):
@@ -177,17 +180,30 @@ def class_state(cls: ast.ClassDef, classes: dict) -> ClassState:
             continue
         saved = state.saved.setdefault(name, {})
         stores = []
-        for node in _statements_and_calls(func):
+        # _statements_and_calls(func), inline: each statement, then the call that is its whole value
+        stack = func.body[::-1]
+        while stack:
+            node = stack.pop()
             t = type(node)
             if t is ast.Assign or t is ast.AugAssign or t is ast.AnnAssign:
                 targets = node.targets if t is ast.Assign else [node.target]
                 if t is ast.Assign and len(targets) == 1 and type(targets[0]) is ast.Name and is_self_attr(node.value, me):
                     saved[targets[0].id] = node.value.attr  # `tmp = self.x`: put back later, no change
                 for target in targets:
+                    if type(target) is ast.Attribute:  # (a plain `self.x = v`: its only leaf)
+                        if is_self_attr(target, me):
+                            stores.append((node, target, len(targets) == 1))
+                        continue
                     for leaf in _leaves(target):
                         if is_self_attr(leaf, me):
                             stores.append((node, leaf, leaf is target and len(targets) == 1))
-            elif t is ast.Call and type(node.func) is ast.Attribute:
+            if t not in _NO_BLOCKS:
+                for field_name in _STMT_LISTS:
+                    block = getattr(node, field_name, None)
+                    if type(block) is list:
+                        stack.extend(block[::-1])
+            node = getattr(node, "value", None)
+            if type(node) is ast.Call and type(node.func) is ast.Attribute:
                 f = node.func
                 if type(f.value) is ast.Name and f.value.id == me:
                     if f.attr in ("register_buffer", "register_parameter") and node.args:

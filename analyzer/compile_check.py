@@ -545,9 +545,11 @@ def _unit_may_fail(node, scope: int, header: bool) -> bool:
         roots = [node]
     # a def's or class's header holds annotations (and is evaluated in the enclosing scope)
     annotation = type(node) is ast.AnnAssign or (header and type(node) in (ast.FunctionDef, ast.ClassDef))
+    from rules.walks import nodes  # (here: parsing a file that needs no check loads no rule)
+
     comprehension = assigns_or_yields = False
     for root in roots:
-        for n in ast.walk(root):
+        for n in nodes(root):  # (ast.walk's nodes but the context and operator singletons, listed without a generator)
             t = type(n)
             if t is ast.Call:
                 if len(n.keywords) > 1:

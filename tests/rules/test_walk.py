@@ -113,3 +113,16 @@ def test_lines_with_counts_lines_as_ast_does_and_refuses_respelled_identifiers()
     assert lines_with("ﬁx()\n", "fix") is None
     assert lines_with("é = fix()  # café\n", "fix") == [1]  # non-ASCII, already normalized: searched
     assert lines_with("x = 1\n", "é") is None
+
+
+@pytest.mark.parametrize("path", SOURCES[:40], ids=lambda p: p.name)
+def test_tl205_source_order_from_the_shared_list_is_the_depth_first_one(path):
+    """TL205 sorts the nodes it looks at by position, from the breadth-first list the other rules share: the same
+    order as from its former depth-first walk (nodes starting at one place are an ancestor and its descendants)."""
+    from rules.tl205_module_state import _LOOKED_AT, _in_order
+    from rules.walks import preorder
+
+    tree = ast.parse(path.read_text())
+    for node in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+        depth_first = sorted(preorder(node, _LOOKED_AT), key=lambda n: (n.lineno, n.col_offset))
+        assert [id(n) for n in _in_order(node)] == [id(n) for n in depth_first]

@@ -9,7 +9,7 @@ from ._torch_api import compiling_checks_in, compiled_operands, eager_only_spans
 from ._values import DATA_READ_FUNCTIONS, Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
-from .walks import walk
+from .walks import nodes, walk
 
 _CONVERSIONS = frozenset({"bool", "int", "float"})
 
@@ -337,5 +337,5 @@ def _decides_on_tensor(values, test) -> bool:
 def _has_item(expr) -> bool:
     return any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("item", "tolist", "numpy")
-        for n in ast.walk(expr)
+        for n in nodes(expr)  # (ast.walk's nodes but the singletons, listed without a generator)
     )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .children import nested_statements, own_statements
 from .module_index import FunctionInfo, ModuleIndex, strip_self_returning
 from .prefilter import matching_lines
+from rules.walks import nodes  # (ast.walk without its generator: shared with the rules)
 
 JIT_ENTRY_POINTS = frozenset(
     {
@@ -211,7 +212,7 @@ def find_jitted(text: str, index: ModuleIndex, extra_decorators: tuple[str, ...]
     for stmt in statements_on_lines(index.tree, lines):
         roots = list(_header_nodes(stmt)) if hasattr(stmt, "body") else [stmt]
         for root in roots:
-            for node in ast.walk(root):
+            for node in nodes(root):  # (ast.walk's order, without its generator and the singletons)
                 if not isinstance(node, ast.Call):
                     continue
                 opts = matcher.jit_call_options(node)

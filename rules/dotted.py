@@ -27,8 +27,11 @@ def dotted_name(expr) -> str | None:
     t = type(expr)
     if t is _Name:
         return expr.id
-    if t is _Attribute and type(expr.value) is _Name:
-        return expr.value.id + "." + expr.attr
+    if t is _Attribute:
+        if type(expr.value) is _Name:
+            return expr.value.id + "." + expr.attr
+    elif not isinstance(expr, (_Name, _Attribute)):
+        return None  # a call, a subscript, a constant...
     parts = dotted_parts(expr)
     return ".".join(parts) if parts is not None else None
 

@@ -146,23 +146,6 @@ _NO_BLOCKS = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.
                         ast.Continue, ast.Delete, ast.Assert, ast.Nonlocal, ast.Global, ast.Import, ast.ImportFrom})
 
 
-def _statements_and_calls(func):
-    """The statements of ``func`` (nested blocks included, nested functions too) and the calls that are a
-    statement's whole value (``self._setup()``, ``x = self.helper(x)``, ``return self.step(x)``): what a class's
-    state needs, without visiting every expression of every method (the compiled ones are walked in full)."""
-    stack = list(reversed(func.body))
-    while stack:
-        stmt = stack.pop()
-        yield stmt
-        value = getattr(stmt, "value", None)
-        if type(value) is ast.Call:
-            yield value
-        for name in _STMT_LISTS:
-            block = getattr(stmt, name, None)
-            if type(block) is list:
-                stack.extend(reversed(block))
-
-
 def class_state(cls: ast.ClassDef, classes: dict) -> ClassState:
     state = ClassState(cls)
     for stmt in cls.body:
@@ -180,7 +163,9 @@ def class_state(cls: ast.ClassDef, classes: dict) -> ClassState:
             continue
         saved = state.saved.setdefault(name, {})
         stores = []
-        # _statements_and_calls(func), inline: each statement, then the call that is its whole value
+        # The method's statements (nested blocks, nested functions too) and the calls that are a statement's whole
+        # value (`self._setup()`, `x = self.helper(x)`, `return self.step(x)`): what a class's state needs, without
+        # visiting every expression of every method (the compiled ones are walked in full).
         stack = func.body[::-1]
         while stack:
             node = stack.pop()

@@ -282,12 +282,15 @@ def _data_read(ctx, values, call) -> str | None:
             return f"`.{func.attr}()`"
         if func.attr in ("equal", "allclose") and call.args and values.is_tensor(func.value, (call.lineno, call.col_offset)):
             return f"`.{func.attr}()`"
+        if func.attr not in _DATA_READ_LAST:
+            return None  # (resolving maps the first name only: `a.b.f` resolves to a name that ends in `.f`)
     name = ctx.resolve(func) or ""
     if name in DATA_READ_FUNCTIONS and not (isinstance(func, ast.Name) and values.facts.is_local(func.id)):
         return f"`{name}()`"
     return None
 
 
+_DATA_READ_LAST = frozenset(name.rsplit(".", 1)[-1] for name in DATA_READ_FUNCTIONS)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 

@@ -346,18 +346,20 @@ def _marked_lines(text: str, n_lines: int, reach: list, strings: list) -> bytear
     find_in, not_plain = _IN.search, _NOT_PLAIN.search
     line, last = 1, 0
     for m in _FOR.finditer(text):
+        start = m.start()
+        line += text.count("\n", last, start)
+        last = start
+        if inside[line]:
+            continue  # prose inside a docstring (a third of the `for`s of a documented library): no code
         end = m.end()
         target_end = find_in(text, end, end + 500)  # bounded: no `in` near (a long target) counts as not plain
         if target_end is None or not_plain(text, end, target_end.start()) is not None:
-            start = m.start()
             line_start = text.rfind("\n", 0, start) + 1
             if "#" in text[line_start:start]:
                 line_end = text.find("\n", start)
                 whole = text[line_start:line_end] if line_end >= 0 else text[line_start:]
                 if "'" not in whole and '"' not in whole:
                     continue  # in a comment (or a string's line that holds no code: no quote ends it there)
-            line += text.count("\n", last, start)
-            last = start
             if not in_string(line, start):
                 marked[line] = 1
                 found = True
@@ -543,9 +545,11 @@ def _unit_may_fail(node, scope: int, header: bool) -> bool:
         roots = [node]
     # a def's or class's header holds annotations (and is evaluated in the enclosing scope)
     annotation = type(node) is ast.AnnAssign or (header and type(node) in (ast.FunctionDef, ast.ClassDef))
+    from rules.walks import nodes  # (here: parsing a file that needs no check loads no rule)
+
     comprehension = assigns_or_yields = False
     for root in roots:
-        for n in ast.walk(root):
+        for n in nodes(root):  # (ast.walk's nodes but the context and operator singletons, listed without a generator)
             t = type(n)
             if t is ast.Call:
                 if len(n.keywords) > 1:

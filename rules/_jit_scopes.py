@@ -175,8 +175,17 @@ def free_reads(ctx, jit_scope):
     """(name node, kind, owner scope) for reads that leave the jitted function.
 
     kind is "global" (a module global that is not static), "closure" (a variable of an enclosing function
-    outside the jitted one). Each name is reported once per jitted function, at its first read.
+    outside the jitted one). Each name is reported once per jitted function, at its first read. Found once per
+    scope: TL201 and TL202 both ask.
     """
+    cache = ctx.__dict__.setdefault("_free_reads", {})
+    got = cache.get(id(jit_scope))
+    if got is None:
+        got = cache[id(jit_scope)] = (jit_scope, tuple(_free_reads(ctx, jit_scope)))
+    return got[1]  # (the scope is kept with its reads: its id is not reused while the file is linted)
+
+
+def _free_reads(ctx, jit_scope) -> list:
     seen = set()
     reads = []
     eager_only = eager_only_spans_of(ctx, jit_scope)

@@ -9,7 +9,7 @@ from ._tensor_attributes import TENSOR_ATTRIBUTES
 from ._torch_api import METADATA_ATTRIBUTES, METADATA_METHODS, is_none_check
 from .statements import nested_statements
 from .walks import line_roots, lines_with, nodes
-from .dotted import chain_root
+from .dotted import chain_root, dotted_name
 
 _SCALAR_ANNOTATIONS = frozenset({"int", "float", "complex", "SymInt", "SymFloat"})
 # torch.* functions that return Python values or objects, not tensors.
@@ -93,7 +93,8 @@ def _annotation_name(ann) -> str:
         return ann.id
     got = ann.__dict__.get("_thunder_unparsed")
     if got is None:
-        got = ann.__dict__["_thunder_unparsed"] = ast.unparse(ann)
+        # `torch.Tensor`: a dotted name unparses as its parts joined by dots
+        got = ann.__dict__["_thunder_unparsed"] = dotted_name(ann) or ast.unparse(ann)
     return got
 
 
@@ -114,7 +115,7 @@ def _loop_counter(name: str, loop) -> bool:
 
 def _tensor_names(ann):
     """The names in an annotation that `is_tensor_annotation` took for tensor types (`KeyedJaggedTensor`)."""
-    for n in ast.walk(ann):
+    for n in nodes(ann):  # (ast.walk's nodes, listed without its generator)
         if isinstance(n, ast.Name) and n.id.endswith("Tensor"):
             yield n
         elif isinstance(n, ast.Attribute) and n.attr.endswith("Tensor"):

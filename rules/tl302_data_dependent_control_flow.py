@@ -9,7 +9,7 @@ from ._torch_api import compiling_checks_in, compiled_operands, eager_only_spans
 from ._values import DATA_READ_FUNCTIONS, Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
-from .walks import walk
+from .walks import nodes, walk
 
 _CONVERSIONS = frozenset({"bool", "int", "float"})
 
@@ -282,12 +282,15 @@ def _data_read(ctx, values, call) -> str | None:
             return f"`.{func.attr}()`"
         if func.attr in ("equal", "allclose") and call.args and values.is_tensor(func.value, (call.lineno, call.col_offset)):
             return f"`.{func.attr}()`"
+        if func.attr not in _DATA_READ_LAST:
+            return None  # (resolving maps the first name only: `a.b.f` resolves to a name that ends in `.f`)
     name = ctx.resolve(func) or ""
     if name in DATA_READ_FUNCTIONS and not (isinstance(func, ast.Name) and values.facts.is_local(func.id)):
         return f"`{name}()`"
     return None
 
 
+_DATA_READ_LAST = frozenset(name.rsplit(".", 1)[-1] for name in DATA_READ_FUNCTIONS)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -337,5 +340,5 @@ def _decides_on_tensor(values, test) -> bool:
 def _has_item(expr) -> bool:
     return any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("item", "tolist", "numpy")
-        for n in ast.walk(expr)
+        for n in nodes(expr)  # (ast.walk's nodes but the singletons, listed without a generator)
     )

@@ -5,6 +5,9 @@ visits each node's fields through ``ast.iter_fields`` in Python: under the libra
 ``forward`` is compiled, those walks were a third of the lint. ``walk`` lists a subtree once, in
 ``ast.walk``'s order (breadth first: findings that keep the first of several hits stay the same), and keeps
 the list on the subtree's root, so a second walk is a list iteration.
+
+The walks here leave out the expression-context and operator singletons (``Load``, ``Store``, ``Add``, ``Eq``: a
+third of the nodes of typical code): no rule looks for them among the nodes (it reads ``node.ctx``, ``node.op``).
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ _KEY = "_thunder_nodes"
 
 
 def walk(node):
-    """What ``ast.walk(node)`` yields, in its order, listed once per ``node``. The list lives on ``node`` without
-    ``node`` in it: no reference cycle, so a tree is freed by reference counting alone (the engine pauses the
-    cyclic collector while it lints)."""
+    """What ``ast.walk(node)`` yields but the singletons, in its order, listed once per ``node``. The list lives on
+    ``node`` without ``node`` in it: no reference cycle, so a tree is freed by reference counting alone (the engine
+    pauses the cyclic collector while it lints)."""
     below = node.__dict__.get(_KEY)
     if below is None:
         below = _descendants(node)
@@ -33,10 +36,11 @@ def walk(node):
     return chain((node,), below)
 
 
-# Fields that never hold a node (names, numbers, flags, a constant's value): skipped without a getattr. A name
-# that is a node on some newer Python (3.12's ``TypeAlias.name``) is kept there: see _fields.
+# Fields that never hold a node (names, numbers, flags, a constant's value), and those that hold only the context and
+# operator singletons: skipped without a getattr. A name that is a node on some newer Python (3.12's
+# ``TypeAlias.name``) is kept there: see _fields.
 _NO_NODES = frozenset({"id", "attr", "arg", "module", "level", "kind", "conversion", "is_async", "simple",
-                       "type_comment", "asname", "name", "rest", "kwd_attrs", "tag"})
+                       "type_comment", "asname", "name", "rest", "kwd_attrs", "tag", "ctx", "op", "ops"})
 _FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.Global: (), ast.Nonlocal: (), ast.MatchSingleton: ()}
 # The list fields that may hold None besides nodes (``{**d}``'s key, a keyword-only argument without default);
 # every other list of a parsed tree holds nodes only.
@@ -52,7 +56,8 @@ def _fields(kind: type) -> tuple[str, ...]:
 
 
 def _descendants(root) -> list:
-    """The nodes under ``root``, breadth first, each node's children in field order (``ast.iter_child_nodes``)."""
+    """The nodes under ``root`` but the singletons, breadth first, each node's children in field order
+    (``ast.iter_child_nodes``)."""
     out: list = []
     append, extend = out.append, out.extend
     fields_of, AST = _FIELDS.get, _AST
@@ -77,7 +82,7 @@ def _descendants(root) -> list:
 
 
 def preorder(node, kinds=None) -> list:
-    """``node`` and every node under it, depth first, the last child first: the order of
+    """``node`` and every node under it but the singletons, depth first, the last child first: the order of
     ``_module_state.fast_walk`` (which TL205's findings follow), as a list built without a generator. ``kinds``:
     only the nodes of these types are listed (all are visited), in the same order."""
     out: list = []
@@ -101,7 +106,7 @@ def preorder(node, kinds=None) -> list:
 
 
 def nodes(node) -> list:
-    """``node`` and every node under it, breadth first, not kept (for a subtree walked once)."""
+    """``node`` and every node under it but the singletons, breadth first, not kept (for a subtree walked once)."""
     return [node, *_descendants(node)]
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 import bisect
 from functools import cached_property
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add
 
 from . import prefilter
 from .flow import FunctionFacts, build_facts
@@ -94,6 +95,17 @@ class FileContext:
     def functions_with_lines(self, *line_sets: list[int]) -> list[FunctionInfo]:
         """Functions whose span holds at least one line from every set."""
         out = []
+        if len(line_sets) == 1:  # (what every caller asks: one bisection per function, inline)
+            lines = line_sets[0]
+            if not lines:
+                return out
+            count, left = len(lines), bisect.bisect_left
+            for info in self.index.functions:
+                n = info.node
+                i = left(lines, n.lineno)
+                if i < count and lines[i] <= n.end_lineno:
+                    out.append(info)
+            return out
         for info in self.index.functions:
             n = info.node
             if all(prefilter.any_in_range(lines, n.lineno, n.end_lineno) for lines in line_sets):
@@ -145,7 +157,7 @@ class FileContext:
             lines = self.source.lines
             text = self.source.text if "\r" not in self.source.text else "\n".join(lines)
             starts = [0]
-            starts.extend(accumulate(len(line) + 1 for line in lines))
+            starts.extend(accumulate(map(add, map(len, lines), repeat(1))))  # (each line's length + 1, summed in C)
             got = self.__dict__["_starts"] = (text, starts)
         return got
 

@@ -261,6 +261,9 @@ def _names_in_target(target, value):
         yield from _names_in_target(target.value, None)
 
 
+# Which node types are statements: a dict lookup per node instead of an isinstance through the class tree.
+_IS_STMT: dict[type, bool] = {}
+
 _NO_ARGS = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
 
 
@@ -291,14 +294,18 @@ def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.
             facts.exits.append((_start(body[0]), _start(v), _end(v)))
     loads = facts.loads
     not_reads: set[int] = set()  # Name nodes that are only written (`x` in `x.copy_(y)`)
+    Name, Load, Constant, AST, push = ast.Name, ast.Load, ast.Constant, ast.AST, work.append
     while work:
         node, stmt, loop, nested = work.pop()
         t = type(node)
-        if t is ast.Name:
-            if isinstance(node.ctx, ast.Load) and id(node) not in not_reads:
+        if t is Name:
+            if type(node.ctx) is Load and id(node) not in not_reads:
                 loads.setdefault(node.id, []).append((node.lineno, node.col_offset))
             continue
-        if isinstance(node, ast.stmt):
+        is_stmt = _IS_STMT.get(t)
+        if is_stmt is None:
+            is_stmt = _IS_STMT[t] = issubclass(t, ast.stmt)
+        if is_stmt:
             stmt = node
             if t is ast.If:
                 facts.all_ifs.append(node)
@@ -408,16 +415,27 @@ def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.
             continue
         for name in child_fields(t):
             value = getattr(node, name, None)
-            if isinstance(value, list):
+            if type(value) is list:
                 if not nested and value and isinstance(value[0], ast.stmt):
                     for v in value:
                         if type(v) is ast.Return or type(v) is ast.Raise:
                             facts.exits.append((_start(value[0]), _start(v), _end(v)))
                 for v in reversed(value):
-                    if isinstance(v, ast.AST):
-                        work.append((v, stmt, loop, nested))
-            elif isinstance(value, ast.AST):
-                work.append((value, stmt, loop, nested))
+                    tv = type(v)
+                    # A Name child is read here, when its parent is taken apart, not pushed (a load is a position, and
+                    # the loads are sorted below: their order is no fact); a constant has nothing to record or visit.
+                    if tv is Name:
+                        if type(v.ctx) is Load and id(v) not in not_reads:
+                            loads.setdefault(v.id, []).append((v.lineno, v.col_offset))
+                    elif tv is not Constant and isinstance(v, AST):
+                        push((v, stmt, loop, nested))
+            elif value is not None:
+                tv = type(value)
+                if tv is Name:
+                    if type(value.ctx) is Load and id(value) not in not_reads:
+                        loads.setdefault(value.id, []).append((value.lineno, value.col_offset))
+                elif tv is not Constant and isinstance(value, AST):
+                    push((value, stmt, loop, nested))
     for v in loads.values():
         v.sort()
     for v in facts.bindings.values():

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .children import nested_statements, own_statements
 from .module_index import FunctionInfo, ModuleIndex, strip_self_returning
 from .prefilter import matching_lines
+from rules.walks import nodes  # (ast.walk without its generator: shared with the rules)
 
 JIT_ENTRY_POINTS = frozenset(
     {
@@ -119,8 +120,18 @@ def is_symbolic(keywords: list[ast.keyword]) -> bool:
 
 
 def _call_text_pattern(matcher: JitMatcher) -> re.Pattern:
+    """``\\b(?:jit|compile|partial|...)\\b``, each word that starts with a word character found from it (``j(?<!\\wj)it``
+    is ``\\bjit``): a pattern that starts with ``\\b`` is tried at every position of the text, one whose branches
+    start with letters skips, in C, to them (2x faster). The matches start at the same places."""
     names = {"jit", "compile", "partial"} | {n.rsplit(".", 1)[-1] for n in matcher.bare | matcher.dotted}
-    return re.compile(r"\b(?:%s)\b" % "|".join(sorted(map(re.escape, names))))
+    return re.compile(r"(?:%s)\b" % "|".join(_from_first_letter(n) for n in sorted(names)))
+
+
+def _from_first_letter(word: str) -> str:
+    if not re.match(r"\w", word):
+        return r"\b" + re.escape(word)
+    first = re.escape(word[0])
+    return first + r"(?<!\w" + first + ")" + re.escape(word[1:])
 
 
 def statements_on_lines(tree: ast.Module, lines: set[int]):
@@ -201,7 +212,7 @@ def find_jitted(text: str, index: ModuleIndex, extra_decorators: tuple[str, ...]
     for stmt in statements_on_lines(index.tree, lines):
         roots = list(_header_nodes(stmt)) if hasattr(stmt, "body") else [stmt]
         for root in roots:
-            for node in ast.walk(root):
+            for node in nodes(root):  # (ast.walk's order, without its generator and the singletons)
                 if not isinstance(node, ast.Call):
                     continue
                 opts = matcher.jit_call_options(node)

@@ -223,13 +223,16 @@ def build_module_index(tree: ast.Module) -> ModuleIndex:
     index = ModuleIndex(tree)
     # (statement, parents, class_node, at_module_level, arms of the enclosing if/try/match at module level)
     stack = [(s, (), None, True, ()) for s in reversed(tree.body)]
+    # (type tests, not isinstance through the class tree: a parsed tree holds the node classes themselves)
+    Import, ImportFrom, FunctionDef, AsyncFunctionDef, ClassDef, Assign, Call = (
+        ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.Call)
+    skipped = _INNER_NOTHING
     while stack:
         stmt, parents, cls, top, arms = stack.pop()
-        if not top and type(stmt) in _INNER_NOTHING:
-            continue  # most statements of a function: nothing to record, nothing to descend into
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        typ = type(stmt)
+        if typ is Import or typ is ImportFrom:
             for alias in stmt.names:
-                if isinstance(stmt, ast.Import):
+                if typ is Import:
                     local = alias.asname or alias.name.split(".")[0]
                     origin = alias.name if alias.asname else alias.name.split(".")[0]
                 else:
@@ -242,30 +245,31 @@ def build_module_index(tree: ast.Module) -> ModuleIndex:
                 if top:
                     _bind(index, local, "import")
             continue
-        if isinstance(stmt, _FUNC):
+        if typ is FunctionDef or typ is AsyncFunctionDef:
             info = FunctionInfo(stmt, parents, cls)
             index.functions.append(info)
             index.function_of[id(stmt)] = info
             if top:
                 _bind(index, stmt.name, "def")
             inner = parents + (stmt,)
-            stack.extend((s, inner, None, False, ()) for s in reversed(stmt.body))
+            # most statements of a function record nothing and hold none: never put on the stack
+            stack.extend([(s, inner, None, False, ()) for s in reversed(stmt.body) if type(s) not in skipped])
             continue
-        if isinstance(stmt, ast.ClassDef):
+        if typ is ClassDef:
             index.classes.setdefault(stmt.name, stmt)
             if top:
                 _bind(index, stmt.name, "class")
             inner = parents + (stmt,)
-            stack.extend((s, inner, stmt, False, ()) for s in reversed(stmt.body))
+            stack.extend([(s, inner, stmt, False, ()) for s in reversed(stmt.body) if type(s) not in skipped])
             continue
-        if isinstance(stmt, ast.Global):
+        if typ is ast.Global:
             index.global_writes.update(stmt.names)
             continue
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+        if typ is Assign and type(stmt.value) is Call:
             callee = _instantiated(stmt.value)
             if callee:
                 for t in stmt.targets:
-                    if isinstance(t, ast.Name):
+                    if type(t) is ast.Name:
                         index.instances.setdefault(t.id, []).append(callee)
         if top:
             if isinstance(stmt, ast.Assign):
@@ -299,28 +303,28 @@ def build_module_index(tree: ast.Module) -> ModuleIndex:
                 for t in stmt.targets:
                     for n in _target_names(t):
                         _bind(index, n, "del")
-        if type(stmt) in _NO_BODY:
+        if typ in _NO_BODY:
             continue
         # Descend into compound statements, keeping the same scope. Arms (for exclusivity): an if's body (0)
         # and else (1); a try's body and else (0: both run on the same path) and each handler (2, 3, ...);
         # a match's cases. A finally, a loop or a with is no arm.
-        is_try = isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar"
-        branching = isinstance(stmt, ast.If) or is_try
+        is_try = typ is ast.Try or typ.__name__ == "TryStar"
+        branching = typ is ast.If or is_try
         for k, attr in enumerate(_BODIES):
             body = getattr(stmt, attr, None)
-            if body and isinstance(body, list):
+            if body and type(body) is list:
                 sub = arms + ((id(stmt), k if not is_try or attr != "orelse" else 0),) if branching else arms
                 if attr == "finalbody":
                     sub = arms
-                stack.extend((s, parents, cls, top, sub) for s in reversed(body))
+                stack.extend([(s, parents, cls, top, sub) for s in reversed(body) if top or type(s) not in skipped])
         if is_try:
             for j, h in enumerate(stmt.handlers):
                 if top and h.name:
                     _bind(index, h.name, "other")
                 sub = arms + ((id(stmt), 2 + j),)
-                stack.extend((s, parents, cls, top, sub) for s in reversed(h.body))
-        elif isinstance(stmt, ast.Match):
+                stack.extend([(s, parents, cls, top, sub) for s in reversed(h.body) if top or type(s) not in skipped])
+        elif typ is ast.Match:
             for j, case in enumerate(stmt.cases):
                 sub = arms + ((id(stmt), j),)
-                stack.extend((s, parents, cls, top, sub) for s in reversed(case.body))
+                stack.extend([(s, parents, cls, top, sub) for s in reversed(case.body) if top or type(s) not in skipped])
     return index

@@ -100,8 +100,9 @@ def build_scopes(root: ast.AST, parent: Scope | None = None) -> Scope:
         _bind_args(top, root.args)
         body = root.body if isinstance(root.body, list) else [root.body]
         work.extend((s, top) for s in reversed(body))
+    pop, push, AST = work.pop, work.append, ast.AST
     while work:
-        node, scope = work.pop()
+        node, scope = pop()
         t = type(node)
         if t is ast.Name:
             if type(node.ctx) is ast.Load:
@@ -110,8 +111,15 @@ def build_scopes(root: ast.AST, parent: Scope | None = None) -> Scope:
                 scope.bound.add(node.id)
                 scope.writes.append((node.id, node))
             continue
-        if t in _PLAIN:  # most nodes: nothing to record, only children to visit
-            _push_children(node, t, scope, work)
+        if t in _PLAIN:  # most nodes: nothing to record, only children to visit (_push_children, inline)
+            for name in child_fields(t):
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    for item in value:
+                        if isinstance(item, AST):
+                            push((item, scope))
+                elif isinstance(value, AST):
+                    push((value, scope))
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             if not isinstance(node, ast.Lambda):

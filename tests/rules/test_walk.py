@@ -1,4 +1,5 @@
-"""rules.walks.walk lists what ast.walk yields, in its order, and leaves no reference cycle on the tree."""
+"""rules.walks.walk lists what ast.walk yields but the context and operator singletons, in its order, and leaves no
+reference cycle on the tree."""
 
 import ast
 import gc
@@ -10,6 +11,12 @@ import pytest
 from rules.walks import walk
 
 REPO = Path(__file__).resolve().parents[2]
+# `Load`, `Store`, `Add`, `Eq`, `And`, `Not`...: the walks leave them out
+SINGLETONS = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+
+def _walked(nodes):
+    return [id(n) for n in nodes if not isinstance(n, SINGLETONS)]
 # real code of every shape: the rules, the analyzer and the compiler's interpreter
 SOURCES = sorted(REPO.glob("rules/*.py")) + sorted(REPO.glob("analyzer/static/*.py")) + sorted(
     REPO.glob("compiler/frontend/interpreter/*.py"))
@@ -20,16 +27,16 @@ def test_same_nodes_in_the_same_order_as_ast_walk(path):
     tree = ast.parse(path.read_text())
     subtrees = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.If))]
     for node in subtrees:
-        expected = list(ast.walk(node))
-        assert [id(n) for n in walk(node)] == [id(n) for n in expected]
-        assert [id(n) for n in walk(node)] == [id(n) for n in expected]  # the second time from the list kept
+        expected = _walked(ast.walk(node))
+        assert [id(n) for n in walk(node)] == expected
+        assert [id(n) for n in walk(node)] == expected  # the second time from the list kept
 
 
 def test_fields_that_are_absent_or_optional():
     tree = ast.parse("def f(a, /, b=1, *c, d, **e) -> int:\n    return [x async for x in y if x]\n"
                      "match p:\n    case {'k': [1, *rest]} if rest:\n        pass\n")
     del tree.body[0].returns  # a field missing altogether: ast.walk skips it, so must walk
-    assert [id(n) for n in walk(tree)] == [id(n) for n in ast.walk(tree)]
+    assert [id(n) for n in walk(tree)] == _walked(ast.walk(tree))
 
 
 def test_the_kept_list_makes_no_cycle():
@@ -56,7 +63,7 @@ def test_preorder_is_fast_walks_order(path):
 
     tree = ast.parse(path.read_text())
     for node in [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
-        assert [id(n) for n in preorder(node)] == [id(n) for n in fast_walk(node)]
+        assert [id(n) for n in preorder(node)] == _walked(fast_walk(node))
 
 
 # -- line_roots / lines_with: the subtrees that hold every node with a token on given lines ---------------------
@@ -106,3 +113,16 @@ def test_lines_with_counts_lines_as_ast_does_and_refuses_respelled_identifiers()
     assert lines_with("ﬁx()\n", "fix") is None
     assert lines_with("é = fix()  # café\n", "fix") == [1]  # non-ASCII, already normalized: searched
     assert lines_with("x = 1\n", "é") is None
+
+
+@pytest.mark.parametrize("path", SOURCES[:40], ids=lambda p: p.name)
+def test_tl205_source_order_from_the_shared_list_is_the_depth_first_one(path):
+    """TL205 sorts the nodes it looks at by position, from the breadth-first list the other rules share: the same
+    order as from its former depth-first walk (nodes starting at one place are an ancestor and its descendants)."""
+    from rules.tl205_module_state import _LOOKED_AT, _in_order
+    from rules.walks import preorder
+
+    tree = ast.parse(path.read_text())
+    for node in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+        depth_first = sorted(preorder(node, _LOOKED_AT), key=lambda n: (n.lineno, n.col_offset))
+        assert [id(n) for n in _in_order(node)] == [id(n) for n in depth_first]

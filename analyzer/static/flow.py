@@ -420,22 +420,20 @@ def build_facts(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.
                     for v in value:
                         if type(v) is ast.Return or type(v) is ast.Raise:
                             facts.exits.append((_start(value[0]), _start(v), _end(v)))
-                for v in reversed(value):
-                    tv = type(v)
-                    # A Name child is read here, when its parent is taken apart, not pushed (a load is a position, and
-                    # the loads are sorted below: their order is no fact); a constant has nothing to record or visit.
-                    if tv is Name:
-                        if type(v.ctx) is Load and id(v) not in not_reads:
-                            loads.setdefault(v.id, []).append((v.lineno, v.col_offset))
-                    elif tv is not Constant and isinstance(v, AST):
-                        push((v, stmt, loop, nested))
-            elif value is not None:
-                tv = type(value)
+                items = reversed(value)
+            elif value is None:
+                continue
+            else:
+                items = (value,)
+            for v in items:
+                tv = type(v)
+                # A Name child is read here, when its parent is taken apart, not pushed (a load is a position, and
+                # the loads are sorted below: their order is no fact); a constant has nothing to record or visit.
                 if tv is Name:
-                    if type(value.ctx) is Load and id(value) not in not_reads:
-                        loads.setdefault(value.id, []).append((value.lineno, value.col_offset))
-                elif tv is not Constant and isinstance(value, AST):
-                    push((value, stmt, loop, nested))
+                    if type(v.ctx) is Load and id(v) not in not_reads:
+                        loads.setdefault(v.id, []).append((v.lineno, v.col_offset))
+                elif tv is not Constant and isinstance(v, AST):
+                    push((v, stmt, loop, nested))
     for v in loads.values():
         v.sort()
     for v in facts.bindings.values():

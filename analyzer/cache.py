@@ -11,14 +11,14 @@ cache file is ignored and rewritten, never trusted.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import io
 import os
-import pickle
 import sys
-import tempfile
 from pathlib import Path
+
+try:  # blake2b without hashlib, whose import loads OpenSSL: ~2 ms of a small run's start-up
+    from _blake2 import blake2b
+except ImportError:  # (a build without the module: hashlib's is the same function)
+    from hashlib import blake2b
 
 from .diagnostics import Diagnostic
 
@@ -44,7 +44,7 @@ def trusted_signature(st: os.stat_result) -> tuple[int, int, int, int] | None:
 
 
 def content_hash(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
+    return blake2b(data, digest_size=16).digest()
 
 
 def _engine_fingerprint() -> str:
@@ -72,7 +72,7 @@ def _engine_fingerprint() -> str:
 
 def settings_key(version: str, settings: object) -> str:
     material = "\n".join([f"format={FORMAT}", f"version={version}", f"python={sys.version_info[:2]}", _engine_fingerprint(), repr(settings)])
-    return hashlib.blake2b(material.encode(), digest_size=12).hexdigest()
+    return blake2b(material.encode(), digest_size=12).hexdigest()
 
 
 def diag_to_entry(d: Diagnostic) -> tuple:
@@ -137,7 +137,12 @@ def _secret() -> bytes:
     return secret
 
 
+# (hmac, hashlib, pickle and tempfile are imported where a cache file is read or written: a --no-cache run never
+# loads them)
 def _signed(payload: bytes) -> bytes:
+    import hashlib
+    import hmac
+
     return _MAGIC + hmac.new(_secret(), payload, hashlib.sha256).digest() + payload
 
 
@@ -145,28 +150,39 @@ def _verified(blob: bytes) -> bytes:
     """The payload if this user's secret signed it; raises ValueError otherwise."""
     if not blob.startswith(_MAGIC):
         raise ValueError("not a signed cache file")
+    import hashlib
+    import hmac
+
     mac, payload = blob[len(_MAGIC) : len(_MAGIC) + 32], blob[len(_MAGIC) + 32 :]
     if not hmac.compare_digest(mac, hmac.new(_secret(), payload, hashlib.sha256).digest()):
         raise ValueError("cache file not signed with this user's secret")
     return payload
 
 
-class _PlainUnpickler(pickle.Unpickler):
-    """Loads plain builtins only: a cache file can never make us import or call anything."""
+def _plain_load(payload: bytes):
+    """Unpickle plain builtins only: a cache file can never make us import or call anything."""
+    import io
+    import pickle
 
-    def find_class(self, module, name):
-        raise pickle.UnpicklingError(f"cache files hold plain data only, not {module}.{name}")
+    class PlainUnpickler(pickle.Unpickler):
+        def find_class(self, module, name):
+            raise pickle.UnpicklingError(f"cache files hold plain data only, not {module}.{name}")
+
+    return PlainUnpickler(io.BytesIO(payload)).load()
 
 
 def read_signed(path: str | os.PathLike):
     """The plain data of a file ``write_signed`` wrote with this user's secret; raises otherwise."""
     with open(path, "rb") as f:
         payload = _verified(f.read())
-    return _PlainUnpickler(io.BytesIO(payload)).load()
+    return _plain_load(payload)
 
 
 def write_signed(directory: Path, path: Path, data) -> None:
     """Write plain data signed with this user's secret, atomically (temp file + rename); raises OSError."""
+    import pickle
+    import tempfile
+
     directory.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".pickle")
     try:

@@ -11,8 +11,6 @@ files one at a time in workers of their own, as after a pool's worker died.
 from __future__ import annotations
 
 import os
-import pickle
-import signal
 import sys
 import threading
 from dataclasses import replace
@@ -59,6 +57,8 @@ class Helper:
 
     def send(self, facts: dict[str, tuple]) -> None:
         """The facts (path -> facts) to lint the held files with; the helper starts at once."""
+        import pickle
+
         try:
             pickle.dump(facts, self._down, protocol=pickle.HIGHEST_PROTOCOL)
             self._down.close()
@@ -71,6 +71,8 @@ class Helper:
         return None if results is None else {r.path: r for r in results}
 
     def _receive(self):
+        import pickle
+
         try:
             return pickle.load(self._up)
         except Exception:  # end of file, or a message cut short: it died
@@ -84,6 +86,8 @@ class Helper:
                 f.close()
             except OSError:
                 pass
+        import signal  # (here: a run without helpers never loads it)
+
         try:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -95,6 +99,9 @@ class Helper:
 
 
 def _serve(share: list[str], settings, known: dict[str, bytes], budget: int | None, down_r: int, up_w: int) -> None:
+    import pickle
+    import signal
+
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the parent stops us

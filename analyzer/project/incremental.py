@@ -9,7 +9,10 @@ rebuilds the index (linear in the project), and only the files whose facts then 
 
 from __future__ import annotations
 
-import hashlib
+try:  # blake2b without hashlib, whose import loads OpenSSL (milliseconds of a small run's start-up)
+    from _blake2 import blake2b
+except ImportError:
+    from hashlib import blake2b
 
 NOT_INDEXED = ""  # the contribution of a file with no summary (it does not parse): it adds nothing to the index
 
@@ -24,12 +27,12 @@ def contribution(summary: dict | None) -> str:
         return NOT_INDEXED
     if not summary.get("entries"):
         summary = dict(summary, functions={q: rec[2:] for q, rec in summary["functions"].items()})
-    return hashlib.blake2b(repr(summary).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
+    return blake2b(repr(summary).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
 def fingerprint(contributions: dict[str, str], digests: dict[str, bytes], read: list[str]) -> str:
     """What the index is built from: every file's contribution, and the content of the files it read."""
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     for path in sorted(contributions):
         h.update(f"{path}\0{contributions[path]}\n".encode("utf-8", "surrogateescape"))
     for path in read:

@@ -10,7 +10,6 @@ written, so the same findings always give the same bytes.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from urllib.parse import quote
@@ -180,4 +179,6 @@ def render_sarif(diagnostics: list[Diagnostic], *, root: str = ".") -> str:
             }
         ],
     }
+    import json  # (here: a run printing text never loads it)
+
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 from ..diagnostics import Diagnostic
@@ -42,4 +41,6 @@ def render_statistics(diagnostics: list[Diagnostic]) -> str:
 
 
 def render_statistics_json(diagnostics: list[Diagnostic]) -> str:
+    import json  # (here: a run printing text never loads it)
+
     return json.dumps(statistics_rows(diagnostics), indent=2) + "\n"

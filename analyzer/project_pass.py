@@ -125,7 +125,7 @@ def apply_project_index(results: list, settings, cache, jobs: int, fresh: set[in
                 unknown.append(r)
                 continue
         else:  # (held files brought theirs: made in parallel, where they were summarized)
-            contributions[ap] = r.contribution if r.held is not None and r.contribution else contribution(r.summary)
+            contributions[ap] = r.contribution if r.contribution is not None else contribution(r.summary)
         digests[ap] = r.digest
     for r, new in zip(unknown, _relint([(r, None) for r in unknown], settings, jobs)):
         r.diagnostics, r.error, r.summary, r.facts = new.diagnostics, new.error, new.summary, new.facts

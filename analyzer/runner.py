@@ -21,11 +21,10 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 
-from . import file_pass
 from .cache import ResultCache, entry_to_diag
 from .diagnostics import Diagnostic
-from .file_pass import (SERIAL_BELOW, FileResult, Settings, engine, fix_with_facts, hold_share, init_worker, lint_held, lint_text,
-                        pool_context, process_file, run_chunk)
+from .file_pass import (SERIAL_BELOW, FileResult, Settings, engine, fix_with_facts, hold_share, init_worker, keeps_linted_trees,
+                        lint_held, lint_text, pool_context, process_file, run_chunk)
 from .helper_processes import Helper, can_fork
 from .parsing import gc_paused
 
@@ -362,7 +361,7 @@ def _run(paths, settings, jobs, cache, progress, held: ExitStack) -> RunResult:
     relinted, library_default = apply_project_index(results, settings, cache, jobs, fresh_results, finish,
                                                     report=report)
     fresh_results.update(relinted)
-    if file_pass.keeps_linted_trees():
+    if keeps_linted_trees():
         # the linted trees stay until exit: moved out of the collector's sight, so no full collection rescans them
         gc.freeze()
     held.close()  # every held file is linted: the collector may run again, the helpers are done

@@ -9,10 +9,7 @@ rebuilds the index (linear in the project), and only the files whose facts then 
 
 from __future__ import annotations
 
-try:  # blake2b without hashlib, whose import loads OpenSSL (milliseconds of a small run's start-up)
-    from _blake2 import blake2b
-except ImportError:
-    from hashlib import blake2b
+from ..cache import blake2b  # (the results cache's: without hashlib's OpenSSL import)
 
 NOT_INDEXED = ""  # the contribution of a file with no summary (it does not parse): it adds nothing to the index
 

@@ -44,6 +44,7 @@ from ..core import tree as pytree
 from ..core.proxies import TensorProxy
 from ..core.symbols import BoundSymbol, Tag
 from ..torchlang.recording import SET_GRAD_ENABLED
+from .cse import _renamed
 from ..core.trace import Trace
 
 # In-place ops that change the tensor object itself (shape, strides, autograd role), not only its values.
@@ -690,8 +691,6 @@ def write_into_dead_values(trace: Trace) -> Trace:
     it replaced (a copy of every such tensor otherwise; ResNet has one per block). Only where writing `t` cannot be
     seen: `t` is made in this trace by an op that returns new memory (no view, not an argument, not returned) and
     autograd does not record it (it may have saved `t` for the backward)."""
-    from .cse import _renamed
-
     reads: dict[str, int] = {}
     for b in trace.bsyms:
         for a in b.tensor_args():
@@ -706,14 +705,15 @@ def write_into_dead_values(trace: Trace) -> Trace:
         if b.symbol is prims.clone and isinstance(b.args[0], TensorProxy):
             t, f = b.args[0], b.output
             maker = made.get(t.name)
-            writer = next((w for w in bsyms[i + 1:] if any(a.name == f.name for a in w.tensor_args())), None)
             if maker is not None and reads.get(t.name) == 1 and t.name not in kept_out and t.name not in arguments \
                     and not t.requires_grad and t.meta._base is None and not maker.symbol.tags & \
-                    (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW | Tag.INPLACE) and maker.symbol not in _VIEW_PRIMS \
-                    and writer is not None and writer.symbol.tags & Tag.INPLACE and \
-                    (_inplace_target(writer) is not None and _inplace_target(writer).name == f.name):
-                rename[f.name] = t
-                continue
+                    (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW | Tag.INPLACE) and maker.symbol not in _VIEW_PRIMS:
+                # (f's first reader is looked for only here: a scan of the rest of the trace per clone otherwise)
+                writer = next((w for w in bsyms[i + 1:] if any(a.name == f.name for a in w.tensor_args())), None)
+                target = _inplace_target(writer) if writer is not None and writer.symbol.tags & Tag.INPLACE else None
+                if target is not None and target.name == f.name:
+                    rename[f.name] = t
+                    continue
         kept.append(_renamed(b, lambda x: rename.get(x.name, x) if isinstance(x, TensorProxy) else x)
                     if rename else b)
     if not rename:

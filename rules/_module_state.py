@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from .statements import NO_BLOCKS
 from .walks import preorder, walk
 from .dotted import chain_root
 
@@ -141,9 +142,6 @@ def fast_walk(node):
 
 
 _STMT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
-# Statements that hold no statement list (most of a method's): no field to look for.
-_NO_BLOCKS = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass, ast.Break,
-                        ast.Continue, ast.Delete, ast.Assert, ast.Nonlocal, ast.Global, ast.Import, ast.ImportFrom})
 
 
 def class_state(cls: ast.ClassDef, classes: dict) -> ClassState:
@@ -182,7 +180,7 @@ def class_state(cls: ast.ClassDef, classes: dict) -> ClassState:
                     for leaf in _leaves(target):
                         if is_self_attr(leaf, me):
                             stores.append((node, leaf, leaf is target and len(targets) == 1))
-            if t not in _NO_BLOCKS:
+            if t not in NO_BLOCKS:  # (most of a method's statements hold no statement list)
                 for field_name in _STMT_LISTS:
                     block = getattr(node, field_name, None)
                     if type(block) is list:

@@ -6,14 +6,15 @@ from __future__ import annotations
 import ast
 
 
-# Statements that hold no statements (most of them): answered without looking for blocks.
-_SIMPLE = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass, ast.Break,
-                     ast.Continue, ast.Delete, ast.Assert, ast.Nonlocal, ast.Global, ast.Import, ast.ImportFrom})
+# Statements that hold no statements (most of them): answered without looking for blocks (the walks over a
+# method's statements test it first, too).
+NO_BLOCKS = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass, ast.Break,
+                      ast.Continue, ast.Delete, ast.Assert, ast.Nonlocal, ast.Global, ast.Import, ast.ImportFrom})
 
 
 def nested_statements(stmt) -> list:
     """The statements directly inside ``stmt``'s blocks: body, orelse, finalbody, except handlers, match cases."""
-    if type(stmt) in _SIMPLE:
+    if type(stmt) in NO_BLOCKS:
         return []
     nested = []
     for attr in ("body", "orelse", "finalbody"):

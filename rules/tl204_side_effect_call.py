@@ -5,9 +5,8 @@ from __future__ import annotations
 import ast
 
 from ._call_sites import dead_spans
-from ._jit_scopes import jitted_scopes
-from ._torch_api import (compiling_checks_in, eager_only_spans, in_spans, mentions_compiling_checks,
-                         report_only_spans)
+from ._jit_scopes import eager_only_spans_of, jitted_scopes
+from ._torch_api import in_spans, report_only_spans
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 from .walks import walk
@@ -180,11 +179,9 @@ def _environ_finding(target, node, what):
 
 
 def check(ctx):
-    checks = mentions_compiling_checks(ctx.source.text)
     environ = "environ" in ctx.source.text
     for target, jit_scope in jitted_scopes(ctx):
-        eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) \
-            if checks and compiling_checks_in(ctx, target.info.node) else []  # (no line naming a check: no block)
+        eager_only = eager_only_spans_of(ctx, jit_scope)  # (found once per function for every jit rule)
         # `if verbose: print(...)` where every call in the file leaves verbose=False: no call traces it
         eager_only = eager_only + dead_spans(ctx, target.info, ctx.facts(target.info.node))
         if environ:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ._jit_scopes import jitted_scopes
-from ._torch_api import compiling_checks_in, compiled_operands, eager_only_spans, in_spans, mentions_compiling_checks
+from ._jit_scopes import eager_only_spans_of, jitted_scopes
+from ._torch_api import compiled_operands, in_spans
 from ._values import DATA_READ_FUNCTIONS, Values
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
@@ -188,13 +188,11 @@ There is no automatic fix.
 
 
 def check(ctx):
-    checks = mentions_compiling_checks(ctx.source.text)
-    for target, _ in jitted_scopes(ctx):  # and the module's helpers they call: a jit traces into those
+    for target, jit_scope in jitted_scopes(ctx):  # and the module's helpers they call: a jit traces into those
         facts = ctx.facts(target.info.node)
         values = Values(ctx, target.info, facts)
         reported = set()
-        eager_only = eager_only_spans(target.info.node, ctx.facts(target.info.node).all_ifs) \
-            if checks and compiling_checks_in(ctx, target.info.node) else []  # (no line naming a check: no block)
+        eager_only = eager_only_spans_of(ctx, jit_scope)  # (found once per function for every jit rule)
         in_guarded_raise = _raises_under_data_checks(facts, values)
         dead = values.dead_spans  # `if isinstance(v, torch.Tensor):` where every call passes a number for v
         for call in facts.calls:

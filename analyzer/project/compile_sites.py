@@ -182,9 +182,11 @@ def trains(call: str) -> bool:
 def _trains_itself(rec) -> bool:
     """Does this function itself call backward or zero_grad, or read the optimizer it holds?"""
     calls = rec[2]
-    # (a call that trains ends in one of the two names: one search of the joined text rules most functions out)
-    if calls and any(w in "\n".join(calls) for w in _TRAINING_CALLS) and any(map(trains, calls)):
-        return True
+    # (a call that trains ends in one of the two names: a search of the joined text rules most functions out)
+    if calls:
+        joined = "\n".join(calls)  # (joined once, not once per name)
+        if any(w in joined for w in _TRAINING_CALLS) and any(map(trains, calls)):
+            return True
     return bool(_OPTIMIZER_ATTRS.intersection(rec[3] if len(rec) > 3 else ()))
 
 

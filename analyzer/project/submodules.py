@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from ..static.children import nested_statements
+from ..static.children import NO_BLOCKS, nested_statements
 from ..static.module_index import dotted_name, strip_self_returning
 from .calls import SELF_STORES, annotation_classes, stores_in_self
 
@@ -56,9 +56,6 @@ def instance_classes(value, local_lists=None) -> list[str]:
 
 
 _Assign, _AnnAssign, _AugAssign, _Expr = ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr
-# Statements that hold no statements (most of them): nothing to descend into.
-_NO_BLOCKS = frozenset({ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.Pass, ast.Break,
-                        ast.Continue, ast.Delete, ast.Assert, ast.Nonlocal, ast.Global, ast.Import, ast.ImportFrom})
 
 
 def _self_attr(node) -> str | None:
@@ -93,7 +90,7 @@ def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
         while stack:
             s = stack.pop()
             kind = type(s)
-            if kind not in _NO_BLOCKS:
+            if kind not in NO_BLOCKS:  # (most statements hold none: nothing to descend into)
                 stack.extend(reversed(nested_statements(s)))
                 continue
             if init:

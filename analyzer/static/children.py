@@ -22,4 +22,4 @@ def child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
-from rules.statements import nested_statements, own_statements  # noqa: E402,F401 (the walks, shared with the rules)
+from rules.statements import NO_BLOCKS, nested_statements, own_statements  # noqa: E402,F401 (the walks, shared with the rules)

@@ -248,22 +248,17 @@ def _statements_may_fail(module_body: list, reach: list, strings: list) -> bool:
             # a def or class: a docstring's first line is no part of it)
             end = s.end_lineno
             start = s.lineno
-            if end != start:
-                body_of = getattr(s, "body", None)
-                if body_of is not None:
-                    if t is ast.FunctionDef or t is ast.ClassDef:
-                        if s.decorator_list:
-                            start = s.decorator_list[0].lineno
-                        end = _def_header_end(s) if t is ast.FunctionDef else _class_header_end(s)
-                    else:
-                        end = body_of[0].lineno
-                if end > reach[start]:
-                    reach[start] = end
-            elif t is ast.FunctionDef or t is ast.ClassDef:
+            if t is ast.FunctionDef or t is ast.ClassDef:
+                if end != start:
+                    end = _def_header_end(s) if t is ast.FunctionDef else _class_header_end(s)
                 if s.decorator_list:
                     start = s.decorator_list[0].lineno
-                    if end > reach[start]:
-                        reach[start] = end
+            elif end != start:
+                body_of = getattr(s, "body", None)
+                if body_of is not None:
+                    end = body_of[0].lineno
+            if end > start and end > reach[start]:
+                reach[start] = end
     if nonlocal_names and (nonlocal_names & annotated or nonlocal_names & global_names):
         return True
     return bool(global_names and global_names & annotated)

@@ -357,6 +357,10 @@ class Values:
             return (self.ctx.resolve(e.func) or "").startswith("numpy.") and not self._numpy_of_tensors(e)
         return False
 
+    def python_operand(self, e) -> bool:
+        """Is ``e`` a Python (or NumPy) value: one ``python_value`` says so, or a name every binding of which is?"""
+        return self._python_operand(e)
+
     def _python_operand(self, e) -> bool:
         if self.python_value(e):
             return True

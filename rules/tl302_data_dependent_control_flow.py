@@ -116,6 +116,13 @@ There is no automatic fix.
         "        raise ValueError('one label per element')\n    return x * labels\n",
         "import torch\n@torch.compile\ndef f(x, labels):\n    n = x.shape[0]\n    if labels.numel() != n:\n"
         "        raise ValueError('one label per row')\n    n = labels.sum()\n    return x / n\n",
+        # `.item()` of a NumPy value built from a shape tuple holds no tensor data (stable-baselines3's
+        # is_image_space_channels_first; round 3)
+        "import numpy as np, torch\ndef channels_first(space):\n    smallest = np.argmin(space.shape).item()\n"
+        "    return smallest == 0\n@torch.compile\ndef f(x, space):\n    if channels_first(space):\n"
+        "        return x.transpose(0, 1)\n    return x\n",
+        "import numpy as np, torch\n@torch.compile\ndef f(x, shape: tuple):\n    n = np.prod(shape)\n"
+        "    return x.reshape(-1, n.item()), np.array(shape).tolist()\n",
         # a Python number already read out of a tensor: the `.item()` is the finding, not the `int()`
         "import torch\n@torch.compile\ndef f(x: torch.Tensor, t, w: int):\n    h = t[0]\n    h = h.item()  # noqa: TL302\n"
         "    return x * int(h * w)\n",
@@ -277,6 +284,8 @@ def _data_read(ctx, values, call) -> str | None:
     func = call.func
     if isinstance(func, ast.Attribute):
         if func.attr in ("item", "tolist", "numpy") and not call.args:
+            if values.python_operand(func.value):
+                return None  # `np.argmin(space.shape).item()`: a NumPy or Python value, no tensor data
             return f"`.{func.attr}()`"
         if func.attr in ("equal", "allclose") and call.args and values.is_tensor(func.value, (call.lineno, call.col_offset)):
             return f"`.{func.attr}()`"

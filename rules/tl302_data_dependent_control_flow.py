@@ -123,6 +123,10 @@ There is no automatic fix.
         "        return x.transpose(0, 1)\n    return x\n",
         "import numpy as np, torch\n@torch.compile\ndef f(x, shape: tuple):\n    n = np.prod(shape)\n"
         "    return x.reshape(-1, n.item()), np.array(shape).tolist()\n",
+        # a read in an assert's message runs only once the assert's own data check failed: the check is the
+        # finding (torchtitan's vision encoders; round 3)
+        "import torch\n@torch.compile\ndef f(x, grid: torch.Tensor):\n    assert bool((grid[:, 0] == 1).all()), (  # noqa: TL302\n"
+        "        f'only T == 1, got {grid[:, 0].tolist()}')\n    return x * 2\n",
         # a Python number already read out of a tensor: the `.item()` is the finding, not the `int()`
         "import torch\n@torch.compile\ndef f(x: torch.Tensor, t, w: int):\n    h = t[0]\n    h = h.item()  # noqa: TL302\n"
         "    return x * int(h * w)\n",
@@ -200,7 +204,7 @@ def check(ctx):
         values = Values(ctx, target.info, facts)
         reported = set()
         eager_only = eager_only_spans_of(ctx, jit_scope)  # (found once per function for every jit rule)
-        in_guarded_raise = _raises_under_data_checks(facts, values)
+        in_guarded_raise = _raises_under_data_checks(facts, values, target.info.node)
         dead = values.dead_spans  # `if isinstance(v, torch.Tensor):` where every call passes a number for v
         for call in facts.calls:
             if eager_only and in_spans(call, eager_only):
@@ -322,17 +326,31 @@ def _slice_bounds(func):
             yield [b for b in (node.lower, node.upper, node.step) if b is not None]
 
 
-def _raises_under_data_checks(facts, values) -> list:
-    """Spans of `raise` statements that an `if` on tensor data guards: their message runs only once that
-    check has already read the data, so an `.item()` in it is no second finding."""
+def _raises_under_data_checks(facts, values, func) -> list:
+    """Spans of `raise` statements that an `if` on tensor data guards, and of the messages of asserts whose test
+    reads tensor data: they run only once that check has already read the data (and failed), so an `.item()` in
+    them is no second finding."""
     spans = []
     for node in facts.ifs:
         if any(isinstance(s, ast.Raise) for s in node.body):
-            if _has_item(node.test) or any(_decides_on_tensor(values, p) for p in compiled_operands(node.test)):
+            if _checks_data(values, node.test):
                 for s in node.body:
                     if isinstance(s, ast.Raise):
                         spans.append(((s.lineno, s.col_offset), (s.end_lineno, s.end_col_offset)))
+    if any(kind == "assert" for kind, _ in facts.tests):
+        for node in walk(func):  # (the function's node list, shared with the other jit rules)
+            if type(node) is ast.Assert and node.msg is not None and _checks_data(values, node.test):
+                m = node.msg
+                spans.append(((m.lineno, m.col_offset), (m.end_lineno, m.end_col_offset)))
     return spans
+
+
+def _checks_data(values, test) -> bool:
+    """Does deciding ``test`` read tensor data (`.item()`, `bool(t)`, `if t.any():`)?"""
+    if _has_item(test) or any(_decides_on_tensor(values, p) for p in compiled_operands(test)):
+        return True
+    return any(type(n) is ast.Call and isinstance(n.func, ast.Name) and n.func.id in _CONVERSIONS
+               and len(n.args) == 1 and values.is_tensor(n.args[0]) for n in nodes(test))
 
 
 def _decides_on_tensor(values, test) -> bool:

@@ -661,11 +661,13 @@ class ProjectIndex:
             compiler = self.target if self.target != "any" else "unknown"
             composed = self._composed()
             owners = {(mod, qual.rsplit(".", 1)[0]) for mod, qual in self._parts_compilers()}
+            compiling = self._compiling_methods()
             assumed = False  # some module's forward is linted as compiled
             for mod, s in self.modules.items():
                 for cls in s["classes"]:
                     if f"{cls}.forward" in s["functions"] and is_module_class(self, mod, cls):
-                        why = data_pipeline(self, mod, cls, composed) or self._compiles_its_parts(mod, cls, owners)
+                        why = (data_pipeline(self, mod, cls, composed) or self._compiles_its_parts(mod, cls, owners)
+                               or self._compiles_what_it_runs(mod, cls, compiling))
                         if why:
                             self.pipelines.append((self.rel(s["path"]), cls, why))
                             continue
@@ -733,6 +735,44 @@ class ProjectIndex:
         classes of the methods that compile what their class holds (_parts_compilers)."""
         if owners and self._inherits(module, cls, owners):
             return "compiles the modules it holds"
+        return ""
+
+    def _compiling_methods(self) -> frozenset:
+        """Methods with a compile call in their own body, whatever it compiles: (module, qualname). A compile
+        decorator is not one (``@torch.compile`` on a method compiles that method, which its caller then calls)."""
+        out = set()
+        for mod, s in self.modules.items():
+            lines = [e[-2] for e in s["entries"] if not e[-1]]
+            if not lines:
+                continue
+            for qual, rec in s["functions"].items():
+                if "." in qual and any(rec[0] <= line <= rec[1] for line in lines):
+                    out.add((mod, qual))
+        return frozenset(out)
+
+    def _compiles_what_it_runs(self, module: str, cls: str, compiling: frozenset) -> str:
+        """A module class whose forward, or a method it calls on ``self`` (a few calls deep), calls torch.compile
+        (nequip's CompileGraphModel: forward compiles an fx graph of its model on first use, then runs it) is
+        the runner of compiled code: torch.compile is not called from compiled code, so that forward runs
+        eagerly and is not what its users compile."""
+        if not compiling:
+            return ""
+        seen, stack = set(), [(module, f"{cls}.forward", 0)]
+        while stack:
+            mod, qual, depth = stack.pop()
+            if (mod, qual) in seen:
+                continue
+            seen.add((mod, qual))
+            if (mod, qual) in compiling:
+                return "compiles what its forward runs"
+            rec = self.modules[mod]["functions"].get(qual)
+            if rec is None or depth >= 3:
+                continue
+            for c in rec[2]:
+                if c.startswith("s:") and "." not in c:
+                    where = self._method(module, cls, c[2:])
+                    if where is not None:
+                        stack.append((where[0], where[1], depth + 1))
         return ""
 
     def _inherits(self, module: str, cls: str, owners: set, depth: int = 0) -> bool:

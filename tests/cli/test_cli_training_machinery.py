@@ -195,6 +195,65 @@ class Decoder(nn.Module):
     assert "1 module (`TextToSpeech`) taken for data transforms or training machinery and left out" in out, out
 
 
+def test_a_module_that_compiles_what_it_runs_is_not_compiled_itself(cli, tmp_path):
+    # round 3, class [15] (nequip's CompileGraphModel): forward builds an fx graph of the model it holds,
+    # torch.compile's it in a method of its own, checks it against eager and runs it. That forward is the runner
+    # (torch.compile is never called from compiled code); the model it wraps stays linted as a model.
+    write(tmp_path / "lib" / "__init__.py", "")
+    write(tmp_path / "lib" / "compile.py", '''\
+import os
+
+import torch
+from torch import nn
+
+from lib.fx import make_fx_model
+
+
+class GraphModel(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, data):
+        return self.model(data)
+
+
+class CompileGraphModel(GraphModel):
+    def __init__(self, model):
+        super().__init__(model)
+        self._cache = {}
+
+    def _compile_variant(self, data, key):
+        fx_model = make_fx_model(self.model, data)
+        compiled = torch.compile(fx_model, dynamic=True)
+        ref = self.model(data)
+        err = (compiled(data) - ref).abs().max().item()
+        print(f"compiled {key}: max error {err}")
+        self._cache[key] = compiled
+
+    def forward(self, data):
+        key = (tuple(data.shape), os.environ.get("RANK"))
+        if key not in self._cache:
+            self._compile_variant(data, key)
+        return self._cache[key](data)
+
+
+class Scatter(nn.Module):
+    def forward(self, x, index):
+        return x.new_zeros(int(index.max()) + 1).index_add(0, index, x)
+''')
+    write(tmp_path / "lib" / "fx.py", '''\
+from torch.fx.experimental.proxy_tensor import make_fx
+
+
+def make_fx_model(model, data):
+    return make_fx(model)(data)
+''')
+    assert where(cli, ".") == {("lib/compile.py", "TL302", 40)}
+    out = cli(".", "--no-cache").out
+    assert "(`CompileGraphModel`) taken for data transforms or training machinery and left out" in out, out
+
+
 def test_a_kernel_module_whose_autograd_function_runs_backward_is_the_models(cli, tmp_path):
     # liger's ops/tiled_mlp.py: an autograd.Function whose backward recomputes through torch.autograd.backward,
     # and unsloth's kernels with a test_* beside them that calls .backward(): kernels, not the training loop

@@ -38,6 +38,9 @@ Looks at the compiled methods of a class (a compiled module's `forward`) and rep
 - a read of a slot left None at construction (`self.lora_layer = None`) that a setter fills, called by a
   script between calls (`if self.lora_layer is None:` then takes the other branch).
 
+The methods of an object the compiled call builds and keeps to itself (`solver = Solver(x); solver.solve()`:
+its counters live for one call) hold no state between calls and stay quiet; the same object held by a module
+or passed in as an argument outlives the call and does not.
 A buffer rebound to itself (`self.buf = self.buf.detach()`, `.to(x.device)`) is no new state; a switch every
 change sets to the same constant through methods that take no value (`reparameterize()`: a conversion done
 once) is configuration; with no compile call found (the library default), a forward that takes only
@@ -451,6 +454,8 @@ def check(ctx):
         me = self_name(func) if not isinstance(func, ast.Lambda) else None
         if me is None:
             continue
+        if getattr(target, "per_call_self", False):
+            continue  # `self` is an object the compiled call builds and drops (a solver it steps): no state between calls
         st = facts.state(target.info.class_node)
         if getattr(target, "assumed", False) and _passes_inputs_through(st):
             continue

@@ -9,6 +9,9 @@ call. Each top-level function and method gets its facts in the file's summary, a
 - ``t:Class:meth``: a method of a value whose class the function states: a parameter's annotation
   (``def next_token(model: GPT)``), ``v = Class(...)``, ``v: Class``, ``isinstance(v, Class)``; ``v(...)`` is
   ``t:Class:forward``;
+- ``n:Class:meth``: the same for a value the function builds itself and keeps to itself (``solver =
+  MVNXPB(...); solver.solve()``, the name bound only so and used only for its attributes): the object lives for
+  one call of the function;
 - ``p:meth``: ``super().meth(...)``;
 - ``x:attr``: ``self.attr = torch.compiler.disable(...)``: calls of ``self.attr`` in the class run eagerly.
 
@@ -220,10 +223,12 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
             calls.update([f"t:{c}:forward" for c in got])
         else:
             calls.add(f"f:{name}")
+    own = _kept_to_itself(fn, {n for n, _ in on_name if n in types}, bound, types) if on_name and bound else ()
     for name, meth in set(on_name):
         got = types.get(name)
         if got is not None:
-            calls.update([f"t:{c}:{meth}" for c in got])
+            kind = "n" if name in own else "t"
+            calls.update([f"{kind}:{c}:{meth}" for c in got])
         else:
             calls.add(f"f:{name}.{meth}")
     # held_classes reads a method other than __init__ only for its stores into self.<attr>: it skips one with none
@@ -231,6 +236,29 @@ def function_facts(fn, compiling_checks: bool = True) -> tuple[list[str], list[s
     own = [r for r in rets if not any(lo <= r.lineno <= hi for lo, hi in nested_spans)]
     return (sorted(calls), sorted(attrs), {k: sorted(set(v)) for k, v in sorted(narrowed.items())},
             _returned(fn, own, bound))
+
+
+def _kept_to_itself(fn, names: set, bound: dict, types: dict) -> set:
+    """Of ``names``, those the function builds itself (every binding ``name = Class(...)``, no parameter) and
+    uses only for their attributes (``name.step``, ``name.solve()``): never stored, passed, returned or yielded,
+    so the object lives for one call of the function (a solver it steps). Nested functions count as uses."""
+    args = fn.args
+    params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
+    cand = {n for n in names if n not in params and bound.get(n) and len(types.get(n, ())) == len(bound[n])}
+    if not cand:
+        return set()
+    stores, loads, as_receiver = {}, {}, {}
+    for node in ast.walk(fn):
+        t = type(node)
+        if t is _Name and node.id in cand:
+            d = stores if type(node.ctx) is ast.Store else loads
+            d[node.id] = d.get(node.id, 0) + 1
+        elif t is _Attribute and type(node.value) is _Name and node.value.id in cand:
+            as_receiver[node.value.id] = as_receiver.get(node.value.id, 0) + 1
+        elif t in (ast.Global, ast.Nonlocal) and cand.intersection(node.names):
+            return set()
+    # every store is one of the `name = Class(...)` bindings; every load is the receiver of an attribute
+    return {n for n in cand if stores.get(n, 0) == len(bound[n]) and loads.get(n, 0) == as_receiver.get(n, 0)}
 
 
 def _callee(func, calls: set, on_name: list, attrs: set, push) -> None:

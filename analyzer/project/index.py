@@ -435,6 +435,10 @@ class ProjectIndex:
         self.library_default = ""
         self.compiled: dict[tuple[str, str], Compiled] = {}
         self._reach_cache: dict[tuple[str, str], list] = {}
+        # function -> what it reaches only through an object it builds and keeps to itself (``n:`` calls), and
+        # only through ``self`` (its own class's methods: the same object); see _per_call_methods
+        self._kinds: dict[tuple[str, str], tuple[set, set]] = {}
+        self.per_call: frozenset = frozenset()  # methods whose `self` lives for one compiled call
         self._trees: dict[str, ast.Module | None] = {}
         self._renames: dict[str, str] = {}
         # (module, class) -> the attributes its methods bind to a disable; module -> its functions that bind any
@@ -715,6 +719,30 @@ class ProjectIndex:
             if len(compilers.get(where, ())) > 1:  # compiled by two compilers: both behaviours apply
                 how = replace(how, compiler="unknown")
             self.compiled[where] = how
+        self.per_call = self._per_call_methods(best.keys() - {root for root, _, _ in pending})
+
+    def _per_call_methods(self, reached) -> frozenset:
+        """Compiled methods whose ``self`` lives for one compiled call: reached only through an object some
+        compiled function builds and keeps to itself (``solver = MVNXPB(...); solver.solve()``), or through
+        ``self`` from such methods. Their attributes change within a call, never between calls (a solver's
+        step), so they are no module state. A method an entry point names, or one reached any other way (a held
+        object, an argument, a submodule), may see an object that outlives the call."""
+        candidates = {w for w in reached if "." in w[1]}
+        if not candidates or not self._kinds:
+            return frozenset()
+        persistent = set()  # candidates some path reaches with an object that may outlive the call
+        changed = True
+        while changed:
+            changed = False
+            for g in self.compiled:
+                own, same = self._kinds.get(g, (set(), set()))
+                g_persistent = g not in candidates or g in persistent
+                for m in self._reach_cache.get(g, ()):
+                    if m not in candidates or m in persistent or m in own or (m in same and not g_persistent):
+                        continue
+                    persistent.add(m)
+                    changed = True
+        return frozenset(candidates - persistent)
 
     def _parts_compilers(self) -> list[tuple[str, str]]:
         """Methods that compile what their class holds (speechbrain's ``Pretrained._compile``:
@@ -986,6 +1014,7 @@ class ProjectIndex:
             return []
         calls, self_attrs = rec[2], rec[3]
         out = []
+        own, same = [], []  # reached through an object this function builds (n:), through self (s:name, p:)
         cls = qual.rsplit(".", 1)[0] if "." in qual else None
         subs = self._submodule_classes(module, cls) if cls else {}
         eager_attrs = self._eager_attrs(module, cls) if cls else ()
@@ -1007,6 +1036,7 @@ class ProjectIndex:
                 found = self._method(module, cls, attr)
                 if found:
                     out.append(found)
+                    same.append(found)
             elif kind == "p":  # super().meth(...): the first base that has it
                 info = self._class_info(module, cls) if cls and ref in methods else None
                 for base in info[0] if info else ():
@@ -1014,9 +1044,10 @@ class ProjectIndex:
                     found = where and self._class_info(*where) is not None and self._method(where[0], where[1], ref)
                     if found:
                         out.append(found)
+                        same.append(found)
                         break
-            elif kind == "t":  # a method of a value of a stated class (annotation, isinstance, `v = C(...)`)
-                cref, _, meth = ref.rpartition(":")
+            elif kind == "t" or kind == "n":  # a method of a value of a stated class (annotation, isinstance,
+                cref, _, meth = ref.rpartition(":")  # `v = C(...)`); n: one the function builds for itself
                 if meth not in methods:
                     continue  # (`t:torch.Tensor:view`: most are of other libraries' classes)
                 where = self.resolve(module, cref)
@@ -1024,6 +1055,8 @@ class ProjectIndex:
                     found = self._method(where[0], where[1], meth)
                     if found:
                         out.append(found)
+                        if kind == "n":
+                            own.append(found)
             elif kind == "f":
                 where = self.resolve(module, ref)
                 if where is None:
@@ -1041,6 +1074,9 @@ class ProjectIndex:
                 found = self._method(sub[0], sub[1], "forward")
                 if found:
                     out.append(found)
+        if own or same:
+            other = {w for w in out if out.count(w) > own.count(w) + same.count(w)}  # also reached another way
+            self._kinds[(module, qual)] = (set(own) - other, set(same) - other)
         return sorted(set(out))
 
     # What linting one file needs.
@@ -1063,8 +1099,9 @@ class ProjectIndex:
                 continue  # the file's own entry point: the per-file analysis sees it already
             # (a reached function's scalar arguments come from its callers, not from the compiled call's inputs:
             # only the sizes it reads itself are symbolic there)
-            out.append((qual, c.compiler, c.symbolic if c.entry or not c.symbolic else "sizes", c.how, c.assumed,
-                        c.entry))
+            fact = (qual, c.compiler, c.symbolic if c.entry or not c.symbolic else "sizes", c.how, c.assumed, c.entry)
+            # a method whose `self` the compiled call builds for itself: said only where true (a 7th item)
+            out.append(fact + (True,) if (module, qual) in self.per_call else fact)
         s = self.modules.get(module)
         for qual, rec in (s["functions"].items() if s else ()):
             if len(rec) > 6 and rec[6] and not rec[5] and self.eager((module, qual)):

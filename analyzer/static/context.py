@@ -33,8 +33,8 @@ class FileContext:
         self.source = source
         self.tree = tree
         self.jit_decorators = tuple(jit_decorators)
-        # (qualname, compiler, symbolic, how, assumed, entry) from the project index: functions of this file that other
-        # files (or `assume-compiled`) compile
+        # (qualname, compiler, symbolic, how, assumed, entry[, per_call_self]) from the project index: functions of this
+        # file that other files (or `assume-compiled`) compile
         self.compiled_elsewhere = tuple(compiled_elsewhere)
         self.target = target
         self._facts: dict[int, FunctionFacts] = {}
@@ -59,7 +59,8 @@ class FileContext:
                     # "reached": called by compiled code, not named by the compile call (its arguments are the
                     # caller's values, not necessarily the compiled function's inputs)
                     kind = "project" if not entry or entry[0] else "reached"
-                    targets.append(JitTarget(info, symbolic, kind, compiler=compiler, elsewhere=how, assumed=assumed))
+                    targets.append(JitTarget(info, symbolic, kind, compiler=compiler, elsewhere=how, assumed=assumed,
+                                             per_call_self=len(entry) > 1 and bool(entry[1])))
         if self.target != "any":
             for t in targets:
                 t.compiler = self.target

@@ -52,6 +52,9 @@ class JitTarget:
     compiler: str = "unknown"  # thunder | torch.compile | ours | unknown
     elsewhere: str = ""  # "compiled by `torch.compile(Net())` at train.py:7" when another file compiles it
     assumed: bool = False  # the library default: no compile call found; elsewhere is "if `Net` is compiled"
+    # a method reached only through an object the compiled call builds for itself (`s = Solver(x); s.solve()`):
+    # its `self` lives for one call
+    per_call_self: bool = False
 
     @property
     def label(self) -> str:

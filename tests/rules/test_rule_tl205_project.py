@@ -128,3 +128,57 @@ def test_the_same_wrapper_compiled_by_a_call_is_reported(tmp_path):
                                        "loss = torch.compile(ScheduledLoss([torch.nn.MSELoss()]))\n")
     found = [d for d in lint_paths([str(tmp_path)], select=["TL205"], cache=False)]
     assert [d.line for d in found] == [13], [d.message for d in found]
+
+
+SOLVERS = """\
+import torch
+
+
+class Solver:
+    def __init__(self, cov):
+        self.cov = cov
+        self.step = 0
+
+    def pivot_(self, pivot):
+        if self.step < pivot:
+            self.cov = self.cov.roll(pivot - self.step, 0)
+
+    def solve(self, n):
+        if self.step > n:
+            raise ValueError("ran ahead")
+        for i in range(n):
+            self.pivot_(i)
+            self.step += 1
+        return self.cov.sum()
+"""
+
+ACQUISITION = """\
+from torch import nn
+
+from solvers import Solver
+
+
+class ProbabilityOfImprovement(nn.Module):
+    def forward(self, x):
+        solver = Solver(x @ x.T)
+        return solver.solve(x.shape[0])
+
+
+class Stepper(nn.Module):
+    def forward(self, x, solver: Solver):
+        return solver.solve(2) * x
+"""
+
+
+def test_an_object_the_compiled_call_builds_for_itself_has_no_state_between_calls(tmp_path):
+    # round 3, class [14] (botorch's MVNXPB): forward builds the solver and steps it; `step` changes within one
+    # call, never between calls (tests/rules/test_rule_tl205_torch_compile.py: one graph for six calls). The same
+    # solver handed in as an argument outlives the call: its counter is reported.
+    (tmp_path / "solvers.py").write_text(SOLVERS)
+    (tmp_path / "acquisition.py").write_text(ACQUISITION.replace("\n\nclass Stepper", "\n\nclass _Unused").replace(
+        "solver: Solver", "solver"))
+    found = [d for d in lint_paths([str(tmp_path)], select=["TL205"], cache=False)]
+    assert found == [], [d.message for d in found]
+    (tmp_path / "acquisition.py").write_text(ACQUISITION)
+    found = [d for d in lint_paths([str(tmp_path)], select=["TL205"], cache=False)]
+    assert {(d.path.rsplit("/", 1)[-1], d.line) for d in found} >= {("solvers.py", 18)}, [d.message for d in found]

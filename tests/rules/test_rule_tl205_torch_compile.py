@@ -121,6 +121,32 @@ model = Norm()
 compiled = torch.compile(model)
 """
 
+# botorch's MVNXPB solver (round 3, class [14]): forward builds the object and steps it; its int `step` lives for
+# one call, so nothing is guarded between calls
+PER_CALL_SOLVER = """\
+import torch
+from torch import nn
+class Solver:
+    def __init__(self, x):
+        self.x = x
+        self.step = 0
+    def advance(self):
+        self.x = self.x * 2 + self.step
+        self.step += 1
+    def solve(self, n):
+        while self.step < n:
+            self.advance()
+        return self.x
+class Net(nn.Module):
+    def forward(self, x):
+        solver = Solver(x)
+        return solver.solve(3)
+def step(model, i):
+    pass
+model = Net()
+compiled = torch.compile(model)
+"""
+
 # diffusers' LoRA slot (pytorch #120958): None after construction, filled by a setter the script calls
 SLOT = """\
 import torch
@@ -193,7 +219,7 @@ def test_reported_shapes_recompile_when_the_attribute_changes(source, graphs):
     assert [n for _, n in compiled] == graphs
 
 
-@pytest.mark.parametrize("source", [CONFIG, BUFFER], ids=["config", "buffer"])
+@pytest.mark.parametrize("source", [CONFIG, BUFFER, PER_CALL_SOLVER], ids=["config", "buffer", "per-call-solver"])
 def test_quiet_shapes_compile_once(source):
     assert not _reported(source)
     eager = _run(source, use_compiled=False)

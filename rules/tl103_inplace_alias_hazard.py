@@ -95,6 +95,12 @@ There is no automatic fix.
         "    F.relu(x * 2, inplace=True)\n    frame.fillna(x, inplace=True)\n    return rt\n",
         # `counts[k] += 1` on a dict: an indexed update of no tensor
         "import torch\n@torch.compile\ndef f(x, counts, k):\n    counts[k] += 1\n    return x * 2\n",
+        # the state an optimizer keeps for a parameter, looked up by it: no value computed from the parameter
+        "import torch\nclass Opt(torch.optim.Optimizer):\n    def __init__(self, params):\n"
+        "        super().__init__(params, {'lr': 0.1})\n        self._update = torch.compile(self._update_param)\n"
+        "    def _update_param(self, p, group):\n        state = self.state[p]\n"
+        "        state['avg'].mul_(0.9).add_(p.grad)\n        p.add_(state['avg'], alpha=-group['lr'])\n"
+        "        state['step'] += 1\n",
         # another input given only the input's shape before the write
         "import torch\n@torch.compile\ndef f(dst, src):\n    dst.resize_(src.shape)\n    src.add_(1)\n",
     ],
@@ -306,6 +312,8 @@ def _earlier_read_used_after(ctx, facts, name, mutation) -> str | None:
                     continue
                 if not facts.reachable(b.pos, write_at) or not any(_reads_values(b.value, d) for d in derived):
                     continue
+                if _keyed_lookup(b.value, derived) and _used_as_mapping(facts.node, other):
+                    continue  # `state = self.state[p]`: an entry a dict keeps for `p`, not values computed from it
                 derived.add(other)
                 found.append((other, b.pos))
                 grew = True
@@ -316,6 +324,18 @@ def _earlier_read_used_after(ctx, facts, name, mutation) -> str | None:
         if facts.read_after(other, after, mutation.loop, since=pos):
             return other
     return _stored_into_input(facts, name, derived, mutation)
+
+
+def _keyed_lookup(value, derived) -> bool:
+    """``table[x]`` with the input itself as the whole key."""
+    return isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Name) and value.slice.id in derived
+
+
+def _used_as_mapping(func, name) -> bool:
+    """Is ``name`` indexed with a string somewhere (``state["step"]``)? Only a mapping takes a string key: an
+    optimizer's per-parameter state looked up by the parameter, not a tensor gathered with it as the index."""
+    return any(isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name
+               and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str) for n in walk(func))
 
 
 # How many locals deep a value computed from the input is followed (t1 = f(x); t2 = g(t1); r = h(t2)).

@@ -98,3 +98,28 @@ def test_a_store_into_another_input_before_the_write_differs_from_eager_under_in
     assert torch.equal(src_c, src_e)
     # what the note says: inductor fills dst with the written values, the other backends match eager
     assert torch.equal(dst_c, dst_e) is (backend != "inductor"), (backend, dst_c[0], dst_e[0])
+
+
+SELF_READS = {
+    "foreach": "def f(x):\n    torch._foreach_add_([x], [x.flip(0)])\n    return x\n",
+    "method": "def f(x):\n    x.add_(x.flip(0))\n    return x\n",
+}
+
+
+@pytest.mark.parametrize("form", sorted(SELF_READS))
+def test_an_update_from_its_own_other_positions_is_reported_and_inductor_gets_the_foreach_form_wrong(form):
+    # pytorch #198033: inductor's foreach kernel reads the mirrored row while writing it (CPU, torch 2.13); the
+    # method form and the eager/aot_eager backends match eager. The finding says so.
+    from rules.tl103_inplace_alias_hazard import SELF_READ_TORCH_COMPILE
+
+    source = SELF_READS[form]
+    found = [d for d in lint_source(HEADER + "@torch.compile\n" + source, "m.py") if d.code == "TL103"]
+    assert found and f"torch.compile {SELF_READ_TORCH_COMPILE}" in found[0].message, [d.message for d in found]
+    f = _function(source)
+    x = torch.rand(8, 8)
+    want = f(x.clone())
+    for backend in ("eager", "aot_eager", "inductor"):
+        torch._dynamo.reset()
+        got = torch.compile(f, backend=backend)(x.clone())
+        wrong = backend == "inductor" and form == "foreach"
+        assert torch.equal(got, want) is not wrong, (form, backend)

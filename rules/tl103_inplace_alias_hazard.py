@@ -34,9 +34,9 @@ applied to `q`) when the input is read again, or written again, later in the fun
 from it before the write is still used after it (`y = torch.log(x); x.log_(); return y`); and an indexed
 update of an input (`y[idx] += y[idx]`) or an update from its own values at other positions (`x.add_(x.flip(0))`,
 `torch._foreach_add_([x], [x.flip(0)])`), a read-modify-write of the caller's memory whether or not it is read
-again. A foreach op writes each tensor of its first
-list. A function the compiled code calls is checked with what its callers pass: its argument is an input
-only where a compiled caller hands it one of its own inputs. The trace check (`analyzer.check`,
+again. The result of an in-place call used as an operand (`a.exp_() * b`, `p.mul_(b).add_(g)`) is a read of the
+written input; a foreach op writes each tensor of its first list. A function the compiled code calls is checked
+with what its callers pass: its argument is an input only where a compiled caller hands it one of its own inputs. The trace check (`analyzer.check`,
 `analyzer.jit`) walks the traced call as the functionalization does: it reports each input (arguments,
 module parameters and buffers) that one op writes and a later op reads, views of the input included, at the
 first write, and lists eager's order of those writes and reads. Stores that do not read the input
@@ -109,6 +109,7 @@ There is no automatic fix.
         # returned or bound is no further read
         "import torch\n@torch.compile\ndef f(x, g):\n    x.add_(x * 2)\n    return x\n",
         "import torch\n@torch.compile\ndef f(xs, ys):\n    torch._foreach_mul_(xs, 0.5)\n    torch._foreach_add_([ys[0]], [ys[1].flip(0)])\n",
+        "import torch\n@torch.compile\ndef f(x):\n    return x.exp_()\n",
     ],
     invalid=[
         # read again inside a loop: the next iteration reads what the write-back must already have stored
@@ -151,6 +152,8 @@ There is no automatic fix.
         # an input updated from its own values at other positions, as a foreach op (pytorch #198033)
         "import torch\n@torch.compile\ndef f(x):\n    torch._foreach_add_([x], [x.flip(0)])\n    return x\n",
         "import torch\n@torch.compile\ndef f(x):\n    x.add_(x.transpose(0, 1))\n    return x\n",
+        # the in-place result used as an operand reads the written input (lightning-thunder #2766)
+        "import thunder\n@thunder.jit\ndef f(a, b):\n    return a.exp_() * b.tanh_()\n",
     ],
 )
 
@@ -201,6 +204,22 @@ def _reads_itself_elsewhere(ctx, mutation, name) -> bool:
 def written_by_argument(call) -> bool:
     """``torch.add_(x, ...)`` / ``torch._foreach_add_([x], ...)``: a module function writing its first argument."""
     return isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "torch"
+
+
+def _result_used(mutation) -> bool:
+    """Is the in-place call's result (the written tensor itself) an operand of a larger expression (``a.exp_() *
+    b``, ``p.mul_(0.9).add_(g)``)? That use reads the input after the write, as a later statement would."""
+    call = mutation.node
+    if mutation.kind != "method" or not isinstance(call, ast.Call):
+        return False
+    stmt = mutation.stmt
+    if isinstance(stmt, (ast.Expr, ast.Return, ast.Assign)) and stmt.value is call:
+        return False
+    for parent in ast.walk(stmt):
+        for child in ast.iter_child_nodes(parent):
+            if child is call:
+                return not isinstance(parent, (ast.stmt, ast.Await, ast.IfExp, ast.BoolOp, ast.Tuple, ast.List))
+    return False
 
 
 def _only_returned(func, facts, name, after, loop) -> bool:
@@ -256,8 +275,8 @@ def check(ctx):
                 hazard = (f"—the reads of `{name}` and the write-back into it are one pass over the caller's memory: a "
                           f"compiler that fuses them reads elements the write already changed (pytorch #198033)")
             else:
-                later = facts.read_after(name, end(mutation.stmt), mutation.loop) and not _only_returned(
-                    target.info.node, facts, name, end(mutation.stmt), mutation.loop)
+                later = (facts.read_after(name, end(mutation.stmt), mutation.loop) and not _only_returned(
+                    target.info.node, facts, name, end(mutation.stmt), mutation.loop)) or _result_used(mutation)
                 earlier = None if later else _earlier_read_used_after(ctx, facts, name, mutation)
                 if not later and earlier is None:
                     continue

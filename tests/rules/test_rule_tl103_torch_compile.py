@@ -41,6 +41,8 @@ FORMS = {
     "indexed update by a computed index": (
         "TL103", "def f(idx, y):\n    idx = idx + 10\n    y[idx] += y[idx]\n    return y\n",
         lambda: (torch.tensor([[-10, -9]]), torch.arange(8.0).view(2, 4))),
+    # lightning-thunder #2766: the in-place call's result is an operand, a read of the written input
+    "in-place result used as an operand": ("TL103", "def f(q):\n    return q.mul_(2) + 1\n", lambda: torch.arange(3.0)),
     "inplace option on a view": ("TL102", "def f(x):\n    F.relu(x[0], inplace=True)\n    return x.sum()\n",
                                  lambda: torch.tensor([[-1.0, 2.0], [-3.0, 4.0]])),
 }

@@ -34,8 +34,8 @@ applied to `q`) when the input is read again, or written again, later in the fun
 from it before the write is still used after it (`y = torch.log(x); x.log_(); return y`); and an indexed
 update of an input (`y[idx] += y[idx]`) or an update from its own values at other positions (`x.add_(x.flip(0))`,
 `torch._foreach_add_([x], [x.flip(0)])`), a read-modify-write of the caller's memory whether or not it is read
-again. The result of an in-place call used as an operand (`a.exp_() * b`, `p.mul_(b).add_(g)`) is a read of the
-written input; a foreach op writes each tensor of its first list. A function the compiled code calls is checked
+again. The result of an in-place call used as an operand (`a.exp_() * b`, `p.mul_(b).sum()`) is a read of the
+written input (a chain of in-place calls, `x.mul_(a).mul_(b)`, is not); a foreach op writes each tensor of its first list. A function the compiled code calls is checked
 with what its callers pass: its argument is an input only where a compiled caller hands it one of its own inputs. The trace check (`analyzer.check`,
 `analyzer.jit`) walks the traced call as the functionalization does: it reports each input (arguments,
 module parameters and buffers) that one op writes and a later op reads, views of the input included, at the
@@ -110,6 +110,7 @@ There is no automatic fix.
         "import torch\n@torch.compile\ndef f(x, g):\n    x.add_(x * 2)\n    return x\n",
         "import torch\n@torch.compile\ndef f(xs, ys):\n    torch._foreach_mul_(xs, 0.5)\n    torch._foreach_add_([ys[0]], [ys[1].flip(0)])\n",
         "import torch\n@torch.compile\ndef f(x):\n    return x.exp_()\n",
+        "import torch\n@torch.compile\ndef f(x, noise, s):\n    x.mul_(noise).mul_(s)\n    return x\n",
     ],
     invalid=[
         # read again inside a loop: the next iteration reads what the write-back must already have stored
@@ -208,7 +209,8 @@ def written_by_argument(call) -> bool:
 
 def _result_used(mutation) -> bool:
     """Is the in-place call's result (the written tensor itself) an operand of a larger expression (``a.exp_() *
-    b``, ``p.mul_(0.9).add_(g)``)? That use reads the input after the write, as a later statement would."""
+    b``, ``p.mul_(0.9).sum()``)? That use reads the input after the write, as a later statement would. A chain of
+    in-place calls (``x.mul_(a).mul_(b)``) reads nothing in between and is left alone."""
     call = mutation.node
     if mutation.kind != "method" or not isinstance(call, ast.Call):
         return False
@@ -218,6 +220,8 @@ def _result_used(mutation) -> bool:
     for parent in ast.walk(stmt):
         for child in ast.iter_child_nodes(parent):
             if child is call:
+                if isinstance(parent, ast.Attribute) and parent.attr.endswith("_") and not parent.attr.startswith("_"):
+                    return False  # `x.mul_(a).mul_(b)`: one in-place chain on the input, no read in between
                 return not isinstance(parent, (ast.stmt, ast.Await, ast.IfExp, ast.BoolOp, ast.Tuple, ast.List))
     return False
 

@@ -1,7 +1,7 @@
 # Report: https://github.com/pytorch/pytorch/issues/93457
 # What went wrong: `int(...)` of tensor elements read the data back to Python; each new box value was
 # specialized on, so the function recompiled for every input until the cache size limit was hit.
-# Reporter's shape (case 1, from vision_maskrcnn): fn(box): w = int(box[2] + box[0]); h = int(box[3] - box[1]);
+# Reporter's shape: (case 1, from vision_maskrcnn) fn(box): w = int(box[2] + box[0]); h = int(box[3] - box[1]);
 # return w + h; dynamo.optimize("eager")(fn) called on 10 random integer boxes with cache_size_limit = 2.
 # torch 2.13 on CPU (this file run): `int(...)` is still a graph break (dynamo warns at that line); results match
 # eager.

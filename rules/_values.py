@@ -228,32 +228,21 @@ def compiled_call_tensors(ctx, info) -> frozenset:
 
 
 def _compiled_call_tensors(ctx, info):
+    sites = compile_sites(ctx)
     name = info.name
-    handles = set()
+    handles = set(sites["handles"].get(name, ()))
     if any((ctx.resolve(d.func if isinstance(d, ast.Call) else d) or "") in _JIT_CALLS
            for d in getattr(info.node, "decorator_list", ())):
         handles.add(name)
-    compiled_calls = []  # `torch.compile(f)` nodes: their results called directly count too
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in node.args[:1]):
-            jit = node.func.func if isinstance(node.func, ast.Call) else node.func  # `torch.compile(backend=...)(f)`
-            if (ctx.resolve(jit) or "") in _JIT_CALLS:
-                compiled_calls.append(node)
-    if not handles and not compiled_calls:
+    compiled_ids = sites["compiled"].get(name, set())
+    if not handles and not compiled_ids:
         return ()
-    compiled_ids = {id(c) for c in compiled_calls}
     bindings = _file_bindings(ctx)
-    for value, targets in bindings.get("__assign__", ()):
-        if id(value) in compiled_ids:
-            handles.update(t.id for t in targets if isinstance(t, ast.Name))
     args = info.node.args
     params = [a.arg for a in (*args.posonlyargs, *args.args)]
     out = set()
-    for node in ast.walk(ctx.tree):
-        if not isinstance(node, ast.Call):
-            continue
-        if not ((isinstance(node.func, ast.Name) and node.func.id in handles) or id(node.func) in compiled_ids):
-            continue
+    calls = [c for h in handles for c in sites["calls"].get(h, ())] + sites["direct"].get(name, [])
+    for node in calls:
         if any(isinstance(a, ast.Starred) for a in node.args):
             continue
         for p, a in zip(params, node.args):
@@ -263,6 +252,38 @@ def _compiled_call_tensors(ctx, info):
             if k.arg in params and _tensor_argument(ctx, k.value, bindings):
                 out.add(k.arg)
     return out
+
+
+def compile_sites(ctx) -> dict:
+    """One walk of the file: "compiled" f -> ids of its jit calls (``torch.compile(f)``); "handles" f -> names bound
+    to one (``cf = torch.compile(f)``); "direct" f -> calls of a jit call's result (``torch.compile(f)(x)``);
+    "calls" name -> the calls of that name."""
+    got = ctx.__dict__.get("_compile_sites")
+    if got is None:
+        compiled, calls, assigns, of_calls = {}, {}, [], []
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Name):
+                    calls.setdefault(node.func.id, []).append(node)
+                elif isinstance(node.func, ast.Call):
+                    of_calls.append(node)  # `torch.compile(f)(x)`: maybe a call of a jit call's result
+                if node.args and isinstance(node.args[0], ast.Name):
+                    jit = node.func.func if isinstance(node.func, ast.Call) else node.func  # torch.compile(backend=...)(f)
+                    if (ctx.resolve(jit) or "") in _JIT_CALLS:
+                        compiled.setdefault(node.args[0].id, set()).add(id(node))
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                assigns.append(node)
+        owner = {i: f for f, ids in compiled.items() for i in ids}
+        handles, direct = {}, {}
+        for a in assigns:
+            f = owner.get(id(a.value))
+            if f is not None:
+                handles.setdefault(f, set()).update(t.id for t in a.targets if isinstance(t, ast.Name))
+        for node in of_calls:
+            if id(node.func) in owner:
+                direct.setdefault(owner[id(node.func)], []).append(node)
+        got = ctx.__dict__["_compile_sites"] = {"compiled": compiled, "handles": handles, "direct": direct, "calls": calls}
+    return got
 
 
 def _file_bindings(ctx) -> dict:

@@ -241,18 +241,15 @@ def _reached_helpers(jit_scope):
     by name (``bump()``) and a method of a class defined there, called on a new instance (``Touch().touch()``,
     ``t = Touch(); t.touch()``)."""
     for scope in jit_scope.walk():
-        made = {}  # `t = Touch()` in the compiled code: t -> Touch
-        for name, node in scope.writes:
-            value = getattr(_assign_of(scope, node), "value", None)
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-                made[name] = value.func.id
+        made = None  # `t = Touch()` in the compiled code: t -> Touch (found on first need: one walk of the scope)
         for call in scope.calls:
             func = call.func
             if isinstance(func, ast.Name):
                 cls, method = None, func.id
             elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Name):
                 cls, method = func.value.func.id, func.attr
-            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in made:
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                    and func.value.id in (made := made if made is not None else _instances_made(scope)):
                 cls, method = made[func.value.id], func.attr
             else:
                 continue
@@ -268,12 +265,15 @@ def _reached_helpers(jit_scope):
                             yield m, call
 
 
-def _assign_of(scope, node):
-    """The assignment statement whose target is ``node`` (a Name stored in ``scope``), if it is a plain one."""
-    for stmt in ast.walk(scope.node):
-        if isinstance(stmt, ast.Assign) and any(t is node for t in stmt.targets):
-            return stmt
-    return None
+def _instances_made(scope) -> dict:
+    """``t = Touch(...)`` in ``scope``'s own code: {"t": "Touch"}."""
+    made = {}
+    for node in _own_nodes(scope):
+        if type(node) is ast.Assign and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    made[t.id] = node.value.func.id
+    return made
 
 
 _OWN_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
@@ -295,8 +295,11 @@ def _captured_object_writes(ctx, target, jit_scope):
     """``state["n"] += 1`` (or ``.append``, ``.attr = v``) into an object a variable of an enclosing function
     holds, made by code of that function which the compiled function runs (pytorch #197896: a method of a class
     defined there, called on a new instance inside the compiled code; the mutation was silently dropped)."""
-    reported = set()
+    reported, walked = set(), set()
     for helper, call in _reached_helpers(jit_scope):
+        if id(helper) in walked:
+            continue  # a helper called again: its writes are reported once, at the first call
+        walked.add(id(helper))
         for inner in helper.walk():
             for node in _own_nodes(inner):
                 if type(node) in _STORES:

@@ -293,6 +293,14 @@ class _Facts:
             got = self._states[id(cls)] = class_state(cls, self.ctx.index.classes)
         return got
 
+    def number_keys(self, cls) -> frozenset:
+        """String keys ``cls`` stores a number constant under, found once per class."""
+        keys = self.__dict__.setdefault("_number_keys", {})
+        got = keys.get(id(cls))
+        if got is None:
+            got = keys[id(cls)] = _number_keys(cls)
+        return got
+
     def held(self, st, attr):
         """The state of the class of ``self.attr = Cls(...)`` when ``Cls`` is a class of this file."""
         name = st.held.get(attr)
@@ -493,7 +501,7 @@ def check(ctx):
             if type(node) is ast.AugAssign and isinstance(node.target, ast.Subscript):
                 if held_dicts is None:
                     held_dicts = _held_entries(func, me)
-                shown = _held_counter(node, me, held_dicts, target.info.class_node)
+                shown = _held_counter(node, me, held_dicts, facts, target.info.class_node)
                 if shown and shown not in done:
                     yield report(node.target, shown, f"adds to the Python number `{shown}` in a container it holds",
                                  _FIX_WRITE, _HAZARD_WRITE, _TC_WRITE)
@@ -586,7 +594,7 @@ def _held_entries(func, me) -> set[str]:
     return out
 
 
-def _held_counter(node, me, held_dicts, cls) -> str:
+def _held_counter(node, me, held_dicts, facts, cls) -> str:
     """``state["step"] += 1`` on a dict ``self`` holds (an optimizer's per-parameter state): a string key says it
     is a mapping, not a tensor, and the class storing a number constant under that key (``state["step"] = 0``)
     says the entry is a Python number, not a tensor step. Its text, or ""."""
@@ -596,12 +604,17 @@ def _held_counter(node, me, held_dicts, cls) -> str:
         return ""
     if not (isinstance(node.value, ast.Constant) and type(node.value.value) in (int, float)):
         return ""
+    return ast.unparse(target) if key.value in facts.number_keys(cls) else ""
+
+
+def _number_keys(cls) -> frozenset:
+    """String keys the class stores a number constant under (``state["step"] = 0``)."""
+    keys = set()
     for n in ast.walk(cls):
-        if type(n) is ast.Assign and isinstance(n.value, ast.Constant) and type(n.value.value) in (int, float) \
-                and any(isinstance(s, ast.Subscript) and isinstance(s.slice, ast.Constant) and s.slice.value == key.value
-                        for s in n.targets):
-            return ast.unparse(target)
-    return ""
+        if type(n) is ast.Assign and isinstance(n.value, ast.Constant) and type(n.value.value) in (int, float):
+            keys.update(s.slice.value for s in n.targets if isinstance(s, ast.Subscript)
+                        and isinstance(s.slice, ast.Constant) and isinstance(s.slice.value, str))
+    return frozenset(keys)
 
 
 def _passes_inputs_through(st) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ._torch_api import in_spans, only_reports
-from ._values import Values
+from ._values import Values, compile_sites
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 from .walks import walk
@@ -174,30 +174,29 @@ def _marked_dynamic(ctx, target) -> bool:
     name bound to its compile call (``compiled = torch.compile(f)``) or to the compile call's result."""
     if target.elsewhere or not (target.how == "decorator" or target.how.startswith("line ")):
         return False
-    marked = set()
-    callees = {target.info.name}
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name in _MARKERS:
-                marked.add(node.args[0].id)
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name) and any(
-                    isinstance(a, ast.Name) and a.id == target.info.name for a in node.value.args):
-            callees.add(node.targets[0].id)  # `compiled = torch.compile(f, ...)`
+    marked = _marked_names(ctx)
     if not marked:
         return False
-    return any(isinstance(node, ast.Call) and _calls_compiled(node.func, callees, target.info.name)
-               and any(isinstance(a, ast.Name) and a.id in marked for a in node.args)
-               for node in ast.walk(ctx.tree))
+    sites = compile_sites(ctx)
+    name = target.info.name
+    calls = [c for h in {name} | sites["handles"].get(name, set()) for c in sites["calls"].get(h, ())]
+    calls += sites["direct"].get(name, [])
+    return any(isinstance(a, ast.Name) and a.id in marked for c in calls for a in c.args)
 
 
-def _calls_compiled(func, callees, name) -> bool:
-    """``f(x)``, ``compiled(x)`` or ``torch.compile(...)(f)(x)``: the function or its compiled form is called."""
-    if isinstance(func, ast.Name):
-        return func.id in callees
-    return isinstance(func, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in func.args)
+def _marked_names(ctx) -> frozenset:
+    """Names the file passes to `mark_dynamic`/`mark_unbacked` (one walk per file, only when the text has one)."""
+    got = ctx.__dict__.get("_marked_names")
+    if got is None:
+        names = set()
+        if any(m in ctx.source.text for m in _MARKERS):
+            for node in ast.walk(ctx.tree):
+                if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+                    func = node.func
+                    if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _MARKERS:
+                        names.add(node.args[0].id)
+        got = ctx.__dict__["_marked_names"] = frozenset(names)
+    return got
 
 
 def _range_bound(values, test) -> bool:

@@ -21,7 +21,7 @@ class MyModel(nn.Module):
         torch.manual_seed(self.attention_seed)
 
     def forward(self, x):
-        self._init_attention_seed()
+        self._init_attention_seed()  # also: TL205
         return self.dropout(self.linear(x))
 
 

@@ -210,6 +210,126 @@ def _makes_tensor(ctx, e) -> bool:
     return name in _TENSOR_MAKERS or (name.startswith("torch.") and name[6:] in _FACTORIES)
 
 
+_JIT_CALLS = frozenset({"torch.compile", "thunder.jit", "compiler.jit", "analyzer.jit"})
+
+
+def compiled_call_tensors(ctx, info) -> frozenset:
+    """Parameters of a module-level function that a call of its compiled form in this file passes a tensor:
+    ``cf = torch.compile(f)`` then ``cf(torch.ones(1))``, ``torch.compile(f)(x)`` with ``x = torch.randn(3)``,
+    ``[cf(b) for b in boxes]`` over ``boxes = [torch.randint(...) for _ in range(10)]``. A reporter's program and a
+    script say so at the call; the function's own code may not (``def as_int(x): return int(x)``)."""
+    if info.class_node is not None or isinstance(info.node, ast.Lambda):
+        return frozenset()
+    per_file = ctx.__dict__.setdefault("_compiled_call_tensors", {})
+    got = per_file.get(id(info.node))
+    if got is None:
+        got = per_file[id(info.node)] = frozenset(_compiled_call_tensors(ctx, info))
+    return got
+
+
+def _compiled_call_tensors(ctx, info):
+    sites = compile_sites(ctx)
+    name = info.name
+    handles = set(sites["handles"].get(name, ()))
+    if any((ctx.resolve(d.func if isinstance(d, ast.Call) else d) or "") in _JIT_CALLS
+           for d in getattr(info.node, "decorator_list", ())):
+        handles.add(name)
+    compiled_ids = sites["compiled"].get(name, set())
+    if not handles and not compiled_ids:
+        return ()
+    bindings = _file_bindings(ctx)
+    args = info.node.args
+    params = [a.arg for a in (*args.posonlyargs, *args.args)]
+    out = set()
+    calls = [c for h in handles for c in sites["calls"].get(h, ())] + sites["direct"].get(name, [])
+    for node in calls:
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            continue
+        for p, a in zip(params, node.args):
+            if _tensor_argument(ctx, a, bindings):
+                out.add(p)
+        for k in node.keywords:
+            if k.arg in params and _tensor_argument(ctx, k.value, bindings):
+                out.add(k.arg)
+    return out
+
+
+def compile_sites(ctx) -> dict:
+    """One walk of the file: "compiled" f -> ids of its jit calls (``torch.compile(f)``); "handles" f -> names bound
+    to one (``cf = torch.compile(f)``); "direct" f -> calls of a jit call's result (``torch.compile(f)(x)``);
+    "calls" name -> the calls of that name."""
+    got = ctx.__dict__.get("_compile_sites")
+    if got is None:
+        compiled, calls, assigns, of_calls = {}, {}, [], []
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Name):
+                    calls.setdefault(node.func.id, []).append(node)
+                elif isinstance(node.func, ast.Call):
+                    of_calls.append(node)  # `torch.compile(f)(x)`: maybe a call of a jit call's result
+                if node.args and isinstance(node.args[0], ast.Name):
+                    jit = node.func.func if isinstance(node.func, ast.Call) else node.func  # torch.compile(backend=...)(f)
+                    if (ctx.resolve(jit) or "") in _JIT_CALLS:
+                        compiled.setdefault(node.args[0].id, set()).add(id(node))
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                assigns.append(node)
+        owner = {i: f for f, ids in compiled.items() for i in ids}
+        handles, direct = {}, {}
+        for a in assigns:
+            f = owner.get(id(a.value))
+            if f is not None:
+                handles.setdefault(f, set()).update(t.id for t in a.targets if isinstance(t, ast.Name))
+        for node in of_calls:
+            if id(node.func) in owner:
+                direct.setdefault(owner[id(node.func)], []).append(node)
+        got = ctx.__dict__["_compile_sites"] = {"compiled": compiled, "handles": handles, "direct": direct, "calls": calls}
+    return got
+
+
+def _file_bindings(ctx) -> dict:
+    """name -> the values the file assigns it, and the names its loops and comprehensions bind -> their iterables
+    (every one of them must give a tensor); "__assign__" -> every (value, targets) assignment."""
+    got = ctx.__dict__.get("_file_bindings")
+    if got is None:
+        got, assigns = {}, []
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Assign):
+                assigns.append((node.value, node.targets))
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        got.setdefault(t.id, []).append(("value", node.value))
+            elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+                got.setdefault(node.target.id, []).append(("item", node.iter))
+        got["__assign__"] = assigns
+        ctx.__dict__["_file_bindings"] = got
+    return got
+
+
+def _tensor_argument(ctx, e, bindings, depth=0) -> bool:
+    """An argument that certainly is a tensor: a torch factory call, or a name that every binding in the file makes
+    one (or an item of a list of them)."""
+    if _makes_tensor(ctx, e):
+        return True
+    if depth > 2 or not isinstance(e, ast.Name):
+        return False
+    bound = bindings.get(e.id, ())
+    return bool(bound) and all(_bound_to_tensor(ctx, kind, value, bindings, depth) for kind, value in bound)
+
+
+def _bound_to_tensor(ctx, kind, value, bindings, depth) -> bool:
+    if kind == "value":
+        return _tensor_argument(ctx, value, bindings, depth + 1)
+    items = value  # a loop's or a comprehension's iterable: a list of tensors, or a name bound to one
+    if isinstance(items, ast.Name):
+        got = bindings.get(items.id, ())
+        items = got[0][1] if len(got) == 1 and got[0][0] == "value" else None
+    if isinstance(items, (ast.ListComp, ast.GeneratorExp)):
+        return _makes_tensor(ctx, items.elt)
+    if isinstance(items, (ast.List, ast.Tuple)):
+        return bool(items.elts) and all(_makes_tensor(ctx, x) for x in items.elts)
+    return False
+
+
 def _cached(ctx, what: str, node, compute):
     """``compute(ctx, node)`` once per file: several rules build Values for the same function."""
     cache = ctx.__dict__.setdefault("_values_cache", {})
@@ -253,6 +373,7 @@ class Values:
         self.python_spans: dict[str, list] = self._narrowed() if checks_types else {}
         self._classify_params()
         self.tensors.update(p for p in tensor_args if p in params)  # a caller passes tensors there
+        self.tensors.update(p for p in compiled_call_tensors(ctx, info) if p in params)  # so do calls of its compiled form
         # spans no call can reach: `if isinstance(v, torch.Tensor):` where every call passes a Python value for v
         # and parameters that every call in the file passes as a Python literal, never rebound here, hold no tensor
         self.dead_spans: list = []

@@ -32,9 +32,11 @@ Inside a jitted function, reports an in-place write into an input of the compile
 (`q.index_copy_(...)`, `k += v`, `out=q`, `F.relu(q, inplace=True)`, a module built with `inplace=True`
 applied to `q`) when the input is read again, or written again, later in the function; or when a value read
 from it before the write is still used after it (`y = torch.log(x); x.log_(); return y`); and an indexed
-update of an input (`y[idx] += y[idx]`), a read-modify-write of the caller's memory whether or not `y` is read
-again. A function the compiled code calls is checked with what its callers pass: its argument is an input
-only where a compiled caller hands it one of its own inputs. The trace check (`analyzer.check`,
+update of an input (`y[idx] += y[idx]`) or an update from its own values at other positions (`x.add_(x.flip(0))`,
+`torch._foreach_add_([x], [x.flip(0)])`), a read-modify-write of the caller's memory whether or not it is read
+again. The result of an in-place call used as an operand (`a.exp_() * b`, `p.mul_(b).sum()`) is a read of the
+written input (a chain of in-place calls, `x.mul_(a).mul_(b)`, is not); a foreach op writes each tensor of its first list. A function the compiled code calls is checked
+with what its callers pass: its argument is an input only where a compiled caller hands it one of its own inputs. The trace check (`analyzer.check`,
 `analyzer.jit`) walks the traced call as the functionalization does: it reports each input (arguments,
 module parameters and buffers) that one op writes and a later op reads, views of the input included, at the
 first write, and lists eager's order of those writes and reads. Stores that do not read the input
@@ -95,8 +97,20 @@ There is no automatic fix.
         "    F.relu(x * 2, inplace=True)\n    frame.fillna(x, inplace=True)\n    return rt\n",
         # `counts[k] += 1` on a dict: an indexed update of no tensor
         "import torch\n@torch.compile\ndef f(x, counts, k):\n    counts[k] += 1\n    return x * 2\n",
+        # the state an optimizer keeps for a parameter, looked up by it: no value computed from the parameter
+        "import torch\nclass Opt(torch.optim.Optimizer):\n    def __init__(self, params):\n"
+        "        super().__init__(params, {'lr': 0.1})\n        self._update = torch.compile(self._update_param)\n"
+        "    def _update_param(self, p, group):\n        state = self.state[p]\n"
+        "        state['avg'].mul_(0.9).add_(p.grad)\n        p.add_(state['avg'], alpha=-group['lr'])\n"
+        "        state['step'] += 1\n",
         # another input given only the input's shape before the write
         "import torch\n@torch.compile\ndef f(dst, src):\n    dst.resize_(src.shape)\n    src.add_(1)\n",
+        # an update from the same positions (elementwise) reads each element before writing it; the in-place result
+        # returned or bound is no further read
+        "import torch\n@torch.compile\ndef f(x, g):\n    x.add_(x * 2)\n    return x\n",
+        "import torch\n@torch.compile\ndef f(xs, ys):\n    torch._foreach_mul_(xs, 0.5)\n    torch._foreach_add_([ys[0]], [ys[1].flip(0)])\n",
+        "import torch\n@torch.compile\ndef f(x):\n    return x.exp_()\n",
+        "import torch\n@torch.compile\ndef f(x, noise, s):\n    x.mul_(noise).mul_(s)\n    return x\n",
     ],
     invalid=[
         # read again inside a loop: the next iteration reads what the write-back must already have stored
@@ -136,8 +150,80 @@ There is no automatic fix.
         # stored into another input before the write: the caller reads it (pytorch #198131)
         "import torch\n@torch.compile\ndef f(dst, src):\n    dst[0:, :] = src[0:, :]\n    src.add_(1)\n    return src\n",
         "import torch\n@torch.compile\ndef f(out, x):\n    out.copy_(x)\n    x.mul_(2)\n    return x\n",
+        # an input updated from its own values at other positions, as a foreach op (pytorch #198033)
+        "import torch\n@torch.compile\ndef f(x):\n    torch._foreach_add_([x], [x.flip(0)])\n    return x\n",
+        "import torch\n@torch.compile\ndef f(x):\n    x.add_(x.transpose(0, 1))\n    return x\n",
+        # the in-place result used as an operand reads the written input (lightning-thunder #2766)
+        "import thunder\n@thunder.jit\ndef f(a, b):\n    return a.exp_() * b.tanh_()\n",
     ],
 )
+
+
+def _writes(ctx, facts):
+    """(mutation, the tensor it writes) for each write; a foreach op (``torch._foreach_add_([x, y], ...)``) writes
+    each tensor of its first list."""
+    for mutation in all_writes(ctx, facts):
+        written = written_tensor(ctx, facts, mutation)
+        if isinstance(written, (ast.List, ast.Tuple)) and _foreach(mutation):
+            for element in written.elts:
+                yield mutation, element
+        else:
+            yield mutation, written
+
+
+def _foreach(mutation) -> bool:
+    call = mutation.node
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr.startswith("_foreach_")
+
+
+# Ops that read a tensor's elements at other positions than they write them.
+_MOVING = frozenset({"flip", "fliplr", "flipud", "roll", "rot90", "t", "transpose", "permute", "swapaxes", "swapdims",
+                     "movedim", "T", "mT", "H", "mH"})
+
+
+def _reads_itself_elsewhere(ctx, mutation, name) -> bool:
+    """Does the in-place call read ``name`` through a position-moving op in its own operands (``x.add_(x.flip(0))``,
+    ``torch._foreach_add_([x], [x.flip(0)])``)? Each output element then depends on another element of the same
+    memory, which the write may already have changed."""
+    call = mutation.node
+    if mutation.kind != "method" or not isinstance(call, ast.Call):
+        return False
+    operands = [*call.args, *(k.value for k in call.keywords)]
+    if written_by_argument(call):
+        operands = operands[1:]  # `torch.add_(x, ...)`, `torch._foreach_add_([x], ...)`: the first is the written one
+    for operand in operands:
+        for n in ast.walk(operand):
+            moved = n.value if isinstance(n, ast.Attribute) and n.attr in _MOVING else None
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _MOVING:
+                moved = n.args[0] if n.args and isinstance(n.func.value, ast.Name) and n.func.value.id == "torch" \
+                    else n.func.value
+            if isinstance(moved, ast.Name) and moved.id == name:
+                return True
+    return False
+
+
+def written_by_argument(call) -> bool:
+    """``torch.add_(x, ...)`` / ``torch._foreach_add_([x], ...)``: a module function writing its first argument."""
+    return isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "torch"
+
+
+def _result_used(mutation) -> bool:
+    """Is the in-place call's result (the written tensor itself) an operand of a larger expression (``a.exp_() *
+    b``, ``p.mul_(0.9).sum()``)? That use reads the input after the write, as a later statement would. A chain of
+    in-place calls (``x.mul_(a).mul_(b)``) reads nothing in between and is left alone."""
+    call = mutation.node
+    if mutation.kind != "method" or not isinstance(call, ast.Call):
+        return False
+    stmt = mutation.stmt
+    if isinstance(stmt, (ast.Expr, ast.Return, ast.Assign)) and stmt.value is call:
+        return False
+    for parent in ast.walk(stmt):
+        for child in ast.iter_child_nodes(parent):
+            if child is call:
+                if isinstance(parent, ast.Attribute) and parent.attr.endswith("_") and not parent.attr.startswith("_"):
+                    return False  # `x.mul_(a).mul_(b)`: one in-place chain on the input, no read in between
+                return not isinstance(parent, (ast.stmt, ast.Await, ast.IfExp, ast.BoolOp, ast.Tuple, ast.List))
+    return False
 
 
 def _only_returned(func, facts, name, after, loop) -> bool:
@@ -166,8 +252,7 @@ def check(ctx):
         facts = ctx.facts(target.info.node)
         values = None
         reported = set()
-        for mutation in all_writes(ctx, facts):
-            written = written_tensor(ctx, facts, mutation)
+        for mutation, written in _writes(ctx, facts):
             if not isinstance(written, ast.Name) or written.id in reported or written.id in ("self", "cls"):
                 continue
             if facts.binding_at(written.id, start(mutation.node)) != "param":
@@ -181,16 +266,21 @@ def check(ctx):
                 if name not in values.tensors and not (indexed and (_tensor_index(values, mutation.node.slice)
                                                                     or _doubles_indexed(mutation, name))):
                     continue  # `n += 1` on a number rebinds; `kwargs["k"] = v` writes a dict, not a tensor
-            later, earlier = False, None
+            later, earlier, self_read = False, None, False
             if indexed:
                 # `y[idx] += y[idx]`: one read-modify-write of the caller's tensor (index_put), read again or not
                 subject = f"{target.subject} updates its input `{name}` in place through an index"
                 hazard = (f"—the read of `{name}[...]` and the write-back into `{name}` are one read-modify-write of "
                           f"the caller's memory: a compiler that fuses them reads what the write already changed "
                           f"(pytorch #174074)")
+            elif (self_read := _reads_itself_elsewhere(ctx, mutation, name)):
+                # `torch._foreach_add_([x], [x.flip(0)])`: the new values come from other positions of `x` itself
+                subject = f"{target.subject} updates its input `{name}` in place from its own values at other positions"
+                hazard = (f"—the reads of `{name}` and the write-back into it are one pass over the caller's memory: a "
+                          f"compiler that fuses them reads elements the write already changed (pytorch #198033)")
             else:
-                later = facts.read_after(name, end(mutation.stmt), mutation.loop) and not _only_returned(
-                    target.info.node, facts, name, end(mutation.stmt), mutation.loop)
+                later = (facts.read_after(name, end(mutation.stmt), mutation.loop) and not _only_returned(
+                    target.info.node, facts, name, end(mutation.stmt), mutation.loop)) or _result_used(mutation)
                 earlier = None if later else _earlier_read_used_after(ctx, facts, name, mutation)
                 if not later and earlier is None:
                     continue
@@ -211,7 +301,7 @@ def check(ctx):
                     hazard = (f"—`{earlier}` must be computed from `{name}` before the write reaches it; a compiler that "
                               f"reorders the write-back gives `{earlier}` the new values (pytorch #93283, #94777)")
             note = STORED_TORCH_COMPILE if earlier is not None and earlier in facts.params and not later \
-                else TORCH_COMPILE
+                else SELF_READ_TORCH_COMPILE if self_read else TORCH_COMPILE
             if not real_input(ctx, target, name):
                 continue  # a helper's argument that its compiled caller computed: no caller's tensor is written
             reported.add(name)
@@ -233,6 +323,11 @@ TORCH_COMPILE = ("matches eager here (torch 2.13): it functionalizes the write, 
 STORED_TORCH_COMPILE = ("with the inductor backend (torch 2.13) moves the store after the in-place write: the other "
                         "input receives the new values, unlike eager (pytorch #198131); eager and aot_eager match eager")
 
+
+# An input updated from its own values at other positions: tests/rules/test_rule_tl103_torch_compile.py runs both forms.
+SELF_READ_TORCH_COMPILE = ("with the inductor backend (torch 2.13) gets the foreach form wrong on CPU: its kernel reads "
+                           "elements it already wrote (pytorch #198033, also after an `index_put_`, #198270); the "
+                           "method form (`x.add_(x.flip(0))`), eager and aot_eager match eager")
 
 # Reading these gives metadata, not the values a write changes.
 _METADATA = METADATA_ATTRIBUTES | METADATA_METHODS
@@ -306,6 +401,8 @@ def _earlier_read_used_after(ctx, facts, name, mutation) -> str | None:
                     continue
                 if not facts.reachable(b.pos, write_at) or not any(_reads_values(b.value, d) for d in derived):
                     continue
+                if _keyed_lookup(b.value, derived) and _used_as_mapping(facts.node, other):
+                    continue  # `state = self.state[p]`: an entry a dict keeps for `p`, not values computed from it
                 derived.add(other)
                 found.append((other, b.pos))
                 grew = True
@@ -316,6 +413,18 @@ def _earlier_read_used_after(ctx, facts, name, mutation) -> str | None:
         if facts.read_after(other, after, mutation.loop, since=pos):
             return other
     return _stored_into_input(facts, name, derived, mutation)
+
+
+def _keyed_lookup(value, derived) -> bool:
+    """``table[x]`` with the input itself as the whole key."""
+    return isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Name) and value.slice.id in derived
+
+
+def _used_as_mapping(func, name) -> bool:
+    """Is ``name`` indexed with a string somewhere (``state["step"]``)? Only a mapping takes a string key: an
+    optimizer's per-parameter state looked up by the parameter, not a tensor gathered with it as the index."""
+    return any(isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name
+               and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str) for n in walk(func))
 
 
 # How many locals deep a value computed from the input is followed (t1 = f(x); t2 = g(t1); r = h(t2)).

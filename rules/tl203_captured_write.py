@@ -22,7 +22,9 @@ Reports an assignment, augmented assignment or `del` of a name declared `global`
 function, or declared `nonlocal` where the variable belongs to a function outside the jitted one; a write
 into the object a module global names (`_stats["n"] += 1`, `_seen.append(n)`, `_state.step = n`) or into a
 module-level class's attribute (`Recorder.seen.append(x)`); and a call of an enclosing function's nested
-function that makes such a write (`bump()` with `nonlocal count`), reported at the write.
+function that makes such a write (`bump()` with `nonlocal count`), reported at the write, as is a write into an
+object a variable of that enclosing function holds (`state["n"] += 1`, `seen.append(n)`) made by such a function
+or by a method of a class defined there and called on a new instance (`Touch().touch()`).
 A nested function writing a `nonlocal` of the jitted function itself is part of the computation and fine.
 
 ## Why is this bad?
@@ -73,6 +75,10 @@ There is no automatic fix.
         # the nonlocal belongs to the jitted function itself
         "import thunder\n@thunder.jit\ndef foo():\n    a = 5\n    def bar():\n        nonlocal a\n        del a\n    bar()\n    return 1\n",
         "import thunder\ncounter = 0\n@thunder.jit\ndef f(x):\n    global counter\n    return x\n",
+        # a helper of the enclosing function filling an object the compiled code made and passed to it
+        "import torch\ndef make():\n    def fill(buf, n):\n        buf.append(n)\n    class Box:\n"
+        "        def put(self, n):\n            self.items = [n]\n    @torch.compile\n    def step(x):\n        out = []\n"
+        "        fill(out, 1)\n        Box().put(2)\n        return x + len(out)\n    return step\n",
         # a class attribute read (not written), and a warn-once flag set on the class
         "import torch, warnings\nclass Cfg:\n    table = {'a': 1}\n    warned = False\n@torch.compile\ndef f(x, k):\n"
         "    if not Cfg.warned:\n        warnings.warn('slow path')\n        Cfg.warned = True\n"
@@ -97,6 +103,12 @@ There is no automatic fix.
         "    @torch.compile\n    def f(x):\n        bump()\n        return x * 2\n    return f\n",
         "import thunder\ndef outer():\n    lst = None\n    def inner():\n        nonlocal lst\n        if lst is None:\n"
         "            lst = []\n        lst.append('#')\n        return lst\n    tj = thunder.jit(inner)\n    return tj()\n",
+        # a method of a class defined in the enclosing function writes into its captured dict (pytorch #197896)
+        "import torch\ndef make():\n    state = {'n': 0}\n    class Touch:\n        def touch(self):\n"
+        "            state['n'] += 1\n    @torch.compile\n    def step(x):\n        Touch().touch()\n        return x + 1\n"
+        "    return step\n",
+        "import torch\ndef make():\n    seen = []\n    def record(n):\n        seen.append(n)\n    @torch.compile\n"
+        "    def step(x):\n        record(x.shape[0])\n        return x + 1\n    return step\n",
     ],
 )
 
@@ -117,6 +129,7 @@ def check(ctx):
                 yield _finding(target, node, f"writes the {what} variable `{name}`")
         yield from _object_writes(ctx, target, jit_scope)
         yield from _called_closure_writes(ctx, target, jit_scope)
+        yield from _captured_object_writes(ctx, target, jit_scope)
         yield from _class_attribute_writes(ctx, target, jit_scope)
 
 
@@ -223,7 +236,100 @@ def _called_closure_writes(ctx, target, jit_scope):
                     break
 
 
-def _finding(target, node, subject):
+def _reached_helpers(jit_scope):
+    """(helper scope, the call) for code of an enclosing scope that the compiled function runs: a function it calls
+    by name (``bump()``) and a method of a class defined there, called on a new instance (``Touch().touch()``,
+    ``t = Touch(); t.touch()``)."""
+    for scope in jit_scope.walk():
+        made = None  # `t = Touch()` in the compiled code: t -> Touch (found on first need: one walk of the scope)
+        for call in scope.calls:
+            func = call.func
+            if isinstance(func, ast.Name):
+                cls, method = None, func.id
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Name):
+                cls, method = func.value.func.id, func.attr
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                    and func.value.id in (made := made if made is not None else _instances_made(scope)):
+                cls, method = made[func.value.id], func.attr
+            else:
+                continue
+            owner = scope.owner_of(cls or method)
+            if owner is None or owner.is_within(jit_scope):
+                continue
+            for child in owner.children:
+                if cls is None and child.kind == "function" and getattr(child.node, "name", None) == method:
+                    yield child, call
+                elif cls is not None and child.kind == "class" and child.node.name == cls:
+                    for m in child.children:
+                        if m.kind == "function" and getattr(m.node, "name", None) == method:
+                            yield m, call
+
+
+def _instances_made(scope) -> dict:
+    """``t = Touch(...)`` in ``scope``'s own code: {"t": "Touch"}."""
+    made = {}
+    for node in _own_nodes(scope):
+        if type(node) is ast.Assign and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    made[t.id] = node.value.func.id
+    return made
+
+
+_OWN_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
+               ast.DictComp, ast.GeneratorExp)
+
+
+def _own_nodes(scope):
+    """The nodes of ``scope``'s own code (nested functions, classes and comprehensions are scopes of their own)."""
+    stack = list(ast.iter_child_nodes(scope.node))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _OWN_SCOPES):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _captured_object_writes(ctx, target, jit_scope):
+    """``state["n"] += 1`` (or ``.append``, ``.attr = v``) into an object a variable of an enclosing function
+    holds, made by code of that function which the compiled function runs (pytorch #197896: a method of a class
+    defined there, called on a new instance inside the compiled code; the mutation was silently dropped)."""
+    reported, walked = set(), set()
+    for helper, call in _reached_helpers(jit_scope):
+        if id(helper) in walked:
+            continue  # a helper called again: its writes are reported once, at the first call
+        walked.add(id(helper))
+        for inner in helper.walk():
+            for node in _own_nodes(inner):
+                if type(node) in _STORES:
+                    changes = [change_of(t) for t in _store_targets(node)]
+                elif type(node) is ast.Call:
+                    changes = [change_of(node)]
+                else:
+                    continue
+                for got in changes:
+                    if not got or got[0].id in ("self", "cls"):
+                        continue
+                    owner = inner.owner_of(got[0].id)
+                    if owner is None or owner.is_within(helper) or owner.is_within(jit_scope) or id(node) in reported:
+                        continue  # a module global (the other checks), or the helper's or compiled code's own
+                    reported.add(id(node))
+                    what = {"item": "an item of", "attribute": f"the attribute `{got[1]}` of", "call": "into"}[got[2]]
+                    method = isinstance(call.func, ast.Attribute)
+                    yield _finding(target, node, f"writes {what} the captured variable `{got[0].id}` here, in code it "
+                                                 f"runs through `{ast.unparse(call.func)}` (line {call.lineno})",
+                                   DROPPED_TORCH_COMPILE if method else REPLAYED_TORCH_COMPILE)
+
+
+# What torch.compile (2.13) does with the write: tests/rules/test_rule_tl203_torch_compile.py runs both.
+REPLAYED_TORCH_COMPILE = ("replays the write after every call (right results), and guards on the value it reads: "
+                          "a recompile whenever it changes")
+DROPPED_TORCH_COMPILE = ("drops the write when a method of a class made inside the compiled code makes it: the "
+                         "captured object keeps its old contents, with no error or graph break (pytorch #197896)")
+
+
+def _finding(target, node, subject, torch_compile=REPLAYED_TORCH_COMPILE):
     return Finding(
         node,
         **compiled_message(
@@ -231,8 +337,7 @@ def _finding(target, node, subject):
             f"{target.subject} {subject}",
             "return the new value and assign it outside",
             "—a cached trace does not repeat this side effect on every call",
-            "replays the write after every call (right results), and guards on the value it reads: "
-            "a recompile whenever it changes",
+            torch_compile,
             "TL203",
         ),
     )

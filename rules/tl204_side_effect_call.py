@@ -15,6 +15,15 @@ from .dotted import chain_root
 _BUILTINS = frozenset({"print", "open", "input", "breakpoint", "globals", "locals", "vars"})
 _MODULES = ("random", "time")
 _ENV_CALLS = frozenset({"os.getenv", "os.environ.get"})
+# Methods only a Python or NumPy random generator has (`random.Random`, `np.random.RandomState`): a draw from a
+# generator object, whatever holds it (an argument, `self.rng`). The generic ones (`random()`, `choice()`, ...) count
+# when the file binds the name to a generator (`self.rng = random.Random(seed)`, `rng = np.random.default_rng()`).
+_RNG_METHODS = frozenset({"randint", "randrange", "getrandbits", "randbytes", "gauss", "normalvariate",
+                          "lognormvariate", "expovariate", "vonmisesvariate", "gammavariate", "betavariate",
+                          "paretovariate", "weibullvariate", "triangular", "choices"})
+_RNG_GENERIC = frozenset({"random", "uniform", "choice", "shuffle", "sample", "integers", "normal", "permutation"})
+_RNG_CLASSES = frozenset({"random.Random", "random.SystemRandom", "numpy.random.default_rng",
+                          "numpy.random.RandomState", "numpy.random.Generator"})
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log",
                           "warning_once", "info_once", "warning_advice"})
 
@@ -30,7 +39,9 @@ Reports calls with side effects or hidden inputs inside a jitted function: `prin
 `breakpoint`, functions of the `random` and `time` modules, and `globals()`/`locals()`/`vars()` (without
 an argument: `vars(obj)` only reads an object's attributes); reads of the environment (`os.getenv`,
 `os.environ.get`, `os.environ[k]`, `k in os.environ`) and calls of a module's logger (`logger.info(...)` on
-`logger = logging.getLogger(...)`, `logging.warning(...)`).
+`logger = logging.getLogger(...)`, `logging.warning(...)`), and draws from a random generator object: a method
+only `random.Random`/NumPy generators have (`rng.randint(...)`, `rng.gauss(...)`), or `rng.random()`/`.choice()`/
+`.uniform()`... on a name the file binds to one (`self.rng = random.Random(seed)`, `np.random.default_rng()`).
 
 ## Why is this bad?
 A compiler traces the function once and replays the trace: the print happens only while tracing, the
@@ -85,8 +96,17 @@ There is no automatic fix.
         # the environment read once at import, the logger called outside compiled code
         "import logging, os, torch\nlogger = logging.getLogger(__name__)\nSCALE = float(os.getenv('SCALE', '1'))\n"
         "@torch.compile\ndef f(x):\n    return x * SCALE\ndef run(x):\n    logger.info('step')\n    return f(x)\n",
+        # torch's own generators and distributions draw on the device RNG: data in the graph; an unbound `.sample()`
+        "import torch\n@torch.compile\ndef f(x, gen, dist):\n    noise = torch.randint(0, 9, x.shape, generator=gen)\n"
+        "    return x + noise + dist.sample() + x.random_(0, 4)\n",
     ],
     invalid=[
+        # a draw from a random.Random passed in, or held by the module (pytorch #145445)
+        "import random, torch\ndef jitter(x, rng):\n    return x + rng.randint(1, 100)\ncj = torch.compile(jitter)\n"
+        "cj(torch.zeros(3), random.Random(0))\n",
+        "import random, torch\nclass Drop(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.rng = random.Random(0)\n    def forward(self, x):\n        if self.rng.random() < 0.5:\n"
+        "            return x\n        return x * 2\nm = torch.compile(Drop())\n",
         # the same helper, called with a pool type that reaches the print
         "import torch\nimport torch.nn.functional as F\ndef pool(x, pool_type='avg'):\n    if pool_type == 'max':\n"
         "        return F.max_pool2d(x, 2)\n    elif pool_type != 'avg':\n        print('unknown pool type', pool_type)\n"
@@ -128,6 +148,47 @@ def _env_or_log(ctx, scope, call) -> tuple[str, str] | None:
         if name.startswith("logging.") or "logger" in ctx.index.bindings.get(func.value.id, ()):
             return "logger", f"`{ast.unparse(func)}()`"
     return None
+
+
+def _rng_draw(ctx, call) -> str | None:
+    """``rng.randint(1, 100)`` on a generator object: an argument, a local or ``self.rng``, not a module."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _RNG_METHODS | _RNG_GENERIC:
+        return None
+    holder = func.value
+    name = holder.attr if isinstance(holder, ast.Attribute) else holder.id if isinstance(holder, ast.Name) else None
+    if name is None or name in ctx.index.imports or (ctx.resolve(holder) or "").split(".")[0] in ("torch", "numpy"):
+        return None  # `random.randint` is the module's (reported as such), `np.random.randint` numpy's module
+    if func.attr in _RNG_GENERIC and name not in _generator_names(ctx):
+        return None
+    return f"`{ast.unparse(func)}()`"
+
+
+def _generator_names(ctx) -> frozenset:
+    """Names (a variable, or an attribute's last part) the file binds to a new random generator, or annotates so."""
+    got = ctx.__dict__.get("_rng_names")
+    if got is None:
+        names = set()
+        for node in ast.walk(ctx.tree):
+            value, targets = None, ()
+            if isinstance(node, ast.Assign):
+                value, targets = node.value, node.targets
+            elif isinstance(node, ast.AnnAssign):
+                value, targets = node.value, [node.target]
+                if (ctx.resolve(node.annotation) or "") in _RNG_CLASSES:
+                    value = None
+                    names.add(_last(node.target))
+            elif isinstance(node, ast.arg) and node.annotation is not None \
+                    and (ctx.resolve(node.annotation) or "") in _RNG_CLASSES:
+                names.add(node.arg)
+            if isinstance(value, ast.Call) and (ctx.resolve(value.func) or "") in _RNG_CLASSES:
+                names.update(_last(t) for t in targets)
+        got = ctx.__dict__["_rng_names"] = frozenset(n for n in names if n)
+    return got
+
+
+def _last(target) -> str | None:
+    return target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else None
 
 
 def _environ_reads(ctx, jit_scope):
@@ -211,6 +272,21 @@ def check(ctx):
                             "runs only while tracing: later calls log nothing",
                             "breaks the graph around it to run it on every call (the code before and after compiles "
                             "as separate graphs)",
+                            "TL204",
+                        ),
+                    )
+                    continue
+                draw = _rng_draw(ctx, call)
+                if draw:
+                    yield Finding(
+                        call,
+                        **compiled_message(
+                            target,
+                            f"{draw} inside {target.subject} draws from a Python random generator",
+                            "draw outside the compiled function and pass the value in, or use torch's RNG",
+                            "the draw made while tracing is baked into the trace: every call repeats it",
+                            "replays the draws from the generator's state at tracing: later calls repeat the traced "
+                            "values and the generator's state differs from eager's (pytorch #145445)",
                             "TL204",
                         ),
                     )

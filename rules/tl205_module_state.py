@@ -24,6 +24,10 @@ Looks at the compiled methods of a class (a compiled module's `forward`) and rep
 - a change of a Python attribute (a number, bool or string, not a tensor) of `self` or of an object `self`
   holds: `self.counter += 1`, `self.cache.pos += n`, `self.seen = n`, or a call of a method that does one
   (`self.cache.advance(n)`); storing the same constant on every call (`self.ready = True`) is no change;
+- a number kept in a dict the object holds, added to in the compiled code (`state = self.state[p]` then
+  `state["step"] += 1`, where the class stores a number under that key: `state["step"] = 0`); an optimizer's
+  per-parameter step count compiled into its update recompiles on the count's value. A tensor stored there
+  (`torch.zeros(())`) is updated in place in the graph and stays quiet;
 - a registered buffer rebound inside the compiled code (`self.buf = self.buf.to(x.dtype)`, a lazily
   created `self.buf = torch.randn(...)`): thunder keeps the buffers it found (an in-place update is fine);
   torch.compile stores the new tensor like eager, so under torch.compile this one stays quiet;
@@ -103,6 +107,13 @@ There is no automatic fix.
         "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
         "        self.proj = None\n    def set_proj(self, p):\n        self.proj = p\n    def forward(self, x):\n"
         "        if self.proj is None:\n            return x\n        return self.proj(x)\ncompiled = torch.compile(M())\n",
+        # a tensor step in the state dict (torch.optim's capturable steps), updated in place: data in the graph
+        "import torch\nclass Opt(torch.optim.Optimizer):\n    def __init__(self, params):\n"
+        "        super().__init__(params, {'lr': 0.1})\n        self._update = torch.compile(self._update_param)\n"
+        "    def _update_param(self, p, group):\n        state = self.state[p]\n        p.add_(p.grad, alpha=-group['lr'])\n"
+        "        state['step'] += 1\n    def step(self):\n        for g in self.param_groups:\n            for p in g['params']:\n"
+        "                if len(self.state[p]) == 0:\n                    self.state[p]['step'] = torch.zeros(())\n"
+        "                self._update(p, g)\n",
         # configuration set in __init__ (and a setup helper only __init__ calls) and never changed: quiet
         "import torch\nfrom torch import nn\nclass Attn(nn.Module):\n    def __init__(self, dim):\n        super().__init__()\n"
         "        self.heads = 8\n        self.causal = True\n        self._setup()\n    def _setup(self):\n"
@@ -230,6 +241,14 @@ There is no automatic fix.
         "class Decoder(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.cache = KVCache(16)\n"
         "    def forward(self, k):\n        self.cache.append(k)\n        return self.cache.k.sum(0)\n"
         "m = torch.compile(Decoder())\n",
+        # a step count kept in the optimizer's per-parameter state dict, bumped in the compiled update
+        # (Koratahiu/Advanced_Optimizers #6: a recompile on the count's value)
+        "import torch\nclass Opt(torch.optim.Optimizer):\n    def __init__(self, params):\n"
+        "        super().__init__(params, {'lr': 0.1})\n        self._update = torch.compile(self._update_param)\n"
+        "    def _update_param(self, p, group):\n        state = self.state[p]\n        p.add_(p.grad, alpha=-group['lr'])\n"
+        "        state['step'] += 1\n    def step(self):\n        for g in self.param_groups:\n            for p in g['params']:\n"
+        "                if len(self.state[p]) == 0:\n                    self.state[p]['step'] = 0\n"
+        "                self._update(p, g)\n",
         # the position written through the held object directly
         "import torch\nfrom torch import nn\nclass Cache:\n    def __init__(self):\n        self.seen = 0\n"
         "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.cache = Cache()\n"
@@ -275,6 +294,14 @@ class _Facts:
         got = self._states.get(id(cls))
         if got is None:
             got = self._states[id(cls)] = class_state(cls, self.ctx.index.classes)
+        return got
+
+    def number_keys(self, cls) -> frozenset:
+        """String keys ``cls`` stores a number constant under, found once per class."""
+        keys = self.__dict__.setdefault("_number_keys", {})
+        got = keys.get(id(cls))
+        if got is None:
+            got = keys[id(cls)] = _number_keys(cls)
         return got
 
     def held(self, st, attr):
@@ -472,8 +499,17 @@ def check(ctx):
             return Finding(node, **compiled_message(target, f"{target.subject} {subject}", fix, hazard, tc, "TL205"))
 
         stores = set()
+        held_dicts = None  # locals bound to an entry of a container `self` holds (`state = self.state[p]`)
         for node in nodes:
             if spans and in_spans(node, spans):
+                continue
+            if type(node) is ast.AugAssign and isinstance(node.target, ast.Subscript):
+                if held_dicts is None:
+                    held_dicts = _held_entries(func, me)
+                shown = _held_counter(node, me, held_dicts, facts, target.info.class_node)
+                if shown and shown not in done:
+                    yield report(node.target, shown, f"adds to the Python number `{shown}` in a container it holds",
+                                 _FIX_WRITE, _HAZARD_WRITE, _TC_WRITE)
                 continue
             if isinstance(node, (ast.Assign, ast.AugAssign)):
                 targets_ = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -543,6 +579,47 @@ def check(ctx):
                     continue
                 yield report(node, key, f"reads `{shown}`, which {by} changes between calls", _FIX_READ, _HAZARD_READ,
                              _TC_READ)
+
+
+def _self_rooted(expr, me, held_dicts) -> bool:
+    """Is ``expr`` reached from ``self`` through attributes and subscripts (``self.state[p]``), or a local bound to
+    such an entry (``state`` after ``state = self.state[p]``)?"""
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return isinstance(expr, ast.Name) and (expr.id == me or expr.id in held_dicts)
+
+
+def _held_entries(func, me) -> set[str]:
+    """Locals the function binds to an entry of a container ``self`` holds: ``state = self.state[p]``."""
+    out = set()
+    for node in walk(func):
+        if type(node) is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Subscript) and _self_rooted(node.value, me, out):
+            out.add(node.targets[0].id)
+    return out
+
+
+def _held_counter(node, me, held_dicts, facts, cls) -> str:
+    """``state["step"] += 1`` on a dict ``self`` holds (an optimizer's per-parameter state): a string key says it
+    is a mapping, not a tensor, and the class storing a number constant under that key (``state["step"] = 0``)
+    says the entry is a Python number, not a tensor step. Its text, or ""."""
+    target = node.target
+    key = target.slice
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) or not _self_rooted(target.value, me, held_dicts):
+        return ""
+    if not (isinstance(node.value, ast.Constant) and type(node.value.value) in (int, float)):
+        return ""
+    return ast.unparse(target) if key.value in facts.number_keys(cls) else ""
+
+
+def _number_keys(cls) -> frozenset:
+    """String keys the class stores a number constant under (``state["step"] = 0``)."""
+    keys = set()
+    for n in ast.walk(cls):
+        if type(n) is ast.Assign and isinstance(n.value, ast.Constant) and type(n.value.value) in (int, float):
+            keys.update(s.slice.value for s in n.targets if isinstance(s, ast.Subscript)
+                        and isinstance(s.slice, ast.Constant) and isinstance(s.slice.value, str))
+    return frozenset(keys)
 
 
 def _passes_inputs_through(st) -> bool:

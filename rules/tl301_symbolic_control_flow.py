@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ._torch_api import in_spans, only_reports
-from ._values import Values
+from ._values import Values, compile_sites
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 from .walks import walk
@@ -24,7 +24,9 @@ places where the trace itself changes with the value. Under plain `torch.compile
 automatic dynamic shapes make a size or int argument symbolic once it changes, it reports `range(...)` loop
 bounds on them: each new value recompiles, up to the recompile limit (8), after which the function runs eagerly,
 and a dimension marked with `torch._dynamo.mark_dynamic` raises instead; a branch there costs one compile per path
-and is not reported. `min`/`max` of sizes and numbers are not reported:
+and is not reported, unless a tensor the file passes to the function is marked with `torch._dynamo.mark_dynamic`
+(or `mark_unbacked`) first: its marked sizes are symbolic from the first compile, and every decision is reported as
+under `dynamic=True`. `min`/`max` of sizes and numbers are not reported:
 torch.compile(dynamic=True) computes them symbolically without a recompile
 (tests/rules/test_rule_tl301_torch_compile.py runs each reported form and this one under torch.compile). They are reported once per
 function, at the first place, with the lines of the others. `is None` checks, flags with a `True`/`False`
@@ -75,6 +77,9 @@ There is no automatic fix.
         "    return x\n",
         "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        for _ in range(self.n_layers):\n"
         "            x = x * 2\n        return x\nm = torch.compile(Net())\n",
+        # the marked tensor goes to another function: this one's sizes change only through automatic dynamic
+        "import torch\n@torch.compile\ndef f(x):\n    if x.shape[0] > 4:\n        return x[:4]\n    return x\n"
+        "def g(y):\n    return y * 2\ny = torch.zeros(5)\ntorch._dynamo.mark_dynamic(y, 0)\ng(y)\nf(torch.zeros(5))\n",
         # validation: the branches raise, warn or log, and the trace computes the same values
         "import torch, logging\nlog = logging.getLogger()\n@torch.compile(dynamic=True)\ndef f(x, n):\n"
         "    assert n > 0\n    if x.shape[0] != n:\n        raise ValueError('bad size')\n    if n > 1024:\n"
@@ -107,6 +112,13 @@ There is no automatic fix.
         "jfoo = thunder.jit(foo, cache='symbolic values')\n",
         "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    if list(x.shape[1:]) == [4, 4]:\n        return x * 2\n"
         "    return x\n",
+        # a dimension marked dynamic before the call is symbolic from the first compile (pytorch #122307)
+        "import torch\n@torch.compile(fullgraph=True)\ndef f(x):\n    if x.shape[0] > 50:\n        return x + 1\n"
+        "    return x + 2\nx = torch.zeros(51)\ntorch._dynamo.mark_dynamic(x, 0)\nf(x)\n",
+        "import torch\ndef f(x):\n    if x.size(0) % 8:\n        return x[:8]\n    return x\ncf = torch.compile(f)\n"
+        "x = torch.zeros(9)\ntorch._dynamo.mark_dynamic(x, 0)\ncf(x)\n",
+        "import torch\ndef run():\n    def f(x):\n        if x.shape[0] > 5:\n            return x.cos()\n        return x.sin()\n"
+        "    x = torch.randn(5, 3)\n    torch._dynamo.mark_dynamic(x, 0)\n    torch.compile(dynamic=None)(f)(x)\n",
         # sizes unpacked from a shape are symbolic too
         "import torch\n@torch.compile(dynamic=True)\ndef f(x, verbose: bool = False):\n    bsz, q_len, _ = x.size()\n"
         "    if verbose and q_len > 1:\n        x = x[:, -1:]\n    return x\n",
@@ -151,6 +163,42 @@ def _automatic_dynamic(ctx, target) -> bool:
     return target.compiler == "torch.compile" and _dynamic_keyword(ctx, target) is None
 
 
+# Marking a dimension dynamic before the call makes it symbolic at the first compile, as dynamic=True does.
+_MARKERS = ("mark_dynamic", "mark_unbacked")
+
+
+def _marked_dynamic(ctx, target) -> bool:
+    """Is a tensor passed to ``target`` in this file first marked with `torch._dynamo.mark_dynamic(x, dim)` (or
+    `mark_unbacked`)? Its marked sizes are symbolic from the first compile, so a branch on them is one of a
+    dynamic compile's decisions (pytorch #122307). The call passes the marked name to the function itself, to a
+    name bound to its compile call (``compiled = torch.compile(f)``) or to the compile call's result."""
+    if target.elsewhere or not (target.how == "decorator" or target.how.startswith("line ")):
+        return False
+    marked = _marked_names(ctx)
+    if not marked:
+        return False
+    sites = compile_sites(ctx)
+    name = target.info.name
+    calls = [c for h in {name} | sites["handles"].get(name, set()) for c in sites["calls"].get(h, ())]
+    calls += sites["direct"].get(name, [])
+    return any(isinstance(a, ast.Name) and a.id in marked for c in calls for a in c.args)
+
+
+def _marked_names(ctx) -> frozenset:
+    """Names the file passes to `mark_dynamic`/`mark_unbacked` (one walk per file, only when the text has one)."""
+    got = ctx.__dict__.get("_marked_names")
+    if got is None:
+        names = set()
+        if any(m in ctx.source.text for m in _MARKERS):
+            for node in ast.walk(ctx.tree):
+                if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+                    func = node.func
+                    if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _MARKERS:
+                        names.add(node.args[0].id)
+        got = ctx.__dict__["_marked_names"] = frozenset(names)
+    return got
+
+
 def _range_bound(values, test) -> bool:
     return isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "range" \
         and any(values.is_symbolic(a) for a in test.args)
@@ -161,6 +209,9 @@ def check(ctx):
         auto = not target.symbolic and _automatic_dynamic(ctx, target)
         if not target.symbolic and not auto:
             continue
+        marked = auto and _marked_dynamic(ctx, target)
+        if marked:
+            auto = False  # the marked sizes are symbolic at once: every decision on them, as under dynamic=True
         facts = ctx.facts(target.info.node)
         if auto:
             # only `range()` bounds: a branch costs one compile per path (as with dynamic=True), a loop one per value.
@@ -174,7 +225,7 @@ def check(ctx):
             if loops:
                 yield _finding(target, loops[0], "loop bound", loops[1:], auto=True)
             continue
-        values = Values(ctx, target.info, facts, scalar_params=target.symbolic != "sizes")
+        values = Values(ctx, target.info, facts, scalar_params=not marked and target.symbolic != "sizes")
         validation = None
         found = []  # (node, what): grouped into one finding per function
         for kind, test in facts.tests:

@@ -58,6 +58,9 @@ There is no automatic fix.
 - [lightning-thunder #262](https://github.com/Lightning-AI/lightning-thunder/issues/262)
 """,
     valid=[
+        # called with Python numbers (and a name bound to a tensor only in one of its bindings): no tensor data
+        "import torch\ndef as_int(x):\n    return int(x)\ncompiled = torch.compile(as_int)\ncompiled(3.7)\n"
+        "v = torch.ones(1)\nv = 2.5\ncompiled(v)\n",
         # short-circuited away under a compiler: `not is_torchdynamo_compiling()` is false there
         "import torch\nfrom transformers.utils import is_torchdynamo_compiling\n@torch.compile\ndef f(x, ids):\n"
         "    if not is_torchdynamo_compiling() and (ids == 0).any():\n        raise ValueError('bad ids')\n    return x\n",
@@ -133,6 +136,11 @@ There is no automatic fix.
     ],
     invalid=[
         "import thunder\n@thunder.jit\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n",
+        # the file calls the compiled function with tensors: `int()` of its argument reads data (pytorch #111652,
+        # #93457's boxes)
+        "import torch\ndef as_int(x):\n    return int(x)\ncompiled = torch.compile(as_int)\ncompiled(torch.ones(1))\n",
+        "import torch\ndef extent(box):\n    return int(box[2] + box[0])\ncf = torch.compile(extent)\n"
+        "boxes = [torch.randint(0, 99, (4,)) for _ in range(3)]\nprint([cf(b) for b in boxes])\n",
         # a parameter times a number is no Python value, and rebinding it in the branch keeps it a tensor at the
         # test (a merge of two precision fixes had taken `y = x * 2.0` for a Python value, then for a size)
         "import torch\n@torch.compile\ndef f(x):\n    y = x * 2.0\n    if y.sum() > 0:\n        y = y + 1\n    return y\n",

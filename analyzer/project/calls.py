@@ -302,7 +302,8 @@ def _callee(func, calls: set, on_name: list, attrs: set, push) -> None:
 
 def _returned(fn, returns, bound) -> list[str]:
     """What a factory returns, as references: ``return Net(...)`` / ``return cls(...)`` -> the callee,
-    ``m = Net(...); return m`` -> ``Net``, ``return inner`` of a nested ``def inner`` -> ``def:inner``."""
+    ``m = Net(...); return m`` -> ``Net``, ``return inner`` of a nested ``def inner`` -> ``def:inner``, and
+    ``return inner, state`` -> ``def:inner@0`` (the item's position in the returned tuple)."""
     out = []
     nested = {s.name for s in fn.body if isinstance(s, _FUNC)}
     for s in returns:
@@ -317,6 +318,8 @@ def _returned(fn, returns, bound) -> list[str]:
             if value.id in nested:
                 out.append(f"def:{value.id}")
             out.extend(bound.get(value.id, ()))
+        elif isinstance(value, ast.Tuple):  # `return step, state`: a nested def at its position in the tuple
+            out.extend(f"def:{e.id}@{i}" for i, e in enumerate(value.elts) if isinstance(e, ast.Name) and e.id in nested)
     return sorted(set(out))
 
 

@@ -241,9 +241,10 @@ def _runs_backward(index, forward, depth: int = 3) -> bool:
     return False
 
 
-def returned_classes(index, module: str, qual: str, depth: int = 0) -> list[tuple[str, str]]:
+def returned_classes(index, module: str, qual: str, depth: int = 0, position: int | None = None) -> list[tuple[str, str]]:
     """(module, class) of what a factory function or classmethod returns (its summary's ``returns``), and
-    (module, "factory.inner") for a nested function it returns (``def make_op(): def op(x): ...; return op``)."""
+    (module, "factory.inner") for a nested function it returns (``def make_op(): def op(x): ...; return op``);
+    with ``position``, only the nested function at that place of a returned tuple (``step, state = make()``)."""
     if depth > 3:
         return []
     rec = index.modules[module]["functions"].get(qual)
@@ -253,8 +254,12 @@ def returned_classes(index, module: str, qual: str, depth: int = 0) -> list[tupl
     owner = qual.rsplit(".", 1)[0] if "." in qual else None
     for ref in rec[4]:
         if ref.startswith("def:"):
-            out.append((module, f"{qual}.{ref[4:]}"))
+            name, _, at = ref[4:].partition("@")
+            if (position is None and not at) or (at and position == int(at)):
+                out.append((module, f"{qual}.{name}"))
             continue
+        if position is not None:
+            continue  # what a class or another factory returns sits at no known place of the tuple
         if ref in ("cls", "self.__class__") and owner:
             ref = owner
         where = index.resolve(module, ref)

@@ -121,6 +121,12 @@ def _bindings(name: str, stmt, index):
     for s in scope_statements(scope):
         if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets):
             values.append(s.value)
+        elif isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], ast.Tuple) and not any(isinstance(e, ast.Starred) for e in s.targets[0].elts):
+            for i, e in enumerate(s.targets[0].elts):
+                if isinstance(e, ast.Name) and e.id == name:  # `step, state = make()`: item i of what make returns
+                    values.append(ast.copy_location(ast.Subscript(value=s.value, slice=ast.Constant(i), ctx=ast.Load()),
+                                                    s.value))
         elif isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == name and s.value:
             values.append(s.value)
         elif isinstance(s, (ast.For, ast.AsyncFor)) and isinstance(s.target, ast.Name) and s.target.id == name:
@@ -167,6 +173,10 @@ def _entry_target(expr, stmt, index, func_qualnames, depth: int = 0) -> tuple | 
     expr = strip_self_returning(expr)
     if depth > 4:
         return None
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Call) and isinstance(expr.slice, ast.Constant) \
+            and type(expr.slice.value) is int:
+        name = dotted_name(expr.value.func)  # `make()[0]`: the function a factory returns first in its tuple
+        return ("instance", f"{name}@{expr.slice.value}") if name else None
     if isinstance(expr, ast.Call):
         if index.resolve(expr.func) in ("functools.partial", "partial") and expr.args:
             return _entry_target(expr.args[0], stmt, index, func_qualnames, depth + 1)  # torch.compile(partial(f, k=1))
@@ -914,6 +924,10 @@ class ProjectIndex:
             return [(w, False) for w in self._chain_targets(module, ref, *chain)]
         if kind == "unresolved":
             return []
+        position = None
+        if kind == "instance" and "@" in ref:  # `step, state = make()`: the nested function at that place
+            ref, _, at = ref.partition("@")
+            position = int(at)
         where = self.resolve(module, ref)
         if where is None:
             return []
@@ -928,7 +942,7 @@ class ProjectIndex:
             return []
         if kind == "instance":  # `torch.compile(GPT.from_name(...))`, `model = build(cfg)`: what it builds
             out = []
-            for made in returned_classes(self, *where):
+            for made in returned_classes(self, *where, position=position):
                 if made[1].startswith(where[1] + "."):  # a nested function the factory returns
                     out.append((made, False))
                     continue

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 from .children import child_fields
 
-# `add_`, `masked_fill_`, `copy_`: PyTorch's in-place method convention (not dunders, not `_private`).
-_INPLACE = re.compile(r"^[a-z][a-z0-9_]*[a-z0-9]_$")
+# `add_`, `masked_fill_`, `copy_`: PyTorch's in-place method convention (not dunders, not `_private`), and the
+# in-place foreach ops (`torch._foreach_add_([x, y], ...)`: each tensor of the first list is written).
+_INPLACE = re.compile(r"^(?:_foreach_)?[a-z][a-z0-9_]*[a-z0-9]_$")
 # Trailing-underscore methods that change flags or storage bookkeeping, not the tensor's values.
 NOT_DATA_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream_", "pin_memory_"})
 

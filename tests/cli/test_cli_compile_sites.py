@@ -180,3 +180,33 @@ def test_a_wrapper_nobody_calls_with_a_module_compiles_nothing(cli, tmp_path):
     got = compiled_lines(cli, tmp_path, "", train)
     assert set(got) == {BLOCK_LINE, 18}, got
     assert got[18].startswith("if `Unrelated` is compiled, ")
+
+
+def test_a_nested_function_a_factory_returns_in_a_tuple_is_compiled_at_its_place(cli, tmp_path):
+    # pytorch #197896's shape: `step, state = make_counted_step()` then `torch.compile(step)`. The factory returns
+    # (step, other): only the function at the unpacked place is compiled, and its print is reported there.
+    write(tmp_path / "run.py", """\
+import torch
+
+
+def make_counted_step():
+    state = {"n": 0}
+
+    def step(x):
+        print("step")
+        return x + 1
+
+    def other(x):
+        print("other")
+        return x
+
+    return step, other, state
+
+
+step, other, state = make_counted_step()
+compiled = torch.compile(step)
+""")
+    r = cli(".", "--format", "json", "--no-cache", "--select", "TL204")
+    got = json.loads(r.out)
+    assert [(d["path"], d["line"]) for d in got] == [("run.py", 8)], got
+    assert "not resolved" not in r.err, r.err

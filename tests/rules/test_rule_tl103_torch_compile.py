@@ -41,6 +41,8 @@ FORMS = {
     "indexed update by a computed index": (
         "TL103", "def f(idx, y):\n    idx = idx + 10\n    y[idx] += y[idx]\n    return y\n",
         lambda: (torch.tensor([[-10, -9]]), torch.arange(8.0).view(2, 4))),
+    # lightning-thunder #2766: the in-place call's result is an operand, a read of the written input
+    "in-place result used as an operand": ("TL103", "def f(q):\n    return q.mul_(2) + 1\n", lambda: torch.arange(3.0)),
     "inplace option on a view": ("TL102", "def f(x):\n    F.relu(x[0], inplace=True)\n    return x.sum()\n",
                                  lambda: torch.tensor([[-1.0, 2.0], [-3.0, 4.0]])),
 }
@@ -98,3 +100,28 @@ def test_a_store_into_another_input_before_the_write_differs_from_eager_under_in
     assert torch.equal(src_c, src_e)
     # what the note says: inductor fills dst with the written values, the other backends match eager
     assert torch.equal(dst_c, dst_e) is (backend != "inductor"), (backend, dst_c[0], dst_e[0])
+
+
+SELF_READS = {
+    "foreach": "def f(x):\n    torch._foreach_add_([x], [x.flip(0)])\n    return x\n",
+    "method": "def f(x):\n    x.add_(x.flip(0))\n    return x\n",
+}
+
+
+@pytest.mark.parametrize("form", sorted(SELF_READS))
+def test_an_update_from_its_own_other_positions_is_reported_and_inductor_gets_the_foreach_form_wrong(form):
+    # pytorch #198033: inductor's foreach kernel reads the mirrored row while writing it (CPU, torch 2.13); the
+    # method form and the eager/aot_eager backends match eager. The finding says so.
+    from rules.tl103_inplace_alias_hazard import SELF_READ_TORCH_COMPILE
+
+    source = SELF_READS[form]
+    found = [d for d in lint_source(HEADER + "@torch.compile\n" + source, "m.py") if d.code == "TL103"]
+    assert found and f"torch.compile {SELF_READ_TORCH_COMPILE}" in found[0].message, [d.message for d in found]
+    f = _function(source)
+    x = torch.rand(8, 8)
+    want = f(x.clone())
+    for backend in ("eager", "aot_eager", "inductor"):
+        torch._dynamo.reset()
+        got = torch.compile(f, backend=backend)(x.clone())
+        wrong = backend == "inductor" and form == "foreach"
+        assert torch.equal(got, want) is not wrong, (form, backend)

@@ -108,3 +108,35 @@ def test_tl204_reports_each_form(body):
     source = "import logging, os, torch\nlogger = logging.getLogger(__name__)\n@torch.compile\ndef f(x):\n" + body
     found = [d for d in lint_source(source, "m.py") if d.code == "TL204"]
     assert len(found) == 1 and "torch.compile" in found[0].message and found[0].severity == "warning"
+
+
+def test_a_draw_from_a_random_generator_object_repeats_the_traced_values_and_is_reported():
+    # pytorch #145445: a random.Random passed to the compiled function, and one the module holds. torch.compile
+    # (2.13) replays the draws from the generator's state at tracing: the calls after the first repeat the traced
+    # value, and the generator ends in another state than eager's. The rule reports both draws with that claim.
+    import random
+
+    source = (
+        "import random, torch\n"
+        "def jitter(x, rng):\n    return x + rng.randint(1, 100)\n"
+        "class Pick(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.rng = random.Random(0)\n    def forward(self, x):\n        return x * self.rng.random()\n"
+        "cj = torch.compile(jitter)\ncp = torch.compile(Pick())\n"
+    )
+    found = [d for d in lint_source(source, "m.py") if d.code == "TL204"]
+    assert [d.line for d in found] == [3, 9], [d.message for d in found]
+    assert all("replays the draws from the generator's state at tracing" in d.message for d in found)
+    ns = {}
+    exec(compile(source.replace("cj = ", "#").replace("cp = ", "#"), "<tl204>", "exec"), ns)
+    x = torch.zeros(1)
+    rng_eager, rng_compiled = random.Random(0), random.Random(0)
+    eager = [ns["jitter"](x, rng_eager).item() for _ in range(3)]
+    compiled_fn, _ = _compiled(ns["jitter"])
+    compiled = [compiled_fn(x, rng_compiled).item() for _ in range(3)]
+    assert compiled[0] == eager[0] and compiled[1:] == [compiled[0]] * 2 != eager[1:], (eager, compiled)
+    assert rng_eager.getstate() != rng_compiled.getstate()
+    eager_mod, compiled_mod = ns["Pick"](), ns["Pick"]()
+    compiled_pick, _ = _compiled(compiled_mod)
+    eager = [eager_mod(torch.ones(1)).item() for _ in range(3)]
+    compiled = [compiled_pick(torch.ones(1)).item() for _ in range(3)]
+    assert compiled[0] == eager[0] and compiled[1:] == [compiled[0]] * 2 != eager[1:], (eager, compiled)

@@ -299,3 +299,45 @@ def test_a_tensor_attribute_the_script_replaces_is_read_fresh_under_torch_compil
     model.slots = torch.tensor([0, 0])
     assert compiled(torch.tensor([1]), torch.tensor([1])).tolist() == [0, 1]  # eager's answer; the report saw [2, 1]
     assert len(backend.graphs) == 1
+
+
+OPTIMIZER = """\
+import torch
+class Opt(torch.optim.Optimizer):
+    def __init__(self, params, backend):
+        super().__init__(params, {'lr': 0.1})
+        self._update = torch.compile(self._update_param, backend=backend)
+    def _update_param(self, p, group):
+        state = self.state[p]
+        p.add_(p.grad, alpha=-group['lr'])
+        state['step'] += 1
+    def step(self):
+        for g in self.param_groups:
+            for p in g['params']:
+                if len(self.state[p]) == 0:
+                    self.state[p]['step'] = START
+                self._update(p, g)
+"""
+
+
+@pytest.mark.parametrize("start, reported", [("0", True), ("torch.zeros(())", False)])
+def test_a_step_count_in_the_optimizer_state_recompiles_when_it_is_a_python_number(start, reported):
+    # Koratahiu/Advanced_Optimizers #6: `state['step'] += 1` inside the compiled per-parameter update. A Python int
+    # there is guarded (`state[...]['step'] == 0`): the second step compiles again. A tensor step is data in the graph.
+    source = OPTIMIZER.replace("START", start)
+    found = [d for d in lint_source(source, "opt.py") if d.code == "TL205"]
+    assert bool(found) is reported, [d.message for d in found]
+    ns = {}
+    exec(compile(source, "<opt>", "exec"), ns)
+    backend = CountingBackend()
+    w = torch.nn.Parameter(torch.ones(3))
+    w.grad = torch.ones(3)
+    opt = ns["Opt"]([w], backend)
+    counts = []
+    for _ in range(4):
+        with torch.no_grad():
+            opt.step()
+        counts.append(len(backend.graphs))
+    assert int(opt.state[w]["step"]) == 4
+    assert torch.allclose(w.detach(), torch.full((3,), 1 - 0.4))
+    assert (counts[1] > counts[0]) is reported, counts

@@ -151,3 +151,26 @@ def test_max_of_a_marked_dynamic_size_compiles_once_and_is_not_reported():
     assert len(backend.graphs) == 1
     assert not [d for d in lint_source("import torch\n@torch.compile(backend='eager')\n" + source, "m.py")
                 if d.code == "TL301"]
+
+
+def test_a_branch_on_a_size_marked_dynamic_guards_from_the_first_compile():
+    # pytorch #122307: plain torch.compile, the argument marked with mark_dynamic before each call. The marked size
+    # is symbolic at the first compile (sizes 2 and 3 share one graph, no recompile as automatic dynamic would need);
+    # the branch on it is a guard, and an input taking the other path compiles again. TL301 reports the branch.
+    source = "def f(x):\n    if x.shape[0] > 4:\n        return x + 1\n    return x - 1\n"
+    ns = {"torch": torch}
+    exec(compile(source, "<tl301>", "exec"), ns)
+    backend = CountingBackend()
+    jf = torch.compile(ns["f"], backend=backend)
+    counts = []
+    for n in (2, 3, 8):
+        x = torch.ones(n)
+        torch._dynamo.mark_dynamic(x, 0)
+        assert torch.equal(jf(x), ns["f"](x))
+        counts.append(len(backend.graphs))
+    assert counts == [1, 1, 2], counts
+    marked = ("import torch\ndef f(x):\n    if x.shape[0] > 4:\n        return x + 1\n    return x - 1\n"
+              "cf = torch.compile(f)\nx = torch.ones(3)\ntorch._dynamo.mark_dynamic(x, 0)\ncf(x)\n")
+    assert [d.line for d in lint_source(marked, "m.py") if d.code == "TL301"] == [3]
+    unmarked = marked.replace("torch._dynamo.mark_dynamic(x, 0)\n", "")
+    assert not [d for d in lint_source(unmarked, "m.py") if d.code == "TL301"]

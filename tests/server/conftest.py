@@ -9,10 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # server_helpers, whatever pytest's import mode
 
-from server_helpers import ServerProcess  # noqa: E402
-
-TOKEN = "s3cret-test-token"
-LIMITS = {"max_body_bytes": 600_000, "max_files": 8, "max_file_bytes": 300_000, "timeout": 3.0, "body_timeout": 2.0}
+from server_helpers import LIMITS, TOKEN, ServerProcess  # noqa: E402
 
 
 @pytest.fixture(scope="session")

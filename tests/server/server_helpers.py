@@ -14,6 +14,11 @@ import httpx
 
 from server.cli import serving_url
 
+# the auth token and small limits of the session server in conftest.py (here, not in conftest: a module named
+# `conftest` is whichever test folder's conftest was imported first)
+TOKEN = "s3cret-test-token"
+LIMITS = {"max_body_bytes": 600_000, "max_files": 8, "max_file_bytes": 300_000, "timeout": 3.0, "body_timeout": 2.0}
+
 REPO = Path(__file__).resolve().parents[2]
 
 TL101_SRC = """\

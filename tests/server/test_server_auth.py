@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import TOKEN
-from server_helpers import ServerProcess
+from server_helpers import TOKEN, ServerProcess
 
 ORIGIN = "https://ci.example.org"
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import socket
 import time
 
-from conftest import LIMITS, TOKEN
-from server_helpers import TL101_SRC
+from server_helpers import LIMITS, TL101_SRC, TOKEN
 
 
 def _read_response(sock) -> str:

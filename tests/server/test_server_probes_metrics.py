@@ -8,8 +8,7 @@ import json
 import zlib
 
 import httpx
-from conftest import LIMITS, TOKEN
-from server_helpers import TL101_SRC
+from server_helpers import LIMITS, TL101_SRC, TOKEN
 
 
 def test_probes_answer_without_credentials(authed_server):

@@ -4,8 +4,7 @@ live server finds no 5xx, no undocumented status and no response that breaks its
 from __future__ import annotations
 
 import pytest
-from conftest import LIMITS, TOKEN
-from server_helpers import ServerProcess
+from server_helpers import LIMITS, TOKEN, ServerProcess
 
 
 def test_openapi_has_request_and_response_models(api):

@@ -11,8 +11,7 @@ import threading
 import time
 
 import pytest
-from conftest import TOKEN
-from server_helpers import SLOW_OPTIONS, ServerProcess, TL101_SRC, pathological_source
+from server_helpers import SLOW_OPTIONS, TL101_SRC, TOKEN, ServerProcess, pathological_source
 
 # The time-limit tests run their own servers with limits far below what the pathological source takes
 # (~4 s for one file with fixes on the 2-core dev machine, 2026-11): a margin of 8x or more, so an engine

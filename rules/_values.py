@@ -211,6 +211,7 @@ def _makes_tensor(ctx, e) -> bool:
 
 
 _JIT_CALLS = frozenset({"torch.compile", "thunder.jit", "compiler.jit", "analyzer.jit"})
+_JIT_LAST = frozenset(name.rpartition(".")[2] for name in _JIT_CALLS)
 
 
 def compiled_call_tensors(ctx, info) -> frozenset:
@@ -241,7 +242,8 @@ def _compiled_call_tensors(ctx, info):
     args = info.node.args
     params = [a.arg for a in (*args.posonlyargs, *args.args)]
     out = set()
-    calls = [c for h in handles for c in sites["calls"].get(h, ())] + sites["direct"].get(name, [])
+    by_name = calls_by_name(ctx) if handles else {}
+    calls = [c for h in handles for c in by_name.get(h, ())] + sites["direct"].get(name, [])
     for node in calls:
         if any(isinstance(a, ast.Starred) for a in node.args):
             continue
@@ -255,24 +257,40 @@ def _compiled_call_tensors(ctx, info):
 
 
 def compile_sites(ctx) -> dict:
-    """One walk of the file: "compiled" f -> ids of its jit calls (``torch.compile(f)``); "handles" f -> names bound
-    to one (``cf = torch.compile(f)``); "direct" f -> calls of a jit call's result (``torch.compile(f)(x)``);
-    "calls" name -> the calls of that name."""
+    """The file's jit calls of a name: "compiled" f -> ids of its jit calls (``torch.compile(f)``); "handles" f ->
+    names bound to one (``cf = torch.compile(f)``); "direct" f -> calls of a jit call's result
+    (``torch.compile(f)(x)``). Only the statements on lines that name a jit function are walked: every jit name
+    ends in ``compile`` or ``jit``, or is an import alias of one (``from torch import compile as tc``), and a jit
+    call's assignment and its direct call are parts of its statement."""
     got = ctx.__dict__.get("_compile_sites")
     if got is None:
-        compiled, calls, assigns, of_calls = {}, {}, [], []
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.Call):
-                if isinstance(node.func, ast.Name):
-                    calls.setdefault(node.func.id, []).append(node)
-                elif isinstance(node.func, ast.Call):
-                    of_calls.append(node)  # `torch.compile(f)(x)`: maybe a call of a jit call's result
-                if node.args and isinstance(node.args[0], ast.Name):
-                    jit = node.func.func if isinstance(node.func, ast.Call) else node.func  # torch.compile(backend=...)(f)
-                    if (ctx.resolve(jit) or "") in _JIT_CALLS:
-                        compiled.setdefault(node.args[0].id, set()).add(id(node))
-            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                assigns.append(node)
+        text = ctx.source.text
+        words = {"compile", "jit"} | {h for h, target in ctx.index.imports.items() if target in _JIT_CALLS}
+        lines: set[int] = set()
+        for word in words:
+            at = lines_with(text, word)
+            if at is None:  # a text whose names a search may miss: the whole file
+                roots = [ctx.tree]
+                break
+            lines.update(at)
+        else:
+            roots = line_roots(ctx.tree, sorted(lines))
+        compiled, assigns, of_calls = {}, [], []
+        Call, Name, Attribute = ast.Call, ast.Name, ast.Attribute
+        for root in roots:
+            for node in nodes(root):
+                kind = type(node)
+                if kind is Call:
+                    func = node.func
+                    if type(func) is Call:
+                        of_calls.append(node)  # `torch.compile(f)(x)`: maybe a call of a jit call's result
+                    if node.args and type(node.args[0]) is Name:
+                        jit = func.func if type(func) is Call else func  # torch.compile(backend=...)(f)
+                        # an attribute chain's last name is its resolved name's last
+                        if (type(jit) is not Attribute or jit.attr in _JIT_LAST) and (ctx.resolve(jit) or "") in _JIT_CALLS:
+                            compiled.setdefault(node.args[0].id, set()).add(id(node))
+                elif kind is ast.Assign and type(node.value) is Call:
+                    assigns.append(node)
         owner = {i: f for f, ids in compiled.items() for i in ids}
         handles, direct = {}, {}
         for a in assigns:
@@ -282,7 +300,18 @@ def compile_sites(ctx) -> dict:
         for node in of_calls:
             if id(node.func) in owner:
                 direct.setdefault(owner[id(node.func)], []).append(node)
-        got = ctx.__dict__["_compile_sites"] = {"compiled": compiled, "handles": handles, "direct": direct, "calls": calls}
+        got = ctx.__dict__["_compile_sites"] = {"compiled": compiled, "handles": handles, "direct": direct}
+    return got
+
+
+def calls_by_name(ctx) -> dict:
+    """name -> the file's calls of that name (``f(x)``): one walk of the file, on first need."""
+    got = ctx.__dict__.get("_calls_by_name")
+    if got is None:
+        got = ctx.__dict__["_calls_by_name"] = {}
+        for node in ast.walk(ctx.tree):
+            if type(node) is ast.Call and type(node.func) is ast.Name:
+                got.setdefault(node.func.id, []).append(node)
     return got
 
 

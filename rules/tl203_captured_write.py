@@ -241,7 +241,9 @@ def _reached_helpers(jit_scope):
     by name (``bump()``) and a method of a class defined there, called on a new instance (``Touch().touch()``,
     ``t = Touch(); t.touch()``)."""
     for scope in jit_scope.walk():
-        made = None  # `t = Touch()` in the compiled code: t -> Touch (found on first need: one walk of the scope)
+        # `t = Touch()` in the compiled code: t -> Touch, found on first need by one walk of the scope, and only where
+        # the scope calls a class some enclosing function defines (the only classes the lookup below accepts)
+        made = None if _calls_local_class(scope, jit_scope) else {}
         for call in scope.calls:
             func = call.func
             if isinstance(func, ast.Name):
@@ -263,6 +265,18 @@ def _reached_helpers(jit_scope):
                     for m in child.children:
                         if m.kind == "function" and getattr(m.node, "name", None) == method:
                             yield m, call
+
+
+def _calls_local_class(scope, jit_scope) -> bool:
+    """Does ``scope``'s own code call, by name, a class that a function around ``jit_scope`` defines?"""
+    for call in scope.calls:
+        func = call.func
+        if isinstance(func, ast.Name):
+            owner = scope.owner_of(func.id)
+            if owner is not None and not owner.is_within(jit_scope) and any(
+                    c.kind == "class" and c.node.name == func.id for c in owner.children):
+                return True
+    return False
 
 
 def _instances_made(scope) -> dict:

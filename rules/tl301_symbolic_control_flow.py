@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ._torch_api import in_spans, only_reports
-from ._values import Values, compile_sites
+from ._values import Values, calls_by_name, compile_sites
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 from .walks import walk
@@ -177,9 +177,9 @@ def _marked_dynamic(ctx, target) -> bool:
     marked = _marked_names(ctx)
     if not marked:
         return False
-    sites = compile_sites(ctx)
+    sites, by_name = compile_sites(ctx), calls_by_name(ctx)
     name = target.info.name
-    calls = [c for h in {name} | sites["handles"].get(name, set()) for c in sites["calls"].get(h, ())]
+    calls = [c for h in {name} | sites["handles"].get(name, set()) for c in by_name.get(h, ())]
     calls += sites["direct"].get(name, [])
     return any(isinstance(a, ast.Name) and a.id in marked for c in calls for a in c.args)
 

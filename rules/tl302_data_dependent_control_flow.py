@@ -141,6 +141,10 @@ There is no automatic fix.
         "import torch\ndef as_int(x):\n    return int(x)\ncompiled = torch.compile(as_int)\ncompiled(torch.ones(1))\n",
         "import torch\ndef extent(box):\n    return int(box[2] + box[0])\ncf = torch.compile(extent)\n"
         "boxes = [torch.randint(0, 99, (4,)) for _ in range(3)]\nprint([cf(b) for b in boxes])\n",
+        # the same through a direct call of the jit call's result, and a decorated function called by name (each a
+        # way the file's compile sites are found)
+        "import torch\ndef as_int(x):\n    return int(x)\nprint(torch.compile(\n    as_int)(torch.ones(1)))\n",
+        "import torch\n@torch.compile(dynamic=True)\ndef as_int(x):\n    return int(x)\n\n\nas_int(torch.ones(1))\n",
         # a parameter times a number is no Python value, and rebinding it in the branch keeps it a tensor at the
         # test (a merge of two precision fixes had taken `y = x * 2.0` for a Python value, then for a size)
         "import torch\n@torch.compile\ndef f(x):\n    y = x * 2.0\n    if y.sum() > 0:\n        y = y + 1\n    return y\n",

@@ -29,6 +29,8 @@ from .compile_sites import data_pipeline, is_module_class, returned_classes, thr
 LIBRARY_DEFAULT_NOTE = "{}: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"torch", "numpy", "typing_extensions"}
 EAGER = "eager"  # a fact's compiler for a function run eagerly by a decorator imported from another module
+# a fact's compiler for a project-wide torch._dynamo setting: ("", SETTING, name, "path:line", False, False)
+SETTING = "setting"
 REACH_DEPTH = 6  # calls followed from an entry point: deep enough for model -> block -> attention -> helper
 
 
@@ -258,6 +260,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
     from rules.jit_markers import disabler_aliases, eager_decorator
     from rules.jit_markers import compiling_check_lines, mentions_compiling_checks
+    from rules._dynamo_settings import CAPTURE_SCALAR_OUTPUTS, capture_scalar_outputs_line
 
     from ..static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
     from ..static.module_index import dotted_name
@@ -364,7 +367,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
                     target = _entry_target(node.args[0], stmt, index, functions) or ("unresolved",)
                     compiler = compiler_of(index.resolve(jit_expr) or "")
                     entries.append([list(target), compiler, is_symbolic(keywords), label(node), node.lineno, False])
-    return {
+    summary = {
         "module": module,
         "disablers": disablers,
         "composed": composed_classes(tree, text),
@@ -377,6 +380,10 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
         # name -> what `name = Callee(...)` binds it to, anywhere in the file: wrappers' call sites pass these
         "instances": {k: v for k, v in index.instances.items() if any(c[:1].isupper() or "." in c for c in v)},
     }
+    scalar_line = capture_scalar_outputs_line(text, tree, index.resolve)
+    if scalar_line is not None:  # (only where true: every other file's summary, and its digest, stay as they were)
+        summary[CAPTURE_SCALAR_OUTPUTS] = scalar_line
+    return summary
 
 
 def is_test_file(path: str) -> bool:
@@ -1106,7 +1113,24 @@ class ProjectIndex:
         for qual, rec in (s["functions"].items() if s else ()):
             if len(rec) > 6 and rec[6] and not rec[5] and self.eager((module, qual)):
                 out.append((qual, EAGER, False, "", False, False))
+        for name, where in self.settings.items():
+            out.append(("", SETTING, name, where, False, False))
         return tuple(sorted(out))
+
+    @property
+    def settings(self) -> dict[str, str]:
+        """torch._dynamo settings some module of the project turns on (process-wide): name -> "path:line" of the
+        first module, by name, that does."""
+        got = self.__dict__.get("_settings")
+        if got is None:
+            from rules._dynamo_settings import CAPTURE_SCALAR_OUTPUTS
+
+            got = self.__dict__["_settings"] = {}
+            for mod, s in sorted(self.modules.items()):
+                if CAPTURE_SCALAR_OUTPUTS in s:
+                    got[CAPTURE_SCALAR_OUTPUTS] = f"{self.rel(s['path'])}:{s[CAPTURE_SCALAR_OUTPUTS]}"
+                    break
+        return got
 
 
 @dataclass
@@ -1153,8 +1177,9 @@ class ProjectFile:
         self.used = normalize_facts(facts)
         # functions another module's decorator runs eagerly (`from .utils import no_compile`): the jit rules do
         # not follow a call into them (rules/_jit_scopes.py reads `eager_elsewhere`)
-        ctx.compiled_elsewhere = tuple(f for f in self.used if f[1] != EAGER)
+        ctx.compiled_elsewhere = tuple(f for f in self.used if f[1] != EAGER and f[1] != SETTING)
         ctx.eager_elsewhere = frozenset(f[0] for f in self.used if f[1] == EAGER)
+        ctx.settings = {f[2]: f[3] for f in self.used if f[1] == SETTING}
         ctx.target = self.target
 
 

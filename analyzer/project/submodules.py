@@ -67,11 +67,13 @@ def _self_attr(node) -> str | None:
     return None
 
 
-def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
+def held_classes(cls: ast.ClassDef, callables: dict | None = None) -> dict[str, list[str]]:
     """attr -> class references the class's methods store into ``self.<attr>`` (directly, in containers, or
     by growing a container it holds: ``__init__`` or any other method, as ``setup_caches`` assigns
     ``self.kv_cache = KVCache(...)``), or that an annotation states (``self.kv_cache: KVCache | None = None``,
-    ``kv_cache: Optional[KVCache]`` in the class body); ``add_module("name", X())`` holds X under "name"."""
+    ``kv_cache: Optional[KVCache]`` in the class body); ``add_module("name", X())`` holds X under "name".
+    ``callables``, when given, receives attr -> the names stored there that are no call (``self.fn =
+    cross_entropy_loss``: a function, for ``torch.compile(self.fn)``)."""
     out: dict[str, list[str]] = {}
     for stmt in cls.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
@@ -113,6 +115,10 @@ def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
                     classes = instance_classes(s.value, local_lists)
                     if attr is not None and classes:
                         out.setdefault(attr, []).extend(classes)
+                    elif attr is not None and callables is not None and type(s.value) in (_Name, _Attribute):
+                        ref = dotted_name(s.value)
+                        if ref and ref.split(".")[0] != "self":
+                            callables.setdefault(attr, []).append(ref)
                     elif type(t) is _Name and classes:
                         local_lists.setdefault(t.id, []).extend(classes)
             elif type(s.value) is _Call:

@@ -463,9 +463,10 @@ def _argument_targets(index, module: str, expr, line: int, tree=None, depth: int
             params = _params(index, module, around)
             if expr.id in params:
                 cls = _annotated_class(index, module, around, expr.id)
-                if cls:  # def parallelize(model: Llama3Model): apply_compile(model): the annotation says what
-                    return [("chain", "class", cls, [])]
-                return [("wrapper", around, params.index(expr.id), expr.id)]
+                # def parallelize(model: Llama3Model): apply_compile(model): the annotation says what, and so do
+                # parallelize's own callers (a subclass, maybe)
+                annotated = [("chain", "class", cls, [])] if cls else []
+                return annotated + [("wrapper", around, params.index(expr.id), expr.id)]
         if tree is not None and depth < 3:
             scope = _function_node(index, module, around) if around is not None else tree
             for value in reversed(_bound_before(scope or tree, expr.id, line)):

@@ -226,3 +226,29 @@ def test_torch_compile_of_a_make_fx_graph_runs_none_of_the_models_python():
 
     with pytest.raises(RuntimeError, match="data-dependent"):
         make_fx(Branch())(torch.ones(3))
+
+
+def test_an_annotated_callers_own_callers_are_followed_too(cli, tmp_path):
+    # parallelize(model: Llama) says Llama's blocks; its caller passes a subclass whose blocks are other blocks
+    _titan(tmp_path, "for layer_id, block in model.layers.named_children():")
+    write(tmp_path / "pkg" / "big.py", '''\
+from torch import nn
+from pkg.model import Llama
+from pkg.parallelize import parallelize
+
+
+class BigBlock(nn.Module):
+    def forward(self, x):
+        print("big", x.shape)
+        return x
+
+
+class BigLlama(Llama):
+    def __init__(self, n):
+        super().__init__(n)
+        self.layers = nn.ModuleList([BigBlock() for _ in range(n)])
+
+
+parallelize(BigLlama(2), True)
+''')
+    assert where(findings(cli, ".")) == {("pkg/model.py", "TL204", 7), ("pkg/big.py", "TL204", 8)}

@@ -137,3 +137,16 @@ def test_false_or_another_option_is_no_setting(tmp_path):
     (tmp_path / "model.py").write_text(READ)
     (found,) = _tl302(lint_paths([str(tmp_path)], cache=False))
     assert "breaks the graph where the value reaches Python" in found.message
+
+
+def test_a_cached_run_follows_the_setting_in_another_file(tmp_path, monkeypatch):
+    # the setting is part of every file's facts: turning it off in setup.py re-lints model.py with the old note
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "setup.py").write_text(SETTING)
+    (tmp_path / "model.py").write_text(READ)
+    first = _tl302(lint_paths(["."]))
+    again = _tl302(lint_paths(["."]))
+    assert [d.message for d in again] == [d.message for d in first] and "symbolic scalar" in first[0].message
+    (tmp_path / "setup.py").write_text("import torch\n")
+    (found,) = _tl302(lint_paths(["."]))
+    assert "breaks the graph where the value reaches Python" in found.message

@@ -137,12 +137,33 @@ def _bindings(name: str, stmt, index):
 # d.values()`, `for i, b in enumerate(m.layers)` (`modules()` also yields the module itself: its items stand for it)
 _ITEMS = frozenset({"children", "modules", "values"})
 _NAMED_ITEMS = frozenset({"named_children", "named_modules", "items"})
+# nn.Module's own iterators: on `model.layers` (a container attribute) they yield its items; on `model` itself,
+# everything model holds
+_MODULE_ITEMS = frozenset({"children", "modules", "named_children", "named_modules"})
+
+
+def _narrowed_class(name: str, stmt, around, index) -> str | None:
+    """The class an ``if isinstance(name, C):`` around ``stmt`` (in its function) narrows ``name`` to
+    (``for m in model.modules(): if isinstance(m, Block): m.compile()``), else None."""
+    from .calls import isinstance_classes
+
+    scope = around.node if around is not None else index.tree
+    for node in ast.walk(scope):
+        if type(node) is ast.If and node.body and node.body[0].lineno <= stmt.lineno <= node.body[-1].end_lineno:
+            tests = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) else [node.test]
+            for t in tests:
+                got = isinstance_classes(t)
+                if got and isinstance(got[0], ast.Name) and got[0].id == name and len(got[1]) == 1:
+                    return got[1][0]
+    return None
 
 
 def _loop_container(target, iterable, name: str):
     """The container whose items ``for <target> in <iterable>`` binds ``name`` to, else None."""
     call = iterable if isinstance(iterable, ast.Call) and not iterable.args and not iterable.keywords else None
     method = call.func.attr if call is not None and isinstance(call.func, ast.Attribute) else None
+    if method in _MODULE_ITEMS and not isinstance(call.func.value, ast.Attribute):
+        return None  # `model.children()`: the modules model holds, under every attribute (not followed)
     if isinstance(target, ast.Name):
         if target.id != name:
             return None
@@ -227,6 +248,10 @@ def _entry_target(expr, stmt, index, func_qualnames, depth: int = 0) -> tuple | 
     around = _enclosing_function(stmt, index)
     if root in ("self", "cls") and around is not None and around.class_node is not None:
         return ("chain", "class", around.class_node.name, attrs)
+    if not attrs and root not in index.imports:  # `for m in model.modules(): if isinstance(m, Block): m.compile()`
+        narrowed = _narrowed_class(root, stmt, around, index)
+        if narrowed:
+            return ("chain", "class", narrowed, [])
     values, loops, around = _bindings(root, stmt, index) if root not in index.imports else ([], [], around)
     # `model = model.to(device)`, `model = DDP(model)`, `model = self._prepare(model)`: the same object, or one
     # that wraps it (its forward calls the model's)

@@ -258,3 +258,26 @@ class BigLlama(Llama):
 parallelize(BigLlama(2), True)
 ''')
     assert where(findings(cli, ".")) == {("pkg/model.py", "TL204", 7), ("pkg/big.py", "TL204", 8)}
+
+
+@pytest.mark.parametrize("loop", [
+    "for block in model.modules():\n        if isinstance(block, TransformerBlock):",
+    "for name, block in model.named_modules():\n        if isinstance(block, TransformerBlock) and name:",
+])
+def test_a_loop_over_every_module_narrowed_by_isinstance(cli, tmp_path, loop):
+    # every module of the model, the blocks picked by isinstance: the blocks (not the model, not the head)
+    _titan(tmp_path, "pass")
+    write(tmp_path / "pkg" / "compile.py", "from pkg.model import TransformerBlock\n\n\n"
+          f"def apply_compile(model, backend='inductor'):\n    {loop}\n            block.compile(backend=backend)\n")
+    assert where(findings(cli, ".")) == {("pkg/model.py", "TL204", 7)}
+
+
+def test_a_loop_over_a_models_own_children_is_not_taken_for_the_model(cli, tmp_path):
+    # `model.children()` yields what model holds, not model: left unresolved (and named), never Llama.forward
+    _titan(tmp_path, "pass")
+    write(tmp_path / "pkg" / "compile.py", "import torch\nfrom pkg.model import Llama\n\n"
+          "def apply_compile(model: Llama, backend='inductor'):\n    for block in model.children():\n"
+          "        block.compile(backend=backend)\n")
+    out = cli(".", "--no-cache").out
+    assert "not resolved" in out and "pkg/compile.py:6" in out, out
+    assert "compiled by" not in out  # the library default's "if `Llama` is compiled", no compile call's

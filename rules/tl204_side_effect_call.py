@@ -257,6 +257,8 @@ def check(ctx):
                             target,
                             f"`{draw}()` inside {target.subject} {_NUMPY_STATE.get(draw, 'draws from')} NumPy's "
                             "global generator",
+                            "seed outside the compiled function (torch's own draws follow `torch.manual_seed`)"
+                            if draw in _NUMPY_STATE else
                             "draw with torch (`torch.randint`, `torch.rand`) or draw outside and pass the value in",
                             "runs only while tracing: the compiled function skips it or bakes its result in",
                             "breaks the graph where the draw becomes a Python number (NumPy draws it on every call); "

@@ -14,6 +14,12 @@ from .dotted import chain_root
 
 _BUILTINS = frozenset({"print", "open", "input", "breakpoint", "globals", "locals", "vars"})
 _MODULES = ("random", "time")
+# numpy.random's module-level functions draw from (or reseed) NumPy's global generator; its classes and
+# `default_rng` build a generator of their own, which is no hidden state
+_NUMPY_RANDOM = "numpy.random."
+_NUMPY_RANDOM_BUILDERS = frozenset({"default_rng", "SeedSequence", "bit_generator"})
+_NUMPY_STATE = {"numpy.random.seed": "reseeds", "numpy.random.set_state": "sets the state of",
+                "numpy.random.get_state": "reads the state of"}
 _ENV_CALLS = frozenset({"os.getenv", "os.environ.get"})
 # Methods only a Python or NumPy random generator has (`random.Random`, `np.random.RandomState`): a draw from a
 # generator object, whatever holds it (an argument, `self.rng`). The generic ones (`random()`, `choice()`, ...) count
@@ -36,7 +42,8 @@ INFO = RuleInfo(
     docs="""\
 ## What it does
 Reports calls with side effects or hidden inputs inside a jitted function: `print`, `open`, `input`,
-`breakpoint`, functions of the `random` and `time` modules, and `globals()`/`locals()`/`vars()` (without
+`breakpoint`, functions of the `random` and `time` modules and of NumPy's global generator (`np.random.randint`,
+`np.random.rand`, ...), and `globals()`/`locals()`/`vars()` (without
 an argument: `vars(obj)` only reads an object's attributes); reads of the environment (`os.getenv`,
 `os.environ.get`, `os.environ[k]`, `k in os.environ`) and calls of a module's logger (`logger.info(...)` on
 `logger = logging.getLogger(...)`, `logging.warning(...)`), and draws from a random generator object: a method
@@ -49,7 +56,9 @@ random number or the time stamp is baked in as a constant, and the introspection
 frames rather than yours. The compiled function silently behaves differently from the Python one.
 torch.compile (2.13, tests/rules/test_rule_tl204_torch_compile.py) bakes `os.getenv` results, and
 `os.environ` reads of a variable unset at the first call, into the graph without a guard: setting the variable
-later silently changes nothing (pytorch #189027); a logger call breaks the graph around it.
+later silently changes nothing (pytorch #189027); a logger call breaks the graph around it. A NumPy draw that
+becomes a Python number breaks the graph (NumPy draws it on every call); one kept as an array is traced from
+torch's generator, not NumPy's, so `np.random.seed` no longer reproduces it (tests/rules/test_rule_tl204_numpy_random.py).
 
 ## Example
 ```python
@@ -84,6 +93,8 @@ There is no automatic fix.
         "        return pool(x, pool_type='max') + pool(x)\nm = torch.compile(Net())\n",
         "import thunder\n@thunder.jit\ndef f(x):\n    def print(*a):\n        return a\n    print(x)\n    return x\n",
         "import random\ndef f(x):\n    print(x)\n    return random.random()\n",  # not jitted
+        # a generator of its own, seeded: no hidden state
+        "import numpy as np\nimport torch\n@torch.compile\ndef f(x):\n    return x * np.random.default_rng(0).random()\n",
         # a helper that the compiler runs without tracing it
         "import torch\n@torch.compiler.disable\ndef log(x):\n    print(x.shape)\n@torch.compile\ndef f(x):\n"
         "    log(x)\n    return x + 1\n",
@@ -115,6 +126,10 @@ There is no automatic fix.
         "import torch\n@torch.compile\ndef f(x):\n    print('step', x.shape)\n    return x\n",
         "import random\nimport thunder\n@thunder.jit\ndef f(x):\n    return x * random.random()\n",
         "import thunder\nfrom time import time\n@thunder.jit\ndef f(x):\n    t = time()\n    return x + t\n",
+        # NumPy's global generator, reached from forward (auraloss' RandomResolutionSTFTLoss, round 3)
+        "import numpy as np\nimport torch\nclass Loss(torch.nn.Module):\n    def forward(self, x):\n"
+        "        k = 2 ** np.random.randint(6, 10)\n        return x[..., :k]\nloss = torch.compile(Loss())\n",
+        "from numpy.random import rand\nimport thunder\n@thunder.jit\ndef f(x):\n    return x * rand()\n",
         # a helper called from the jitted function is traced with it
         "import torch\ndef log(x):\n    print(x.shape)\n@torch.compile\ndef f(x):\n    log(x)\n    return x + 1\n",
         # the environment: torch.compile bakes `os.getenv` in without a guard (issue 31, miss 7)
@@ -202,6 +217,25 @@ def _environ_reads(ctx, jit_scope):
                 yield node
 
 
+def _numpy_draw(name: str) -> bool:
+    """`numpy.random.randint` and the other functions of NumPy's global generator."""
+    if not name.startswith(_NUMPY_RANDOM):
+        return False
+    rest = name[len(_NUMPY_RANDOM):]
+    return "." not in rest and rest not in _NUMPY_RANDOM_BUILDERS and not rest[:1].isupper()
+
+
+def numpy_draw(ctx, scope, call) -> str | None:
+    """`numpy.random.randint` for a call of NumPy's global generator (`np.random.rand()`, `from numpy.random import
+    randint`, `from numpy import random`), else None."""
+    func = call.func
+    root = chain_root(func) if isinstance(func, ast.Attribute) else func
+    if not isinstance(root, ast.Name) or scope.owner_of(root.id) is not None or root.id not in ctx.index.imports:
+        return None  # a local `np`, or a name the file does not import
+    name = ctx.resolve(func) or ""
+    return name if _numpy_draw(name) else None
+
+
 def _side_effect(ctx, scope, call) -> str | None:
     func = call.func
     if isinstance(func, ast.Name):
@@ -272,6 +306,25 @@ def check(ctx):
                             "runs only while tracing: later calls log nothing",
                             "breaks the graph around it to run it on every call (the code before and after compiles "
                             "as separate graphs)",
+                            "TL204",
+                        ),
+                    )
+                    continue
+                draw = numpy_draw(ctx, scope, call)
+                if draw:
+                    yield Finding(
+                        call,
+                        **compiled_message(
+                            target,
+                            f"`{draw}()` inside {target.subject} {_NUMPY_STATE.get(draw, 'draws from')} NumPy's "
+                            "global generator",
+                            "seed outside the compiled function (torch's own draws follow `torch.manual_seed`)"
+                            if draw in _NUMPY_STATE else
+                            "draw with torch (`torch.randint`, `torch.rand`) or draw outside and pass the value in",
+                            "runs only while tracing: the compiled function skips it or bakes its result in",
+                            "breaks the graph where the draw becomes a Python number (NumPy draws it on every call); "
+                            "an array draw is traced from torch's generator instead of NumPy's, so `np.random.seed` "
+                            "no longer reproduces it",
                             "TL204",
                         ),
                     )

@@ -7,6 +7,7 @@ import ast
 from ._jit_scopes import eager_only_spans_of, jitted_scopes
 from ._torch_api import compiled_operands, in_spans
 from ._values import DATA_READ_FUNCTIONS, Values
+from ._dynamo_settings import scalar_outputs_captured
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 from .walks import nodes, walk
@@ -229,6 +230,7 @@ def check(ctx):
             read = _data_read(ctx, values, call)
             if read:
                 reported.add((call.lineno, call.col_offset))
+                captured = read in ("`.item()`", "`.tolist()`") and scalar_outputs_captured(ctx)
                 yield Finding(
                     call,
                     **compiled_message(
@@ -236,6 +238,7 @@ def check(ctx):
                         f"{read} in {target.subject} reads tensor data into Python",
                         "keep it a tensor, or read it outside compiled code",
                         "—the compiled trace bakes the value in (or breaks the graph)",
+                        _captured_note(captured, target.info.node, facts, call) if captured else
                         "breaks the graph where the value reaches Python (right results; the function runs as "
                         "separate graphs with a device sync between them)",
                         "TL302",
@@ -244,6 +247,7 @@ def check(ctx):
             elif isinstance(func, ast.Name) and func.id in _CONVERSIONS and len(call.args) == 1:
                 if values.is_tensor_at(call.args[0], (call.lineno, call.col_offset)) and not facts.is_local(func.id):
                     reported.add((call.lineno, call.col_offset))
+                    captured = func.id != "bool" and scalar_outputs_captured(ctx)
                     yield Finding(
                         call,
                         **compiled_message(
@@ -251,6 +255,7 @@ def check(ctx):
                             f"`{func.id}()` of a tensor in {target.subject} reads tensor data",
                             "keep it a tensor, or read it outside compiled code",
                             "—the compiled trace bakes the value in",
+                            _captured_note(captured, target.info.node, facts, call) if captured else
                             "breaks the graph here to read it, or, for a tensor argument, specializes on its value "
                             "and recompiles for each new one (right results either way)",
                             "TL302",
@@ -292,6 +297,40 @@ def check(ctx):
                         "TL302",
                     ),
                 )
+
+
+def _captured_note(where: str, func, facts, call) -> str:
+    """torch.compile's side where the project sets ``capture_scalar_outputs = True``: the read is a symbolic scalar
+    in the graph, no graph break; a branch or a loop on it still breaks the graph (tests/rules/
+    test_rule_tl302_scalar_outputs.py)."""
+    setting = f"the project sets `capture_scalar_outputs = True` ({where})"
+    if _decides_control_flow(func, facts, call):
+        return (f"breaks the graph at the branch or loop this value decides, though {setting}: the read itself is "
+                "captured as a symbolic scalar, the decision still needs the data (with `fullgraph=True`, an error)")
+    return (f"captures it as a symbolic scalar, since {setting}: no graph break here; a branch or a loop on it "
+            "would still break the graph")
+
+
+def _decides_control_flow(func, facts, call) -> bool:
+    """Does the value ``call`` reads decide a test of ``func`` (an `if`/`while`/`assert`/ternary, a `for` loop's
+    iterable), directly or through the names assigned from it (in the function's own statements)?"""
+    tests = [t for _, t in facts.tests]
+    if in_spans(call, [((t.lineno, t.col_offset), (t.end_lineno, t.end_col_offset)) for t in tests]):
+        return True
+    assigns = [n for n in walk(func) if type(n) in (ast.Assign, ast.AnnAssign, ast.AugAssign) and n.value is not None]
+    tainted: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for a in assigns:
+            if not any(n is call or (type(n) is ast.Name and n.id in tainted) for n in ast.walk(a.value)):
+                continue
+            for t in (a.targets if type(a) is ast.Assign else [a.target]):
+                for n in ast.walk(t):
+                    if type(n) is ast.Name and n.id not in tainted:
+                        tainted.add(n.id)
+                        changed = True
+    return bool(tainted) and any(type(n) is ast.Name and n.id in tainted for t in tests for n in ast.walk(t))
 
 
 def _data_read(ctx, values, call) -> str | None:

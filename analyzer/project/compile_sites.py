@@ -298,6 +298,23 @@ def _params(index, module: str, qual: str) -> list[str]:
     return names
 
 
+def _annotated_class(index, module: str, qual: str, param: str) -> str | None:
+    """The project class a parameter's annotation names (``model: Llama3Model``), else None (none, or torch's
+    own: ``nn.Module`` says nothing of which module)."""
+    from .calls import annotation_classes
+
+    fn = _function_node(index, module, qual)
+    if fn is None:
+        return None
+    args = fn.args
+    ann = next((a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg == param), None)
+    for c in annotation_classes(ann) if ann is not None else ():
+        where = index.resolve(module, c)
+        if where is not None and index._class_info(*where) is not None:
+            return c
+    return None
+
+
 def _enclosing(index, module: str, line: int) -> str | None:
     best, best_start = None, -1
     for qual, span in index.modules[module]["functions"].items():
@@ -350,10 +367,10 @@ def through_wrappers(index, wrappers):
     frontier = list(wrappers)
     for _ in range(_WRAPPER_DEPTH):
         nxt = []
-        for wmod, wqual, position, param, how in frontier:
-            if (wmod, wqual, position) in seen:
+        for wmod, wqual, position, param, how, attrs in frontier:
+            if (wmod, wqual, position, attrs) in seen:
                 continue
-            seen.add((wmod, wqual, position))
+            seen.add((wmod, wqual, position, attrs))
             short = wqual.rsplit(".", 2)[-2] if wqual.endswith(".__init__") else wqual.rsplit(".", 1)[-1]
             for mod, is_callee in _callers(index, wmod, wqual):
                 s = index.modules[mod]
@@ -378,14 +395,27 @@ def through_wrappers(index, wrappers):
                     where_how = replace(how, how=f"compiled by `{label}` at {index.rel(s['path'])}:{line} (through {inner})")
                     for target in _argument_targets(index, mod, arg, line, tree):
                         if target[0] == "wrapper":
-                            nxt.append((mod, target[1], target[2], target[3], how))
-                        else:
-                            found.extend((where, where_how, s["path"]) for where, _ in index.compiled_by(mod, *target))
+                            nxt.append((mod, target[1], target[2], target[3], how, attrs))
+                            continue
+                        if attrs:  # the wrapper compiles `param.layers`'s items: follow them from what is passed
+                            target = _with_attributes(target, attrs)
+                            if target is None:
+                                continue
+                        found.extend((where, where_how, s["path"]) for where, _ in index.compiled_by(mod, *target))
             if wqual.endswith(".__init__"):
-                nxt.extend((*sub, how) for sub in _subclass_constructors(index, wmod, wqual[: -len(".__init__")],
-                                                                        position, param))
+                nxt.extend((*sub, how, attrs) for sub in _subclass_constructors(index, wmod, wqual[: -len(".__init__")],
+                                                                               position, param))
         frontier = nxt
     return found
+
+
+def _with_attributes(target: tuple, attrs: tuple) -> tuple | None:
+    """The target for ``<passed>.a.b`` given the target of what is passed."""
+    if target[0] == "chain":
+        return ("chain", target[1], target[2], list(target[3]) + list(attrs))
+    if target[0] in ("instance", "ref"):  # an instance, a factory's product, or a class named by an annotation
+        return ("chain", "instance", target[1], list(attrs))
+    return None
 
 
 def _subclass_constructors(index, module: str, cls: str, position: int, param: str) -> list[tuple]:
@@ -437,7 +467,11 @@ def _argument_targets(index, module: str, expr, line: int, tree=None, depth: int
         if around is not None:
             params = _params(index, module, around)
             if expr.id in params:
-                return [("wrapper", around, params.index(expr.id), expr.id)]
+                cls = _annotated_class(index, module, around, expr.id)
+                # def parallelize(model: Llama3Model): apply_compile(model): the annotation says what, and so do
+                # parallelize's own callers (a subclass, maybe)
+                annotated = [("chain", "class", cls, [])] if cls else []
+                return annotated + [("wrapper", around, params.index(expr.id), expr.id)]
         if tree is not None and depth < 3:
             scope = _function_node(index, module, around) if around is not None else tree
             for value in reversed(_bound_before(scope or tree, expr.id, line)):

@@ -29,6 +29,8 @@ from .compile_sites import data_pipeline, is_module_class, returned_classes, thr
 LIBRARY_DEFAULT_NOTE = "{}: every nn.Module forward is treated as compiled; set `assume-compiled` to choose"
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"torch", "numpy", "typing_extensions"}
 EAGER = "eager"  # a fact's compiler for a function run eagerly by a decorator imported from another module
+# a fact's compiler for a project-wide torch._dynamo setting: ("", SETTING, name, "path:line", False, False)
+SETTING = "setting"
 REACH_DEPTH = 6  # calls followed from an entry point: deep enough for model -> block -> attention -> helper
 
 
@@ -129,11 +131,75 @@ def _bindings(name: str, stmt, index):
                                                     s.value))
         elif isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.target.id == name and s.value:
             values.append(s.value)
-        elif isinstance(s, (ast.For, ast.AsyncFor)) and isinstance(s.target, ast.Name) and s.target.id == name:
-            if s.lineno <= stmt.lineno <= s.end_lineno:
-                loops.append(s.iter)
+        elif isinstance(s, (ast.For, ast.AsyncFor)) and s.lineno <= stmt.lineno <= s.end_lineno:
+            container = _loop_container(s.target, s.iter, name)
+            if container is not None:
+                loops.append(container)
     before = [v for v in values if v.lineno < stmt.lineno]  # `m = Net(); m = torch.compile(m)`: the first
     return before, loops, around
+
+
+# A loop over a module container's items: `for b in m.children()`, `for _, b in m.named_children()`, `for b in
+# d.values()`, `for i, b in enumerate(m.layers)` (`modules()` also yields the module itself: its items stand for it)
+_ITEMS = frozenset({"children", "modules", "values"})
+_NAMED_ITEMS = frozenset({"named_children", "named_modules", "items"})
+# nn.Module's own iterators: on `model.layers` (a container attribute) they yield its items; on `model` itself,
+# everything model holds
+_MODULE_ITEMS = frozenset({"children", "modules", "named_children", "named_modules"})
+
+
+def _narrowed_class(name: str, stmt, around, index) -> str | None:
+    """The class an ``if isinstance(name, C):`` around ``stmt`` (in its function) narrows ``name`` to
+    (``for m in model.modules(): if isinstance(m, Block): m.compile()``), else None."""
+    from .calls import isinstance_classes
+
+    scope = around.node if around is not None else index.tree
+    for node in ast.walk(scope):
+        if type(node) is ast.If and node.body and node.body[0].lineno <= stmt.lineno <= node.body[-1].end_lineno:
+            tests = node.test.values if isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) else [node.test]
+            for t in tests:
+                got = isinstance_classes(t)
+                if got and isinstance(got[0], ast.Name) and got[0].id == name and len(got[1]) == 1:
+                    return got[1][0]
+    return None
+
+
+def _loop_container(target, iterable, name: str):
+    """The container whose items ``for <target> in <iterable>`` binds ``name`` to, else None."""
+    call = iterable if isinstance(iterable, ast.Call) and not iterable.args and not iterable.keywords else None
+    method = call.func.attr if call is not None and isinstance(call.func, ast.Attribute) else None
+    if method in _MODULE_ITEMS and not isinstance(call.func.value, ast.Attribute):
+        return None  # `model.children()`: the modules model holds, under every attribute (not followed)
+    if isinstance(target, ast.Name):
+        if target.id != name:
+            return None
+        return call.func.value if method in _ITEMS else iterable
+    if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        second = target.elts[1]
+        if not (isinstance(second, ast.Name) and second.id == name):
+            return None
+        if method in _NAMED_ITEMS:
+            return call.func.value
+        if (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "enumerate"
+                and iterable.args):
+            return _loop_container(second, iterable.args[0], name)
+    return None
+
+
+def _project_annotation(ann, index) -> list[str]:
+    """The classes a parameter's annotation names, but torch's own (``model: nn.Module`` says nothing of which
+    module: the callers do)."""
+    from .calls import annotation_classes
+
+    if ann is None:
+        return []
+    out = []
+    for c in annotation_classes(ann):
+        head, _, rest = c.partition(".")
+        origin = index.imports.get(head, head)
+        if origin.split(".")[0] != "torch":
+            out.append(c)
+    return out
 
 
 def _same_object(value, name: str) -> bool:
@@ -192,6 +258,10 @@ def _entry_target(expr, stmt, index, func_qualnames, depth: int = 0) -> tuple | 
     around = _enclosing_function(stmt, index)
     if root in ("self", "cls") and around is not None and around.class_node is not None:
         return ("chain", "class", around.class_node.name, attrs)
+    if not attrs and root not in index.imports:  # `for m in model.modules(): if isinstance(m, Block): m.compile()`
+        narrowed = _narrowed_class(root, stmt, around, index)
+        if narrowed:
+            return ("chain", "class", narrowed, [])
     values, loops, around = _bindings(root, stmt, index) if root not in index.imports else ([], [], around)
     # `model = model.to(device)`, `model = DDP(model)`, `model = self._prepare(model)`: the same object, or one
     # that wraps it (its forward calls the model's)
@@ -201,12 +271,13 @@ def _entry_target(expr, stmt, index, func_qualnames, depth: int = 0) -> tuple | 
         if pos is not None:
             args = around.node.args
             ann = next((a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg == root), None)
-            classes = annotation_classes(ann) if ann is not None else []
+            classes = _project_annotation(ann, index)
             if classes:  # def step(model: GPT): torch.compile(model.train_step)
                 return ("chain", "class", classes[0], attrs)
             if not attrs:
                 return ("wrapper", around.qualname, pos, root)
-            return None
+            # def apply_compile(model: nn.Module): ... model.layers ...: what the callers pass, then its attributes
+            return ("wrapper", around.qualname, pos, root, attrs)
     for value in reversed(loops + values):  # the loop around the call, else the last binding in the scope
         inner = _entry_target(value, stmt, index, func_qualnames, depth + 1)
         if inner is None:
@@ -215,11 +286,15 @@ def _entry_target(expr, stmt, index, func_qualnames, depth: int = 0) -> tuple | 
             # `for block in model.layers`: an item of what the chain holds
             if inner[0] == "chain":
                 return ("chain", inner[1], inner[2], inner[3] + attrs)
+            if inner[0] == "wrapper" and len(inner) > 4:  # `for b in model.layers.values()`, model a parameter
+                return (*inner[:4], list(inner[4]) + attrs)
             return None
         if inner[0] == "instance":
             return ("chain", "instance", inner[1], attrs) if attrs else inner
         if inner[0] == "chain":
             return ("chain", inner[1], inner[2], inner[3] + attrs)
+        if inner[0] == "wrapper" and len(inner) > 4:
+            return (*inner[:4], list(inner[4]) + attrs)
         if inner[0] == "ref" and not attrs:
             return inner
         return None
@@ -268,6 +343,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
     from rules.jit_markers import disabler_aliases, eager_decorator
     from rules.jit_markers import compiling_check_lines, mentions_compiling_checks
+    from rules._dynamo_settings import CAPTURE_SCALAR_OUTPUTS, capture_scalar_outputs_line
 
     from ..static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
     from ..static.module_index import dotted_name
@@ -306,10 +382,12 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
                 narrowed.setdefault(info.class_node.name, {}).setdefault(attr, []).extend(refs)
     for name, cls in index.classes.items():
         bases = [b for b in (dotted_name(x) for x in cls.bases) if b]
-        held = held_classes(cls)
+        stored: dict[str, list[str]] = {}
+        held = held_classes(cls, stored)
         for attr, refs in narrowed.get(name, {}).items():
             held[attr] = sorted(set(held.get(attr, [])) | set(refs))
-        classes[name] = [bases, held]
+        # a third item only where a method stores a name (`self.fn = cross_entropy_loss`): for `torch.compile(self.fn)`
+        classes[name] = [bases, held] + ([{a: sorted(set(r)) for a, r in sorted(stored.items())}] if stored else [])
 
     entries = []
     words = ["jit", "compile"] + [d.rsplit(".", 1)[-1].lstrip("@") for d in jit_decorators if d.strip()]
@@ -324,6 +402,10 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
             line = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
             if node.end_lineno == node.lineno:  # ast columns count UTF-8 bytes
                 seg = line.encode("utf-8", "surrogatepass")[node.col_offset : node.end_col_offset].decode("utf-8", "replace")
+            elif isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Starred):
+                # a call over several lines: what it compiles, `torch.compile(fx_model, ...)` (nequip)
+                more = ", ..." if len(node.args) > 1 or node.keywords else ""
+                seg = f"{ast.unparse(node.func)}({ast.unparse(node.args[0])}{more})"
             else:
                 seg = line.strip() + " ..."
             seg = " ".join(seg.split())
@@ -364,7 +446,9 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
                         if not target or target[0] not in ("instance", "wrapper", "chain"):
                             if not any(o.split(".")[0] == "torch" for o in index.imports.values()):
                                 continue  # (Keras' model.compile(), a query's .compile(): no torch here)
-                            target = ("unresolved",)
+                            target = ("unresolved", "module")  # (`m.compile()` compiles an nn.Module, whichever)
+                        elif target[0] == "wrapper":
+                            target = (*target[:4], list(target[4]) if len(target) > 4 else [], "module")
                         entries.append([list(target), "torch.compile", is_symbolic(node.keywords), label(node), node.lineno, False])
                         continue
                     else:
@@ -374,7 +458,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
                     target = _entry_target(node.args[0], stmt, index, functions) or ("unresolved",)
                     compiler = compiler_of(index.resolve(jit_expr) or "")
                     entries.append([list(target), compiler, is_symbolic(keywords), label(node), node.lineno, False])
-    return {
+    summary = {
         "module": module,
         "disablers": disablers,
         "composed": composed_classes(tree, text),
@@ -387,6 +471,10 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
         # name -> what `name = Callee(...)` binds it to, anywhere in the file: wrappers' call sites pass these
         "instances": {k: v for k, v in index.instances.items() if any(c[:1].isupper() or "." in c for c in v)},
     }
+    scalar_line = capture_scalar_outputs_line(text, tree, index.resolve)
+    if scalar_line is not None:  # (only where true: every other file's summary, and its digest, stay as they were)
+        summary[CAPTURE_SCALAR_OUTPUTS] = scalar_line
+    return summary
 
 
 def is_test_file(path: str) -> bool:
@@ -449,6 +537,7 @@ class ProjectIndex:
         # only through ``self`` (its own class's methods: the same object); see _per_call_methods
         self._kinds: dict[tuple[str, str], tuple[set, set]] = {}
         self.per_call: frozenset = frozenset()  # methods whose `self` lives for one compiled call
+        self._subclasses: dict | None = None  # (module, class) -> its direct project subclasses, made when first asked
         self._trees: dict[str, ast.Module | None] = {}
         self._renames: dict[str, str] = {}
         # (module, class) -> the attributes its methods bind to a disable; module -> its functions that bind any
@@ -623,19 +712,24 @@ class ProjectIndex:
         pending = []  # (module, qualname, Compiled, depth)
         deciding = []  # what compile calls outside the project's tests compile: they decide the library default
         wrappers = []  # functions that compile their own argument, with the Compiled of their jit call
+        module_sites = set()  # (path, line) of `m.compile()` calls: each compiles some nn.Module
         for mod, s in self.modules.items():
             for target, compiler, symbolic, label, line, _decorator in s["entries"]:
                 if self.target != "any":
                     compiler = self.target
                 how = Compiled(compiler, symbolic, f"compiled by `{label}` at {self.rel(s['path'])}:{line}",
                                 site=(s["path"], line))
-                if target[0] == "wrapper":
-                    wrappers.append((mod, target[1], target[2], target[3], how))
+                if target[0] == "wrapper":  # (attributes of what the callers pass: `model.layers`'s items)
+                    wrappers.append((mod, target[1], target[2], target[3], how, tuple(target[4]) if len(target) > 4 else ()))
+                    if len(target) > 5:
+                        module_sites.add(how.site)
                     continue
                 got = self.compiled_by(mod, *target)
                 if not got:
                     if self._project_code(mod, target):
                         self.unresolved.append((self.rel(s["path"]), line, label))
+                        if target[0] == "unresolved" and len(target) > 1:
+                            module_sites.add(how.site)
                     else:
                         self._external.append((self.rel(s["path"]), line, label))
                 for where, direct in got:
@@ -650,13 +744,19 @@ class ProjectIndex:
             reached_by.add(how.site)
             if not is_test_file(self.rel(path)):
                 deciding.append(where)
-        for _, _, _, _, how in wrappers:
+        unresolved_modules = [site for site in module_sites if site not in reached_by]  # (a wrapper no caller resolves)
+        for _, _, _, _, how, _ in wrappers:
             if how.site not in reached_by:  # compiles what its callers pass, and no caller here passes a module
                 label = how.how.split("`")[1] if "`" in how.how else how.how
                 self.unresolved.append((self.rel(how.site[0]), how.site[1], label))
         self.found_compile_site = bool(deciding)
         # A library's tests compile toy models; only a compile of a module in its own code says how it is used.
         compiles_a_module = any(self._is_forward(where) for where in deciding)
+        # A module compile of the project's own code that the index could not follow (torchtitan's per-block
+        # `transformer_block.compile()` over blocks a config builds) may compile any module: while one is left, the
+        # modules no resolved call compiles are still linted as the library default says (the summary names it)
+        if any(not is_test_file(self.rel(path)) for path, _ in unresolved_modules):
+            compiles_a_module = False
         if self.assume_compiled is not None:
             compiler = self.target if self.target != "any" else "unknown"
             how = Compiled(compiler, False, "compiled as `assume-compiled` says")
@@ -909,12 +1009,54 @@ class ProjectIndex:
                     found = self._method(cls[0], cls[1], attr)
                     if found:
                         out.append(found)
+                    else:  # `torch.compile(self.fn)`: the functions the class, its bases or subclasses store there
+                        out.extend(self._stored_functions(cls, attr))
             classes = sorted(set(nxt))
         for cls in classes:
             fwd = self._method(cls[0], cls[1], "forward")
             if fwd:
                 out.append(fwd)
         return sorted(set(out))
+
+    def _stored_functions(self, cls: tuple[str, str], attr: str) -> list[tuple[str, str]]:
+        """The project functions that methods of ``cls``, of its bases or of its subclasses store in ``self.<attr>``
+        (``self.fn: LossFunction = cross_entropy_loss`` in each loss's ``__init__``): ``self`` there may be any of them."""
+        out = []
+        for mod, name in self._family(cls):
+            info = self._class_info(mod, name)
+            stored = info[2] if info is not None and len(info) > 2 else {}
+            for ref in stored.get(attr, ()):
+                where = self.resolve(mod, ref)
+                if where is not None and where[1] in self.modules[where[0]]["functions"]:
+                    out.append(where)
+        return out
+
+    def _family(self, cls: tuple[str, str]) -> list[tuple[str, str]]:
+        """``cls``, its project bases and its project subclasses (at any depth)."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for mod, s in self.modules.items():
+                for name, info in s["classes"].items():
+                    for base in info[0]:
+                        where = self.resolve(mod, base)
+                        if where is not None and self._class_info(*where) is not None:
+                            self._subclasses.setdefault(where, []).append((mod, name))
+        out, stack = [], [cls]
+        while stack:  # down: the subclasses
+            c = stack.pop()
+            if c not in out:
+                out.append(c)
+                stack.extend(self._subclasses.get(c, ()))
+        stack = [cls]
+        while stack:  # up: the bases
+            c = stack.pop()
+            info = self._class_info(*c)
+            for base in info[0] if info is not None else ():
+                where = self.resolve(c[0], base)
+                if where is not None and self._class_info(*where) is not None and where not in out:
+                    out.append(where)
+                    stack.append(where)
+        return out
 
     def compiled_by(self, module: str, kind: str, ref: str = "", *chain) -> list[tuple[tuple[str, str], bool]]:
         """What a jit call in ``module`` compiles: [((module, qualname), is the call's direct target)].
@@ -1120,7 +1262,24 @@ class ProjectIndex:
         for qual, rec in (s["functions"].items() if s else ()):
             if len(rec) > 6 and rec[6] and not rec[5] and self.eager((module, qual)):
                 out.append((qual, EAGER, False, "", False, False))
+        for name, where in self.settings.items():
+            out.append(("", SETTING, name, where, False, False))
         return tuple(sorted(out))
+
+    @property
+    def settings(self) -> dict[str, str]:
+        """torch._dynamo settings some module of the project turns on (process-wide): name -> "path:line" of the
+        first module, by name, that does."""
+        got = self.__dict__.get("_settings")
+        if got is None:
+            from rules._dynamo_settings import CAPTURE_SCALAR_OUTPUTS
+
+            got = self.__dict__["_settings"] = {}
+            for mod, s in sorted(self.modules.items()):
+                if CAPTURE_SCALAR_OUTPUTS in s:
+                    got[CAPTURE_SCALAR_OUTPUTS] = f"{self.rel(s['path'])}:{s[CAPTURE_SCALAR_OUTPUTS]}"
+                    break
+        return got
 
 
 @dataclass
@@ -1167,8 +1326,9 @@ class ProjectFile:
         self.used = normalize_facts(facts)
         # functions another module's decorator runs eagerly (`from .utils import no_compile`): the jit rules do
         # not follow a call into them (rules/_jit_scopes.py reads `eager_elsewhere`)
-        ctx.compiled_elsewhere = tuple(f for f in self.used if f[1] != EAGER)
+        ctx.compiled_elsewhere = tuple(f for f in self.used if f[1] != EAGER and f[1] != SETTING)
         ctx.eager_elsewhere = frozenset(f[0] for f in self.used if f[1] == EAGER)
+        ctx.settings = {f[2]: f[3] for f in self.used if f[1] == SETTING}
         ctx.target = self.target
 
 

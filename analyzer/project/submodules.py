@@ -67,11 +67,23 @@ def _self_attr(node) -> str | None:
     return None
 
 
-def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
+def _local_names(fn) -> set[str]:
+    """Names a function binds itself: its parameters, and what it assigns or loops over (``self`` included)."""
+    a = fn.args
+    names = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)} | {x.arg for x in (a.vararg, a.kwarg) if x}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
+def held_classes(cls: ast.ClassDef, callables: dict | None = None) -> dict[str, list[str]]:
     """attr -> class references the class's methods store into ``self.<attr>`` (directly, in containers, or
     by growing a container it holds: ``__init__`` or any other method, as ``setup_caches`` assigns
     ``self.kv_cache = KVCache(...)``), or that an annotation states (``self.kv_cache: KVCache | None = None``,
-    ``kv_cache: Optional[KVCache]`` in the class body); ``add_module("name", X())`` holds X under "name"."""
+    ``kv_cache: Optional[KVCache]`` in the class body); ``add_module("name", X())`` holds X under "name".
+    ``callables``, when given, receives attr -> the names stored there that are no call (``self.fn =
+    cross_entropy_loss``: a function, for ``torch.compile(self.fn)``)."""
     out: dict[str, list[str]] = {}
     for stmt in cls.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
@@ -85,6 +97,7 @@ def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
         if not init and stmt.__dict__.get(SELF_STORES) is False:
             continue  # (function_facts walked it all and saw no store into self.<attr>)
         local_lists: dict[str, list[str]] = {}
+        local_names = None  # the method's parameters and assigned names: `self.fn = fn` stores no module function
         # every statement of the method, nested blocks included, in source order (``local_lists`` grows in it)
         stack = stmt.body[::-1]
         while stack:
@@ -113,6 +126,12 @@ def held_classes(cls: ast.ClassDef) -> dict[str, list[str]]:
                     classes = instance_classes(s.value, local_lists)
                     if attr is not None and classes:
                         out.setdefault(attr, []).extend(classes)
+                    elif attr is not None and callables is not None and type(s.value) in (_Name, _Attribute):
+                        ref = dotted_name(s.value)
+                        if local_names is None:
+                            local_names = _local_names(stmt)
+                        if ref and ref.split(".")[0] not in local_names:
+                            callables.setdefault(attr, []).append(ref)
                     elif type(t) is _Name and classes:
                         local_lists.setdefault(t.id, []).extend(classes)
             elif type(s.value) is _Call:

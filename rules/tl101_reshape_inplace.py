@@ -96,6 +96,10 @@ view fix's title says so.
         "    return w, w_long\n",
         # the name is rebound before the write
         "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y = y * 2\n    y.add_(1)\n    return y\n",
+        # an attribute the class annotates as a NumPy array: a NumPy reshape (sglang's host-side staging table)
+        "import numpy as np\nimport torch\nfrom dataclasses import dataclass\n@dataclass\nclass Plan:\n"
+        "    host: np.ndarray\n    def write(self, o, rows, n):\n        table = self.host[o : o + 2 * rows].reshape(rows, 2)\n"
+        "        table[:n, 0] = 1\n        return torch.from_numpy(self.host)\n",
         # the write and the later read of `t` sit in two cases of one match: no run executes both
         "import torch\ndef f(mode):\n    t = torch.zeros(4, 4)\n    y = t.reshape(-1)\n    match mode:\n"
         "        case 'flat':\n            y[0] = 1\n            out = y\n        case _:\n            out = t\n"
@@ -120,6 +124,10 @@ view fix's title says so.
         "    board.flatten(-2, -1).scatter_(-1, state['action'], 1)\n    state = dict(board=board)\n    return state\n",
         # the write spelled as an option: relu writes the flattened tensor, which may or may not be x's memory
         "import torch\nimport torch.nn.functional as F\ndef f(x):\n    F.relu(x.flatten(1), inplace=True)\n    return x\n",
+        # the same table annotated as a tensor: the reshape may or may not be a view of it
+        "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass Plan:\n    host: torch.Tensor\n"
+        "    def write(self, o, rows, n):\n        table = self.host[o : o + 2 * rows].reshape(rows, 2)\n"
+        "        table[:n, 0] = 1\n        return self.host\n",
         # a copy that is read after the write; storing it into the object it was copied from writes no base
         "import torch\ndef step(state):\n    board = state['board'].clone()\n"
         "    board.flatten(-2, -1).scatter_(-1, state['action'], 1)\n    wins = board.sum(-1)\n"
@@ -156,6 +164,9 @@ def _is_numpy(ctx, facts, expr, depth=0) -> bool:
         return False
     node = expr
     while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                and node.attr in _numpy_fields(ctx, facts.node):
+            return True  # `host: np.ndarray` in the class body (sglang's staging tables)
         if isinstance(node, ast.Call):
             name = ctx.resolve(node.func) or ""
             if name.startswith(("numpy.", "np.")):
@@ -176,6 +187,23 @@ def _is_numpy(ctx, facts, expr, depth=0) -> bool:
             if b is not None and not isinstance(b, str) and b.value is not None:
                 return _is_numpy(ctx, facts, b.value, depth + 1)
     return False
+
+
+def _numpy_fields(ctx, func) -> frozenset:
+    """The attributes that the class body of ``func``'s class annotates as NumPy arrays (``host: np.ndarray``)."""
+    cache = ctx.__dict__.setdefault("_numpy_fields", {})
+    got = cache.get(id(func))
+    if got is None:
+        names = set()
+        for cls in ast.walk(ctx.tree):
+            if isinstance(cls, ast.ClassDef) and any(s is func for s in cls.body):
+                for stmt in cls.body:
+                    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
+                            and (ctx.resolve(stmt.annotation) or "") in ("numpy.ndarray", "np.ndarray"):
+                        names.add(stmt.target.id)
+                break
+        got = cache[id(func)] = frozenset(names)
+    return got
 
 
 _INTEGER_CASTS = frozenset({"long", "int", "short", "byte", "char"})

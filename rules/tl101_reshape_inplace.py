@@ -79,6 +79,11 @@ view fix's title says so.
 - [lightning-thunder #957: support for reshape + in-place](https://github.com/Lightning-AI/lightning-thunder/issues/957)
 """,
     valid=[
+        # both outcomes handled: a copy is stored back into the argument when the reshape was no view
+        # (pytorch-optimizer's DASH: the writes go through a view of the reshaped matrix)
+        "import torch\ndef step(p, d):\n    matrix = p.reshape(4, -1)\n    region = matrix[0:2, 0:2]\n"
+        "    region = region.view(2, 2)\n    region.add_(d)\n    if matrix.data_ptr() != p.data_ptr():\n"
+        "        p.copy_(matrix.reshape_as(p))\n",
         # a fresh temporary: nobody else holds it
         "import torch\ndef f(a, b):\n    y = (a + b).reshape(-1)\n    y.add_(1)\n    return y\n",
         # an explicit copy
@@ -124,6 +129,9 @@ view fix's title says so.
         "    board.flatten(-2, -1).scatter_(-1, state['action'], 1)\n    state = dict(board=board)\n    return state\n",
         # the write spelled as an option: relu writes the flattened tensor, which may or may not be x's memory
         "import torch\nimport torch.nn.functional as F\ndef f(x):\n    F.relu(x.flatten(1), inplace=True)\n    return x\n",
+        # the argument's name rebound to the copy: the caller's tensor gets nothing when the reshape copied
+        "import torch\ndef step(p, d):\n    matrix = p.reshape(4, -1)\n    region = matrix[0:2, 0:2]\n"
+        "    region.add_(d)\n    p = matrix.reshape_as(p)\n    return p\n",
         # the same table annotated as a tensor: the reshape may or may not be a view of it
         "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass Plan:\n    host: torch.Tensor\n"
         "    def write(self, o, rows, n):\n        table = self.host[o : o + 2 * rows].reshape(rows, 2)\n"
@@ -341,11 +349,13 @@ def _written_back(ctx, facts, target, call, base, mutation) -> bool:
 
     # The base, and what it was taken from (`w = module.weight.data` ... `w = w.reshape(...)`), up to the first
     # fresh value: storing the result into any of those is a write-back. A name counts only as a local.
-    wants = set()
+    wants, copied_into = set(), set()
     expr, pos = base, start(mutation.node)
     for _ in range(_MAX_DEPTH):
         if isinstance(expr, ast.Name):
             b = facts.binding_at(expr.id, pos)
+            if b == "param":
+                copied_into.add(expr.id)  # `p.copy_(...)` writes the caller's tensor; `p = ...` does not
             if b is None or isinstance(b, str):
                 break  # an argument or a global: rebinding the name writes nothing the caller holds
             wants.add(expr.id)
@@ -371,11 +381,38 @@ def _written_back(ctx, facts, target, call, base, mutation) -> bool:
         expr = value
     after = end(mutation.stmt)
     stores = _store_backs(ctx, facts)
-    for want in wants:
-        for pos, names, rebinds in stores.get(want, ()):
-            if pos >= after and name in names and name not in rebinds:
+    # the written name, and the names it is a view of up to the reshaped result (`region = matrix[r:, c:].view(...)`
+    # written, `p.copy_(matrix.reshape_as(p))` stored back: pytorch-optimizer's DASH)
+    written = _viewed_names(ctx, facts, name, start(mutation.node))
+    for want in wants | copied_into:
+        for pos, names, rebinds, copy in stores.get(want, ()):
+            if (copy or want not in copied_into) and pos >= after and \
+                    any(n in names and n not in rebinds for n in written):
                 return True
     return False
+
+
+def _viewed_names(ctx, facts, name: str, pos) -> list[str]:
+    """``name``, then the local names its value is a view of (through basic indexing and view methods)."""
+    out = [name]
+    for _ in range(_MAX_DEPTH):
+        b = facts.binding_at(out[-1], pos)
+        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
+            break
+        value, pos = b.value, start(b.stmt)
+        while True:
+            if isinstance(value, ast.Subscript) and is_basic_index(value.slice):
+                value = value.value
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                    and value.func.attr in VIEW_METHODS:
+                value = value.func.value
+            else:
+                break
+        if not isinstance(value, ast.Name) or value.id in out and value.id != out[-1]:
+            break
+        if value.id != out[-1]:
+            out.append(value.id)
+    return out
 
 
 def _strip_data(text: str) -> str:
@@ -392,9 +429,9 @@ def _store_backs(ctx, facts) -> dict:
         return cached
     found: dict = {}
 
-    def add(dest: str, node, value, rebinds=frozenset()):
+    def add(dest: str, node, value, rebinds=frozenset(), copy=False):
         names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-        found.setdefault(_strip_data(dest), []).append(((node.lineno, node.col_offset), names, rebinds))
+        found.setdefault(_strip_data(dest), []).append(((node.lineno, node.col_offset), names, rebinds, copy))
 
     for node in ast.walk(facts.node):
         if isinstance(node, ast.Assign):
@@ -405,7 +442,7 @@ def _store_backs(ctx, facts) -> dict:
         elif isinstance(node, ast.Call) and node.args:
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "copy_":
-                add(ctx.segment(func.value), node, node.args[-1])
+                add(ctx.segment(func.value), node, node.args[-1], copy=True)
             elif isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) == 3:
                 attr = node.args[1]
                 if isinstance(attr, ast.Constant) and isinstance(attr.value, str):

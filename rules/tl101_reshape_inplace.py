@@ -20,6 +20,7 @@ from ._torch_api import (
     start,
     written_tensor,
 )
+from ._cast_dtypes import cast_dtype, known_dtype
 from ._option_writes import all_writes
 from .base import Finding, FixRequest, RuleInfo
 from .tl102_view_inplace_input import _view_of_argument
@@ -101,6 +102,9 @@ view fix's title says so.
         "    return w, w_long\n",
         # the name is rebound before the write
         "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y = y * 2\n    y.add_(1)\n    return y\n",
+        # a cast to another dtype than the input is known to hold always copies (sglang's float64 coins cast to float32)
+        "import torch\ndef f(hashed, k):\n    u = hashed.to(torch.float64) / torch.iinfo(torch.uint32).max\n"
+        "    coins = u[:, :k].to(torch.float32).clamp_(max=0.5)\n    return coins, u[:, k]\n",
         # an attribute the class annotates as a NumPy array: a NumPy reshape (sglang's host-side staging table)
         "import numpy as np\nimport torch\nfrom dataclasses import dataclass\n@dataclass\nclass Plan:\n"
         "    host: np.ndarray\n    def write(self, o, rows, n):\n        table = self.host[o : o + 2 * rows].reshape(rows, 2)\n"
@@ -129,6 +133,9 @@ view fix's title says so.
         "    board.flatten(-2, -1).scatter_(-1, state['action'], 1)\n    state = dict(board=board)\n    return state\n",
         # the write spelled as an option: relu writes the flattened tensor, which may or may not be x's memory
         "import torch\nimport torch.nn.functional as F\ndef f(x):\n    F.relu(x.flatten(1), inplace=True)\n    return x\n",
+        # the input is known to be float32 already: `to(torch.float32)` returns it, and clamp_ writes it
+        "import torch\ndef f(hashed, k):\n    u = hashed.float() / 7\n"
+        "    coins = u[:, :k].to(torch.float32).clamp_(max=0.5)\n    return coins, u\n",
         # the argument's name rebound to the copy: the caller's tensor gets nothing when the reshape copied
         "import torch\ndef step(p, d):\n    matrix = p.reshape(4, -1)\n    region = matrix[0:2, 0:2]\n"
         "    region.add_(d)\n    p = matrix.reshape_as(p)\n    return p\n",
@@ -585,6 +592,10 @@ def check(ctx):
             if op in _INTEGER_CASTS and _floating(ctx, facts, base, start(call)):
                 continue  # an integer cast of floating-point values converts: always a copy (kornia's loftr
                 # `w_kpts0_long = w_kpts0.long()` of a division's result)
+            if op in CAST_METHODS:
+                held = known_dtype(ctx, facts, base, start(call))
+                if held is not None and cast_dtype(ctx, call) not in (None, held):
+                    continue  # a cast to another dtype than the one its input is known to hold: always a copy
             if op in CAST_METHODS and not read_later:
                 # A cast aliases only when nothing needs converting; authors usually know the dtypes
                 # differ. Report it only where this function would see the aliasing itself.

@@ -20,6 +20,7 @@ from ._torch_api import (
     start,
     written_tensor,
 )
+from ._cast_dtypes import cast_dtype, known_dtype
 from ._option_writes import all_writes
 from .base import Finding, FixRequest, RuleInfo
 from .tl102_view_inplace_input import _view_of_argument
@@ -79,6 +80,11 @@ view fix's title says so.
 - [lightning-thunder #957: support for reshape + in-place](https://github.com/Lightning-AI/lightning-thunder/issues/957)
 """,
     valid=[
+        # both outcomes handled: a copy is stored back into the argument when the reshape was no view
+        # (pytorch-optimizer's DASH: the writes go through a view of the reshaped matrix)
+        "import torch\ndef step(p, d):\n    matrix = p.reshape(4, -1)\n    region = matrix[0:2, 0:2]\n"
+        "    region = region.view(2, 2)\n    region.add_(d)\n    if matrix.data_ptr() != p.data_ptr():\n"
+        "        p.copy_(matrix.reshape_as(p))\n",
         # a fresh temporary: nobody else holds it
         "import torch\ndef f(a, b):\n    y = (a + b).reshape(-1)\n    y.add_(1)\n    return y\n",
         # an explicit copy
@@ -96,6 +102,13 @@ view fix's title says so.
         "    return w, w_long\n",
         # the name is rebound before the write
         "import torch\ndef f(x):\n    y = x.reshape(-1)\n    y = y * 2\n    y.add_(1)\n    return y\n",
+        # a cast to another dtype than the input is known to hold always copies (sglang's float64 coins cast to float32)
+        "import torch\ndef f(hashed, k):\n    u = hashed.to(torch.float64) / torch.iinfo(torch.uint32).max\n"
+        "    coins = u[:, :k].to(torch.float32).clamp_(max=0.5)\n    return coins, u[:, k]\n",
+        # an attribute the class annotates as a NumPy array: a NumPy reshape (sglang's host-side staging table)
+        "import numpy as np\nimport torch\nfrom dataclasses import dataclass\n@dataclass\nclass Plan:\n"
+        "    host: np.ndarray\n    def write(self, o, rows, n):\n        table = self.host[o : o + 2 * rows].reshape(rows, 2)\n"
+        "        table[:n, 0] = 1\n        return torch.from_numpy(self.host)\n",
         # the write and the later read of `t` sit in two cases of one match: no run executes both
         "import torch\ndef f(mode):\n    t = torch.zeros(4, 4)\n    y = t.reshape(-1)\n    match mode:\n"
         "        case 'flat':\n            y[0] = 1\n            out = y\n        case _:\n            out = t\n"
@@ -120,6 +133,16 @@ view fix's title says so.
         "    board.flatten(-2, -1).scatter_(-1, state['action'], 1)\n    state = dict(board=board)\n    return state\n",
         # the write spelled as an option: relu writes the flattened tensor, which may or may not be x's memory
         "import torch\nimport torch.nn.functional as F\ndef f(x):\n    F.relu(x.flatten(1), inplace=True)\n    return x\n",
+        # the input is known to be float32 already: `to(torch.float32)` returns it, and clamp_ writes it
+        "import torch\ndef f(hashed, k):\n    u = hashed.float() / 7\n"
+        "    coins = u[:, :k].to(torch.float32).clamp_(max=0.5)\n    return coins, u\n",
+        # the argument's name rebound to the copy: the caller's tensor gets nothing when the reshape copied
+        "import torch\ndef step(p, d):\n    matrix = p.reshape(4, -1)\n    region = matrix[0:2, 0:2]\n"
+        "    region.add_(d)\n    p = matrix.reshape_as(p)\n    return p\n",
+        # the same table annotated as a tensor: the reshape may or may not be a view of it
+        "import torch\nfrom dataclasses import dataclass\n@dataclass\nclass Plan:\n    host: torch.Tensor\n"
+        "    def write(self, o, rows, n):\n        table = self.host[o : o + 2 * rows].reshape(rows, 2)\n"
+        "        table[:n, 0] = 1\n        return self.host\n",
         # a copy that is read after the write; storing it into the object it was copied from writes no base
         "import torch\ndef step(state):\n    board = state['board'].clone()\n"
         "    board.flatten(-2, -1).scatter_(-1, state['action'], 1)\n    wins = board.sum(-1)\n"
@@ -156,6 +179,9 @@ def _is_numpy(ctx, facts, expr, depth=0) -> bool:
         return False
     node = expr
     while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                and node.attr in _numpy_fields(ctx, facts.node):
+            return True  # `host: np.ndarray` in the class body (sglang's staging tables)
         if isinstance(node, ast.Call):
             name = ctx.resolve(node.func) or ""
             if name.startswith(("numpy.", "np.")):
@@ -176,6 +202,23 @@ def _is_numpy(ctx, facts, expr, depth=0) -> bool:
             if b is not None and not isinstance(b, str) and b.value is not None:
                 return _is_numpy(ctx, facts, b.value, depth + 1)
     return False
+
+
+def _numpy_fields(ctx, func) -> frozenset:
+    """The attributes that the class body of ``func``'s class annotates as NumPy arrays (``host: np.ndarray``)."""
+    cache = ctx.__dict__.setdefault("_numpy_fields", {})
+    got = cache.get(id(func))
+    if got is None:
+        names = set()
+        for cls in ast.walk(ctx.tree):
+            if isinstance(cls, ast.ClassDef) and any(s is func for s in cls.body):
+                for stmt in cls.body:
+                    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
+                            and (ctx.resolve(stmt.annotation) or "") in ("numpy.ndarray", "np.ndarray"):
+                        names.add(stmt.target.id)
+                break
+        got = cache[id(func)] = frozenset(names)
+    return got
 
 
 _INTEGER_CASTS = frozenset({"long", "int", "short", "byte", "char"})
@@ -313,11 +356,13 @@ def _written_back(ctx, facts, target, call, base, mutation) -> bool:
 
     # The base, and what it was taken from (`w = module.weight.data` ... `w = w.reshape(...)`), up to the first
     # fresh value: storing the result into any of those is a write-back. A name counts only as a local.
-    wants = set()
+    wants, copied_into = set(), set()
     expr, pos = base, start(mutation.node)
     for _ in range(_MAX_DEPTH):
         if isinstance(expr, ast.Name):
             b = facts.binding_at(expr.id, pos)
+            if b == "param":
+                copied_into.add(expr.id)  # `p.copy_(...)` writes the caller's tensor; `p = ...` does not
             if b is None or isinstance(b, str):
                 break  # an argument or a global: rebinding the name writes nothing the caller holds
             wants.add(expr.id)
@@ -343,11 +388,38 @@ def _written_back(ctx, facts, target, call, base, mutation) -> bool:
         expr = value
     after = end(mutation.stmt)
     stores = _store_backs(ctx, facts)
-    for want in wants:
-        for pos, names, rebinds in stores.get(want, ()):
-            if pos >= after and name in names and name not in rebinds:
+    # the written name, and the names it is a view of up to the reshaped result (`region = matrix[r:, c:].view(...)`
+    # written, `p.copy_(matrix.reshape_as(p))` stored back: pytorch-optimizer's DASH)
+    written = _viewed_names(ctx, facts, name, start(mutation.node))
+    for want in wants | copied_into:
+        for pos, names, rebinds, copy in stores.get(want, ()):
+            if (copy or want not in copied_into) and pos >= after and \
+                    any(n in names and n not in rebinds for n in written):
                 return True
     return False
+
+
+def _viewed_names(ctx, facts, name: str, pos) -> list[str]:
+    """``name``, then the local names its value is a view of (through basic indexing and view methods)."""
+    out = [name]
+    for _ in range(_MAX_DEPTH):
+        b = facts.binding_at(out[-1], pos)
+        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
+            break
+        value, pos = b.value, start(b.stmt)
+        while True:
+            if isinstance(value, ast.Subscript) and is_basic_index(value.slice):
+                value = value.value
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                    and value.func.attr in VIEW_METHODS:
+                value = value.func.value
+            else:
+                break
+        if not isinstance(value, ast.Name) or value.id in out and value.id != out[-1]:
+            break
+        if value.id != out[-1]:
+            out.append(value.id)
+    return out
 
 
 def _strip_data(text: str) -> str:
@@ -364,9 +436,9 @@ def _store_backs(ctx, facts) -> dict:
         return cached
     found: dict = {}
 
-    def add(dest: str, node, value, rebinds=frozenset()):
+    def add(dest: str, node, value, rebinds=frozenset(), copy=False):
         names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-        found.setdefault(_strip_data(dest), []).append(((node.lineno, node.col_offset), names, rebinds))
+        found.setdefault(_strip_data(dest), []).append(((node.lineno, node.col_offset), names, rebinds, copy))
 
     for node in ast.walk(facts.node):
         if isinstance(node, ast.Assign):
@@ -377,7 +449,7 @@ def _store_backs(ctx, facts) -> dict:
         elif isinstance(node, ast.Call) and node.args:
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "copy_":
-                add(ctx.segment(func.value), node, node.args[-1])
+                add(ctx.segment(func.value), node, node.args[-1], copy=True)
             elif isinstance(func, ast.Name) and func.id == "setattr" and len(node.args) == 3:
                 attr = node.args[1]
                 if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
@@ -520,6 +592,10 @@ def check(ctx):
             if op in _INTEGER_CASTS and _floating(ctx, facts, base, start(call)):
                 continue  # an integer cast of floating-point values converts: always a copy (kornia's loftr
                 # `w_kpts0_long = w_kpts0.long()` of a division's result)
+            if op in CAST_METHODS:
+                held = known_dtype(ctx, facts, base, start(call))
+                if held is not None and cast_dtype(ctx, call) not in (None, held):
+                    continue  # a cast to another dtype than the one its input is known to hold: always a copy
             if op in CAST_METHODS and not read_later:
                 # A cast aliases only when nothing needs converting; authors usually know the dtypes
                 # differ. Report it only where this function would see the aliasing itself.

@@ -78,6 +78,10 @@ There is no automatic fix.
         "        if isinstance(x, Matcher) or not has_einops:\n            return x\n"
         "        return box_ops.box_area(rearrange(x, 'b c -> c b'))\n"
         "model = torch.compile(Head())\n",
+        # bound once at import by a call, copied into a local that is only called (effdet's `l_fn = loss_jit`)
+        "import torch\ndef loss_fn(x):\n    return x.sum()\nloss_jit = torch.jit.script(loss_fn)\n"
+        "class Loss(torch.nn.Module):\n    def forward(self, x):\n        l_fn = loss_fn\n        if self.training:\n"
+        "            l_fn = loss_jit\n        return l_fn(x)\nm = torch.compile(Loss())\n",
         # a class attribute set once at import is configuration
         "import torch\nclass Cfg:\n    factor = 1.0\nCfg.factor = 2.0\n@torch.compile\ndef f(x):\n    return x * Cfg.factor\n",
         # an optional kernel: imported, or None where the import fails, and a flag computed from it at import: both
@@ -113,6 +117,9 @@ There is no automatic fix.
         "import torch\n_STATE = {'a': 1.0}\ndef _total(x):\n    return x * sum(_STATE.values())\n"
         "f = torch.compile(_total)\ndef count():\n    _STATE['calls'] = _STATE.get('calls', 0) + 1\n",
         "import thunder\nx = 5\n@thunder.jit\ndef foo():\n    return x\n",
+        # made once by a call, but the local copy is used as data
+        "import torch\ndef make_scale():\n    return 2.0\nscale = make_scale()\n@torch.compile\ndef f(x):\n    s = scale\n"
+        "    return x * s\n",
         # bound once per import path, but used as data, not as a namespace
         "import torch\ntry:\n    import fast\n    scale = fast.SCALE\nexcept ImportError:\n    scale = None\n"
         "@torch.compile\ndef f(x):\n    return x * scale\n",
@@ -208,7 +215,11 @@ def _used_as_code(jit_scope, name: str) -> bool:
     attribute taken (``box_ops.box_area``), a class tested (``isinstance(x, Matcher)``), or ``is None``?
     A value used as data (``if flag:``, ``x * scale``) stays a hidden input however it was bound."""
     code = set()
+    aliases = {}  # `l_fn = loss_jit` (effdet's DetectionLoss): the local's name -> the reads it copies
     for node in ast.walk(jit_scope.node):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Name) and node.value.id == name:
+            aliases.setdefault(node.targets[0].id, []).append(node.value)
         if isinstance(node, ast.Call):
             code.add(id(node.func))
             f = node.func
@@ -220,6 +231,11 @@ def _used_as_code(jit_scope, name: str) -> bool:
         elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
             if isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None:
                 code.add(id(node.left))
+    for local, reads in aliases.items():  # a local copy of it that is only ever called is code too
+        loads = [n for n in ast.walk(jit_scope.node) if isinstance(n, ast.Name) and n.id == local
+                 and isinstance(n.ctx, ast.Load)]
+        if loads and all(id(n) in code for n in loads):
+            code.update(id(r) for r in reads)
     return all(id(n) in code for s in jit_scope.walk() for n in s.loads if n.id == name and s.owner_of(name) is None)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._captured_modules import captures_a_module
 from ._captures import compiled_per_call, is_tensor, looked_up_function, memoized, rebound_after
 from ._jit_scopes import free_reads, jitted_scopes
 from .compilers import compiled_message
@@ -51,6 +52,14 @@ There is no automatic fix.
 - [lightning-thunder #132: functional jit loading closures sharp edge](https://github.com/Lightning-AI/lightning-thunder/issues/132)
 """,
     valid=[
+        # a captured nn.Module: torch.compile takes its parameters as graph inputs (sglang's VAE compiles a closure
+        # over `self` to call its encoder; its unit test captures a local layer): right results, no recompile
+        "import torch\nfrom torch import nn\nclass Encoder(nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+        "class VAE(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.encoder = Encoder()\n"
+        "    def encode(self, x):\n        @torch.compile\n        def encoder(x):\n            return self.encoder(x)\n"
+        "        return encoder(x)\n",
+        "import torch\ndef check():\n    model = torch.nn.Linear(2, 2).eval()\n    @torch.compile(fullgraph=True)\n"
+        "    def encode(x):\n        return model(x)\n    return encode(torch.ones(1, 2))\n",
         # the closure's variable is the jitted function's own argument
         "import thunder\n@thunder.jit\ndef foo(x):\n    def bar():\n        return x\n    return bar()\n",
         # an enclosing helper function is not data
@@ -99,6 +108,11 @@ There is no automatic fix.
         "    def step(y):\n        return act(y) * 2\n    step = torch.compile(step)\n    return step(x)\n",
     ],
     invalid=[
+        # `self` read for a number, not only to call its submodules: torch.compile guards the value
+        "import torch\nfrom torch import nn\nclass VAE(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.encoder = nn.Linear(2, 2)\n        self.scale = 1.0\n    def encode(self, x):\n"
+        "        @torch.compile\n        def encoder(x):\n            return self.encoder(x) * self.scale\n"
+        "        return encoder(x)\n",
         # a looked-up function the file patches, with no saved original: the object changes between calls
         "import torch\nimport torch.nn.functional as F\ndef patch():\n    F.gelu = F.relu\ndef run(x):\n"
         "    act = F.gelu\n    def step(y):\n        return act(y) * 2\n    step = torch.compile(step)\n"
@@ -146,6 +160,8 @@ def check(ctx):
             if per_call is False:
                 per_call = compiled_per_call(ctx, target, scope)
             maker = getattr(owner.node, "name", "<lambda>")
+            if target.compiler == "torch.compile" and captures_a_module(ctx, owner.node, scope.node, node.id):
+                continue  # a module's parameters are graph inputs to torch.compile, wherever it is reached from
             if per_call and owner.node is per_call[0] and not rebound_after(per_call[0], node.id, per_call[1]):
                 # compiled anew on each call of its maker: the cell holds this call's value (rules/_captures.py)
                 if is_tensor(ctx, per_call[0], node.id) or target.compiler == "thunder":

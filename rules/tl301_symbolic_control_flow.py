@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ._size_specialization import decided_for_sizes_from_two
 from ._torch_api import in_spans, only_reports
 from ._values import Values, calls_by_name, compile_sites
 from .compilers import compiled_message
@@ -96,6 +97,13 @@ There is no automatic fix.
         # the rank and the dtype are never symbolic, even with dynamic shapes
         "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    if x.dim() == 4 and x.dtype == torch.float16:\n"
         "        x = x.float()\n    return x\n",
+        # sizes 0 and 1 are specialized: a test of whether a size is 0 (or 1) adds no guard under torch.compile
+        # (sglang's MoE alignment, speculative decoding; tests/rules/test_rule_tl301_torch_compile.py)
+        "import torch\n@torch.compile(dynamic=True)\ndef f(ids):\n    n = ids.reshape(-1).numel()\n    if n == 0:\n"
+        "        return ids.new_zeros(1)\n    return ids.sum(0, keepdim=True)\n",
+        "import torch\n@torch.compile(dynamic=True)\ndef f(cands, h=None):\n    b, width = cands.shape\n"
+        "    k = width - 1\n    if k == 0:\n        return cands[:, 0]\n"
+        "    if h is not None and h.shape[0] > 0:\n        return h[0]\n    return cands[:, 1]\n",
     ],
     invalid=[
         # plain torch.compile: automatic dynamic shapes make a changing size symbolic; `range()` over it then
@@ -106,6 +114,8 @@ There is no automatic fix.
         "import thunder, torch\ndef foo(flag):\n    if flag > 5:\n        return torch.ones(1)\n    return torch.zeros(1)\n"
         "jfoo = thunder.jit(foo, cache=thunder.CACHE_OPTIONS.SYMBOLIC_VALUES)\n",
         "import torch\n@torch.compile(dynamic=True)\ndef f(x):\n    if x.shape[0] > 8:\n        return x[:8]\n    return x\n",
+        # an int argument is not specialized at 0 and 1: `n > 0` guards (two graphs for n in 0..3)
+        "import torch\n@torch.compile(dynamic=True)\ndef f(x, n: int):\n    if n > 0:\n        return x * n\n    return x\n",
         "import thunder\ndef f(x, n):\n    for i in range(n):\n        x = x + i\n    return x\ng = thunder.jit(f, cache='symbolic values')\n",
         # a shape copied into a tuple or a list holds the same symbolic sizes (lightning-thunder #1525)
         "import thunder, torch\ndef foo(a, b):\n    if tuple(a.shape) == tuple((2, 2)):\n        return a\n    return b\n"
@@ -119,9 +129,9 @@ There is no automatic fix.
         "x = torch.zeros(9)\ntorch._dynamo.mark_dynamic(x, 0)\ncf(x)\n",
         "import torch\ndef run():\n    def f(x):\n        if x.shape[0] > 5:\n            return x.cos()\n        return x.sin()\n"
         "    x = torch.randn(5, 3)\n    torch._dynamo.mark_dynamic(x, 0)\n    torch.compile(dynamic=None)(f)(x)\n",
-        # sizes unpacked from a shape are symbolic too
+        # sizes unpacked from a shape are symbolic too (`q_len > 1` alone would cost no guard: size 1 is specialized)
         "import torch\n@torch.compile(dynamic=True)\ndef f(x, verbose: bool = False):\n    bsz, q_len, _ = x.size()\n"
-        "    if verbose and q_len > 1:\n        x = x[:, -1:]\n    return x\n",
+        "    if verbose and q_len > 16:\n        x = x[:, -1:]\n    return x\n",
     ],
 )
 
@@ -242,6 +252,9 @@ def check(ctx):
                     validation = _validation_tests(target.info.node)
                 if id(test) in validation:
                     continue
+            if decided and kind != "for" and target.compiler == "torch.compile" \
+                    and decided_for_sizes_from_two(values, facts, test):
+                continue  # sizes 0 and 1 are specialized: `if x.numel() == 0` costs torch.compile no guard
             if decided:
                 found.append((test, _KIND[kind]))
         if not found:

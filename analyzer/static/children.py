@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import ast
 
+# strings, numbers and singletons; `kwd_attrs` (`case Cls(attr=p)`) and `rest` (`case {**rest}`) hold strings too
 _NOT_NODES = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "module", "level", "asname",
-                        "kind", "conversion", "is_async", "simple", "type_comment"})
+                        "kind", "conversion", "is_async", "simple", "type_comment", "kwd_attrs", "rest"})
 _FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: (), ast.MatchSingleton: ()}
 if hasattr(ast, "TypeAlias"):  # Python 3.12+: `type X = ...` names its alias with a Name node
     _FIELDS[ast.TypeAlias] = tuple(f for f in ast.TypeAlias._fields if f != "type_comment")

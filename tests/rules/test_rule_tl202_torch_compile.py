@@ -135,3 +135,34 @@ def test_a_new_closure_of_the_same_code_does_not_recompile():
 
 def test_a_different_function_on_every_call_recompiles_on_every_call():
     assert _verify_graphs("different") == 4  # reference once, the lambda once per function
+
+
+def test_a_captured_module_is_a_graph_input_right_results_no_recompile():
+    """Round 4, class [18] (sglang's VAE: `@torch.compile def encoder(x): return self.encoder(x)` inside `encode`):
+    a closure compiled on every call over a module reads its weights at each call, for this instance and another."""
+    backend = CountingBackend()
+
+    class VAE(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = torch.nn.Linear(4, 4)
+
+        def encode(self, x):
+            @torch.compile(backend=backend)
+            def encoder(x):
+                return self.encoder(x)
+            return encoder(x)
+
+    torch._dynamo.reset()
+    a, b = VAE(), VAE()
+    x = torch.randn(2, 4)
+    for _ in range(3):
+        assert torch.allclose(a.encode(x), a.encoder(x))
+        with torch.no_grad():
+            a.encoder.weight.add_(1.0)  # new weights between calls
+    assert torch.allclose(b.encode(x), b.encoder(x))
+    assert len(backend.graphs) == 1
+    src = ("import torch\nclass VAE(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.encoder = torch.nn.Linear(4, 4)\n    def encode(self, x):\n        @torch.compile\n"
+           "        def encoder(x):\n            return self.encoder(x)\n        return encoder(x)\n")
+    assert [d for d in lint_source(src, "m.py") if d.code == "TL202"] == []

@@ -32,7 +32,50 @@ FORMS = {
                                    "    return torch.topk(logits, k)[0]\n",
                                    [(torch.randn(2, 3), 10), (torch.randn(2, 8), 10), (torch.randn(2, 20), 10),
                                     (torch.randn(2, 50), 10)], False),
+    # sizes 0 and 1 are specialized, so a dynamic compile decides these for every other size without a guard (round 4,
+    # sglang; bench/precision_round4.md [17]); the inputs that take the other path get their own graph anyway
+    # (test_a_test_of_size_zero_adds_no_graph below)
+    "a size compared with 0": ("def f(x):\n    n = x.numel()\n    if n == 0:\n        return x.sum() * 0\n"
+                               "    return x * 2\n", [(torch.ones(3, 5),), (torch.ones(5, 7),), (torch.ones(9, 9),)],
+                               False),
+    "a size minus one compared with 0, and a size > 0": (
+        "def f(c, h=None):\n    b, width = c.shape\n    k = width - 1\n    if k == 0:\n        return c[:, 0]\n"
+        "    if h is not None and h.shape[0] > 0:\n        return c[:, 1] + h.sum()\n    return c[:, 1]\n",
+        [(torch.ones(2, 3), torch.ones(4)), (torch.ones(3, 5), torch.ones(6)), (torch.ones(4, 9), torch.ones(2))], False),
+    # an int argument is not specialized that way: `n > 0` guards
+    "an int argument compared with 0": ("def f(x, n: int):\n    if n > 0:\n        return x * n\n    return x\n",
+                                        [(torch.ones(2), 0), (torch.ones(2), 2), (torch.ones(2), 3)], True),
 }
+
+
+def test_a_test_of_size_zero_adds_no_graph():
+    """With an empty input among the calls, the function with `if x.numel() == 0` (or `x.shape[1] - 1 == 0` with a
+    width of 1) compiles exactly as many graphs as the same function without the test."""
+    def zero(x):
+        if x.numel() == 0:
+            return x.sum() * 0
+        return x * 2
+
+    def width_one(x):
+        if x.shape[1] - 1 == 0:
+            return x * 3
+        return x * 2
+
+    def plain(x):
+        return x * 2
+
+    def graphs(fn, shapes):
+        torch._dynamo.reset()
+        backend = CountingBackend()
+        jf = torch.compile(fn, backend=backend, dynamic=True)
+        for shape in shapes:
+            x = torch.randn(*shape)
+            assert torch.equal(jf(x), fn(x))
+        return len(backend.graphs)
+
+    shapes = [(3, 5), (5, 7), (9, 9)]
+    assert graphs(zero, shapes + [(0, 5)]) == graphs(plain, shapes + [(0, 5)]) == 2
+    assert graphs(width_one, shapes + [(4, 1)]) == graphs(plain, shapes + [(4, 1)]) == 2
 
 
 @pytest.mark.parametrize("form", sorted(FORMS))

@@ -59,3 +59,14 @@ def test_child_fields_keep_every_child_but_singletons_and_aliases():
             assert got == want, (type(node).__name__, ast.dump(node)[:200])
             checked.add(type(node))
     assert len(checked) > 80  # the sample holds most node types
+
+
+def test_child_fields_hold_only_nodes():
+    """A walk pushes every value of these fields as a node: a field of strings among them (a class pattern's
+    keyword names, a mapping pattern's `**rest`) crashed the project summary on every file with such a `match`
+    (sglang 0.5.23, bench/precision_round4.md)."""
+    for node in ast.walk(ast.parse(EVERY_SYNTAX + "match y:\n    case {**rest}:\n        pass\n")):
+        for name in child_fields(type(node)):
+            value = getattr(node, name, None)
+            for v in value if isinstance(value, list) else [value]:
+                assert v is None or isinstance(v, ast.AST), (type(node).__name__, name, v)

@@ -101,3 +101,11 @@ class Model:
     for fn in cls.body:
         function_facts(fn, compiling_checks=True)
     assert held_classes(cls) == {"blocks": ["Block"], "kv_cache": ["KVCache"], "scratch": ["Buffer"]}
+
+
+def test_a_match_with_class_and_mapping_patterns_is_walked():
+    """`case Cls(attr=p)` and `case {**rest}` hold strings where nodes are elsewhere: the walk took them for nodes
+    and raised, so the file was not linted at all (sglang 0.5.23, bench/precision_round4.md)."""
+    code = ("def step(self, msg):\n    match msg:\n        case Req(rid=rid, body=b):\n            self.send(rid)\n"
+            "        case {'k': v, **rest}:\n            helper(v)\n")
+    assert facts(code)[0] == ["f:helper", "s:send"]

@@ -277,7 +277,7 @@ class _Region:
         """A shape-generic region's outputs (any size: no fixed strides) dense in the traced dimension order."""
         fixed = None
         for i, (o, order) in enumerate(zip(outs, self.out_orders)):
-            if order is None or not isinstance(o, torch.Tensor) or o.dim() != len(order) or o.dim() < 2:
+            if order is None or not isinstance(o, torch.Tensor) or o.dim() < 2 or any(d >= o.dim() for d in order):
                 continue
             want = _dense_in_order(o.shape, order)
             have = o.stride()
@@ -501,10 +501,17 @@ def _traced_strides(region) -> tuple:
 
 def _traced_orders(region) -> tuple:
     """Each region output's dimension order in the trace's metadata, innermost (smallest stride) first; None
-    where the strides are not plain numbers."""
+    where the strides are not plain numbers. An expanded dimension (stride 0, size over 1) is left out: the output
+    is dense in the others and keeps stride 0 there, as eager's broadcast does (put first, it made a dense copy
+    whose order the next op's result took)."""
     out = []
-    for stride in _traced_strides(region):
-        out.append(None if stride is None else tuple(sorted(range(len(stride)), key=lambda d: (stride[d], -d))))
+    for p, stride in zip(region.outputs, _traced_strides(region)):
+        if stride is None:
+            out.append(None)
+            continue
+        shape = tuple(p.meta.shape)
+        dims = [d for d in range(len(stride)) if stride[d] != 0 or shape[d] <= 1]
+        out.append(tuple(sorted(dims, key=lambda d: (stride[d], -d))))
     return tuple(out)
 
 

@@ -102,8 +102,9 @@ class Runner:
         executors = options.executors
         if any(b.symbol.tags & Tag.INPLACE for b in traces[-1].bsyms):
             executors = tuple(e for e in executors if not getattr(e, "fuses", False))
-        with torch._C.DisableTorchFunction(), tracing(None):  # (planned while tracing goes on: regions build
-            added, self.fn = plan_execution(traces[-1], executors)  # their VJPs from prims, which must not record)
+        # (planned while tracing goes on: regions build their VJPs from prims, which must not record)
+        with torch._C.DisableTorchFunction(), tracing(None):
+            added, self.fn = plan_execution(traces[-1], executors, continues=not final)
         execution = added[-1]
         execution.header = f"{trace.header}; {execution.header}"
         traces += added

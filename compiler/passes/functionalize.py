@@ -21,9 +21,10 @@ eager-order trace for that function (the reason is in its header):
 - ops that change a tensor's metadata in place (`t_`, `squeeze_`, `resize_`, an `out=` that eager resizes);
 - in-place writes that autograd records (grad enabled and the written tensor or its new value requires grad:
   eager's version checks and in-place gradient formulas decide what backward saves, returns and raises), and
-  autograd-free writes into a tensor that requires grad when autograd may have saved it (read by an op it
-  recorded) or when it is read again with grad enabled, or when a returned view of it is one eager marks
-  (made under no_grad, or by an op returning several views);
+  autograd-free writes into a tensor that autograd may have saved (read by an op it recorded: `a * w` saves
+  `a`, whether or not `a` requires grad), and writes into a tensor that requires grad when it is read again
+  with grad enabled, or when a returned view of it is one eager marks (made under no_grad, or by an op returning
+  several views);
 - writes into memory whose elements overlap (an expanded tensor: eager writes each location once per element
   that refers to it), and in-place ops that read the memory they write through another view, or read their
   target other than element by element (`x.masked_scatter_(m, x)`; ATen's pointwise ops are element by
@@ -224,7 +225,9 @@ class _Functionalizer:
         # roots that require grad, written under no_grad: eager keeps their autograd identity (a later read with
         # grad enabled differentiates through them); their new value, made under no_grad, has none
         self.off_graph: set[str] = set()
-        self.read_with_grad: set[str] = set()  # roots requiring grad, read by an op autograd records (it may save them)
+        # roots read by an op autograd records (it may save them: `a * w` saves `a` for w's gradient, whether or not `a`
+        # requires grad)
+        self.read_with_grad: set[str] = set()
         for a in trace.args:
             if isinstance(a, TensorProxy):
                 self._know(a)
@@ -354,10 +357,10 @@ class _Functionalizer:
             # (errors included); out-of-place values would differ in what backward saves and raises
             raise NotFunctional(f"in-place write to {target.name} while autograd records it")
         if not self.analysis and self.root[target.name] in self.read_with_grad:
-            # (under no_grad, or through a detached view) eager's backward checks that what autograd saved was not
-            # written since (version counters) and raises; the functional trace would differentiate the old value
-            raise NotFunctional(f"in-place write to {target.name}, whose memory requires grad and was read with "
-                                "grad enabled before")
+            # (a tensor outside autograd, under no_grad, or through a detached view) eager's backward checks that what
+            # autograd saved was not written since (version counters) and raises; the functional trace would
+            # differentiate the old value (a region's VJP keeps its inputs, not what eager's ops save)
+            raise NotFunctional(f"in-place write to {target.name}, whose memory an op autograd records read before")
         if not self.analysis and (overlaps_itself(target.meta) or
                                   overlaps_itself(self.proxy[self.root[target.name]].meta)):
             # (an expanded tensor: eager writes each memory location once per element that refers to it, in its
@@ -561,8 +564,7 @@ class _Functionalizer:
         if self.grad_mode and not sym.tags & (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW) and sym not in _VIEW_PRIMS \
                 and any(o.requires_grad for o in bsym.tensor_outputs()):
             for a in bsym.tensor_args():  # (an op autograd records: it may save what it reads)
-                if self.proxy[self.root[a.name]].requires_grad:
-                    self.read_with_grad.add(self.root[a.name])
+                self.read_with_grad.add(self.root[a.name])
         outs = bsym.tensor_outputs()
         # an op returning one of its own arguments (contiguous() of a contiguous tensor): the same value
         new_out = bsym.output

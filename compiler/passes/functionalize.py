@@ -464,9 +464,7 @@ class _Functionalizer:
             if root not in bases:
                 value = self.read(self.proxy[root])
                 if self._aliases_input(value):  # (t = empty(); t.copy_(x)): memory of its own, as in eager
-                    fresh = self._fresh(value)
-                    self.out.append(BoundSymbol(prims.clone, (value,), {}, fresh))
-                    value = fresh
+                    value = self._own_copy(value, root)
                 bases[root] = value
             return bases[root]
 
@@ -489,9 +487,7 @@ class _Functionalizer:
             value = self.read(p)
             if root not in self.external and self._aliases_input(value):
                 # eager returns a tensor of its own here (t = empty(); t.copy_(x); return t), not the input
-                fresh = self._fresh(value)
-                self.out.append(BoundSymbol(prims.clone, (value,), {}, fresh))
-                return fresh
+                return self._own_copy(value, p.name)
             return value
 
         returned = [p for p in pytree.tree_leaves(self.trace.output) if isinstance(p, TensorProxy)]
@@ -502,6 +498,21 @@ class _Functionalizer:
         new.output = output
         new.writebacks = [self.proxy[r] for r in writebacks]
         return new
+
+    def _own_copy(self, value: TensorProxy, name: str) -> TensorProxy:
+        """A copy of `value`, which trace value `name` returns, made in the grad mode eager made `name`'s contents in
+        (its last write's, else its op's): a segment's trace may end inside a no_grad block, and a copy made there
+        would lose the autograd history eager's tensor has."""
+        root = self.root.get(name, name)
+        mode = self.write_mode[root] if self.version.get(root) else self.made_in_mode.get(name, self.grad_mode)
+        end = self.grad_mode
+        if mode != end:
+            self._set_grad(mode)
+        fresh = self._fresh(value)
+        self.out.append(BoundSymbol(prims.clone, (value,), {}, fresh))
+        if mode != end:
+            self._set_grad(end)
+        return fresh
 
     def _aliases_input(self, p: TensorProxy) -> bool:
         base = p.meta._base

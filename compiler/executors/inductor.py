@@ -184,7 +184,7 @@ class _Region:
     same values."""
 
     def __init__(self, fn, backend, options, direct=True, dynamic=False, vjp=None, size=0, out_strides=None,
-                 out_orders=None):
+                 out_orders=None, out_owned=None):
         self.plain = fn
         self.size = size  # inlined_size of its code
         self.backend, self.options, self.use_direct, self.dynamic = backend, options, direct, dynamic
@@ -195,6 +195,8 @@ class _Region:
         self.out_strides = out_strides  # each output's traced strides (None: shape-generic, any layout)
         self.restride: dict = {}  # key -> positions of outputs the compiled graph lays out otherwise
         self.out_orders = out_orders  # shape-generic: each output's traced dimension order, innermost first
+        self.out_owned = out_owned  # per output: eager's result is no view (its meta has no base)
+        self.unview: dict = {}  # key -> positions of outputs the compiled graph returns as views of its own buffers
 
     def _direct(self, inputs, fn=None, size=None):
         if self.options or not self.use_direct or self.dynamic:  # (direct compiles for these sizes only)
@@ -257,7 +259,20 @@ class _Region:
         """The compiled graph's outputs, in the traced layouts (`out_strides`): inductor lays a pointwise result out
         like its input (`w * softmax(a.t())` transposed) where eager's op returned it contiguous, and an
         `as_strided` or `.view()` after the region would read other elements. Which outputs differ is found on the
-        first call for each key (the region is compiled per input layout), and only those are copied."""
+        first call for each key (the region is compiled per input layout), and only those are copied.
+        An output eager makes as a tensor of its own that the graph returns as a view of a buffer of its own
+        (aot_eager's batched matmul: a view of the bmm result) is taken as its detached alias, no view, as eager's
+        (a later view of it has it as base); not one autograd records (torch.compile's own backward)."""
+        unview = self.unview.get(key)
+        if unview is None:
+            unview = self.unview[key] = () if self.out_owned is None else tuple(
+                i for i, (o, owned) in enumerate(zip(outs, self.out_owned))
+                if owned and isinstance(o, torch.Tensor) and o._is_view() and not o.requires_grad)
+        if unview:
+            outs = list(outs)
+            for i in unview:
+                outs[i] = outs[i].detach()
+            outs = tuple(outs)
         if self.out_strides is None:
             return outs if self.out_orders is None else self._in_traced_order(outs)
         redo = self.restride.get(key)
@@ -477,7 +492,9 @@ class InductorExecutor:
                          dynamic=generic or sized_by_values, vjp=vjp if isinstance(vjp, _VJP) else None,
                          size=inlined_size(sub.bsyms),
                          out_strides=None if generic or sized_by_values else _traced_strides(bsym.symbol.region),
-                         out_orders=_traced_orders(bsym.symbol.region) if generic or sized_by_values else None)
+                         out_orders=_traced_orders(bsym.symbol.region) if generic or sized_by_values else None,
+                         out_owned=tuple(getattr(getattr(p, "meta", None), "_base", 0) is None
+                                         for p in bsym.symbol.region.outputs))
             fn.no_vjp = vjp if isinstance(vjp, str) else None
             _COMPILED[key] = fn
         # what compiler.last_backward_traces shows: the VJP trace, or why the region has none

@@ -175,3 +175,22 @@ def test_a_masked_selection_of_a_tensor_requiring_grad_requires_grad():
 @pytest.mark.parametrize("seed, cache", [(130680, "constant values"), (133215, "symbolic values")])
 def test_aliasing_programs_found_by_the_new_seed_range(seed, cache):
     _check(seed, FUNCTIONAL, cache=cache)
+
+
+def test_a_region_result_eager_makes_as_its_own_tensor_is_no_view():
+    """aot_eager returns a batched matmul as a view of its bmm buffer; eager's `a @ b` is a tensor of its own, so a
+    view taken of it later (in the next segment, after a data-dependent branch) has it as base (aliasing_fuzz seed
+    137198: `v0.resize_(..)` then `v0.mul_(2).t()` had another base than the returned v0)."""
+    def fn(a, b):
+        v0 = a @ a.mT
+        if b.sum() > 0:
+            b.mul_(2)
+        return v0.transpose(1, 2), v0, v0 + 1
+
+    jf = compiler.jit(fn, executors=FUNCTIONAL)
+    for sign in (1.0, -1.0):
+        a = torch.randn(4, 3, 2, dtype=torch.float64)
+        got, want = jf(a, torch.full((2,), sign)), fn(a, torch.full((2,), sign))
+        assert got[0]._base is got[1] and want[0]._base is want[1]
+        assert not got[1]._is_view() and not want[1]._is_view()
+        torch.testing.assert_close(got, want, rtol=0, atol=0)

@@ -170,9 +170,11 @@ def test_a_masked_selection_of_a_tensor_requiring_grad_requires_grad():
 
 
 # bench/aliasing_fuzz.py seeds of this session's new range that differed: 130680 (a write after a data-dependent
-# branch into what a region's VJP kept: test_writes_after_saved_reads.py) and 133215 under symbolic values (an
-# expanded region output copied densely in a stride-0-first order: test_symbolic_fusion.py)
-@pytest.mark.parametrize("seed, cache", [(130680, "constant values"), (133215, "symbolic values")])
+# branch into what a region's VJP kept: test_writes_after_saved_reads.py), 133215 under symbolic values (an
+# expanded region output copied densely in a stride-0-first order: test_symbolic_fusion.py), 137695 (a segment
+# ending inside no_grad: test_segment_fusion.py) and 137198 (a matmul returned as a view: below)
+@pytest.mark.parametrize("seed, cache", [(130680, "constant values"), (133215, "symbolic values"),
+                                         (137695, "constant values"), (137198, "constant values")])
 def test_aliasing_programs_found_by_the_new_seed_range(seed, cache):
     _check(seed, FUNCTIONAL, cache=cache)
 

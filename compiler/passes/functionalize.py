@@ -225,6 +225,9 @@ class _Functionalizer:
         # roots that require grad, written under no_grad: eager keeps their autograd identity (a later read with
         # grad enabled differentiates through them); their new value, made under no_grad, has none
         self.off_graph: set[str] = set()
+        # roots that do not require grad, written under no_grad with a value that does (`a.copy_(b)`): eager's
+        # tensor holds the values without their autograd history, the trace's value proxy has it
+        self.history_dropped: set[str] = set()
         # roots read by an op autograd records (it may save them: `a * w` saves `a` for w's gradient, whether or not `a`
         # requires grad)
         self.read_with_grad: set[str] = set()
@@ -292,6 +295,9 @@ class _Functionalizer:
         if root in self.off_graph and self.grad_mode and not self.analysis:
             raise NotFunctional(f"{root} requires grad and was written under no_grad, then is read with grad "
                                 "enabled (eager differentiates through the tensor itself)")
+        if root in self.history_dropped and self.grad_mode and not self.analysis:
+            raise NotFunctional(f"{root} was written under no_grad with a value that requires grad, then is read "
+                                "with grad enabled (eager's tensor has the values, not their autograd history)")
         if p.name == root or self.value_version.get(p.name) == self.version.get(root, 0):
             return self.value[p.name]
         return self._replay(p.name, self.read(self.proxy[root]), version=self.version.get(root, 0))
@@ -395,6 +401,8 @@ class _Functionalizer:
         self.write_mode[root] = self.grad_mode
         if self.proxy[root].requires_grad:  # (written under no_grad or through a detached view: autograd-free)
             self.off_graph.add(root)
+        elif new_value.requires_grad:
+            self.history_dropped.add(root)
         if root not in self.written_order:
             self.written_order.append(root)
 

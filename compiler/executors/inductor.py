@@ -395,12 +395,15 @@ class _RegionFunction(torch.autograd.Function):
         else:
             outs, residuals = got
         ctx.region, ctx.fast = region, got is not None
-        # inputs the trace writes back later are saved as their old value (the VJP reads that value)
+        # inputs the trace writes back later are saved as their old value (the VJP reads that value); the outputs
+        # eager saves (version_checked) come last, only for autograd's check that nothing wrote them since
         keep = vjp.keep if ctx.fast else vjp.trace.saved
+        checked = [outs[i] for i in vjp.version_checked]
         if vjp.written_later:
-            ctx.save_for_backward(*(inputs[i].clone() if i in vjp.written_later else inputs[i] for i in keep), *residuals)
+            ctx.save_for_backward(*(inputs[i].clone() if i in vjp.written_later else inputs[i] for i in keep), *residuals,
+                                  *checked)
         else:
-            ctx.save_for_backward(*[inputs[i] for i in keep], *residuals)
+            ctx.save_for_backward(*[inputs[i] for i in keep], *residuals, *checked)
         ctx.set_materialize_grads(False)
         if not all(vjp.diff):
             ctx.mark_non_differentiable(*[o for o, d in zip(outs, vjp.diff) if not d])
@@ -410,6 +413,8 @@ class _RegionFunction(torch.autograd.Function):
     def backward(ctx, *grads):
         region, vjp = ctx.region, ctx.region.vjp
         saved = ctx.saved_tensors
+        if vjp.version_checked:
+            saved = saved[:len(saved) - len(vjp.version_checked)]
         got, gargs = vjp.gradients_as_compiled(grads)
         if ctx.fast:
             kept = dict(zip(vjp.keep, saved))

@@ -173,10 +173,11 @@ def test_a_masked_selection_of_a_tensor_requiring_grad_requires_grad():
 # branch into what a region's VJP kept: test_writes_after_saved_reads.py), 133215 under symbolic values (an
 # expanded region output copied densely in a stride-0-first order: test_symbolic_fusion.py), 137695 (a segment
 # ending inside no_grad: test_segment_fusion.py), 137198 (a matmul returned as a view) and 139633 (a no_grad
-# write of a value with autograd history): below
+# write of a value with autograd history): below; 144246 (a write into tanh's result, which eager saves:
+# test_writes_after_saved_reads.py)
 @pytest.mark.parametrize("seed, cache", [(130680, "constant values"), (133215, "symbolic values"),
                                          (137695, "constant values"), (137198, "constant values"),
-                                         (139633, "constant values")])
+                                         (139633, "constant values"), (144246, "constant values")])
 def test_aliasing_programs_found_by_the_new_seed_range(seed, cache):
     _check(seed, FUNCTIONAL, cache=cache)
 

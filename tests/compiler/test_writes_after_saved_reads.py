@@ -69,3 +69,40 @@ def test_backward_after_a_write_into_what_a_recorded_op_read_is_eagers(program, 
         else:
             assert got and want  # autograd's own error, as eager's
         assert torch.equal(a_jit, a_eager)
+
+
+def _tanh_then_write_later_segment(w, a):
+    v = torch.tanh(w * 2)  # eager saves tanh's result: a write into it before backward raises there
+    if v.sum() > 0:
+        v.mul_(2)
+    return v * 3
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_write_into_a_result_eager_saved_raises_at_backward_as_in_eager(path):
+    """A fused region recomputes tanh from its input in the backward, so a write into tanh's result (in a later
+    segment, or by the caller after the call) went unnoticed where eager's backward raises (aliasing_fuzz seed
+    144246): the region's forward saves that result too, for autograd's version check."""
+    def after_the_call(w):
+        return torch.tanh(w * 2)
+
+    for fn, write_after in ((_tanh_then_write_later_segment, False), (after_the_call, True)):
+        jf = compiler.jit(fn, executors=PATHS[path]) if fn is after_the_call else \
+            compiler.jit(lambda w: fn(w, None), executors=PATHS[path])
+        for sign in (1.0, -1.0, 1.0):
+            outcomes = []
+            for f in (jf, fn if fn is after_the_call else (lambda w: fn(w, None))):
+                w = torch.full((2, 2), sign, requires_grad=True)
+                out = f(w)
+                if write_after:
+                    out.mul_(2)
+                try:
+                    out.sum().backward()
+                    outcomes.append(("grad", w.grad))
+                except RuntimeError as e:
+                    assert "modified by an inplace operation" in str(e)
+                    outcomes.append(("raised", None))
+            (kind, got), (want_kind, want) = outcomes
+            assert kind == want_kind, (fn.__name__, sign, kind)
+            if kind == "grad":
+                torch.testing.assert_close(got, want, rtol=0, atol=0)

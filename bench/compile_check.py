@@ -1,7 +1,7 @@
 """The compile-time error check over a corpus: is it sound against compile(), and what does it save?
 
 For every .py file under the given folders (default: the transformers corpus of bench/lint_throughput.py
-and the projects of bench/precision_new_projects.py, where present), parsed once:
+and the projects of bench/precision_new_projects.py under $THUNDER_LINT_BENCH_CORPUS, where present), parsed once:
   - soundness: where ``compile(tree)`` raises SyntaxError, ``may_fail_to_compile`` must say True (any miss
     is printed and the exit status is 1);
   - the fraction of files it proves fine (no compile needed);
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import gc
+import os
 import random
 import sys
 import textwrap
@@ -33,7 +34,8 @@ from analyzer.compile_check import may_fail_to_compile  # noqa: E402
 from analyzer.parsing import PARSE_ERRORS, PSEUDO_FILENAME, compile_error, parse  # noqa: E402
 
 DEFAULT_ROOTS = [REPO / "bench" / ".corpus" / "transformers-5.23.0", Path("/work/main/bench/.corpus/transformers-5.23.0")]
-NEW_PROJECTS = Path.home() / ".cache" / "thunder-lint-bench" / "new"
+# where bench/precision_new_projects.py unpacks its projects ($THUNDER_LINT_BENCH_CORPUS moves it, as for the other benches)
+NEW_PROJECTS = Path(os.environ.get("THUNDER_LINT_BENCH_CORPUS", Path.home() / ".cache" / "thunder-lint-bench")) / "new"
 
 
 def default_folders() -> list[Path]:

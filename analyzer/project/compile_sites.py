@@ -109,7 +109,9 @@ _AUGMENT_NAMES = ("Augmentation", "Augment", "Augmenter")
 
 def composed_classes(tree, text: str) -> list[str]:
     """Class references instantiated inside a transform pipeline call (``Compose([RandomFlip(), ...])``)."""
-    from rules.walks import line_roots, lines_with, nodes  # (here: a cached run loads no rule)
+    # (here, not at the top: `import analyzer.cli` imports this module, and importing rules.walks loads every rule,
+    # ~40 ms a fully cached run does not pay; test_a_fully_cached_run_does_not_load_the_engine)
+    from rules.walks import line_roots, lines_with, nodes
 
     from ..static.module_index import dotted_name
 

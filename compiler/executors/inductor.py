@@ -184,7 +184,7 @@ class _Region:
     same values."""
 
     def __init__(self, fn, backend, options, direct=True, dynamic=False, vjp=None, size=0, out_strides=None,
-                 out_orders=None):
+                 out_orders=None, out_owned=None):
         self.plain = fn
         self.size = size  # inlined_size of its code
         self.backend, self.options, self.use_direct, self.dynamic = backend, options, direct, dynamic
@@ -195,6 +195,8 @@ class _Region:
         self.out_strides = out_strides  # each output's traced strides (None: shape-generic, any layout)
         self.restride: dict = {}  # key -> positions of outputs the compiled graph lays out otherwise
         self.out_orders = out_orders  # shape-generic: each output's traced dimension order, innermost first
+        self.out_owned = out_owned  # per output: eager's result is no view (its meta has no base)
+        self.unview: dict = {}  # key -> positions of outputs the compiled graph returns as views of its own buffers
 
     def _direct(self, inputs, fn=None, size=None):
         if self.options or not self.use_direct or self.dynamic:  # (direct compiles for these sizes only)
@@ -257,7 +259,20 @@ class _Region:
         """The compiled graph's outputs, in the traced layouts (`out_strides`): inductor lays a pointwise result out
         like its input (`w * softmax(a.t())` transposed) where eager's op returned it contiguous, and an
         `as_strided` or `.view()` after the region would read other elements. Which outputs differ is found on the
-        first call for each key (the region is compiled per input layout), and only those are copied."""
+        first call for each key (the region is compiled per input layout), and only those are copied.
+        An output eager makes as a tensor of its own that the graph returns as a view of a buffer of its own
+        (aot_eager's batched matmul: a view of the bmm result) is taken as its detached alias, no view, as eager's
+        (a later view of it has it as base); not one autograd records (torch.compile's own backward)."""
+        unview = self.unview.get(key)
+        if unview is None:
+            unview = self.unview[key] = () if self.out_owned is None else tuple(
+                i for i, (o, owned) in enumerate(zip(outs, self.out_owned))
+                if owned and isinstance(o, torch.Tensor) and o._is_view() and not o.requires_grad)
+        if unview:
+            outs = list(outs)
+            for i in unview:
+                outs[i] = outs[i].detach()
+            outs = tuple(outs)
         if self.out_strides is None:
             return outs if self.out_orders is None else self._in_traced_order(outs)
         redo = self.restride.get(key)
@@ -277,7 +292,7 @@ class _Region:
         """A shape-generic region's outputs (any size: no fixed strides) dense in the traced dimension order."""
         fixed = None
         for i, (o, order) in enumerate(zip(outs, self.out_orders)):
-            if order is None or not isinstance(o, torch.Tensor) or o.dim() != len(order) or o.dim() < 2:
+            if order is None or not isinstance(o, torch.Tensor) or o.dim() < 2 or any(d >= o.dim() for d in order):
                 continue
             want = _dense_in_order(o.shape, order)
             have = o.stride()
@@ -380,12 +395,15 @@ class _RegionFunction(torch.autograd.Function):
         else:
             outs, residuals = got
         ctx.region, ctx.fast = region, got is not None
-        # inputs the trace writes back later are saved as their old value (the VJP reads that value)
+        # inputs the trace writes back later are saved as their old value (the VJP reads that value); the outputs
+        # eager saves (version_checked) come last, only for autograd's check that nothing wrote them since
         keep = vjp.keep if ctx.fast else vjp.trace.saved
+        checked = [outs[i] for i in vjp.version_checked]
         if vjp.written_later:
-            ctx.save_for_backward(*(inputs[i].clone() if i in vjp.written_later else inputs[i] for i in keep), *residuals)
+            ctx.save_for_backward(*(inputs[i].clone() if i in vjp.written_later else inputs[i] for i in keep), *residuals,
+                                  *checked)
         else:
-            ctx.save_for_backward(*[inputs[i] for i in keep], *residuals)
+            ctx.save_for_backward(*[inputs[i] for i in keep], *residuals, *checked)
         ctx.set_materialize_grads(False)
         if not all(vjp.diff):
             ctx.mark_non_differentiable(*[o for o, d in zip(outs, vjp.diff) if not d])
@@ -395,6 +413,8 @@ class _RegionFunction(torch.autograd.Function):
     def backward(ctx, *grads):
         region, vjp = ctx.region, ctx.region.vjp
         saved = ctx.saved_tensors
+        if vjp.version_checked:
+            saved = saved[:len(saved) - len(vjp.version_checked)]
         got, gargs = vjp.gradients_as_compiled(grads)
         if ctx.fast:
             kept = dict(zip(vjp.keep, saved))
@@ -477,7 +497,9 @@ class InductorExecutor:
                          dynamic=generic or sized_by_values, vjp=vjp if isinstance(vjp, _VJP) else None,
                          size=inlined_size(sub.bsyms),
                          out_strides=None if generic or sized_by_values else _traced_strides(bsym.symbol.region),
-                         out_orders=_traced_orders(bsym.symbol.region) if generic or sized_by_values else None)
+                         out_orders=_traced_orders(bsym.symbol.region) if generic or sized_by_values else None,
+                         out_owned=tuple(getattr(getattr(p, "meta", None), "_base", 0) is None
+                                         for p in bsym.symbol.region.outputs))
             fn.no_vjp = vjp if isinstance(vjp, str) else None
             _COMPILED[key] = fn
         # what compiler.last_backward_traces shows: the VJP trace, or why the region has none
@@ -501,10 +523,17 @@ def _traced_strides(region) -> tuple:
 
 def _traced_orders(region) -> tuple:
     """Each region output's dimension order in the trace's metadata, innermost (smallest stride) first; None
-    where the strides are not plain numbers."""
+    where the strides are not plain numbers. An expanded dimension (stride 0, size over 1) is left out: the output
+    is dense in the others and keeps stride 0 there, as eager's broadcast does (put first, it made a dense copy
+    whose order the next op's result took)."""
     out = []
-    for stride in _traced_strides(region):
-        out.append(None if stride is None else tuple(sorted(range(len(stride)), key=lambda d: (stride[d], -d))))
+    for p, stride in zip(region.outputs, _traced_strides(region)):
+        if stride is None:
+            out.append(None)
+            continue
+        shape = tuple(p.meta.shape)
+        dims = [d for d in range(len(stride)) if stride[d] != 0 or shape[d] <= 1]
+        out.append(tuple(sorted(dims, key=lambda d: (stride[d], -d))))
     return tuple(out)
 
 

@@ -19,8 +19,9 @@ from ..core.proxies import TensorProxy
 from . import assign_executors, python_executor, torch_executor
 
 
-def plan_execution(trace, executors) -> tuple[list, object]:
-    """([traces added after `trace`: ..., execution trace], the callable that runs it)."""
+def plan_execution(trace, executors, *, continues: bool = False) -> tuple[list, object]:
+    """([traces added after `trace`: ..., execution trace], the callable that runs it). `continues`: the trace is a
+    segment the call goes on after (passes.fusion.fuse)."""
     fuser = next((e for e in executors if getattr(e, "fuses", False)), None)
     if fuser is None:
         execution = assign_executors(trace, executors)
@@ -34,7 +35,7 @@ def plan_execution(trace, executors) -> tuple[list, object]:
         return [execution], execution.python_callable()
     cleaned = write_into_dead_values(dce(functional))
     cleaned.writebacks = functional.writebacks
-    fused = fuse(cleaned, fuser)
+    fused = fuse(cleaned, fuser, continues=continues)
     execution = assign_executors(fused, executors)
     execution.backward_traces = [b.symbol.backward for b in execution.bsyms if getattr(b.symbol, "backward", None)]
     computation = execution.python_callable()

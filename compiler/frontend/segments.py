@@ -91,7 +91,7 @@ class Replay:
 class Runner:
     """One segment, compiled: passes, executors, generated code; reads/writes the call's env by name."""
 
-    def __init__(self, trace: Trace, options: Options, final: bool):
+    def __init__(self, trace: Trace, options: Options, final: bool, grad: bool | None = None):
         from ..executors.plan import plan_execution
         from ..passes import run_passes
 
@@ -102,8 +102,12 @@ class Runner:
         executors = options.executors
         if any(b.symbol.tags & Tag.INPLACE for b in traces[-1].bsyms):
             executors = tuple(e for e in executors if not getattr(e, "fuses", False))
-        with torch._C.DisableTorchFunction(), tracing(None):  # (planned while tracing goes on: regions build
-            added, self.fn = plan_execution(traces[-1], executors)  # their VJPs from prims, which must not record)
+        # (planned while tracing goes on: regions build their VJPs from prims, which must not record; in the grad
+        # mode the segment starts in, `grad`, which the plan takes for the caller's: tracing may be inside a no_grad
+        # block by now)
+        with torch._C.DisableTorchFunction(), tracing(None), \
+                torch.set_grad_enabled(torch.is_grad_enabled() if grad is None else grad):
+            added, self.fn = plan_execution(traces[-1], executors, continues=not final)
         execution = added[-1]
         execution.header = f"{trace.header}; {execution.header}"
         traces += added
@@ -267,7 +271,7 @@ class Segmenter:
                                     "function's tracing is not repeatable")
             runner = node.runner  # it already ran in this call: its values are in env
         else:
-            runner = Runner(seg, self.options, final=False)
+            runner = Runner(seg, self.options, final=False, grad=self.grad_at_cut)
             self._fill_inputs()
             held = [(slot, slot.read()) for slot in stored]  # proxies, which tracing goes on with
             self._as_at_segment_start(stored)
@@ -378,7 +382,7 @@ class Segmenter:
         self._fill_inputs()
         final = segment_trace(trace.bsyms[self.cut:], trace.output,
                               f"segment {len(self.records) + 1} (final)")
-        runner = Runner(final, self.options, final=True)
+        runner = Runner(final, self.options, final=True, grad=self.grad_at_cut)
         path = Path(self.records, final, final.python_source(with_comments=False), runner, self.env,
                     (self.grad_at_cut, self.autocast_at_cut), [a.name for a in trace.args],
                     [c for c in self.state.constraints if c.after_read is not None])

@@ -21,9 +21,10 @@ eager-order trace for that function (the reason is in its header):
 - ops that change a tensor's metadata in place (`t_`, `squeeze_`, `resize_`, an `out=` that eager resizes);
 - in-place writes that autograd records (grad enabled and the written tensor or its new value requires grad:
   eager's version checks and in-place gradient formulas decide what backward saves, returns and raises), and
-  autograd-free writes into a tensor that requires grad when autograd may have saved it (read by an op it
-  recorded) or when it is read again with grad enabled, or when a returned view of it is one eager marks
-  (made under no_grad, or by an op returning several views);
+  autograd-free writes into a tensor that autograd may have saved (read by an op it recorded: `a * w` saves
+  `a`, whether or not `a` requires grad), and writes into a tensor that requires grad when it is read again
+  with grad enabled, or when a returned view of it is one eager marks (made under no_grad, or by an op returning
+  several views);
 - writes into memory whose elements overlap (an expanded tensor: eager writes each location once per element
   that refers to it), and in-place ops that read the memory they write through another view, or read their
   target other than element by element (`x.masked_scatter_(m, x)`; ATen's pointwise ops are element by
@@ -224,7 +225,12 @@ class _Functionalizer:
         # roots that require grad, written under no_grad: eager keeps their autograd identity (a later read with
         # grad enabled differentiates through them); their new value, made under no_grad, has none
         self.off_graph: set[str] = set()
-        self.read_with_grad: set[str] = set()  # roots requiring grad, read by an op autograd records (it may save them)
+        # roots that do not require grad, written under no_grad with a value that does (`a.copy_(b)`): eager's
+        # tensor holds the values without their autograd history, the trace's value proxy has it
+        self.history_dropped: set[str] = set()
+        # roots read by an op autograd records (it may save them: `a * w` saves `a` for w's gradient, whether or not `a`
+        # requires grad)
+        self.read_with_grad: set[str] = set()
         for a in trace.args:
             if isinstance(a, TensorProxy):
                 self._know(a)
@@ -289,6 +295,9 @@ class _Functionalizer:
         if root in self.off_graph and self.grad_mode and not self.analysis:
             raise NotFunctional(f"{root} requires grad and was written under no_grad, then is read with grad "
                                 "enabled (eager differentiates through the tensor itself)")
+        if root in self.history_dropped and self.grad_mode and not self.analysis:
+            raise NotFunctional(f"{root} was written under no_grad with a value that requires grad, then is read "
+                                "with grad enabled (eager's tensor has the values, not their autograd history)")
         if p.name == root or self.value_version.get(p.name) == self.version.get(root, 0):
             return self.value[p.name]
         return self._replay(p.name, self.read(self.proxy[root]), version=self.version.get(root, 0))
@@ -354,10 +363,10 @@ class _Functionalizer:
             # (errors included); out-of-place values would differ in what backward saves and raises
             raise NotFunctional(f"in-place write to {target.name} while autograd records it")
         if not self.analysis and self.root[target.name] in self.read_with_grad:
-            # (under no_grad, or through a detached view) eager's backward checks that what autograd saved was not
-            # written since (version counters) and raises; the functional trace would differentiate the old value
-            raise NotFunctional(f"in-place write to {target.name}, whose memory requires grad and was read with "
-                                "grad enabled before")
+            # (a tensor outside autograd, under no_grad, or through a detached view) eager's backward checks that what
+            # autograd saved was not written since (version counters) and raises; the functional trace would
+            # differentiate the old value (a region's VJP keeps its inputs, not what eager's ops save)
+            raise NotFunctional(f"in-place write to {target.name}, whose memory an op autograd records read before")
         if not self.analysis and (overlaps_itself(target.meta) or
                                   overlaps_itself(self.proxy[self.root[target.name]].meta)):
             # (an expanded tensor: eager writes each memory location once per element that refers to it, in its
@@ -392,6 +401,8 @@ class _Functionalizer:
         self.write_mode[root] = self.grad_mode
         if self.proxy[root].requires_grad:  # (written under no_grad or through a detached view: autograd-free)
             self.off_graph.add(root)
+        elif new_value.requires_grad:
+            self.history_dropped.add(root)
         if root not in self.written_order:
             self.written_order.append(root)
 
@@ -461,9 +472,7 @@ class _Functionalizer:
             if root not in bases:
                 value = self.read(self.proxy[root])
                 if self._aliases_input(value):  # (t = empty(); t.copy_(x)): memory of its own, as in eager
-                    fresh = self._fresh(value)
-                    self.out.append(BoundSymbol(prims.clone, (value,), {}, fresh))
-                    value = fresh
+                    value = self._own_copy(value, root)
                 bases[root] = value
             return bases[root]
 
@@ -486,9 +495,7 @@ class _Functionalizer:
             value = self.read(p)
             if root not in self.external and self._aliases_input(value):
                 # eager returns a tensor of its own here (t = empty(); t.copy_(x); return t), not the input
-                fresh = self._fresh(value)
-                self.out.append(BoundSymbol(prims.clone, (value,), {}, fresh))
-                return fresh
+                return self._own_copy(value, p.name)
             return value
 
         returned = [p for p in pytree.tree_leaves(self.trace.output) if isinstance(p, TensorProxy)]
@@ -499,6 +506,21 @@ class _Functionalizer:
         new.output = output
         new.writebacks = [self.proxy[r] for r in writebacks]
         return new
+
+    def _own_copy(self, value: TensorProxy, name: str) -> TensorProxy:
+        """A copy of `value`, which trace value `name` returns, made in the grad mode eager made `name`'s contents in
+        (its last write's, else its op's): a segment's trace may end inside a no_grad block, and a copy made there
+        would lose the autograd history eager's tensor has."""
+        root = self.root.get(name, name)
+        mode = self.write_mode[root] if self.version.get(root) else self.made_in_mode.get(name, self.grad_mode)
+        end = self.grad_mode
+        if mode != end:
+            self._set_grad(mode)
+        fresh = self._fresh(value)
+        self.out.append(BoundSymbol(prims.clone, (value,), {}, fresh))
+        if mode != end:
+            self._set_grad(end)
+        return fresh
 
     def _aliases_input(self, p: TensorProxy) -> bool:
         base = p.meta._base
@@ -561,8 +583,7 @@ class _Functionalizer:
         if self.grad_mode and not sym.tags & (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW) and sym not in _VIEW_PRIMS \
                 and any(o.requires_grad for o in bsym.tensor_outputs()):
             for a in bsym.tensor_args():  # (an op autograd records: it may save what it reads)
-                if self.proxy[self.root[a.name]].requires_grad:
-                    self.read_with_grad.add(self.root[a.name])
+                self.read_with_grad.add(self.root[a.name])
         outs = bsym.tensor_outputs()
         # an op returning one of its own arguments (contiguous() of a contiguous tensor): the same value
         new_out = bsym.output

@@ -292,14 +292,33 @@ def _seal(g: Region, used_after: set, written: set) -> bool:
     return bool(outputs)
 
 
-def fuse(trace: Trace, executor, *, min_computing: int = 2) -> Trace:
+def _not_read_by_recorded_ops(region: Region) -> set[str]:
+    """The region's inputs that no op autograd records reads, directly or through the region's views: eager saves
+    none of them for its backward (`sigmoid(a) * w` saves sigmoid's result), though the region's VJP may keep them
+    to compute again. One it reads (`a * w` saves `a`) eager may save: a write into it later raises there too."""
+    origin = {p.name: p.name for p in region.inputs}
+    read = set()
+    for b in region.bsyms:
+        args = b.tensor_args()
+        if b.symbol in _VIEW_PRIMS or b.symbol.tags & (Tag.RETURNS_VIEW | Tag.MAY_RETURN_VIEW):
+            for o in b.tensor_outputs():
+                if args and args[0].name in origin:
+                    origin[o.name] = origin[args[0].name]
+        elif any(o.requires_grad for o in b.tensor_outputs()):
+            read.update(origin[a.name] for a in args if a.name in origin)
+    return {p.name for p in region.inputs} - read
+
+
+def fuse(trace: Trace, executor, *, min_computing: int = 2, continues: bool = False) -> Trace:
     """The trace with each worthwhile region replaced by one bound symbol that `executor` claims.
 
     With autograd, a region is one backward node. Its parts that share no data (the query, key and value
     projections of one input) stay one region where the executor differentiates it whole with None for the
     inputs no output that got a gradient reaches, as eager gives (`executor.differentiates(region)`: the
     inductor executor's per-prim VJP); otherwise they are regions of their own (a backward node would give
-    zeros instead)."""
+    zeros instead). `continues`: the trace is a segment the call goes on after (it ends at a data-dependent read),
+    whose later segments may write in place any tensor a region read: with autograd, the inputs a region's VJP
+    keeps that eager would not have saved are kept as their value now (written_later)."""
     flat: list = []
     groups = group(trace.copy_with(_views_as_prims(trace), trace.header),
                    FUSIBLE | getattr(executor, "fusible_extra", frozenset()))
@@ -338,6 +357,8 @@ def fuse(trace: Trace, executor, *, min_computing: int = 2) -> Trace:
                 continue
             if not _seal(part, used_after[i], written):
                 continue
+            if continues and grad:
+                part.written_later |= _not_read_by_recorded_ops(part)
             sym = Symbol(f"{executor.name}_fusion_{count}", None, Tag.NONE)
             sym.region = part
             sym.executor = executor

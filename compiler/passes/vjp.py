@@ -300,6 +300,10 @@ def differentiable_reach(region) -> dict[str, frozenset]:
     return reach
 
 
+# prims whose eager op's derivative reads its result (derivatives.yaml: `result`), so eager saves that tensor
+_SAVES_ITS_RESULT = frozenset((prims.exp, prims.tanh, prims.sigmoid, prims.sqrt, prims.rsqrt, prims.reciprocal))
+
+
 class RegionGradients:
     """What autograd needs around a region's VJP trace, whichever executor runs it: which outputs are
     differentiable, which inputs each output's gradient reaches (an input reached by no output that got a
@@ -313,6 +317,11 @@ class RegionGradients:
         self.reach = [reach.get(o.name, frozenset()) for o in region.outputs]
         self.grad_meta = [(tuple(o.meta.shape), o.meta.dtype, o.device) for o in region.outputs if o.name in reach]
         self.written_later = {i for i, p in enumerate(region.inputs) if p.name in getattr(region, "written_later", ())}
+        # differentiable outputs that eager's op saves for its backward (`tanh`'s result): the forward saves them
+        # too, unused, so that a write into one before backward raises autograd's error there, as in eager
+        made_by = {o.name: b.symbol for b in region.bsyms for o in b.tensor_outputs()}
+        self.version_checked = [i for i, o in enumerate(region.outputs)
+                                if self.diff[i] and made_by.get(o.name) in _SAVES_ITS_RESULT]
 
     def gradient_args(self, grads, contiguous: bool = True) -> tuple[frozenset, list]:
         """For autograd's output gradients: the inputs they reach, and the VJP trace's gradient arguments

@@ -251,11 +251,18 @@ def silu(a, inplace=False):
     return _to(prims.mul(x, prims.sigmoid(x)), a.dtype)
 
 
+def dropout_returns_input(p, training) -> bool:
+    """ATen's dropout (F.dropout, torch.dropout) with p=0 or not in training returns its input itself and draws
+    nothing: recording leaves such a call out of the trace (a kept random op would cut every ViT layer's region)."""
+    return (type(p) in (float, int) and p == 0) or training is False
+
+
 def dropout(a, p=0.5, training=True, inplace=False):
     """Off CUDA, ATen's dropout is `a * (empty_like(a).bernoulli_(1 - p) / (1 - p))`: the same draws in the same
     order (the noise a random prim laid out as empty_like lays it), its scaling and product fuse with their
-    neighbours. CUDA's fused kernel draws otherwise; p of 0 or 1, eval and in-place take other paths in ATen
-    (the input itself, no draw): those stay the op, as do symbolic sizes (the noise's layout is per size)."""
+    neighbours. CUDA's fused kernel draws otherwise; p of 1 (zeros, no draw) and in-place take other paths in
+    ATen: those stay the op, as do symbolic sizes (the noise's layout is per size). p of 0 and eval never get
+    here (dropout_returns_input)."""
     if not _is_t(a) or a.device.type != "cpu" or not a.dtype.is_floating_point or type(p) not in (float, int) or \
             not 0 < p < 1 or training is not True or inplace or a.meta.numel() == 0 or \
             getattr(a, "sym_shape", None) is not None:

@@ -24,7 +24,7 @@ from ..meta.functions import eager_exception, normalize_device, real_kernel_erro
 from ..symbolic.shapes import for_op, set_output_shapes
 from ..symbolic.sizes import UNKNOWN, fix_sizes
 from ..symbolic.values import SYM_TYPES, concrete
-from .decompositions import Skip
+from .decompositions import Skip, dropout_returns_input
 
 # `with torch.no_grad():` inside the user's function is no torch call: the recorder notices the grad mode
 # change at the next op and records this symbol, so the computation runs each op in eager's grad mode.
@@ -174,14 +174,14 @@ def _rethrow(symbol, loc, e: Exception, args=()):
 
 
 def _dropout_returns_input(symbol, args, kwargs) -> bool:
-    """ATen's dropout with p=0 or in eval returns its input itself and draws nothing (ViT configs put such a
-    dropout between every two layers): recording it would keep a random op that does nothing."""
+    """A dropout call that returns its input itself (decompositions.dropout_returns_input), from either spelling's
+    arguments."""
     if symbol.name not in ("F.dropout", "torch.dropout") or not args or not isinstance(args[0], TensorProxy):
         return False
     names = ("p", "training") if symbol.name == "F.dropout" else ("p", "train")
     p = args[1] if len(args) > 1 else kwargs.get(names[0], 0.5)
     training = args[2] if len(args) > 2 else kwargs.get(names[1], True)
-    return (type(p) in (float, int) and p == 0) or training is False
+    return dropout_returns_input(p, training)
 
 
 def _record_call(symbol, args, kwargs):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
 
 import pytest
 
@@ -33,6 +34,9 @@ def several_processes(monkeypatch, how: str) -> None:
     """Make a run with jobs > 1 use forked helpers that hold their files ("helpers", however small the project),
     helpers that keep no parsed tree and parse each file again to lint it ("reparsed"), or a pool that lints files
     as read ("pool": a big project where forking is unsafe)."""
+    # helpers, and pool workers that see this test's monkeypatching, are forked only from a single-threaded process:
+    # with a thread left alive by an earlier test the run would spawn and the test check something else
+    assert threading.active_count() == 1, f"threads left alive by earlier tests: {threading.enumerate()}"
     if how in ("helpers", "reparsed"):
         monkeypatch.setattr(runner, "SPLIT_BYTES", 0)
         if how == "reparsed":

@@ -109,6 +109,11 @@ def _is_random(op) -> bool:
 # ------------------------------------------------------------------------------------------------ compare
 
 def _leaves(x):
+    if isinstance(x, torch.nn.Module):  # (a sample's `distance_function=PairwiseDistance()`, deep-copied per run:
+        # the same module is the same type, settings and state, not the same object)
+        settings = {k: v for k, v in vars(x).items() if not k.startswith("_") and k != "training"}
+        return [("module", type(x).__name__, x.training, tuple(settings))] + _leaves(list(settings.values())) + \
+            _leaves(dict(x.state_dict()))
     if isinstance(x, (list, tuple)) and not isinstance(x, torch.Size):
         out = [("seq", type(x).__name__, len(x))]
         for i in x:

@@ -167,3 +167,66 @@ def test_a_masked_selection_of_a_tensor_requiring_grad_requires_grad():
     for executors in (FUNCTIONAL, None):
         out = compiler.jit(fn, executors=executors)(a0)
         assert all(o.requires_grad and o.grad_fn is not None for o in out), executors
+
+
+# bench/aliasing_fuzz.py seeds of this session's new range that differed: 130680 (a write after a data-dependent
+# branch into what a region's VJP kept: test_writes_after_saved_reads.py), 133215 under symbolic values (an
+# expanded region output copied densely in a stride-0-first order: test_symbolic_fusion.py), 137695 (a segment
+# ending inside no_grad: test_segment_fusion.py), 137198 (a matmul returned as a view) and 139633 (a no_grad
+# write of a value with autograd history): below; 144246 (a write into tanh's result, which eager saves:
+# test_writes_after_saved_reads.py)
+@pytest.mark.parametrize("seed, cache", [(130680, "constant values"), (133215, "symbolic values"),
+                                         (137695, "constant values"), (137198, "constant values"),
+                                         (139633, "constant values"), (144246, "constant values")])
+def test_aliasing_programs_found_by_the_new_seed_range(seed, cache):
+    _check(seed, FUNCTIONAL, cache=cache)
+
+
+def test_a_region_result_eager_makes_as_its_own_tensor_is_no_view():
+    """aot_eager returns a batched matmul as a view of its bmm buffer; eager's `a @ b` is a tensor of its own, so a
+    view taken of it later (in the next segment, after a data-dependent branch) has it as base (aliasing_fuzz seed
+    137198: `v0.resize_(..)` then `v0.mul_(2).t()` had another base than the returned v0)."""
+    def fn(a, b):
+        v0 = a @ a.mT
+        if b.sum() > 0:
+            b.mul_(2)
+        return v0.transpose(1, 2), v0, v0 + 1
+
+    jf = compiler.jit(fn, executors=FUNCTIONAL)
+    for sign in (1.0, -1.0):
+        a = torch.randn(4, 3, 2, dtype=torch.float64)
+        got, want = jf(a, torch.full((2,), sign)), fn(a, torch.full((2,), sign))
+        assert got[0]._base is got[1] and want[0]._base is want[1]
+        assert not got[1]._is_view() and not want[1]._is_view()
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("read", ["view", "whole", "returned"])
+def test_a_write_under_no_grad_of_a_value_with_autograd_history_leaves_none(read):
+    """`with no_grad: a.copy_(b)` where b requires grad and a does not: eager's a holds b's values without autograd
+    history. The functional trace took b itself as a's new value, so ops on a with grad enabled were differentiable
+    and the write-back (in grad mode) gave the caller's a a grad_fn (aliasing_fuzz seed 139633)."""
+    def fn(a, b):
+        with torch.no_grad():
+            a.copy_(b)
+        if read == "view":
+            v = a.transpose(0, -1)
+            v[v < 0] *= -1
+            return a
+        if read == "whole":
+            return a * 2, a
+        t = torch.zeros(3, 3)
+        with torch.no_grad():
+            t.add_(b)
+        return t
+
+    jf = compiler.jit(fn, executors=FUNCTIONAL)
+    for _ in range(2):
+        b = torch.randn(3, 3, requires_grad=True) * 1
+        a_got, a_want = torch.zeros(3, 3), torch.zeros(3, 3)
+        got, want = jf(a_got, b), fn(a_want, b)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert (g.requires_grad, g.is_leaf) == (w.requires_grad, w.is_leaf) == (False, True)
+            torch.testing.assert_close(g, w, rtol=0, atol=0)
+        assert not a_got.requires_grad and a_got.grad_fn is None
+        torch.testing.assert_close(a_got, a_want, rtol=0, atol=0)

@@ -103,3 +103,22 @@ def test_the_harness_catches_a_wrong_result():
     assert db.differs(torch.ones(2), torch.zeros(2)).startswith("values differ")
     assert db.differs(torch.ones(2, 3).t(), torch.ones(3, 2)).startswith("strides")
     assert db.differs(torch.ones(2, dtype=torch.float64), torch.ones(2)).startswith("dtype")
+
+
+def test_a_module_argument_is_judged_by_its_settings_and_state():
+    """triplet_margin_with_distance_loss's samples pass `distance_function=PairwiseDistance()`, deep-copied for eager
+    and for the compiled call: the judge compares the modules' type, settings and state, not their identity (every
+    sample read "wrong" before)."""
+    import copy
+
+    assert db.differs([torch.nn.PairwiseDistance()], [torch.nn.PairwiseDistance()]) is None
+    assert db.differs([torch.nn.PairwiseDistance(p=2.0)], [torch.nn.PairwiseDistance(p=3.0)]) is not None
+    lin = torch.nn.Linear(2, 2)
+    assert db.differs([lin], [copy.deepcopy(lin)]) is None
+    assert db.differs([lin], [torch.nn.Linear(2, 2)]) is not None  # other weights
+    assert db.differs([lin], [copy.deepcopy(lin).eval()]) is not None
+    assert db.differs([lin], [torch.nn.Bilinear(2, 2, 2)]) is not None
+    op = next(o for o in db.op_db() if o.name == "nn.functional.triplet_margin_with_distance_loss")
+    tally = db.Tally()
+    db.run_op(op, torch.float32, tally, per_op=2, inplace=False)
+    assert tally.counts()["ok"] == 2, tally.counts()

@@ -31,3 +31,28 @@ def test_the_header_names_only_executors_that_ran_something():
     header = compiler.last_traces(jf)[-1].header
     assert header.startswith("execution trace: torch, python; ran: torch 2 ops")
     assert "inductor" not in header
+
+
+def test_a_segment_that_ends_inside_no_grad_keeps_its_results_autograd_history():
+    """The cut before `v1.view(-1)` (a size read of `x[mask]`) falls inside a no_grad block: that segment was planned
+    in the block's grad mode, taken for the caller's, and the copies giving its results memory of their own were
+    made under no_grad, so `x.float()` came back a leaf without grad (aliasing_fuzz seed 137695)."""
+    from compiler.executors.inductor import InductorExecutor
+
+    def fn(x, alias):
+        v0 = x.float()
+        v1 = x[x > 0]
+        with torch.no_grad():
+            v1.view(-1).add_(1)
+        return v0, v0 * 2
+
+    jf = compiler.jit(fn, executors=(InductorExecutor(backend="aot_eager"), "torch"))
+    for _ in range(2):
+        leaf = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        x = leaf * 1
+        got, want = jf(x, x.view(-1)), fn(x, x.view(-1))
+        for g, w in zip(got, want):
+            assert (g.requires_grad, g.is_leaf) == (w.requires_grad, w.is_leaf) == (True, False)
+            torch.testing.assert_close(g, w, rtol=0, atol=0)
+        grads = torch.autograd.grad(sum(o.sum() for o in got), leaf, retain_graph=True)
+        torch.testing.assert_close(grads, torch.autograd.grad(sum(o.sum() for o in want), leaf))

@@ -143,3 +143,21 @@ def test_the_plan_traces_tensor_dunders_of_arguments_sharing_memory():
         torch.testing.assert_close(got, expected)
         assert torch._C._len_torch_function_stack() == 0
     assert _fused(jf) >= 1  # the plan was traced and fused, not refused
+
+
+def test_an_expanded_region_output_keeps_eagers_layout():
+    """A shape-generic region returning a broadcast (stride 0) that later ops read: its outputs are put back in the
+    traced dimension order, and an expanded output stays expanded (a dense copy ordered with the stride-0 dimension
+    innermost gave the next op's result strides (1, 8, 2) where eager's are (12, 4, 1); aliasing_fuzz seed
+    133215)."""
+    def fn(a):
+        v = a.abs() + 1
+        a.reshape(-1).abs_()
+        return v[1:] + a
+
+    jf = compiler.jit(fn, executors=(AOT, "torch"), cache=SYM)
+    for shape in ((2, 3, 4), (2, 5, 3)):
+        a = torch.arange(torch.Size(shape).numel()).reshape(shape) - 5
+        out, want = jf(a.clone()), fn(a.clone())
+        assert _fused(jf) == 1
+        assert torch.equal(out, want) and out.stride() == want.stride(), (out.stride(), want.stride())

@@ -360,3 +360,20 @@ def test_errors_planted_in_real_files_are_found(host):
                 checked += 1
                 assert may_fail_to_compile(tree, planted), f"{kind} planted at line {lineno}"
     assert checked > 150
+
+
+def test_the_bench_finds_the_new_projects_where_the_corpus_variable_says(tmp_path, monkeypatch):
+    """bench/compile_check.py's default folders include the projects under $THUNDER_LINT_BENCH_CORPUS/new, where
+    bench/precision_new_projects.py unpacks them."""
+    import importlib.util
+    from pathlib import Path
+
+    (tmp_path / "new" / "someproject").mkdir(parents=True)
+    (tmp_path / "new" / "wheels").mkdir()
+    monkeypatch.setenv("THUNDER_LINT_BENCH_CORPUS", str(tmp_path))
+    path = Path(__file__).resolve().parents[2] / "bench" / "compile_check.py"
+    spec = importlib.util.spec_from_file_location("_compile_check_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert tmp_path / "new" / "someproject" in bench.default_folders()
+    assert tmp_path / "new" / "wheels" not in bench.default_folders()

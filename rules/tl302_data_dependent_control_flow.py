@@ -7,7 +7,7 @@ import ast
 from ._jit_scopes import eager_only_spans_of, jitted_scopes
 from ._torch_api import compiled_operands, in_spans
 from ._values import DATA_READ_FUNCTIONS, Values
-from ._dynamo_settings import scalar_outputs_captured
+from .dynamo_settings import scalar_outputs_captured
 from .compilers import compiled_message
 from .base import Finding, RuleInfo
 from .walks import nodes, walk

@@ -343,7 +343,7 @@ def summarize(text: str, tree: ast.Module, index, path: str, module: str, jit_de
     """The file's part of the project index, as plain data (it crosses process boundaries and the cache)."""
     from rules.jit_markers import disabler_aliases, eager_decorator
     from rules.jit_markers import compiling_check_lines, mentions_compiling_checks
-    from rules._dynamo_settings import CAPTURE_SCALAR_OUTPUTS, capture_scalar_outputs_line
+    from rules.dynamo_settings import CAPTURE_SCALAR_OUTPUTS, capture_scalar_outputs_line
 
     from ..static.jitted import JitMatcher, _header_nodes, compiler_of, is_symbolic, statements_on_lines
     from ..static.module_index import dotted_name
@@ -1272,7 +1272,7 @@ class ProjectIndex:
         first module, by name, that does."""
         got = self.__dict__.get("_settings")
         if got is None:
-            from rules._dynamo_settings import CAPTURE_SCALAR_OUTPUTS
+            from rules.dynamo_settings import CAPTURE_SCALAR_OUTPUTS
 
             got = self.__dict__["_settings"] = {}
             for mod, s in sorted(self.modules.items()):

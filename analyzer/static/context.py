@@ -38,7 +38,7 @@ class FileContext:
         self.compiled_elsewhere = tuple(compiled_elsewhere)
         self.target = target
         # torch._dynamo settings the project turns on (name -> "path:line"), from the project index; None: no index
-        # (a file linted alone: rules/_dynamo_settings.py reads the file's own)
+        # (a file linted alone: rules/dynamo_settings.py reads the file's own)
         self.settings: dict[str, str] | None = None
         self._facts: dict[int, FunctionFacts] = {}
         self._scopes: dict[int, Scope] = {}

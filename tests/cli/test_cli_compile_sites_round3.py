@@ -205,6 +205,29 @@ def test_an_unresolved_module_compile_keeps_the_library_default_for_the_rest(cli
     assert "1 compile call not resolved to the project's code (pkg/train.py:7 `m.compile()`)" in out, out
 
 
+def test_the_library_default_beside_an_unresolved_module_compile_stays_near_it(cli, tmp_path):
+    # sglang's shape (round 4): a server package compiles a model it names (resolved), and a pipeline of another
+    # subpackage compiles components it cannot name (`component.compile()`): the default covers the modules near
+    # that pipeline (under its folder's parent), not the server's other models, and the summary says where
+    block = "import torch\nfrom torch import nn\n\n\nclass {}(nn.Module):\n    def forward(self, x):\n" \
+            "        print(x.shape)\n        return x\n"
+    for package in ("pkg", "pkg/gen", "pkg/gen/models", "pkg/gen/pipelines", "pkg/srt", "pkg/srt/models"):
+        write(tmp_path / package / "__init__.py", "")
+    write(tmp_path / "pkg" / "gen" / "models" / "dit.py", block.format("DiT"))
+    write(tmp_path / "pkg" / "gen" / "pipelines" / "pipe.py",
+          "import torch\n\n\ndef load(components):\n    for component in components:\n        component.compile()\n")
+    write(tmp_path / "pkg" / "srt" / "models" / "llm.py", block.format("Llm"))
+    write(tmp_path / "pkg" / "srt" / "models" / "vision.py", block.format("VisionTower"))
+    write(tmp_path / "pkg" / "srt" / "server.py", "import torch\nfrom pkg.srt.models.llm import Llm\n\n"
+          "model = torch.compile(Llm())\n")
+    got = findings(cli, ".")
+    assert where(got) == {("pkg/gen/models/dit.py", "TL204", 7), ("pkg/srt/models/llm.py", "TL204", 7)}, got
+    assert "if `DiT` is compiled" in next(m for p, c, line, m in got if p.endswith("dit.py"))
+    out = cli(".", "--no-cache").out
+    assert "(pkg/gen/pipelines/pipe.py:6 `component.compile()`)" in out, out
+    assert "the modules under pkg/gen/ only (where a module compile is left unresolved)" in out, out
+
+
 def test_torch_compile_of_a_make_fx_graph_runs_none_of_the_models_python():
     # nequip's `torch.compile(fx_model)` of a make_fx graph: torch.compile sees the traced aten graph; the model's
     # Python ran once, while make_fx traced it (a print there is not run again, a Python value read is baked in, a

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -40,3 +41,15 @@ def write(path: Path, text: str | bytes) -> Path:
     else:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+def findings(cli, *args):
+    """(path, code, line, message) of each finding of a JSON run of ``cli`` (the conftest fixture) without cache."""
+    r = cli(*args, "--format", "json", "--no-cache")
+    assert r.code in (0, 1), r.err
+    return [(d["path"], d["code"], d["line"], d["message"]) for d in json.loads(r.out)]
+
+
+def where(got):
+    """The (path, code, line) places of ``findings``' rows."""
+    return {(p, c, line) for p, c, line, _ in got}

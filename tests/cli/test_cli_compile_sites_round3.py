@@ -11,23 +11,12 @@
 
 from __future__ import annotations
 
-import json
 
 import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from cli_helpers import write
-
-
-def findings(cli, *args):
-    r = cli(*args, "--format", "json", "--no-cache")
-    assert r.code in (0, 1), r.err
-    return [(d["path"], d["code"], d["line"], d["message"]) for d in json.loads(r.out)]
-
-
-def where(got):
-    return {(p, c, line) for p, c, line, _ in got}
+from cli_helpers import findings, where, write
 
 
 MODEL = '''\

@@ -8,17 +8,7 @@ from __future__ import annotations
 
 import json
 
-from cli_helpers import write
-
-
-def findings(cli, *args):
-    r = cli(*args, "--format", "json", "--no-cache")
-    assert r.code in (0, 1), r.err
-    return [(d["path"], d["code"], d["line"], d["message"]) for d in json.loads(r.out)]
-
-
-def where(got):
-    return {(p, c, line) for p, c, line, _ in got}
+from cli_helpers import findings, where, write
 
 
 def project(tmp_path, model: str, train: str = "import torch\nfrom pkg.model import Net\n\nmodel = torch.compile(Net())\n"):

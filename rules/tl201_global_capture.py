@@ -59,6 +59,9 @@ There is no automatic fix.
         "import thunder\nimport torch\nSCALE = 5\n@thunder.jit\ndef f(x):\n    return torch.sin(x) * SCALE\n",
         "import thunder\ndef helper(x):\n    return x + 1\n@thunder.jit\ndef f(x):\n    return helper(x)\n",
         "x = 5\ndef f():\n    return x\n",  # not jitted
+        # a module's logger made by the project's own factory, passed on (round 4, sglang's fusion runners)
+        "import torch\nfrom mypkg.log import init_logger\nlogger = init_logger(__name__)\ndef run(fn, logger=None):\n"
+        "    return fn()\n@torch.compile\ndef f(x):\n    return run(lambda: x * 2, logger=logger)\n",
         # a class made by namedtuple, and a backward-compatible alias of it, are classes
         "import torch\nfrom collections import namedtuple\nOutputs = namedtuple('Outputs', ['logits', 'aux'])\n"
         "_Outputs = Outputs\n@torch.compile\ndef f(x):\n    return _Outputs(x, None) if x.dim() else Outputs(x, x)\n",

@@ -195,8 +195,10 @@ def _value_kind(value) -> str:
     if isinstance(value, ast.Call):
         func = value.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if name in ("getLogger", "get_logger"):
-            return "logger"  # a logger is bound once and never replaced: no hidden input
+        if name in ("getLogger", "get_logger") or name.endswith("_logger"):
+            # a logger is bound once and never replaced: no hidden input (`init_logger(__name__)`,
+            # `get_root_logger()`: a project's own logger factory, sglang's and mmcv's)
+            return "logger"
         if name in _CLASS_FACTORIES:
             return "class"
     return "assign"

@@ -67,14 +67,14 @@ def _self_attr(node) -> str | None:
     return None
 
 
-def _local_names(fn) -> set[str]:
-    """Names a function binds itself: its parameters, and what it assigns or loops over (``self`` included)."""
+def _parameters(fn) -> set[str]:
     a = fn.args
-    names = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)} | {x.arg for x in (a.vararg, a.kwarg) if x}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-    return names
+    return {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)} | {x.arg for x in (a.vararg, a.kwarg) if x}
+
+
+def _assigned_names(fn) -> set[str]:
+    """Names a function assigns or loops over (one walk of it: asked only for a name no parameter binds)."""
+    return {node.id for node in ast.walk(fn) if type(node) is _Name and type(node.ctx) is ast.Store}
 
 
 def held_classes(cls: ast.ClassDef, callables: dict | None = None) -> dict[str, list[str]]:
@@ -97,7 +97,8 @@ def held_classes(cls: ast.ClassDef, callables: dict | None = None) -> dict[str, 
         if not init and stmt.__dict__.get(SELF_STORES) is False:
             continue  # (function_facts walked it all and saw no store into self.<attr>)
         local_lists: dict[str, list[str]] = {}
-        local_names = None  # the method's parameters and assigned names: `self.fn = fn` stores no module function
+        # the method's parameters, then its assigned names (on need): `self.fn = fn` stores no module function
+        params = assigned = None
         # every statement of the method, nested blocks included, in source order (``local_lists`` grows in it)
         stack = stmt.body[::-1]
         while stack:
@@ -128,10 +129,14 @@ def held_classes(cls: ast.ClassDef, callables: dict | None = None) -> dict[str, 
                         out.setdefault(attr, []).extend(classes)
                     elif attr is not None and callables is not None and type(s.value) in (_Name, _Attribute):
                         ref = dotted_name(s.value)
-                        if local_names is None:
-                            local_names = _local_names(stmt)
-                        if ref and ref.split(".")[0] not in local_names:
-                            callables.setdefault(attr, []).append(ref)
+                        head = ref.split(".")[0] if ref else None
+                        if head is not None and params is None:
+                            params = _parameters(stmt)
+                        if head is not None and head not in params:
+                            if assigned is None:
+                                assigned = _assigned_names(stmt)
+                            if head not in assigned:
+                                callables.setdefault(attr, []).append(ref)
                     elif type(t) is _Name and classes:
                         local_lists.setdefault(t.id, []).extend(classes)
             elif type(s.value) is _Call:

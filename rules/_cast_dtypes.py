@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from ._torch_api import start
+from ._torch_api import assigned_value
 
 _METHOD_DTYPES = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16",
                   "long": "int64", "int": "int32", "short": "int16", "bool": "bool", "byte": "uint8", "char": "int8"}
@@ -45,10 +45,8 @@ def known_dtype(ctx, facts, e, pos, depth: int = 0) -> str | None:
                 return got if got in ("float32", "float64", "float16", "bfloat16") else None
         return None
     if isinstance(e, ast.Name):
-        b = facts.binding_at(e.id, pos)
-        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
-            return None
-        return known_dtype(ctx, facts, b.value, start(b.stmt), depth + 1)
+        got = assigned_value(facts, e.id, pos)
+        return known_dtype(ctx, facts, *got, depth + 1) if got else None
     return None
 
 

@@ -70,6 +70,15 @@ def start(node) -> tuple[int, int]:
     return (node.lineno, node.col_offset)
 
 
+def assigned_value(facts, name: str, pos):
+    """(value, where its statement starts) of the one plain assignment of ``name`` that reaches ``pos``; None for a
+    parameter, another kind of binding, or no single one."""
+    b = facts.binding_at(name, pos)
+    if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
+        return None
+    return b.value, start(b.stmt)
+
+
 def end(node) -> tuple[int, int]:
     return (node.end_lineno, node.end_col_offset)
 

@@ -15,6 +15,7 @@ from ._torch_api import (
     SHARING_FUNCTIONS,
     VIEW_ATTRIBUTES,
     VIEW_METHODS,
+    assigned_value,
     end,
     is_basic_index,
     start,
@@ -233,10 +234,8 @@ def _floating(ctx, facts, e, pos, depth=0) -> bool:
     if depth > _MAX_DEPTH:
         return False
     if isinstance(e, ast.Name):
-        b = facts.binding_at(e.id, pos)
-        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
-            return False
-        return _floating(ctx, facts, b.value, start(b.stmt), depth + 1)
+        got = assigned_value(facts, e.id, pos)
+        return _floating(ctx, facts, *got, depth + 1) if got else False
     if isinstance(e, ast.BinOp):
         return isinstance(e.op, ast.Div)
     if isinstance(e, ast.Call):
@@ -262,10 +261,8 @@ def _source_of_write(ctx, facts, target, pos, depth=0):
     if isinstance(target, ast.Attribute) and target.attr in VIEW_ATTRIBUTES:
         return _source_of_write(ctx, facts, target.value, pos, depth + 1)
     if isinstance(target, ast.Name):
-        b = facts.binding_at(target.id, pos)
-        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
-            return None
-        return _source_of_write(ctx, facts, b.value, start(b.stmt), depth + 1)
+        got = assigned_value(facts, target.id, pos)
+        return _source_of_write(ctx, facts, *got, depth + 1) if got else None
     return None
 
 
@@ -403,10 +400,10 @@ def _viewed_names(ctx, facts, name: str, pos) -> list[str]:
     """``name``, then the local names its value is a view of (through basic indexing and view methods)."""
     out = [name]
     for _ in range(_MAX_DEPTH):
-        b = facts.binding_at(out[-1], pos)
-        if b is None or isinstance(b, str) or b.kind != "assign" or b.value is None:
+        got = assigned_value(facts, out[-1], pos)
+        if got is None:
             break
-        value, pos = b.value, start(b.stmt)
+        value, pos = got
         while True:
             if isinstance(value, ast.Subscript) and is_basic_index(value.slice):
                 value = value.value
